@@ -1,0 +1,197 @@
+"""From raw runs to summaries, comparisons, derived figures and notes.
+
+Everything here is recomputed from the runs stored in a result file, so `show` works on
+a partial file and an older file is re-analysed by the current statistics.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+
+from . import stats
+from .probes import metric_catalog
+from .units import fmt_bytes, fmt_seconds
+from .variants import label
+
+COMPARED_METRICS = (
+    "wall_s", "cpu_s", "cpu_user_s", "cpu_sys_s", "ctx_voluntary", "ctx_involuntary",
+    "read_bytes", "write_bytes", "pages_read",
+)
+VERDICT_METRICS = (("cpu_s", "CPU"), ("wall_s", "elapsed"))
+OPEN = ("(open)", "connect")  # workload/operation names of the connection open (key derivation)
+
+
+def _normalize(variant: dict, keys: list[dict]) -> dict:
+    return {
+        k["name"]: variant[k["name"]]
+        for k in keys
+        if k["name"] in variant and all(variant.get(a) == b for a, b in k["applies_when"])
+    }
+
+
+def baseline_for(variant: dict, engine: dict) -> dict | None:
+    axis, base = engine["axis"], engine["axis_baseline"]
+    if variant.get(axis) in (None, base):
+        return None
+    return _normalize({**variant, axis: base}, engine["variant_keys"])
+
+
+def collect(doc: dict) -> dict[tuple[str, str, str], dict[str, list[float]]]:
+    """(workload, operation, variant label) -> metric -> per-run values (warmups left out)."""
+    out: dict[tuple[str, str, str], dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
+    for run in doc["runs"]:
+        if run.get("warmup"):
+            continue
+        vl = run["variant_label"]
+        for op in run.get("operations", []):
+            bucket = out[(run["workload"], op["operation"], vl)]
+            for name, value in {**op.get("metrics", {}), **op.get("extra", {})}.items():
+                if isinstance(value, (int, float)):
+                    bucket[name].append(float(value))
+        for name, value in (run.get("open") or {}).items():
+            out[(*OPEN, vl)][name].append(float(value))
+    return out
+
+
+def variants_by_label(doc: dict) -> dict[str, dict]:
+    found = {label(v): v for v in doc["engine"].get("variants", [])}
+    for run in doc["runs"]:
+        found.setdefault(run["variant_label"], run["variant"])
+    return found
+
+
+def summaries(groups) -> list[dict]:
+    catalog = metric_catalog()
+    out = []
+    for (wl, op, vl), metrics in groups.items():
+        for metric, values in metrics.items():
+            s = stats.summarize(values)
+            m = catalog.get(metric)
+            warn = stats.warnings_for(values, label=f"{wl}/{op} {vl} {metric}",
+                                      resolution=m.resolution if m and metric.endswith("_s") else None)
+            out.append({"workload": wl, "operation": op, "variant": vl, "metric": metric,
+                        "unit": m.unit if m else "", **s.to_dict(), "warnings": warn})
+    return out
+
+
+def comparisons(doc: dict, groups) -> list[dict]:
+    engine, variants = doc["engine"], variants_by_label(doc)
+    out = []
+    for (wl, op, vl), metrics in groups.items():
+        base_variant = baseline_for(variants[vl], engine)
+        if base_variant is None:
+            continue
+        base = groups.get((wl, op, label(base_variant)))
+        if not base:
+            continue
+        for metric in COMPARED_METRICS:
+            if metric not in metrics or metric not in base:
+                continue
+            est = stats.ratio_ci(base[metric], metrics[metric])
+            out.append({
+                "workload": wl, "operation": op, "metric": metric,
+                "baseline": label(base_variant), "contender": vl,
+                "ratio": est.value, "ci": list(est.ci) if est.ci else None, "significant": est.significant,
+                "n_baseline": len(base[metric]), "n_contender": len(metrics[metric]),
+            })
+    return out
+
+
+def row_verdict(comps: list[dict]) -> str:
+    """'+310% CPU, significant; elapsed +45%, significant' / 'no significant difference'."""
+    by_metric = {c["metric"]: c for c in comps}
+    parts = []
+    for metric, word in VERDICT_METRICS:
+        c = by_metric.get(metric)
+        if c is None:
+            continue
+        est = stats.Estimate(c["ratio"], tuple(c["ci"]) if c["ci"] else None, c["significant"], 1.0)
+        if est.significant:
+            parts.append(stats.verdict(word, est))
+    if parts:
+        return "; ".join(parts)
+    if not by_metric:
+        return "no comparison"
+    return "no significant difference"
+
+
+def derived(doc: dict, groups, comps: list[dict]) -> list[dict]:
+    """Seed 003: per-page decrypt CPU cost from cold encrypted minus cold plain reads."""
+    out = []
+    raw = (doc.get("calibration") or {}).get("raw_cipher", {})
+    variants = variants_by_label(doc)
+    for c in comps:
+        wl_meta = doc.get("workloads", {}).get(c["workload"], {})
+        contender = variants[c["contender"]]
+        if c["metric"] != "cpu_s" or not wl_meta.get("reads_only") or contender.get("cache") != "cold":
+            continue
+        cont = groups[(c["workload"], c["operation"], c["contender"])]
+        base = groups[(c["workload"], c["operation"], c["baseline"])]
+        pages = stats.summarize(cont.get("pages_read", []))
+        if pages is None or pages.mean <= 0:
+            continue
+        diff = stats.difference_ci(base["cpu_s"], cont["cpu_s"])
+        if diff.value is None:
+            continue
+        page_size = int(contender.get("page_size", 4096))
+        per_page = diff.value / pages.mean
+        ci = [x / pages.mean for x in diff.ci] if diff.ci else None
+        entry = {
+            "workload": c["workload"], "operation": c["operation"], "baseline": c["baseline"],
+            "contender": c["contender"], "page_size": page_size, "pages_read": pages.mean,
+            "added_cpu_s": diff.value, "added_cpu_ci": list(diff.ci) if diff.ci else None,
+            "per_page_cpu_s": per_page, "per_page_cpu_ci": ci,
+            "decrypt_mb_per_s_per_core": page_size / per_page / 1e6 if per_page > 0 else None,
+            "decrypt_mb_per_s_ci": ([page_size / ci[1] / 1e6, page_size / ci[0] / 1e6]
+                                    if ci and ci[0] > 0 else None),
+            "method": "(mean CPU cold encrypted - mean CPU cold plain) / mean pages read, bootstrap 95% CI",
+        }
+        ref = raw.get(str(page_size))
+        if ref and entry["decrypt_mb_per_s_per_core"]:
+            entry["raw_cipher_mb_per_s_per_core"] = ref["mb_per_s_per_core"]
+            entry["percent_of_raw_cipher"] = 100 * entry["decrypt_mb_per_s_per_core"] / ref["mb_per_s_per_core"]
+        out.append(entry)
+    return out
+
+
+def notes(doc: dict, groups) -> list[str]:
+    """Plain-word facts a reader needs: cache drops, key derivation, instability."""
+    out = []
+    cold_ops = [op for run in doc["runs"] if not run.get("warmup") for op in run.get("operations", [])
+                if op.get("cache", {}).get("cache") == "cold"]
+    if cold_ops:
+        dropped = sum(1 for op in cold_ops if op["cache"].get("os_cache_dropped"))
+        physical = [op["metrics"].get("read_bytes", 0) for op in cold_ops if "read_bytes" in op["metrics"]]
+        fs = doc["environment"].get("os_cache", {}).get("data_dir_filesystem", "?")
+        method = cold_ops[0]["cache"].get("method", "")
+        msg = f"cache=cold: OS page cache dropped ({method}) before {dropped} of {len(cold_ops)} operations on {fs}"
+        if physical:
+            msg += f"; on average {fmt_bytes(sum(physical) / len(physical))} read from storage per operation"
+            if max(physical) == 0:
+                msg += " — none: reads came from the OS cache, so 'cold' here is SQLite-cache-cold only"
+        out.append(msg)
+    opens: dict[str, list[float]] = defaultdict(list)
+    variants = variants_by_label(doc)
+    for (wl, op, vl), metrics in groups.items():
+        if (wl, op) == OPEN and "wall_s" in metrics:
+            v = {k: x for k, x in variants[vl].items() if k != "cache"}
+            opens[label(v)] += metrics["wall_s"]
+    if opens:
+        parts = []
+        for vl, values in opens.items():
+            s = stats.summarize(values)
+            parts.append(f"{vl}: {fmt_seconds(s.median)} (median of {s.n})")
+        out.append("connection open, key derivation included, timed apart and never inside a workload: "
+                   + "; ".join(parts))
+    return out
+
+
+def analyze(doc: dict) -> dict:
+    groups = collect(doc)
+    comps = comparisons(doc, groups)
+    return {
+        "summaries": summaries(groups),
+        "comparisons": comps,
+        "derived": derived(doc, groups, comps),
+        "notes": notes(doc, groups),
+    }

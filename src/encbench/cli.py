@@ -1,0 +1,251 @@
+"""The `encbench` command: run, show, compare, list.
+
+Every user error is an EncbenchError: one line on stderr, a distinct exit code
+(errors.EXIT_CODES), no traceback (unless --debug).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import signal
+import sys
+import time
+from pathlib import Path
+
+from . import __version__, errors
+
+DEFAULT_SIZE = "48MB"
+DEFAULT_RUNS = 5
+QUICK_SIZE = "6MB"
+QUICK_RUNS = 3
+DEFAULT_SEED = 42
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str):  # one line, exit code 2, no usage dump
+        raise errors.UsageError(f"{self.prog}: {message}", hint=f"see {self.prog} --help")
+
+
+def _data_dir_default() -> Path:
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "encbench" / "data"
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = _Parser(prog="encbench", description="Measure what encryption costs a database, side by side.")
+    p.add_argument("--version", action="version", version=f"encbench {__version__}")
+    p.add_argument("--debug", action="store_true", help="show tracebacks of internal errors")
+    sub = p.add_subparsers(dest="command", parser_class=_Parser, metavar="COMMAND")
+
+    r = sub.add_parser("run", help="run benchmarks (no arguments: the embedded default suite)")
+    r.add_argument("--engine", default=None, help="engine (see `encbench list`); default sqlite")
+    r.add_argument("--workload", action="append", default=[], help="workload (repeatable); default: all of the engine's")
+    r.add_argument("--variant", action="append", default=[], metavar="KEY=V[,V]",
+                   help="narrow (or widen) one variant key, e.g. cache=cold or page_size=1024,4096 (repeatable)")
+    r.add_argument("--runs", default=None, help=f"measured runs per variant (default {DEFAULT_RUNS}, --quick {QUICK_RUNS})")
+    r.add_argument("--warmups", default="1", help="warmup runs per variant, stored but never in statistics (default 1)")
+    r.add_argument("--size", default=None, help=f"data size, e.g. 50MB, 1GB (default {DEFAULT_SIZE}, --quick {QUICK_SIZE})")
+    r.add_argument("--quick", action="store_true", help="smoke run: small data, few runs")
+    r.add_argument("--seed", default=str(DEFAULT_SEED), help="data generation seed")
+    r.add_argument("-o", "--output", default=None, help="result file (default encbench-results/<engine>-<time>.json)")
+    r.add_argument("--json", action="store_true", help="print the summaries as JSON instead of the table")
+    r.add_argument("--data-dir", default=None, help=f"where generated data is kept and reused (default {_data_dir_default()})")
+    r.add_argument("--regenerate", action="store_true", help="rebuild the data files even if they exist")
+    r.add_argument("--key-file", default=None,
+                   help="file holding the SQLCipher passphrase (default: ENCBENCH_KEY, else a built-in key for synthetic data)")
+    r.add_argument("--probe", action="append", default=[], help="probe to use (repeatable); default: all")
+
+    s = sub.add_parser("show", help="print the table of a result file")
+    s.add_argument("file")
+    s.add_argument("--format", choices=("table", "markdown", "json"), default="table")
+    s.add_argument("--json", action="store_true", help="same as --format json")
+
+    c = sub.add_parser("compare", help="compare the same workload/variant across two result files (B vs A)")
+    c.add_argument("a")
+    c.add_argument("b")
+    c.add_argument("--force", action="store_true", help="compare even if the environments differ")
+    c.add_argument("--format", choices=("table", "markdown", "json"), default="table")
+    c.add_argument("--json", action="store_true", help="same as --format json")
+
+    lst = sub.add_parser("list", help="list engines, workloads, variants and probes")
+    lst.add_argument("--json", action="store_true")
+    return p
+
+
+def _console(stderr: bool = False):
+    from rich.console import Console
+
+    return Console(stderr=stderr, width=None if sys.stdout.isatty() else 200)
+
+
+# -- run ----------------------------------------------------------------------------
+
+def _read_key(args) -> tuple[str | None, str]:
+    if args.key_file:
+        try:
+            text = Path(args.key_file).read_text().strip()
+        except OSError as e:
+            raise errors.BadValueError(f"cannot read --key-file {args.key_file}: {e.strerror or e}") from None
+        if not text:
+            raise errors.BadValueError(f"--key-file {args.key_file} is empty")
+        return text, "key-file"
+    if os.environ.get("ENCBENCH_KEY"):
+        return os.environ["ENCBENCH_KEY"], "ENCBENCH_KEY"
+    return None, "default"
+
+
+def cmd_run(args, argv: list[str]) -> int:
+    from . import report, runner
+    from .engines import DEFAULT_ENGINE, ENGINES
+    from .probes import DEFAULT_PROBES
+    from .units import parse_positive_int, parse_size
+
+    engine_name = args.engine or DEFAULT_ENGINE
+    engine = ENGINES.get(engine_name)
+    runs = parse_positive_int(args.runs or (QUICK_RUNS if args.quick else DEFAULT_RUNS), what="--runs", maximum=1000)
+    warmups = int(args.warmups) if str(args.warmups).strip() == "0" else parse_positive_int(args.warmups, what="--warmups", maximum=100)
+    size = parse_size(args.size or (QUICK_SIZE if args.quick else DEFAULT_SIZE))
+    seed = parse_positive_int(args.seed, what="--seed", maximum=2**31)
+    key, key_source = _read_key(args)
+    output = Path(args.output) if args.output else Path("encbench-results") / (
+        f"{engine_name}-{time.strftime('%Y%m%d-%H%M%S')}.json")
+    config = runner.RunConfig(
+        engine=engine_name,
+        workloads=args.workload or list(engine.workloads),
+        variant_filters=args.variant,
+        runs=runs, warmups=warmups, size_bytes=size, seed=seed, output=output,
+        data_dir=Path(args.data_dir) if args.data_dir else _data_dir_default(),
+        probes=args.probe or list(DEFAULT_PROBES),
+        regenerate=args.regenerate, key=key, key_source=key_source, quick=args.quick,
+        command=report.command_line(argv),
+    )
+    runner.plan(config)  # every name and value checked before anything is created
+    from . import results
+
+    results.check_writable(output)
+    err = _console(stderr=True)
+    try:
+        doc = _run_with_progress(config, err)
+    except KeyboardInterrupt:
+        err.print(f"interrupted: results so far kept in {output}", highlight=False)
+        return errors.EXIT_INTERRUPTED
+    except errors.EncbenchError as e:
+        e.hint = (e.hint + "; " if e.hint else "") + f"results so far kept in {output}"
+        raise
+    analysis = {k: doc[k] for k in ("summaries", "comparisons", "derived", "notes")}
+    if args.json:
+        print(report.render_json(doc, analysis))
+    else:
+        report.render_text(doc, analysis, _console())
+        err.print(f"results written to {output} (encbench show {output})", highlight=False)
+    return 0
+
+
+def _run_with_progress(config, err) -> dict:
+    from . import runner
+
+    if not err.is_terminal:
+        return runner.execute(config)
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                  console=err, transient=True) as progress:
+        task = progress.add_task("preparing", total=None)
+
+        def update(msg: str, done: int, total: int) -> None:
+            progress.update(task, description=msg[:60], completed=done, total=total)
+
+        return runner.execute(config, on_progress=update)
+
+
+# -- show / compare / list -------------------------------------------------------------
+
+def _emit(doc: dict, analysis: dict, fmt: str) -> None:
+    from . import report
+
+    if fmt == "json":
+        print(report.render_json(doc, analysis))
+    elif fmt == "markdown":
+        print(report.render_markdown(doc, analysis), end="")
+    else:
+        report.render_text(doc, analysis, _console())
+
+
+def cmd_show(args) -> int:
+    from . import analysis, results
+
+    doc = results.load(args.file)
+    _emit(doc, analysis.analyze(doc), "json" if args.json else args.format)
+    return 0
+
+
+def cmd_compare(args) -> int:
+    from . import compare, results
+
+    a, b = results.load(args.a), results.load(args.b)
+    out = compare.compare(a, b, force=args.force)
+    fmt = "json" if args.json else args.format
+    print(compare.render(out, fmt, args.a, args.b)) if fmt != "table" else compare.render_table(out, args.a, args.b, _console())
+    return 0
+
+
+def cmd_list(args) -> int:
+    import json
+
+    from .engines import ENGINES
+    from .probes import PROBES
+    from .workloads import WORKLOADS
+
+    data = {
+        "engines": {n: e.description for n, e in ENGINES.items()},
+        "workloads": {n: w.description for n, w in WORKLOADS.items()},
+        "variants": {f"{n}:{k.name}": f"{k.description} (default {','.join(k.default)})"
+                     for n, e in ENGINES.items() for k in e.variant_keys},
+        "probes": {n: p.description for n, p in PROBES.items()},
+    }
+    if args.json:
+        print(json.dumps(data, indent=1))
+        return 0
+    for section, items in data.items():
+        print(f"{section}:")
+        width = max(len(k) for k in items)
+        for k, v in items.items():
+            print(f"  {k:<{width}}  {v}")
+    return 0
+
+
+def _on_sigterm(signum, frame):
+    raise KeyboardInterrupt
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    debug = "--debug" in argv
+    signal.signal(signal.SIGTERM, _on_sigterm)
+    try:
+        args = build_parser().parse_args(argv)
+        if args.command is None:
+            build_parser().print_help()
+            return 0
+        handler = {"run": lambda: cmd_run(args, argv), "show": lambda: cmd_show(args),
+                   "compare": lambda: cmd_compare(args), "list": lambda: cmd_list(args)}[args.command]
+        return handler()
+    except errors.EncbenchError as e:
+        print(f"encbench: error: {e.one_line()}", file=sys.stderr)
+        return e.exit_code
+    except KeyboardInterrupt:
+        print("encbench: interrupted", file=sys.stderr)
+        return errors.EXIT_INTERRUPTED
+    except BrokenPipeError:
+        return 0
+    except Exception as e:  # a bug: still one line unless --debug
+        if debug:
+            raise
+        print(f"encbench: internal error: {type(e).__name__}: {e} (re-run with --debug for a traceback)",
+              file=sys.stderr)
+        return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,14 @@
+"""Engines: one adapter module each, registered in this table."""
+
+from __future__ import annotations
+
+from ..registry import Registry
+from .base import Engine, PrepareContext, Session
+from .sqlite import SQLiteEngine
+
+ENGINES: Registry[Engine] = Registry("engine")
+ENGINES.register(SQLiteEngine.name, SQLiteEngine())
+
+DEFAULT_ENGINE = SQLiteEngine.name
+
+__all__ = ["ENGINES", "DEFAULT_ENGINE", "Engine", "PrepareContext", "Session"]

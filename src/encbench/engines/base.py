@@ -1,0 +1,69 @@
+"""The engine adapter interface. The runner talks to engines only through this."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+from ..probes import Target
+from ..variants import Variant, VariantKey
+
+
+@dataclass
+class PrepareContext:
+    """What `prepare` needs: data size and seed, where to keep data, how to report progress."""
+
+    size_bytes: int
+    seed: int
+    data_dir: Path
+    scratch_dir: Path
+    variants: list[Variant]
+    regenerate: bool = False
+    key: str | None = None
+    key_source: str = "default"
+    progress: Callable[[str], None] = lambda msg: None
+    options: dict[str, Any] = field(default_factory=dict)
+
+
+class Session:
+    """One connection in a worker process. Workloads talk to the engine through this."""
+
+    table: str
+    row_count: int
+    open_metrics: dict[str, float]
+
+    def target(self) -> Target: ...
+    def set_cache(self, state: str) -> dict: ...
+    def execute(self, sql: str, params: tuple = ()) -> int: ...
+    def query(self, sql: str, params: tuple = ()) -> list: ...
+    def commit(self) -> None: ...
+    def rebuild_operations(self) -> list[tuple[str, Callable[[], Any]]]: ...
+    def backup(self, dest: Path, compressor: str | None) -> dict: ...
+    def close(self) -> None: ...
+
+
+class Engine:
+    name: str = ""
+    description: str = ""
+    variant_keys: tuple[VariantKey, ...] = ()
+    axis: str = "encryption"  # the setting whose cost is measured
+    axis_baseline: str = "off"
+    workloads: tuple[str, ...] = ()
+
+    def check_available(self) -> None:
+        """Raise EngineUnavailableError with a hint on how to install what is missing."""
+
+    def versions(self) -> dict[str, str]:
+        return {}
+
+    def prepare(self, ctx: PrepareContext) -> dict:
+        """Generate or reuse data; return a JSON-serializable setup passed to every worker."""
+        raise NotImplementedError
+
+    def calibrate(self, setup: dict) -> dict:
+        """In-process reference figures (raw cipher speed, ...)."""
+        return {}
+
+    def open_session(self, setup: dict, variant: Variant, *, mutable: bool, scratch_dir: Path) -> Session:
+        raise NotImplementedError

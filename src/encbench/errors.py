@@ -1,0 +1,111 @@
+"""One exception hierarchy, mapped to exit codes in one place (see docs/RESULTS.md).
+
+Every error a user can cause is an EncbenchError: the CLI prints its message on one
+line to stderr and exits with its code, never with a traceback.
+"""
+
+from __future__ import annotations
+
+
+class EncbenchError(Exception):
+    """Base class: a clear one-line message and a distinct exit code."""
+
+    exit_code = 1
+    hint: str = ""
+
+    def __init__(self, message: str, hint: str = ""):
+        super().__init__(message)
+        self.hint = hint or type(self).hint
+
+    def __reduce__(self):  # keep the hint when raised in a worker process
+        return (type(self), (str(self), self.hint))
+
+    def one_line(self) -> str:
+        msg = str(self).replace("\n", " ").strip()
+        return f"{msg} ({self.hint})" if self.hint else msg
+
+
+class UsageError(EncbenchError):
+    """The command line is malformed (argparse uses the same code)."""
+
+    exit_code = 2
+
+
+class UnknownNameError(EncbenchError):
+    """An engine, workload, variant key/value or probe that does not exist."""
+
+    exit_code = 3
+
+
+class BadValueError(EncbenchError):
+    """A value of the right kind but out of range or unparsable (--size, --runs)."""
+
+    exit_code = 4
+
+
+class OutputError(EncbenchError):
+    """The result file cannot be written."""
+
+    exit_code = 5
+
+
+class ResultFileError(EncbenchError):
+    """A result file that cannot be read: missing, corrupt or truncated JSON."""
+
+    exit_code = 6
+
+
+class SchemaVersionError(ResultFileError):
+    """A result file of a schema version this encbench does not know."""
+
+    exit_code = 7
+
+
+class WrongKeyError(EncbenchError):
+    """An encrypted database that does not open with the key given."""
+
+    exit_code = 8
+
+
+class IncomparableError(EncbenchError):
+    """Two result files whose environments differ too much to compare."""
+
+    exit_code = 9
+
+
+class EngineUnavailableError(EncbenchError):
+    """The engine's library or server cannot be found or started."""
+
+    exit_code = 10
+
+
+class RunFailedError(EncbenchError):
+    """A measurement failed while running (partial results are kept)."""
+
+    exit_code = 11
+
+
+class CheckFailedError(EncbenchError):
+    """A run whose real state differs from the state requested (e.g. not encrypted)."""
+
+    exit_code = 12
+
+
+EXIT_INTERRUPTED = 130
+
+EXIT_CODES = {
+    0: "success",
+    1: "internal error (a bug: please report it with --debug output)",
+    UsageError.exit_code: "malformed command line",
+    UnknownNameError.exit_code: "unknown engine, workload, variant or probe",
+    BadValueError.exit_code: "bad value (--size, --runs, ...)",
+    OutputError.exit_code: "output file not writable",
+    ResultFileError.exit_code: "result file missing, corrupt or truncated",
+    SchemaVersionError.exit_code: "result file of an unknown schema version",
+    WrongKeyError.exit_code: "wrong key for an existing encrypted database",
+    IncomparableError.exit_code: "result files not comparable (use --force)",
+    EngineUnavailableError.exit_code: "engine library or server unavailable",
+    RunFailedError.exit_code: "a run failed (partial results kept)",
+    CheckFailedError.exit_code: "a run was not in the requested state (e.g. not encrypted)",
+    EXIT_INTERRUPTED: "interrupted (Ctrl-C); results so far kept",
+}

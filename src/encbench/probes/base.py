@@ -1,0 +1,58 @@
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+
+
+@dataclass(frozen=True)
+class Metric:
+    name: str
+    unit: str
+    label: str
+    resolution: float | None = None  # smallest step the probe can see, in `unit`
+    lower_is_better: bool = True
+
+
+@dataclass
+class Target:
+    """The processes doing the work, and what the engine can tell about its pages."""
+
+    pids: list[int]
+    page_size: int | None = None
+    extra: dict = field(default_factory=dict)
+
+    @property
+    def is_self(self) -> bool:
+        return self.pids == [os.getpid()]
+
+
+class Probe:
+    name: str = ""
+    description: str = ""
+    metrics: tuple[Metric, ...] = ()
+    innermost: bool = False  # started last and stopped first (the wall clock)
+
+    def start(self, target: Target) -> None:  # pragma: no cover - interface
+        raise NotImplementedError
+
+    def stop(self, target: Target) -> dict[str, float]:  # pragma: no cover - interface
+        raise NotImplementedError
+
+
+def read_proc_kv(path: str) -> dict[str, int]:
+    """Parse 'key: value' files such as /proc/PID/io and /proc/PID/status (integers only)."""
+    out: dict[str, int] = {}
+    with open(path, "rb") as f:
+        for line in f.read().decode().splitlines():
+            key, _, value = line.partition(":")
+            parts = value.split()
+            if parts and parts[0].isdigit():
+                out[key.strip()] = int(parts[0])
+    return out
+
+
+def thread_ids(pid: int) -> list[str]:
+    try:
+        return os.listdir(f"/proc/{pid}/task")
+    except FileNotFoundError:
+        return []

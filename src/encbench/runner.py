@@ -1,0 +1,171 @@
+"""The runner: plan the matrix, prepare the engine, execute runs in fresh worker
+processes (interleaved, warmups first), and write the result file after every run.
+
+It knows no engine, workload or probe by name: everything comes from the registries.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import shutil
+import tempfile
+import time
+from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+from . import __version__, analysis, environment, results, worker
+from .engines import ENGINES, PrepareContext
+from .errors import EncbenchError, RunFailedError, UnknownNameError
+from .probes import PROBES
+from .variants import Variant, label, matrix, parse_filters
+from .workloads import WORKLOADS
+
+
+@dataclass
+class RunConfig:
+    engine: str
+    workloads: list[str]
+    variant_filters: list[str]
+    runs: int
+    warmups: int
+    size_bytes: int
+    seed: int
+    output: Path
+    data_dir: Path
+    probes: list[str]
+    regenerate: bool = False
+    key: str | None = field(default=None, repr=False)
+    key_source: str = "default"
+    quick: bool = False
+    command: str = ""
+
+    def public(self) -> dict:
+        return {
+            "engine": self.engine, "workloads": self.workloads, "variant_filters": self.variant_filters,
+            "runs": self.runs, "warmups": self.warmups, "size_bytes": self.size_bytes, "seed": self.seed,
+            "data_dir": str(self.data_dir), "probes": self.probes, "quick": self.quick,
+            "key_source": self.key_source, "command": self.command,
+        }
+
+
+@dataclass
+class Plan:
+    engine: object
+    workloads: list
+    variants: list[Variant]
+    items: list[dict]
+
+
+def plan(config: RunConfig) -> Plan:
+    """Check every name and value, and lay out the runs: per workload, warmups then ABBA rounds."""
+    engine = ENGINES.get(config.engine)
+    for name in config.probes:
+        PROBES.get(name)
+    workloads = []
+    for name in config.workloads:
+        wl = WORKLOADS.get(name)
+        if name not in engine.workloads:
+            raise UnknownNameError(f"engine {engine.name} has no workload {name!r}",
+                                   hint=f"valid: {', '.join(engine.workloads)}")
+        workloads.append(wl)
+    variants = matrix(engine.variant_keys, parse_filters(config.variant_filters, engine.variant_keys))
+    items = []
+    for wl in workloads:
+        for w in range(config.warmups):
+            items += [{"workload": wl.name, "variant": v, "round": w, "warmup": True} for v in variants]
+        for r in range(config.runs):
+            order = variants if r % 2 == 0 else variants[::-1]  # A B B A: drift cancels out
+            items += [{"workload": wl.name, "variant": v, "round": r, "warmup": False} for v in order]
+    return Plan(engine, workloads, variants, items)
+
+
+def new_document(config: RunConfig, p: Plan, env: dict) -> dict:
+    e = p.engine
+    return {
+        "schema_version": results.SCHEMA_VERSION,
+        "encbench_version": __version__,
+        "created_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "status": "running",
+        "config": config.public(),
+        "environment": env,
+        "engine": {
+            "name": e.name,
+            "description": e.description,
+            "axis": e.axis,
+            "axis_baseline": e.axis_baseline,
+            "variant_keys": [{"name": k.name, "applies_when": [list(x) for x in k.applies_when]}
+                             for k in e.variant_keys],
+            "variants": p.variants,
+        },
+        "workloads": {wl.name: wl.describe() for wl in p.workloads},
+        "dataset": None,
+        "calibration": None,
+        "runs": [],
+        "error": None,
+    }
+
+
+def _pool() -> ProcessPoolExecutor:
+    ctx = multiprocessing.get_context("forkserver")
+    ctx.set_forkserver_preload(["encbench.worker"])
+    return ProcessPoolExecutor(max_workers=1, mp_context=ctx, max_tasks_per_child=1)
+
+
+def execute(config: RunConfig, *, on_progress: Callable[[str, int, int], None] = lambda *a: None) -> dict:
+    """Run the whole plan. The result file is up to date after every run, whatever happens."""
+    p = plan(config)
+    p.engine.check_available()
+    results.check_writable(config.output)
+    config.data_dir.mkdir(parents=True, exist_ok=True)
+    doc = new_document(config, p, environment.collect(p.engine.versions(), config.data_dir))
+    results.write_atomic(config.output, doc)
+    scratch = Path(tempfile.mkdtemp(prefix="scratch-", dir=config.data_dir))
+    pool = None
+    try:
+        ctx = PrepareContext(
+            size_bytes=config.size_bytes, seed=config.seed, data_dir=config.data_dir, scratch_dir=scratch,
+            variants=p.variants, regenerate=config.regenerate, key=config.key, key_source=config.key_source,
+            progress=lambda msg: on_progress(msg, 0, len(p.items)),
+        )
+        setup = p.engine.prepare(ctx)
+        doc["dataset"] = {k: v for k, v in setup.items() if not k.startswith("_")}
+        on_progress("measuring raw cipher speed", 0, len(p.items))
+        doc["calibration"] = p.engine.calibrate(setup)
+        results.write_atomic(config.output, doc)
+        pool = _pool()
+        for i, item in enumerate(p.items):
+            on_progress(f"{item['workload']} {label(item['variant'])}{' (warmup)' if item['warmup'] else ''}",
+                        i, len(p.items))
+            spec = dict(item, engine=p.engine.name, setup=setup, probes=config.probes, scratch_dir=str(scratch))
+            try:
+                out = pool.submit(worker.execute, spec).result()
+            except EncbenchError:
+                raise
+            except BrokenProcessPool as e:
+                raise RunFailedError(f"the worker process of run {i + 1} died ({e})") from None
+            except Exception as e:
+                raise RunFailedError(f"run {i + 1} ({item['workload']} {label(item['variant'])}) failed: "
+                                     f"{type(e).__name__}: {e}") from None
+            doc["runs"].append(dict(item, variant_label=label(item["variant"]), **out))
+            results.write_atomic(config.output, doc)
+        on_progress("done", len(p.items), len(p.items))
+        doc["status"] = "complete"
+    except KeyboardInterrupt:
+        doc["status"] = "interrupted"
+        raise
+    except EncbenchError as e:
+        doc["status"] = "failed"
+        doc["error"] = e.one_line()
+        raise
+    finally:
+        if pool is not None:
+            pool.shutdown(wait=True, cancel_futures=True)
+        shutil.rmtree(scratch, ignore_errors=True)
+        if doc["status"] == "running":
+            doc["status"] = "failed"
+        doc.update(analysis.analyze(doc))
+        results.write_atomic(config.output, doc)
+    return doc

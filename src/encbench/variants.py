@@ -1,0 +1,102 @@
+"""Variants: a dict of settings (encryption=on, cache=cold, ...) and the matrix of them.
+
+An engine declares its variant keys; `--variant KEY=V1,V2` narrows (or, for keys such as
+page_size, widens) the values of one key. Keys that only apply to some variants
+(kdf_iter only when encryption=on) are dropped where they do not apply.
+"""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass
+from typing import Callable, Sequence
+
+from .errors import BadValueError, UnknownNameError, UsageError
+
+Variant = dict[str, str]
+
+
+@dataclass(frozen=True)
+class VariantKey:
+    name: str
+    description: str
+    default: tuple[str, ...]
+    allowed: tuple[str, ...] | None = None  # None: any value `validate` accepts
+    validate: Callable[[str], str] | None = None  # returns the canonical value or raises
+    applies_when: tuple[tuple[str, str], ...] = ()  # e.g. (("encryption", "on"),)
+
+    def check(self, value: str) -> str:
+        if self.allowed is not None:
+            if value not in self.allowed:
+                raise UnknownNameError(
+                    f"unknown value {value!r} for variant key {self.name!r}",
+                    hint=f"valid: {', '.join(self.allowed)}",
+                )
+            return value
+        if self.validate is not None:
+            return self.validate(value)
+        return value
+
+    def applies(self, variant: Variant) -> bool:
+        return all(variant.get(k) == v for k, v in self.applies_when)
+
+
+def label(variant: Variant) -> str:
+    return ",".join(f"{k}={v}" for k, v in variant.items())
+
+
+def parse_filters(specs: Sequence[str], keys: Sequence[VariantKey]) -> dict[str, list[str]]:
+    """['cache=cold', 'page_size=1024,4096'] -> {'cache': ['cold'], 'page_size': [...]}."""
+    by_name = {k.name: k for k in keys}
+    out: dict[str, list[str]] = {}
+    for spec in specs:
+        name, sep, values = spec.partition("=")
+        name = name.strip()
+        if not sep or not name or not values.strip():
+            raise UsageError(f"--variant {spec!r} is not KEY=VALUE", hint="e.g. --variant cache=cold")
+        if name not in by_name:
+            raise UnknownNameError(
+                f"unknown variant key {name!r}", hint=f"valid: {', '.join(by_name)}"
+            )
+        checked = [by_name[name].check(v.strip()) for v in values.split(",") if v.strip()]
+        out.setdefault(name, [])
+        out[name] += [v for v in checked if v not in out[name]]
+    return out
+
+
+def normalize(variant: Variant, keys: Sequence[VariantKey]) -> Variant:
+    """Drop the keys that do not apply to this variant, in declared key order."""
+    return {k.name: variant[k.name] for k in keys if k.name in variant and k.applies(variant)}
+
+
+def matrix(keys: Sequence[VariantKey], filters: dict[str, list[str]]) -> list[Variant]:
+    """Every combination of the chosen values, normalized and without repeats."""
+    choices = [filters.get(k.name, list(k.default)) for k in keys]
+    seen: list[Variant] = []
+    for combo in itertools.product(*choices):
+        v = normalize(dict(zip((k.name for k in keys), combo)), keys)
+        if v not in seen:
+            seen.append(v)
+    if not seen:
+        raise BadValueError("the --variant filters leave nothing to run")
+    return seen
+
+
+def baseline_of(variant: Variant, axis: str, baseline_value: str, keys: Sequence[VariantKey]) -> Variant | None:
+    """The variant a contender is compared with: same settings, axis at its baseline value."""
+    if variant.get(axis) in (None, baseline_value):
+        return None
+    return normalize({**variant, axis: baseline_value}, keys)
+
+
+def int_validator(name: str, allowed: Callable[[int], bool], hint: str) -> Callable[[str], str]:
+    def check(value: str) -> str:
+        try:
+            n = int(value)
+        except ValueError:
+            raise BadValueError(f"variant {name}={value!r} is not a whole number", hint=hint) from None
+        if not allowed(n):
+            raise BadValueError(f"variant {name}={n} is not allowed", hint=hint)
+        return str(n)
+
+    return check

@@ -1,0 +1,69 @@
+"""One run: executed in a fresh worker process with a fresh connection.
+
+The runner sends a plain dict (the run spec) and gets a plain dict back; nothing in
+here knows an engine, workload or probe by name: they come from the registries.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import time
+from pathlib import Path
+
+from .engines import ENGINES
+from .probes import PROBES
+from .workloads import WORKLOADS
+
+
+def _measure(op, session, variant: dict, probe_names: list[str]) -> dict:
+    if op.before:
+        op.before()
+    cache = session.set_cache(variant["cache"]) if "cache" in variant else {}
+    target = session.target()
+    probes = sorted((PROBES.get(n)() for n in probe_names), key=lambda p: p.innermost)
+    started, errors, metrics = [], {}, {}
+    for p in probes:
+        try:
+            p.start(target)
+            started.append(p)
+        except Exception as e:  # a failing probe records nothing, the run goes on
+            errors[p.name] = f"{type(e).__name__}: {e}"
+    extra = op.run()
+    for p in reversed(started):
+        try:
+            metrics.update(p.stop(target))
+        except Exception as e:
+            errors[p.name] = f"{type(e).__name__}: {e}"
+    if op.after:
+        op.after()
+    return {
+        "operation": op.name,
+        "metrics": metrics,
+        "extra": extra if isinstance(extra, dict) else {},
+        "cache": cache,
+        "probe_errors": errors,
+    }
+
+
+def execute(spec: dict) -> dict:
+    engine = ENGINES.get(spec["engine"])
+    workload = WORKLOADS.get(spec["workload"])
+    variant = spec["variant"]
+    scratch = Path(spec["scratch_dir"]) / f"run-{os.getpid()}"
+    scratch.mkdir(parents=True, exist_ok=True)
+    started = time.time()
+    try:
+        session = engine.open_session(spec["setup"], variant, mutable=workload.mutates, scratch_dir=scratch)
+        try:
+            ops = [_measure(op, session, variant, spec["probes"]) for op in workload.operations(session, scratch)]
+        finally:
+            session.close()
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+    return {
+        "worker_pid": os.getpid(),
+        "started_at": started,
+        "open": session.open_metrics,
+        "operations": ops,
+    }

@@ -1,0 +1,14 @@
+from __future__ import annotations
+
+from pathlib import Path
+
+from .base import Operation, Workload
+
+
+class Rebuild(Workload):
+    name = "rebuild"
+    description = "index and table rebuild (SQLite: REINDEX, VACUUM; seed 001's index maintenance)"
+    mutates = True
+
+    def operations(self, session, scratch: Path) -> list[Operation]:
+        return [Operation(name, fn) for name, fn in session.rebuild_operations()]

@@ -1,0 +1,21 @@
+from __future__ import annotations
+
+from pathlib import Path
+
+from .. import datagen
+from .base import Operation, Workload
+
+
+class ScanEq(Workload):
+    name = "scan-eq"
+    reads_only = True
+    description = "full scan with equality on an unindexed column: light CPU per page (seed 003, query 2)"
+
+    def operations(self, session, scratch: Path) -> list[Operation]:
+        sql = f"SELECT * FROM {session.table} WHERE k = ?"
+        wanted = datagen.key_of(session.row_count // 2)
+
+        def scan() -> dict:
+            return {"rows_returned": len(session.query(sql, (wanted,)))}
+
+        return [Operation("scan", scan)]
