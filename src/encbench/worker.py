@@ -21,7 +21,7 @@ def _measure(op, session, variant: dict, probe_names: list[str]) -> dict:
         op.before()
     cache = session.set_cache(variant["cache"]) if "cache" in variant else {}
     target = session.target()
-    probes = sorted((PROBES.get(n)() for n in probe_names), key=lambda p: p.innermost)
+    probes = sorted((PROBES.get(n)() for n in probe_names), key=lambda p: p.rank)
     started, errors, metrics = [], {}, {}
     for p in probes:
         try:

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from .. import datagen, oscache, rawcipher
-from ..errors import EngineUnavailableError, WrongKeyError
+from ..errors import CheckFailedError, EngineUnavailableError, WrongKeyError
 from ..probes import Target
 from ..variants import Variant, VariantKey, int_validator, normalize
 from .base import Engine, PrepareContext, Session
@@ -137,10 +137,11 @@ class SQLiteSession(Session):
         conn.execute("PRAGMA user_version = 0")
         return conn
 
-    def run_backup(self, handle) -> None:
-        """Timed: an online backup of every page; an encrypted source gives an encrypted copy."""
+    def run_backup(self, handle, dest: Path) -> dict:
+        """Timed: an online backup of every page; an encrypted source must give an encrypted copy."""
         self.conn.backup(handle)
         handle.close()
+        return {"backup_encrypted": int(check_at_rest(dest, self.variant))}
 
     def close(self) -> None:
         self.conn.close()
@@ -151,6 +152,27 @@ class SQLiteSession(Session):
 
 # sqlite3_db_status counters: pages read into / written from the page cache
 _DBSTATUS_CACHE_MISS, _DBSTATUS_CACHE_WRITE = 8, 9
+
+
+SQLITE_HEADER = b"SQLite format 3\x00"
+
+
+def is_encrypted_file(path: Path) -> bool:
+    """A plain SQLite file starts with its magic header; a SQLCipher file starts with random salt."""
+    with open(path, "rb") as f:
+        return f.read(len(SQLITE_HEADER)) != SQLITE_HEADER
+
+
+def check_at_rest(path: Path, variant: Variant) -> bool:
+    """Fail loudly when a file is not in the state its variant claims."""
+    encrypted = is_encrypted_file(path)
+    if encrypted != (variant.get("encryption") == "on"):
+        raise CheckFailedError(
+            f"{path} is {'encrypted' if encrypted else 'plain'} on disk but the variant says encryption="
+            f"{variant.get('encryption')}",
+            hint="remove the data directory or run with --regenerate",
+        )
+    return encrypted
 
 
 def page_counters(conn, path: Path) -> Callable[[], dict[str, int]] | None:
@@ -262,7 +284,8 @@ class SQLiteEngine(Engine):
         key = key_sql(variant, passphrase)
         if path.exists() and meta_path.exists() and not ctx.regenerate:
             _connect(sqlcipher3, path, variant, key).close()  # a wrong key fails here, before any run
-            files[name] = dict(json.loads(meta_path.read_text()), reused=True, path=str(path))
+            files[name] = dict(json.loads(meta_path.read_text()), reused=True, path=str(path),
+                               encrypted_on_disk=check_at_rest(path, variant))
             return files[name]
         meta_path.unlink(missing_ok=True)
         if variant.get("encryption") == "on":
@@ -278,7 +301,7 @@ class SQLiteEngine(Engine):
         meta = {"spec": spec, "variant": variant, "generation_s": time.perf_counter() - t0,
                 "bytes": path.stat().st_size}
         meta_path.write_text(json.dumps(meta))
-        files[name] = dict(meta, reused=False, path=str(path))
+        files[name] = dict(meta, reused=False, path=str(path), encrypted_on_disk=check_at_rest(path, variant))
         return files[name]
 
     @staticmethod

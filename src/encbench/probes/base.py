@@ -30,7 +30,9 @@ class Probe:
     name: str = ""
     description: str = ""
     metrics: tuple[Metric, ...] = ()
-    innermost: bool = False  # started last and stopped first (the wall clock)
+    # Probes start in ascending rank and stop in descending rank: the wall clock (highest)
+    # sees only the operation, the CPU clock next sees the operation plus the wall probe.
+    rank: int = 0
 
     def start(self, target: Target) -> None:  # pragma: no cover - interface
         raise NotImplementedError

@@ -24,6 +24,7 @@ def _cpu_times(target: Target) -> tuple[float, float]:
 
 class CpuProbe(Probe):
     name = "cpu"
+    rank = 1
     description = "CPU time (user and sys) of the processes doing the work (getrusage or /proc/PID/stat)"
     metrics = (
         Metric("cpu_s", "s", "CPU", resolution=1e-6),

@@ -7,7 +7,7 @@ from .base import Metric, Probe, Target
 
 class WallProbe(Probe):
     name = "wall"
-    innermost = True
+    rank = 2
     description = "elapsed (wall-clock) time of the operation, monotonic clock"
     metrics = (Metric("wall_s", "s", "elapsed", resolution=time.get_clock_info("perf_counter").resolution),)
 

@@ -32,12 +32,12 @@ class Backup(Workload):
                 state["handle"] = session.prepare_backup(dest)
 
             def run(dest=dest, state=state, compress=compress) -> dict:
-                session.run_backup(state.pop("handle"))
+                checks = session.run_backup(state.pop("handle"), dest) or {}
                 out = dest
                 if compress:
                     out = dest.with_suffix(".db.zst")
                     _compress(dest, out)
-                return {"output_bytes": out.stat().st_size, "backup_bytes": dest.stat().st_size}
+                return {"output_bytes": out.stat().st_size, "backup_bytes": dest.stat().st_size, **checks}
 
             def after(dest=dest) -> None:
                 for p in (dest, dest.with_suffix(".db.zst")):
