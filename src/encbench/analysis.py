@@ -170,6 +170,13 @@ def notes(doc: dict, groups) -> list[str]:
             if max(physical) == 0:
                 msg += " — none: reads came from the OS cache, so 'cold' here is SQLite-cache-cold only"
         out.append(msg)
+    for (wl, op, vl), metrics in groups.items():
+        out_b, in_b = metrics.get("output_bytes"), metrics.get("backup_bytes")
+        if out_b and in_b and out_b != in_b:
+            ratio = sum(in_b) / sum(out_b)
+            out.append(f"{wl}/{op} {vl}: output {fmt_bytes(sum(out_b) / len(out_b))} from "
+                       f"{fmt_bytes(sum(in_b) / len(in_b))}, compression ratio {ratio:.2f}"
+                       + (" (encrypted pages look random: they do not compress)" if ratio < 1.05 else ""))
     opens: dict[str, list[float]] = defaultdict(list)
     variants = variants_by_label(doc)
     for (wl, op, vl), metrics in groups.items():

@@ -35,7 +35,7 @@ def _measure(fn, seconds: float) -> float:
             return spent / calls
 
 
-def sqlcipher_page(page_size: int = 4096, *, repeats: int = 5, seconds: float = 0.05) -> dict:
+def sqlcipher_page(page_size: int = 4096, *, repeats: int = 5, seconds: float = 0.03) -> dict:
     """Raw per-page cost of AES-256-CBC decryption + HMAC-SHA512 check, as SQLCipher 4 does it.
 
     Each primitive is timed in bulk (one call over 1 MiB, so the bindings' per-call

@@ -136,7 +136,7 @@ def warning_lines(analysis: dict, limit: int = 8) -> list[str]:
 def header_lines(doc: dict) -> list[str]:
     env, cfg, ds = doc["environment"], doc["config"], doc.get("dataset") or {}
     flags = ",".join(k for k, v in env["cpu"]["flags"].items() if v) or "none"
-    versions = " ".join(f"{k} {v}" for k, v in env.get("engine_versions", {}).items())
+    versions = ", ".join(f"{k} {v}" for k, v in env.get("engine_versions", {}).items())
     runs = sum(1 for r in doc["runs"] if not r.get("warmup"))
     warm = sum(1 for r in doc["runs"] if r.get("warmup"))
     lines = [

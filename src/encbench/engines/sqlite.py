@@ -6,6 +6,7 @@ the only difference between encryption=off and encryption=on is the page codec.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -152,6 +153,19 @@ class SQLiteSession(Session):
 
 # sqlite3_db_status counters: pages read into / written from the page cache
 _DBSTATUS_CACHE_MISS, _DBSTATUS_CACHE_WRITE = 8, 9
+
+
+@contextlib.contextmanager
+def _building(path: Path):
+    """Build a file under a temporary name; rename it into place only when complete."""
+    tmp = path.with_suffix(".tmp")
+    tmp.unlink(missing_ok=True)
+    try:
+        yield tmp
+        os.replace(tmp, path)
+    finally:
+        tmp.unlink(missing_ok=True)
+        Path(f"{tmp}-journal").unlink(missing_ok=True)
 
 
 SQLITE_HEADER = b"SQLite format 3\x00"
@@ -306,31 +320,27 @@ class SQLiteEngine(Engine):
 
     @staticmethod
     def _write_plain(sqlcipher3, path: Path, variant: Variant, rows: int, seed: int) -> None:
-        tmp = path.with_suffix(".tmp")
-        tmp.unlink(missing_ok=True)
-        conn = _connect(sqlcipher3, tmp, variant, None, create=True)
-        conn.execute(f"CREATE TABLE {TABLE} (id INTEGER PRIMARY KEY, k INTEGER NOT NULL, grp INTEGER NOT NULL,"
-                     " name TEXT NOT NULL, body TEXT NOT NULL)")
-        conn.execute("BEGIN")
-        conn.executemany(f"INSERT INTO {TABLE} VALUES (?, ?, ?, ?, ?)", datagen.rows(rows, seed))
-        conn.execute(f"CREATE INDEX {TABLE}_grp ON {TABLE} (grp)")
-        conn.execute("COMMIT")
-        conn.close()
-        os.replace(tmp, path)
+        with _building(path) as tmp:
+            conn = _connect(sqlcipher3, tmp, variant, None, create=True)
+            conn.execute(f"CREATE TABLE {TABLE} (id INTEGER PRIMARY KEY, k INTEGER NOT NULL,"
+                         " grp INTEGER NOT NULL, name TEXT NOT NULL, body TEXT NOT NULL)")
+            conn.execute("BEGIN")
+            conn.executemany(f"INSERT INTO {TABLE} VALUES (?, ?, ?, ?, ?)", datagen.rows(rows, seed))
+            conn.execute(f"CREATE INDEX {TABLE}_grp ON {TABLE} (grp)")
+            conn.execute("COMMIT")
+            conn.close()
 
     @staticmethod
     def _export_encrypted(sqlcipher3, plain_path: Path, path: Path, variant: Variant, passphrase: str) -> None:
-        tmp = path.with_suffix(".tmp")
-        tmp.unlink(missing_ok=True)
-        conn = sqlcipher3.connect(str(plain_path), isolation_level=None)
-        conn.execute("PRAGMA cipher_log_level = NONE")
-        conn.execute(f"ATTACH DATABASE {_quote(str(tmp))} AS enc KEY {key_sql(variant, passphrase)}")
-        conn.execute(f"PRAGMA enc.cipher_page_size = {variant['page_size']}")
-        conn.execute(f"PRAGMA enc.kdf_iter = {variant['kdf_iter']}")
-        conn.execute("SELECT sqlcipher_export('enc')")
-        conn.execute("DETACH DATABASE enc")
-        conn.close()
-        os.replace(tmp, path)
+        with _building(path) as tmp:
+            conn = sqlcipher3.connect(str(plain_path), isolation_level=None)
+            conn.execute("PRAGMA cipher_log_level = NONE")
+            conn.execute(f"ATTACH DATABASE {_quote(str(tmp))} AS enc KEY {key_sql(variant, passphrase)}")
+            conn.execute(f"PRAGMA enc.cipher_page_size = {variant['page_size']}")
+            conn.execute(f"PRAGMA enc.kdf_iter = {variant['kdf_iter']}")
+            conn.execute("SELECT sqlcipher_export('enc')")
+            conn.execute("DETACH DATABASE enc")
+            conn.close()
 
     # -- measurement ------------------------------------------------------------------
     def calibrate(self, setup: dict) -> dict:
