@@ -67,8 +67,11 @@ def summaries(groups) -> list[dict]:
         for metric, values in metrics.items():
             s = stats.summarize(values)
             m = catalog.get(metric)
+            resolution = m.resolution if m else None
+            if metric.startswith("cpu_") and metric != "cpu_resolution_s" and metrics.get("cpu_resolution_s"):
+                resolution = max(metrics["cpu_resolution_s"])
             warn = stats.warnings_for(values, label=f"{wl}/{op} {vl} {metric}",
-                                      resolution=m.resolution if m and metric.endswith("_s") else None)
+                                      resolution=resolution if metric.endswith("_s") else None)
             out.append({"workload": wl, "operation": op, "variant": vl, "metric": metric,
                         "unit": m.unit if m else "", **s.to_dict(), "warnings": warn})
     return out

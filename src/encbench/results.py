@@ -43,16 +43,28 @@ def write_atomic(path: Path, doc: dict) -> None:
     """Write to a temporary file in the same directory, then rename over the target."""
     path = Path(path)
     data = json.dumps(doc, indent=1, sort_keys=False, default=_json_default)
+    tmp = None
     try:
         fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent if str(path.parent) else ".")
+        os.fchmod(fd, 0o666 & ~_umask())  # as an ordinary new file, not mkstemp's 0600
         with os.fdopen(fd, "w") as f:
             f.write(data)
             f.write("\n")
             f.flush()
             os.fsync(f.fileno())
         os.replace(tmp, path)
+        tmp = None
     except OSError as e:
         raise OutputError(f"cannot write the result file {path}: {e.strerror or e}", hint="check the path and free space") from None
+    finally:
+        if tmp is not None:
+            Path(tmp).unlink(missing_ok=True)
+
+
+def _umask() -> int:
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
 
 
 def _json_default(obj):
@@ -84,7 +96,7 @@ def load(path: str | os.PathLike) -> dict:
     if not isinstance(doc, dict) or "schema_version" not in doc:
         raise ResultFileError(f"{path} is not an encbench result file (no schema_version)")
     version = doc["schema_version"]
-    if version not in KNOWN_VERSIONS:
+    if type(version) is not int or version not in KNOWN_VERSIONS:
         raise SchemaVersionError(
             f"result file {path} has schema version {version!r}; this encbench reads {', '.join(map(str, KNOWN_VERSIONS))}",
             hint="use the encbench version that wrote it, or upgrade encbench",

@@ -25,7 +25,7 @@ def parse_size(text: str, *, what: str = "--size") -> int:
             f"{what} {text!r} is not a size",
             hint="use a number with a unit such as 50MB, 512MiB or 1GB",
         )
-    value = float(m.group(1)) * _UNITS[m.group(2).lower()]
+    value = round(float(m.group(1)) * _UNITS[m.group(2).lower()])
     if not MIN_SIZE <= value <= MAX_SIZE:
         raise BadValueError(
             f"{what} {text!r} is out of range",
@@ -44,13 +44,27 @@ def parse_positive_int(text: str, *, what: str, maximum: int = 10_000) -> int:
     return value
 
 
-def fmt_bytes(n: float | None) -> str:
-    if n is None:
-        return "-"
-    for unit, scale in (("GB", 1e9), ("MB", 1e6), ("kB", 1e3)):
+def _scaled(n: float, steps: tuple[tuple[str, float], ...], sep: str) -> str:
+    """3 significant digits in the largest unit that keeps the number below 1000."""
+    index = 0
+    for i, (_, scale) in enumerate(steps):
         if abs(n) >= scale:
-            return f"{n / scale:.3g} {unit}"
-    return f"{n:.0f} B"
+            index = i
+    if index == 0 and steps[0][1] == 1:
+        return f"{n:.0f}{sep}{steps[0][0]}".rstrip()
+    value = n / steps[index][1]
+    if abs(float(f"{value:.3g}")) >= 1000 and index + 1 < len(steps):
+        index += 1
+        value = n / steps[index][1]
+    text = f"{value:.3g}" if abs(value) < 999.5 else f"{value:.0f}"
+    return f"{text}{sep}{steps[index][0]}"
+
+
+_BYTES = (("B", 1), ("kB", 1e3), ("MB", 1e6), ("GB", 1e9), ("TB", 1e12))
+
+
+def fmt_bytes(n: float | None) -> str:
+    return "-" if n is None else _scaled(n, _BYTES, " ")
 
 
 def fmt_seconds(s: float | None) -> str:
@@ -66,8 +80,6 @@ def fmt_seconds(s: float | None) -> str:
 def fmt_count(n: float | None) -> str:
     if n is None:
         return "-"
-    if abs(n) >= 1e6:
-        return f"{n / 1e6:.3g}M"
-    if abs(n) >= 1e4:
-        return f"{n / 1e3:.3g}k"
-    return f"{n:.0f}"
+    if abs(n) < 1e4:
+        return f"{n:.0f}"
+    return _scaled(n, (("k", 1e3), ("M", 1e6), ("G", 1e9)), "")

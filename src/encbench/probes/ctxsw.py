@@ -5,20 +5,22 @@ import resource
 from .base import Metric, Probe, Target, read_proc_kv, thread_ids
 
 
-def _switches(target: Target) -> tuple[int, int]:
-    if target.is_self:
-        ru = resource.getrusage(resource.RUSAGE_SELF)
-        return ru.ru_nvcsw, ru.ru_nivcsw
-    vol = invol = 0
+def _per_thread(target: Target) -> dict[tuple[int, str], tuple[int, int]]:
+    """(pid, tid) -> (voluntary, involuntary) for every thread alive now.
+
+    /proc/PID/status counts the main thread only, so every task is read. A thread that
+    exits during the operation takes its count with it: its switches after the start
+    are not seen (an undercount, never a negative delta).
+    """
+    out = {}
     for pid in target.pids:
-        for tid in thread_ids(pid):  # /proc/PID/status counts the main thread only
+        for tid in thread_ids(pid):
             try:
                 kv = read_proc_kv(f"/proc/{pid}/task/{tid}/status")
-            except FileNotFoundError:
+            except (FileNotFoundError, ProcessLookupError):
                 continue
-            vol += kv.get("voluntary_ctxt_switches", 0)
-            invol += kv.get("nonvoluntary_ctxt_switches", 0)
-    return vol, invol
+            out[(pid, tid)] = (kv.get("voluntary_ctxt_switches", 0), kv.get("nonvoluntary_ctxt_switches", 0))
+    return out
 
 
 class ContextSwitchProbe(Probe):
@@ -30,8 +32,19 @@ class ContextSwitchProbe(Probe):
     )
 
     def start(self, target: Target) -> None:
-        self._v0, self._i0 = _switches(target)
+        if target.is_self:
+            ru = resource.getrusage(resource.RUSAGE_SELF)  # all threads, exited ones included
+            self._self0 = (ru.ru_nvcsw, ru.ru_nivcsw)
+        else:
+            self._threads0 = _per_thread(target)
 
     def stop(self, target: Target) -> dict[str, float]:
-        v, i = _switches(target)
-        return {"ctx_voluntary": v - self._v0, "ctx_involuntary": i - self._i0}
+        if target.is_self:
+            ru = resource.getrusage(resource.RUSAGE_SELF)
+            return {"ctx_voluntary": ru.ru_nvcsw - self._self0[0], "ctx_involuntary": ru.ru_nivcsw - self._self0[1]}
+        vol = invol = 0
+        for key, (v, i) in _per_thread(target).items():
+            v0, i0 = self._threads0.get(key, (0, 0))  # a thread born during the operation starts at 0
+            vol += v - v0
+            invol += i - i0
+        return {"ctx_voluntary": vol, "ctx_involuntary": invol}

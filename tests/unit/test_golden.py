@@ -1,0 +1,175 @@
+"""Golden schema test: a real v1 result file, and the analysis it must reproduce.
+
+tests/golden/results-v1.json is a trimmed real result file (see tests/golden/README.md);
+tests/golden/results-v1.expected.json holds stable facts of analysis.analyze() on it.
+The bootstrap is seeded, so CIs and significance are deterministic.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import pytest
+
+from encbench import analysis, results
+from encbench.engines.sqlite import VARIANT_KEYS
+from encbench.variants import label, matrix
+
+GOLDEN_DIR = Path(__file__).resolve().parent.parent / "golden"
+GOLDEN = GOLDEN_DIR / "results-v1.json"
+EXPECTED = GOLDEN_DIR / "results-v1.expected.json"
+COMPARISON_KEYS = ("workload", "operation", "metric", "baseline", "contender")
+
+
+def _r(x):
+    """Round to 6 significant digits (None stays None)."""
+    return None if x is None else float(f"{x:.6g}")
+
+
+def expected_facts(analyzed: dict) -> dict:
+    """The stable facts of an analysis that the expected file pins down."""
+    comps = sorted(analyzed["comparisons"], key=lambda c: tuple(c[k] for k in COMPARISON_KEYS))
+    return {
+        "comparison_keys": [[c[k] for k in COMPARISON_KEYS] for c in comps],
+        "comparisons": [
+            {**{k: c[k] for k in COMPARISON_KEYS},
+             "ratio": _r(c["ratio"]),
+             "ci": [_r(x) for x in c["ci"]] if c["ci"] is not None else None,
+             "significant": c["significant"],
+             "n_baseline": c["n_baseline"], "n_contender": c["n_contender"]}
+            for c in comps
+        ],
+        "summary_count": len(analyzed["summaries"]),
+        "cpu_summaries": sorted(
+            ([s["workload"], s["operation"], s["variant"], s["n"], _r(s["mean"]), _r(s["median"])]
+             for s in analyzed["summaries"] if s["metric"] == "cpu_s"),
+        ),
+        "derived": [
+            {"workload": d["workload"], "operation": d["operation"], "contender": d["contender"],
+             "pages_read": _r(d["pages_read"]), "per_page_cpu_s": _r(d["per_page_cpu_s"]),
+             "decrypt_mb_per_s_per_core": _r(d["decrypt_mb_per_s_per_core"])}
+            for d in analyzed["derived"]
+        ],
+    }
+
+
+def write_expected() -> None:
+    """Regenerate the expected file (see tests/golden/README.md)."""
+    facts = expected_facts(analysis.analyze(results.load(GOLDEN)))
+    EXPECTED.write_text(json.dumps(facts, indent=1, ensure_ascii=False) + "\n")
+
+
+@pytest.fixture(scope="module")
+def doc() -> dict:
+    return results.load(GOLDEN)
+
+
+@pytest.fixture(scope="module")
+def analyzed(doc) -> dict:
+    return analysis.analyze(doc)
+
+
+@pytest.fixture(scope="module")
+def expected() -> dict:
+    return json.loads(EXPECTED.read_text())
+
+
+def test_golden_file_is_small():
+    assert GOLDEN.stat().st_size < 200_000
+
+
+def test_golden_schema_shape(doc):
+    assert doc["schema_version"] == 1
+    assert doc["status"] == "complete"
+    assert set(doc["workloads"]) == set(doc["config"]["workloads"])
+    assert {r["workload"] for r in doc["runs"]} == set(doc["workloads"])
+    for run in doc["runs"]:
+        assert {"workload", "variant", "variant_label", "round", "warmup", "operations", "open"} <= set(run)
+        assert run["variant_label"] == label(run["variant"])
+        for op in run["operations"]:
+            assert {"operation", "metrics", "extra", "cache", "probe_errors"} <= set(op)
+    # the engine's variants are the default matrix of the SQLite engine
+    assert doc["engine"]["variants"] == matrix(VARIANT_KEYS, {})
+
+
+def test_analyze_reproduces_expected_facts(analyzed, expected):
+    facts = expected_facts(analyzed)
+    assert facts["comparison_keys"] == expected["comparison_keys"]
+    assert facts["comparisons"] == expected["comparisons"]
+    assert facts["summary_count"] == expected["summary_count"]
+    assert facts["cpu_summaries"] == expected["cpu_summaries"]
+    assert facts["derived"] == expected["derived"]
+    assert facts == expected
+
+
+def test_analyze_matches_analysis_stored_in_file(doc, analyzed):
+    # the file holds what `encbench run` stored: analyze(doc). Notes and warnings are prose
+    # that may change between versions, so only the numbers are compared.
+    def numbers(summaries):
+        return [{k: v for k, v in s.items() if k != "warnings"} for s in summaries]
+
+    assert numbers(analyzed["summaries"]) == numbers(doc["summaries"])
+    for key in ("comparisons", "derived"):
+        assert analyzed[key] == doc[key], key
+    assert all(isinstance(n, str) and n for n in analyzed["notes"])
+
+
+def test_every_comparison_is_well_formed(analyzed):
+    assert analyzed["comparisons"]
+    for c in analyzed["comparisons"]:
+        for k in ("workload", "operation", "metric", "baseline", "contender"):
+            assert isinstance(c[k], str) and c[k]
+        assert c["metric"] in analysis.COMPARED_METRICS
+        assert isinstance(c["significant"], bool)
+        assert c["ci"] is None or (len(c["ci"]) == 2 and all(isinstance(x, float) for x in c["ci"]))
+        if c["ratio"] is None:
+            assert c["ci"] is None and c["significant"] is False
+        else:
+            assert isinstance(c["ratio"], float) and math.isfinite(c["ratio"])
+        if c["ci"] is not None:
+            lo, hi = c["ci"]
+            assert lo <= c["ratio"] <= hi
+            assert c["significant"] == (lo > 1.0 or hi < 1.0)
+        assert "encryption=off" in c["baseline"] and "encryption=on" in c["contender"]
+        # 3 measured runs per variant; the connection open is timed once per run of
+        # each of the 2 workloads
+        assert c["n_baseline"] == c["n_contender"] == (6 if c["workload"] == "(open)" else 3)
+
+
+def test_summaries_exclude_warmups(doc, analyzed):
+    warm = sum(1 for r in doc["runs"] if not r["warmup"] and r["workload"] == "scan-like"
+               and r["variant_label"] == "encryption=off,cache=cold,page_size=4096")
+    s = next(s for s in analyzed["summaries"] if s["workload"] == "scan-like" and s["metric"] == "wall_s"
+             and s["variant"] == "encryption=off,cache=cold,page_size=4096")
+    assert s["n"] == warm == 3
+
+
+def test_encryption_costs_cpu_on_cold_scan(analyzed):
+    c = next(c for c in analyzed["comparisons"] if c["workload"] == "scan-like" and c["metric"] == "cpu_s"
+             and "cache=cold" in c["contender"])
+    assert c["ratio"] > 1.5 and c["significant"]
+    verdict = analysis.row_verdict([x for x in analyzed["comparisons"]
+                                    if (x["workload"], x["operation"], x["contender"])
+                                    == (c["workload"], c["operation"], c["contender"])])
+    assert "CPU, significant" in verdict
+
+
+def test_row_verdict_without_significant_differences():
+    comps = [{"metric": "cpu_s", "ratio": 1.01, "ci": [0.95, 1.07], "significant": False}]
+    assert analysis.row_verdict(comps) == "no significant difference"
+    assert analysis.row_verdict([]) == "no comparison"
+    comps = [{"metric": "cpu_s", "ratio": 4.1, "ci": [3.9, 4.3], "significant": True},
+             {"metric": "wall_s", "ratio": 1.45, "ci": [1.3, 1.6], "significant": True}]
+    assert analysis.row_verdict(comps) == "+310% CPU, significant; +45% elapsed, significant"
+
+
+def test_derived_per_page_cost(analyzed):
+    assert [d["workload"] for d in analyzed["derived"]] == ["scan-like"]  # reads-only, cold only
+    d = analyzed["derived"][0]
+    assert d["page_size"] == 4096
+    assert d["per_page_cpu_s"] == pytest.approx(d["added_cpu_s"] / d["pages_read"])
+    lo, hi = d["per_page_cpu_ci"]
+    assert lo <= d["per_page_cpu_s"] <= hi
+    assert d["decrypt_mb_per_s_per_core"] == pytest.approx(4096 / d["per_page_cpu_s"] / 1e6)

@@ -1,0 +1,172 @@
+"""encbench.variants: --variant filters, the matrix, and the baseline of a contender."""
+
+from __future__ import annotations
+
+import pytest
+
+from encbench.engines.sqlite import VARIANT_KEYS
+from encbench.errors import BadValueError, UnknownNameError, UsageError
+from encbench.variants import VariantKey, baseline_of, int_validator, label, matrix, normalize, parse_filters
+
+KEY_NAMES = ["encryption", "cache", "page_size", "kdf_iter", "key"]
+
+OFF_COLD = {"encryption": "off", "cache": "cold", "page_size": "4096"}
+OFF_WARM = {"encryption": "off", "cache": "warm", "page_size": "4096"}
+ON_COLD = {"encryption": "on", "cache": "cold", "page_size": "4096", "kdf_iter": "256000", "key": "passphrase"}
+ON_WARM = {"encryption": "on", "cache": "warm", "page_size": "4096", "kdf_iter": "256000", "key": "passphrase"}
+
+
+def test_sqlite_variant_keys_are_the_documented_ones():
+    assert [k.name for k in VARIANT_KEYS] == KEY_NAMES
+
+
+# --- parse_filters ------------------------------------------------------------------------
+
+def test_parse_filters_empty():
+    assert parse_filters([], VARIANT_KEYS) == {}
+
+
+def test_parse_filters_single_and_comma_lists():
+    f = parse_filters(["cache=cold", "page_size=1024,4096"], VARIANT_KEYS)
+    assert f == {"cache": ["cold"], "page_size": ["1024", "4096"]}
+
+
+def test_parse_filters_strips_spaces_and_empty_items():
+    assert parse_filters([" cache = cold , warm,"], VARIANT_KEYS) == {"cache": ["cold", "warm"]}
+
+
+def test_parse_filters_repeated_key_merges_without_duplicates():
+    f = parse_filters(["cache=cold", "cache=warm,cold"], VARIANT_KEYS)
+    assert f == {"cache": ["cold", "warm"]}
+
+
+def test_parse_filters_canonicalizes_integers():
+    assert parse_filters(["page_size=01024"], VARIANT_KEYS) == {"page_size": ["1024"]}
+
+
+def test_parse_filters_unknown_key_lists_valid_keys():
+    with pytest.raises(UnknownNameError) as ei:
+        parse_filters(["cipher=aes"], VARIANT_KEYS)
+    e = ei.value
+    assert "unknown variant key 'cipher'" in str(e)
+    assert e.exit_code == 3
+    for name in KEY_NAMES:
+        assert name in e.hint
+    assert e.hint == "valid: " + ", ".join(KEY_NAMES)
+
+
+def test_parse_filters_unknown_value_of_enumerated_key():
+    with pytest.raises(UnknownNameError) as ei:
+        parse_filters(["encryption=maybe"], VARIANT_KEYS)
+    assert "'maybe'" in str(ei.value) and "'encryption'" in str(ei.value)
+    assert ei.value.hint == "valid: off, on"
+
+
+@pytest.mark.parametrize("spec", ["page_size=1000", "page_size=131072", "page_size=256", "page_size=big",
+                                  "kdf_iter=0", "kdf_iter=x"])
+def test_parse_filters_bad_value(spec):
+    with pytest.raises(BadValueError) as ei:
+        parse_filters([spec], VARIANT_KEYS)
+    assert ei.value.exit_code == 4
+    assert ei.value.hint
+
+
+@pytest.mark.parametrize("spec", ["cache", "=cold", "cache=", "cache=  ", ""])
+def test_parse_filters_not_key_value_is_usage_error(spec):
+    with pytest.raises(UsageError) as ei:
+        parse_filters([spec], VARIANT_KEYS)
+    assert ei.value.exit_code == 2
+    assert "KEY=VALUE" in str(ei.value)
+
+
+# --- matrix -------------------------------------------------------------------------------
+
+def test_default_matrix_has_four_variants():
+    assert matrix(VARIANT_KEYS, {}) == [OFF_COLD, OFF_WARM, ON_COLD, ON_WARM]
+
+
+def test_matrix_drops_encryption_only_keys_when_off():
+    for v in matrix(VARIANT_KEYS, {}):
+        if v["encryption"] == "off":
+            assert "kdf_iter" not in v and "key" not in v
+        else:
+            assert v["kdf_iter"] == "256000" and v["key"] == "passphrase"
+
+
+def test_matrix_keys_in_declared_order():
+    for v in matrix(VARIANT_KEYS, {}):
+        assert list(v) == [k for k in KEY_NAMES if k in v]
+
+
+def test_matrix_filters_narrow():
+    assert matrix(VARIANT_KEYS, parse_filters(["cache=cold"], VARIANT_KEYS)) == [OFF_COLD, ON_COLD]
+    assert matrix(VARIANT_KEYS, parse_filters(["encryption=on", "cache=warm"], VARIANT_KEYS)) == [ON_WARM]
+
+
+def test_matrix_page_size_widens_to_eight():
+    vs = matrix(VARIANT_KEYS, parse_filters(["page_size=1024,4096"], VARIANT_KEYS))
+    assert len(vs) == 8
+    assert sorted({v["page_size"] for v in vs}) == ["1024", "4096"]
+    assert len({label(v) for v in vs}) == 8  # no repeats
+
+
+def test_matrix_kdf_iter_values_do_not_multiply_plain_variants():
+    vs = matrix(VARIANT_KEYS, parse_filters(["kdf_iter=1000,256000"], VARIANT_KEYS))
+    assert len(vs) == 2 + 4  # plain x {cold, warm}; encrypted x {cold, warm} x 2 kdf
+    assert sum(1 for v in vs if v["encryption"] == "off") == 2
+
+
+def test_matrix_encryption_off_ignores_key_filter():
+    vs = matrix(VARIANT_KEYS, parse_filters(["encryption=off", "key=raw"], VARIANT_KEYS))
+    assert vs == [OFF_COLD, OFF_WARM]
+
+
+def test_matrix_empty_filter_leaves_nothing():
+    with pytest.raises(BadValueError, match="nothing to run"):
+        matrix(VARIANT_KEYS, parse_filters(["cache=,"], VARIANT_KEYS))
+
+
+def test_label():
+    assert label(OFF_COLD) == "encryption=off,cache=cold,page_size=4096"
+    assert label({}) == ""
+
+
+def test_normalize_drops_keys_that_do_not_apply():
+    v = {"key": "raw", "encryption": "off", "cache": "cold", "kdf_iter": "5"}
+    assert normalize(v, VARIANT_KEYS) == {"encryption": "off", "cache": "cold"}
+
+
+# --- baseline_of --------------------------------------------------------------------------
+
+def test_baseline_of_encrypted_variant_is_plain_same_settings():
+    assert baseline_of(ON_COLD, "encryption", "off", VARIANT_KEYS) == OFF_COLD
+    assert baseline_of(ON_WARM, "encryption", "off", VARIANT_KEYS) == OFF_WARM
+    v = dict(ON_COLD, page_size="1024", key="raw", kdf_iter="1000")
+    assert baseline_of(v, "encryption", "off", VARIANT_KEYS) == {"encryption": "off", "cache": "cold", "page_size": "1024"}
+
+
+def test_baseline_of_baseline_or_missing_axis_is_none():
+    assert baseline_of(OFF_COLD, "encryption", "off", VARIANT_KEYS) is None
+    assert baseline_of({"cache": "cold"}, "encryption", "off", VARIANT_KEYS) is None
+
+
+def test_baseline_of_other_axis():
+    assert baseline_of(OFF_WARM, "cache", "cold", VARIANT_KEYS) == OFF_COLD
+
+
+# --- VariantKey ---------------------------------------------------------------------------
+
+def test_variant_key_without_allowed_or_validator_accepts_anything():
+    k = VariantKey("x", "free", ("a",))
+    assert k.check("anything") == "anything"
+    assert k.applies({}) is True
+
+
+def test_int_validator():
+    check = int_validator("n", lambda n: n % 2 == 0, "use an even number")
+    assert check("0042") == "42"
+    with pytest.raises(BadValueError, match="not allowed"):
+        check("3")
+    with pytest.raises(BadValueError, match="not a whole number") as ei:
+        check("x")
+    assert ei.value.hint == "use an even number"
