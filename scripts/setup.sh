@@ -4,19 +4,26 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-missing=()
-python3 -c 'import sys; sys.exit(sys.version_info < (3, 11))' 2>/dev/null || missing+=(python3)
-python3 -c 'import ensurepip, venv' 2>/dev/null || missing+=(python3-venv)
-if ((${#missing[@]})); then
-  echo "setup: installing ${missing[*]} with apt-get" >&2
-  sudo=""; [ "$(id -u)" = 0 ] || sudo="sudo"
+apt_install() {
+  echo "setup: installing $* with apt-get" >&2
+  local sudo=""
+  [ "$(id -u)" = 0 ] || sudo="sudo"
   export DEBIAN_FRONTEND=noninteractive
   $sudo apt-get update -qq
-  $sudo apt-get install -y -qq python3 python3-venv >/dev/null
-fi
+  $sudo apt-get install -y -qq "$@" >/dev/null
+}
 
-if [ ! -x .venv/bin/python ]; then
-  python3 -m venv .venv
+if ! python3 -c 'import sys; sys.exit(sys.version_info < (3, 11))' 2>/dev/null; then
+  apt_install python3 python3-venv
+fi
+if [ ! -x .venv/bin/pip ]; then
+  rm -rf .venv
+  # Debian ships venv's pip bootstrap in a separate package (python3-venv)
+  if ! python3 -m venv .venv 2>/dev/null; then
+    rm -rf .venv
+    apt_install python3-venv
+    python3 -m venv .venv
+  fi
 fi
 extras=""
 [ "${1:-}" = "--test" ] && extras="[test]"
