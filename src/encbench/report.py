@@ -10,6 +10,8 @@ from rich.console import Console
 from rich.table import Table
 
 from . import analysis as an
+from . import stats
+from .probes import metric_catalog
 from .units import fmt_bytes, fmt_count, fmt_seconds
 
 
@@ -191,9 +193,13 @@ def render_markdown(doc: dict, analysis: dict) -> str:
 
 
 def render_json(doc: dict, analysis: dict) -> str:
-    verdicts = {(r["workload"], r["operation"], r["contender"]): r["verdict"] for r in rows(doc, analysis)}
-    comps = [dict(c, verdict=verdicts.get((c["workload"], c["operation"], c["contender"]), ""))
-             for c in analysis["comparisons"]]
+    catalog = metric_catalog()
+
+    def verdict(c: dict) -> str:
+        est = stats.Estimate(c["ratio"], tuple(c["ci"]) if c["ci"] else None, c["significant"], 1.0)
+        return stats.verdict(catalog[c["metric"]].label if c["metric"] in catalog else c["metric"], est)
+
+    comps = [dict(c, verdict=verdict(c)) for c in analysis["comparisons"]]
     return json.dumps({
         "schema_version": doc["schema_version"], "status": doc["status"], "engine": doc["engine"]["name"],
         "summaries": analysis["summaries"], "comparisons": comps, "derived": analysis["derived"],

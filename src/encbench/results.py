@@ -106,4 +106,6 @@ def load(path: str | os.PathLike) -> dict:
         raise ResultFileError(f"result file {path} lacks {', '.join(missing)} (truncated or edited?)")
     if not isinstance(doc["runs"], list):
         raise ResultFileError(f"result file {path}: 'runs' is not a list")
+    if doc["status"] not in STATUSES:
+        raise ResultFileError(f"result file {path}: unknown status {doc['status']!r}")
     return doc

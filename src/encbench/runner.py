@@ -166,6 +166,9 @@ def execute(config: RunConfig, *, on_progress: Callable[[str, int, int], None] =
         shutil.rmtree(scratch, ignore_errors=True)
         if doc["status"] == "running":
             doc["status"] = "failed"
-        doc.update(analysis.analyze(doc))
+        try:
+            doc.update(analysis.analyze(doc))
+        except Exception as e:  # the raw runs matter more than their summary: keep them
+            doc["analysis_error"] = f"{type(e).__name__}: {e}"
         results.write_atomic(config.output, doc)
     return doc

@@ -35,12 +35,14 @@ def _measure(op, session, variant: dict, probe_names: list[str]) -> dict:
             metrics.update(p.stop(target))
         except Exception as e:
             errors[p.name] = f"{type(e).__name__}: {e}"
-    if op.after:
-        op.after()
+    extra = dict(extra) if isinstance(extra, dict) else {}
+    post = op.after() if op.after else None
+    if isinstance(post, dict):
+        extra.update(post)
     return {
         "operation": op.name,
         "metrics": metrics,
-        "extra": extra if isinstance(extra, dict) else {},
+        "extra": extra,
         "cache": cache,
         "probe_errors": errors,
     }

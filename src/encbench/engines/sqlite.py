@@ -138,10 +138,13 @@ class SQLiteSession(Session):
         conn.execute("PRAGMA user_version = 0")
         return conn
 
-    def run_backup(self, handle, dest: Path) -> dict:
-        """Timed: an online backup of every page; an encrypted source must give an encrypted copy."""
+    def run_backup(self, handle) -> None:
+        """Timed: an online backup of every page."""
         self.conn.backup(handle)
         handle.close()
+
+    def check_backup(self, dest: Path) -> dict:
+        """Untimed: an encrypted source must give an encrypted copy (CheckFailedError if not)."""
         return {"backup_encrypted": int(check_at_rest(dest, self.variant))}
 
     def close(self) -> None:
@@ -312,7 +315,8 @@ class SQLiteEngine(Engine):
             ctx.progress(f"generating {name} ({spec['rows']:,} rows)")
             t0 = time.perf_counter()
             self._write_plain(sqlcipher3, path, variant, spec["rows"], spec["seed"])
-        meta = {"spec": spec, "variant": variant, "generation_s": time.perf_counter() - t0,
+        meta = {"spec": spec, "variant": {k: v for k, v in variant.items() if k != "cache"},
+                "generation_s": time.perf_counter() - t0,
                 "bytes": path.stat().st_size}
         meta_path.write_text(json.dumps(meta))
         files[name] = dict(meta, reused=False, path=str(path), encrypted_on_disk=check_at_rest(path, variant))

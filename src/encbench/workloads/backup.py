@@ -32,16 +32,19 @@ class Backup(Workload):
                 state["handle"] = session.prepare_backup(dest)
 
             def run(dest=dest, state=state, compress=compress) -> dict:
-                checks = session.run_backup(state.pop("handle"), dest) or {}
+                session.run_backup(state.pop("handle"))
                 out = dest
                 if compress:
                     out = dest.with_suffix(".db.zst")
                     _compress(dest, out)
-                return {"output_bytes": out.stat().st_size, "backup_bytes": dest.stat().st_size, **checks}
+                return {"output_bytes": out.stat().st_size, "backup_bytes": dest.stat().st_size}
 
-            def after(dest=dest) -> None:
-                for p in (dest, dest.with_suffix(".db.zst")):
-                    p.unlink(missing_ok=True)
+            def after(dest=dest) -> dict:
+                try:
+                    return session.check_backup(dest)
+                finally:
+                    for p in (dest, dest.with_suffix(".db.zst")):
+                        p.unlink(missing_ok=True)
 
             ops.append(Operation("to-file+zstd" if compress else "to-file", run, before, after))
         return ops

@@ -9,12 +9,16 @@ from ..engines.base import Session
 
 @dataclass
 class Operation:
-    """One timed step of a workload. `before`/`after` run outside the timing."""
+    """One timed step of a workload. `before`/`after` run outside the timing.
+
+    `run` and `after` may return a dict of extra values (rows, output bytes, checks)
+    stored with the operation.
+    """
 
     name: str
     run: Callable[[], dict | None]
     before: Callable[[], None] | None = None
-    after: Callable[[], None] | None = None
+    after: Callable[[], dict | None] | None = None
 
 
 class Workload:
