@@ -55,6 +55,14 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--key-file", default=None,
                    help="file holding the SQLCipher passphrase (default: ENCBENCH_KEY, else a built-in key for synthetic data)")
     r.add_argument("--probe", action="append", default=[], help="probe to use (repeatable); default: all")
+    r.add_argument("--param", action="append", default=[], metavar="NAME=VALUE",
+                   help="workload setting, e.g. messages=50000 or seconds=2 (see `encbench list`)")
+    r.add_argument("--dsn", default=None,
+                   help="measure an existing server (libpq URI or key=value; PG* variables also apply) "
+                        "instead of starting a private one")
+    r.add_argument("--keep", action="store_true", help="keep the private server running afterwards, for inspection")
+    r.add_argument("--allow-reconfigure", action="store_true",
+                   help="allow server-side changes (e.g. ssl_ciphers) on an external --dsn server")
 
     s = sub.add_parser("show", help="print the table of a result file")
     s.add_argument("file")
@@ -110,6 +118,9 @@ def cmd_run(args, argv: list[str]) -> int:
     key, key_source = _read_key(args)
     output = Path(args.output) if args.output else Path("encbench-results") / (
         f"{engine_name}-{time.strftime('%Y%m%d-%H%M%S')}.json")
+    engine_options = {name: value for name, value in
+                      (("dsn", args.dsn), ("keep", args.keep), ("allow_reconfigure", args.allow_reconfigure))
+                      if value}
     config = runner.RunConfig(
         engine=engine_name,
         workloads=args.workload or list(engine.workloads),
@@ -119,6 +130,7 @@ def cmd_run(args, argv: list[str]) -> int:
         probes=args.probe or list(DEFAULT_PROBES),
         regenerate=args.regenerate, key=key, key_source=key_source, quick=args.quick,
         command=report.command_line(argv),
+        params=args.param, engine_options=engine_options,
     )
     runner.plan(config)  # every name and value checked before anything is created
     from . import results
@@ -201,7 +213,10 @@ def cmd_list(args) -> int:
         "engines": {n: e.description for n, e in ENGINES.items()},
         "workloads": {n: w.description for n, w in WORKLOADS.items()},
         "variants": {f"{n}:{k.name}": f"{k.description} (default {','.join(k.default)})"
+                     + (f"; workloads {','.join(k.workloads)}" if k.workloads else "")
                      for n, e in ENGINES.items() for k in e.variant_keys},
+        "params": {f"{w.name}:{p.name}": f"{p.description} (default {p.default}, --quick {p.quick})"
+                   for n, w in WORKLOADS.items() for p in w.params},
         "probes": {n: p.description for n, p in PROBES.items()},
     }
     if args.json:
@@ -209,6 +224,8 @@ def cmd_list(args) -> int:
         return 0
     for section, items in data.items():
         print(f"{section}:")
+        if not items:
+            continue
         width = max(len(k) for k in items)
         for k, v in items.items():
             print(f"  {k:<{width}}  {v}")

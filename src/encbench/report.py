@@ -12,6 +12,7 @@ from rich.table import Table
 from . import analysis as an
 from . import stats
 from .probes import metric_catalog
+from .redact import redact
 from .units import fmt_bytes, fmt_count, fmt_seconds
 
 
@@ -208,4 +209,5 @@ def render_json(doc: dict, analysis: dict) -> str:
 
 
 def command_line(argv: list[str]) -> str:
-    return "encbench " + " ".join(shlex.quote(a) for a in argv)
+    """The command that reproduces a result, with any password hidden."""
+    return redact("encbench " + " ".join(shlex.quote(a) for a in argv))

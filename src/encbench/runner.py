@@ -17,11 +17,13 @@ from pathlib import Path
 from typing import Callable
 
 from . import __version__, analysis, environment, results, worker
+from .redact import redact
 from .engines import ENGINES, PrepareContext
-from .errors import EncbenchError, RunFailedError, UnknownNameError
+from .errors import EncbenchError, RunFailedError, UnknownNameError, UsageError
 from .probes import PROBES
 from .variants import Variant, label, matrix, parse_filters
 from .workloads import WORKLOADS
+from .workloads.base import resolve_params
 
 
 @dataclass
@@ -41,13 +43,16 @@ class RunConfig:
     key_source: str = "default"
     quick: bool = False
     command: str = ""
+    params: list[str] = field(default_factory=list)
+    engine_options: dict = field(default_factory=dict)  # --dsn, --keep, ... (secrets never stored)
 
     def public(self) -> dict:
         return {
             "engine": self.engine, "workloads": self.workloads, "variant_filters": self.variant_filters,
             "runs": self.runs, "warmups": self.warmups, "size_bytes": self.size_bytes, "seed": self.seed,
             "data_dir": str(self.data_dir), "probes": self.probes, "quick": self.quick,
-            "key_source": self.key_source, "command": self.command,
+            "key_source": self.key_source, "command": self.command, "params": self.params,
+            "engine_options": {k: redact(v) if isinstance(v, str) else v for k, v in self.engine_options.items()},
         }
 
 
@@ -57,11 +62,17 @@ class Plan:
     workloads: list
     variants: list[Variant]
     items: list[dict]
+    params: dict[str, dict]
 
 
 def plan(config: RunConfig) -> Plan:
     """Check every name and value, and lay out the runs: per workload, warmups then ABBA rounds."""
     engine = ENGINES.get(config.engine)
+    unknown = sorted(set(config.engine_options) - set(engine.options))
+    if unknown:
+        flags = ", ".join("--" + o.replace("_", "-") for o in unknown)
+        raise UsageError(f"engine {engine.name} takes no {flags}",
+                         hint=f"its options: {', '.join('--' + o.replace('_', '-') for o in engine.options) or 'none'}")
     for name in config.probes:
         PROBES.get(name)
     workloads = []
@@ -71,15 +82,18 @@ def plan(config: RunConfig) -> Plan:
             raise UnknownNameError(f"engine {engine.name} has no workload {name!r}",
                                    hint=f"valid: {', '.join(engine.workloads)}")
         workloads.append(wl)
-    variants = matrix(engine.variant_keys, parse_filters(config.variant_filters, engine.variant_keys))
-    items = []
+    filters = parse_filters(config.variant_filters, engine.variant_keys)
+    params = resolve_params(workloads, config.params, quick=config.quick)
+    items, variants = [], []
     for wl in workloads:
+        wl_variants = matrix(engine.variant_keys, filters, wl.name)
+        variants += [v for v in wl_variants if v not in variants]
         for w in range(config.warmups):
-            items += [{"workload": wl.name, "variant": v, "round": w, "warmup": True} for v in variants]
+            items += [{"workload": wl.name, "variant": v, "round": w, "warmup": True} for v in wl_variants]
         for r in range(config.runs):
-            order = variants if r % 2 == 0 else variants[::-1]  # A B B A: drift cancels out
+            order = wl_variants if r % 2 == 0 else wl_variants[::-1]  # A B B A: drift cancels out
             items += [{"workload": wl.name, "variant": v, "round": r, "warmup": False} for v in order]
-    return Plan(engine, workloads, variants, items)
+    return Plan(engine, workloads, variants, items, params)
 
 
 def new_document(config: RunConfig, p: Plan, env: dict) -> dict:
@@ -100,7 +114,7 @@ def new_document(config: RunConfig, p: Plan, env: dict) -> dict:
                              for k in e.variant_keys],
             "variants": p.variants,
         },
-        "workloads": {wl.name: wl.describe() for wl in p.workloads},
+        "workloads": {wl.name: dict(wl.describe(), params=p.params[wl.name]) for wl in p.workloads},
         "dataset": None,
         "calibration": None,
         "runs": [],
@@ -123,12 +137,13 @@ def execute(config: RunConfig, *, on_progress: Callable[[str, int, int], None] =
     doc = new_document(config, p, environment.collect(p.engine.versions(), config.data_dir))
     results.write_atomic(config.output, doc)
     scratch = Path(tempfile.mkdtemp(prefix="scratch-", dir=config.data_dir))
-    pool = None
+    pool = setup = None
     try:
         ctx = PrepareContext(
             size_bytes=config.size_bytes, seed=config.seed, data_dir=config.data_dir, scratch_dir=scratch,
             variants=p.variants, regenerate=config.regenerate, key=config.key, key_source=config.key_source,
             progress=lambda msg: on_progress(msg, 0, len(p.items)),
+            options=config.engine_options,
         )
         setup = p.engine.prepare(ctx)
         doc["dataset"] = {k: v for k, v in setup.items() if not k.startswith("_")}
@@ -139,7 +154,9 @@ def execute(config: RunConfig, *, on_progress: Callable[[str, int, int], None] =
         for i, item in enumerate(p.items):
             on_progress(f"{item['workload']} {label(item['variant'])}{' (warmup)' if item['warmup'] else ''}",
                         i, len(p.items))
-            spec = dict(item, engine=p.engine.name, setup=setup, probes=config.probes, scratch_dir=str(scratch))
+            server = p.engine.apply_variant(setup, item["variant"])
+            spec = dict(item, engine=p.engine.name, setup=setup, probes=config.probes, scratch_dir=str(scratch),
+                        params=p.params[item["workload"]])
             try:
                 out = pool.submit(worker.execute, spec).result()
             except EncbenchError:
@@ -149,7 +166,7 @@ def execute(config: RunConfig, *, on_progress: Callable[[str, int, int], None] =
             except Exception as e:
                 raise RunFailedError(f"run {i + 1} ({item['workload']} {label(item['variant'])}) failed: "
                                      f"{type(e).__name__}: {e}") from None
-            doc["runs"].append(dict(item, variant_label=label(item["variant"]), **out))
+            doc["runs"].append(dict(item, variant_label=label(item["variant"]), server_config=server, **out))
             results.write_atomic(config.output, doc)
         on_progress("done", len(p.items), len(p.items))
         doc["status"] = "complete"
@@ -163,6 +180,8 @@ def execute(config: RunConfig, *, on_progress: Callable[[str, int, int], None] =
     finally:
         if pool is not None:
             pool.shutdown(wait=True, cancel_futures=True)
+        if setup is not None:
+            p.engine.cleanup(setup)
         shutil.rmtree(scratch, ignore_errors=True)
         if doc["status"] == "running":
             doc["status"] = "failed"

@@ -24,6 +24,10 @@ class VariantKey:
     allowed: tuple[str, ...] | None = None  # None: any value `validate` accepts
     validate: Callable[[str], str] | None = None  # returns the canonical value or raises
     applies_when: tuple[tuple[str, str], ...] = ()  # e.g. (("encryption", "on"),)
+    workloads: tuple[str, ...] | None = None  # only these workloads vary it (None: all)
+
+    def for_workload(self, workload: str | None) -> bool:
+        return workload is None or self.workloads is None or workload in self.workloads
 
     def check(self, value: str) -> str:
         if self.allowed is not None:
@@ -69,8 +73,12 @@ def normalize(variant: Variant, keys: Sequence[VariantKey]) -> Variant:
     return {k.name: variant[k.name] for k in keys if k.name in variant and k.applies(variant)}
 
 
-def matrix(keys: Sequence[VariantKey], filters: dict[str, list[str]]) -> list[Variant]:
-    """Every combination of the chosen values, normalized and without repeats."""
+def matrix(keys: Sequence[VariantKey], filters: dict[str, list[str]], workload: str | None = None) -> list[Variant]:
+    """Every combination of the chosen values, normalized and without repeats.
+
+    With a workload, only the keys that workload varies take part.
+    """
+    keys = [k for k in keys if k.for_workload(workload)]
     choices = [filters.get(k.name, list(k.default)) for k in keys]
     seen: list[Variant] = []
     for combo in itertools.product(*choices):

@@ -58,7 +58,7 @@ def execute(spec: dict) -> dict:
     try:
         session = engine.open_session(spec["setup"], variant, mutable=workload.mutates, scratch_dir=scratch)
         try:
-            ops = [_measure(op, session, variant, spec["probes"]) for op in workload.operations(session, scratch)]
+            ops = [_measure(op, session, variant, spec["probes"]) for op in workload.operations(session, scratch, spec.get("params", {}))]
         finally:
             session.close()
     finally:

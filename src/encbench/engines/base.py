@@ -50,6 +50,7 @@ class Engine:
     axis: str = "encryption"  # the setting whose cost is measured
     axis_baseline: str = "off"
     workloads: tuple[str, ...] = ()
+    options: tuple[str, ...] = ()  # engine options it accepts (dsn, keep, allow_reconfigure)
 
     def check_available(self) -> None:
         """Raise EngineUnavailableError with a hint on how to install what is missing."""
@@ -64,6 +65,13 @@ class Engine:
     def calibrate(self, setup: dict) -> dict:
         """In-process reference figures (raw cipher speed, ...)."""
         return {}
+
+    def apply_variant(self, setup: dict, variant: Variant) -> dict:
+        """In the runner, before a run: server-side settings for this variant (e.g. a reload)."""
+        return {}
+
+    def cleanup(self, setup: dict) -> None:
+        """Always called once after the runs (error and Ctrl-C included): stop servers, drop objects."""
 
     def open_session(self, setup: dict, variant: Variant, *, mutable: bool, scratch_dir: Path) -> Session:
         raise NotImplementedError

@@ -22,7 +22,7 @@ class Backup(Workload):
     name = "backup"
     description = "online backup to a new file, plain and zstd-compressed (an encrypted source gives an encrypted backup)"
 
-    def operations(self, session, scratch: Path) -> list[Operation]:
+    def operations(self, session, scratch: Path, params: dict) -> list[Operation]:
         ops = []
         for compress in (False, True):
             dest = scratch / f"backup-{'zstd' if compress else 'plain'}.db"

@@ -2,9 +2,33 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
+from typing import Any, Callable
 
 from ..engines.base import Session
+from ..errors import BadValueError, UnknownNameError
+
+
+@dataclass(frozen=True)
+class Param:
+    """A workload setting a user may change with --param NAME=VALUE."""
+
+    name: str
+    description: str
+    default: Any
+    quick: Any  # the value under --quick
+    kind: type = int
+    minimum: float = 1
+    maximum: float = 10**9
+
+    def parse(self, text: str) -> Any:
+        try:
+            value = self.kind(text)
+        except ValueError:
+            raise BadValueError(f"--param {self.name}={text!r} is not a {self.kind.__name__}") from None
+        if not self.minimum <= value <= self.maximum:
+            raise BadValueError(f"--param {self.name}={value} is out of range",
+                                hint=f"use {self.minimum:g} to {self.maximum:g}")
+        return value
 
 
 @dataclass
@@ -26,12 +50,32 @@ class Workload:
     description: str = ""
     mutates: bool = False  # True: each run works on its own copy of the data
     reads_only: bool = False  # True: its CPU difference is all page decryption (per-page cost basis)
+    params: tuple[Param, ...] = ()
 
     def describe(self) -> dict:
         return {"description": self.description, "mutates": self.mutates, "reads_only": self.reads_only}
 
-    def operations(self, session: Session, scratch: Path) -> list[Operation]:  # pragma: no cover
+    def operations(self, session: Session, scratch: Path, params: dict) -> list[Operation]:  # pragma: no cover
         raise NotImplementedError
+
+
+def resolve_params(workloads: list[Workload], given: list[str], *, quick: bool) -> dict[str, dict]:
+    """{workload: {param: value}} from defaults (or quick values) and --param NAME=VALUE."""
+    known = {p.name: p for wl in workloads for p in wl.params}
+    overrides: dict[str, str] = {}
+    for spec in given:
+        name, sep, value = spec.partition("=")
+        if not sep or not name.strip():
+            raise BadValueError(f"--param {spec!r} is not NAME=VALUE", hint="e.g. --param messages=50000")
+        if name.strip() not in known:
+            raise UnknownNameError(f"unknown --param {name.strip()!r} for the workloads chosen",
+                                   hint=f"valid: {', '.join(known) or 'none'}")
+        overrides[name.strip()] = value.strip()
+    return {
+        wl.name: {p.name: p.parse(overrides[p.name]) if p.name in overrides else (p.quick if quick else p.default)
+                  for p in wl.params}
+        for wl in workloads
+    }
 
 
 def spread_ranges(rows: int, count: int, fraction: float) -> list[tuple[int, int]]:

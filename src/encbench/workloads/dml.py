@@ -13,7 +13,7 @@ class Dml(Workload):
     description = "SELECT, INSERT, UPDATE, DELETE over id ranges, each type timed apart, one commit per statement"
     mutates = True
 
-    def operations(self, session, scratch: Path) -> list[Operation]:
+    def operations(self, session, scratch: Path, params: dict) -> list[Operation]:
         t, n = session.table, session.row_count
 
         def statements(sql: str, params: list[tuple]):

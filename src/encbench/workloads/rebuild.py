@@ -10,5 +10,5 @@ class Rebuild(Workload):
     description = "index and table rebuild (SQLite: REINDEX, VACUUM; seed 001's index maintenance)"
     mutates = True
 
-    def operations(self, session, scratch: Path) -> list[Operation]:
+    def operations(self, session, scratch: Path, params: dict) -> list[Operation]:
         return [Operation(name, fn) for name, fn in session.rebuild_operations()]

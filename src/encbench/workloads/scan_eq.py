@@ -11,7 +11,7 @@ class ScanEq(Workload):
     reads_only = True
     description = "full scan with equality on an unindexed column: light CPU per page (seed 003, query 2)"
 
-    def operations(self, session, scratch: Path) -> list[Operation]:
+    def operations(self, session, scratch: Path, params: dict) -> list[Operation]:
         sql = f"SELECT * FROM {session.table} WHERE k = ?"
         wanted = datagen.key_of(session.row_count // 2)
 

@@ -11,7 +11,7 @@ class ScanLike(Workload):
     reads_only = True
     description = "full scan with LIKE '%needle%' over a text column: heavy CPU per page (seed 003, query 1)"
 
-    def operations(self, session, scratch: Path) -> list[Operation]:
+    def operations(self, session, scratch: Path, params: dict) -> list[Operation]:
         sql = f"SELECT * FROM {session.table} WHERE body LIKE ?"
 
         def scan() -> dict:
