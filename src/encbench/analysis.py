@@ -16,8 +16,14 @@ from .variants import label
 COMPARED_METRICS = (
     "wall_s", "cpu_s", "cpu_user_s", "cpu_sys_s", "ctx_voluntary", "ctx_involuntary",
     "read_bytes", "write_bytes", "pages_read",
+    "client_cpu_s", "client_ctx_voluntary", "client_ctx_involuntary", "system_ctx_switches",
+    "write_syscall_bytes", "read_syscall_bytes", "qps", "mb_per_s", "connections_per_s",
+    "latency_p50_ms", "latency_p95_ms", "latency_p99_ms",
+    "net_bytes_sent", "net_bytes_received", "net_segments_out", "net_segments_in",
+    *(f"{p}_us_per_{u}" for _, u in (("queries", "query"), ("messages", "message"), ("connections", "connection"))
+      for p in ("cpu", "client_cpu")),
 )
-VERDICT_METRICS = (("cpu_s", "CPU"), ("wall_s", "elapsed"))
+VERDICT_METRICS = (("cpu_s", "CPU"), ("client_cpu_s", "client CPU"), ("wall_s", "elapsed"))
 OPEN = ("(open)", "connect")  # workload/operation names of the connection open (key derivation)
 
 
@@ -48,9 +54,25 @@ def collect(doc: dict) -> dict[tuple[str, str, str], dict[str, list[float]]]:
             for name, value in {**op.get("metrics", {}), **op.get("extra", {})}.items():
                 if isinstance(value, (int, float)):
                     bucket[name].append(float(value))
+            per_unit(bucket, op.get("metrics", {}), op.get("extra", {}))
         for name, value in (run.get("open") or {}).items():
             out[(*OPEN, vl)][name].append(float(value))
     return out
+
+
+# extra counts that make a per-unit cost: CPU per query, per message, per connection
+PER_UNIT = (("queries", "query"), ("messages", "message"), ("connections", "connection"))
+
+
+def per_unit(bucket: dict, metrics: dict, extra: dict) -> None:
+    for count_key, unit in PER_UNIT:
+        count = extra.get(count_key)
+        if not count:
+            continue
+        for metric, prefix in (("cpu_s", "cpu"), ("client_cpu_s", "client_cpu")):
+            if metric in metrics:
+                bucket[f"{prefix}_us_per_{unit}"].append(1e6 * metrics[metric] / count)
+        return
 
 
 def variants_by_label(doc: dict) -> dict[str, dict]:
@@ -100,11 +122,12 @@ def comparisons(doc: dict, groups) -> list[dict]:
     return out
 
 
-def row_verdict(comps: list[dict]) -> str:
+def row_verdict(comps: list[dict], words: dict[str, str] | None = None) -> str:
     """'+310% CPU, significant; elapsed +45%, significant' / 'no significant difference'."""
     by_metric = {c["metric"]: c for c in comps}
     parts = []
     for metric, word in VERDICT_METRICS:
+        word = (words or {}).get(metric, word)
         c = by_metric.get(metric)
         if c is None:
             continue
@@ -158,8 +181,12 @@ def derived(doc: dict, groups, comps: list[dict]) -> list[dict]:
 
 
 def notes(doc: dict, groups) -> list[str]:
-    """Plain-word facts a reader needs: cache drops, key derivation, instability."""
+    """Plain-word facts a reader needs: cache drops, key derivation, skipped variants."""
     out = []
+    skipped: dict[str, str] = {}
+    for s in doc.get("skipped", []):
+        skipped.setdefault(s["variant"], s["reason"])
+    out += [f"skipped {v}: {reason}" for v, reason in skipped.items()]
     cold_ops = [op for run in doc["runs"] if not run.get("warmup") for op in run.get("operations", [])
                 if op.get("cache", {}).get("cache") == "cold"]
     if cold_ops:
@@ -167,7 +194,8 @@ def notes(doc: dict, groups) -> list[str]:
         physical = [op["metrics"].get("read_bytes", 0) for op in cold_ops if "read_bytes" in op["metrics"]]
         fs = doc["environment"].get("os_cache", {}).get("data_dir_filesystem", "?")
         method = cold_ops[0]["cache"].get("method", "")
-        msg = f"cache=cold: OS page cache dropped ({method}) before {dropped} of {len(cold_ops)} operations on {fs}"
+        fs_text = f"an {fs} file system" if fs != "unknown" else "a file system of unknown type"
+        msg = f"cache=cold: OS page cache dropped ({method}) before {dropped} of {len(cold_ops)} operations on {fs_text}"
         if physical:
             msg += f"; on average {fmt_bytes(sum(physical) / len(physical))} read from storage per operation"
             if max(physical) == 0:
@@ -180,19 +208,70 @@ def notes(doc: dict, groups) -> list[str]:
             out.append(f"{wl}/{op} {vl}: output {fmt_bytes(sum(out_b) / len(out_b))} from "
                        f"{fmt_bytes(sum(in_b) / len(in_b))}, compression ratio {ratio:.2f}"
                        + (" (encrypted pages look random: they do not compress)" if ratio < 1.05 else ""))
+    negotiated: dict[str, dict[str, int]] = defaultdict(lambda: defaultdict(int))
+    for run in doc["runs"]:
+        tls = (run.get("session") or {}).get("tls")
+        if tls is not None:
+            key = f"{tls['version']} {tls['cipher']} ({tls['bits']} bits)" if tls.get("ssl") else "no TLS"
+            negotiated[run["variant"].get(doc["engine"]["axis"], "?")][key] += 1
+    if negotiated:
+        out.append("negotiated, as the server reports it (pg_stat_ssl) for every measured connection: " + "; ".join(
+            f"{doc['engine']['axis']}={v}: " + ", ".join(f"{k} in {n} runs" for k, n in seen.items())
+            for v, seen in negotiated.items()))
     opens: dict[str, list[float]] = defaultdict(list)
     variants = variants_by_label(doc)
+    # connection opens grouped by the settings every workload shares (not cache, not clients)
+    shared = {k["name"] for k in doc["engine"]["variant_keys"] if not k.get("workloads") and k["name"] != "cache"}
     for (wl, op, vl), metrics in groups.items():
         if (wl, op) == OPEN and "wall_s" in metrics:
-            v = {k: x for k, x in variants[vl].items() if k != "cache"}
+            v = {k: x for k, x in variants[vl].items() if k in shared}
             opens[label(v)] += metrics["wall_s"]
     if opens:
         parts = []
         for vl, values in opens.items():
             s = stats.summarize(values)
             parts.append(f"{vl}: {fmt_seconds(s.median)} (median of {s.n})")
-        out.append("connection open, key derivation included, timed apart and never inside a workload: "
-                   + "; ".join(parts))
+        out.append("connection open (handshake and key derivation included), timed apart and never inside a "
+                   "workload: " + "; ".join(parts))
+    return out
+
+
+WAIT_PREFIX = "wait_share_"
+WAIT_GROWTH_PTS = 5.0  # a wait event is named when its share of samples grew by this many points
+
+
+def attribution(doc: dict, groups, comps: list[dict]) -> list[dict]:
+    """Where an elapsed overhead went: server CPU, client CPU, and the wait events that grew.
+
+    Deltas of means, contender minus baseline; CPU of two processes can overlap in time,
+    so the parts need not add up to the elapsed difference.
+    """
+    out = []
+    pairs = {(c["workload"], c["operation"], c["baseline"], c["contender"]) for c in comps
+             if (c["workload"], c["operation"]) != OPEN}
+    for wl, op, base_l, cont_l in sorted(pairs):
+        base, cont = groups[(wl, op, base_l)], groups[(wl, op, cont_l)]
+        if "client_cpu_s" not in cont or "wall_s" not in cont:
+            continue
+
+        def delta(metric):
+            if metric not in base or metric not in cont:
+                return None
+            return sum(cont[metric]) / len(cont[metric]) - sum(base[metric]) / len(base[metric])
+
+        def share(bucket, metric):
+            return 100 * sum(bucket.get(metric, [0.0])) / max(1, len(bucket.get("wall_s", [])))
+
+        waits = []
+        for metric in sorted({m for m in list(base) + list(cont) if m.startswith(WAIT_PREFIX)}):
+            grown = share(cont, metric) - share(base, metric)
+            if grown >= WAIT_GROWTH_PTS:
+                waits.append({"event": metric[len(WAIT_PREFIX):].replace("_", "/", 1), "points": grown,
+                              "baseline_pct": share(base, metric), "contender_pct": share(cont, metric)})
+        wall_base = sum(base["wall_s"]) / len(base["wall_s"])
+        out.append({"workload": wl, "operation": op, "baseline": base_l, "contender": cont_l,
+                    "elapsed_s": delta("wall_s"), "elapsed_pct": 100 * delta("wall_s") / wall_base if wall_base else None,
+                    "server_cpu_s": delta("cpu_s"), "client_cpu_s": delta("client_cpu_s"), "waits_grown": waits})
     return out
 
 
@@ -203,5 +282,6 @@ def analyze(doc: dict) -> dict:
         "summaries": summaries(groups),
         "comparisons": comps,
         "derived": derived(doc, groups, comps),
+        "attribution": attribution(doc, groups, comps),
         "notes": notes(doc, groups),
     }

@@ -145,7 +145,7 @@ def cmd_run(args, argv: list[str]) -> int:
     except errors.EncbenchError as e:
         e.hint = (e.hint + "; " if e.hint else "") + f"results so far kept in {output}"
         raise
-    analysis = {k: doc[k] for k in ("summaries", "comparisons", "derived", "notes")}
+    analysis = {k: doc.get(k, []) for k in ("summaries", "comparisons", "derived", "attribution", "notes")}
     if args.json:
         print(report.render_json(doc, analysis))
     else:

@@ -40,6 +40,9 @@ def rows(doc: dict, analysis: dict) -> list[dict]:
     variants = an.variants_by_label(doc)
     varying = {k for v in variants.values() for k in v
                if k != axis and len({x[k] for x in variants.values() if k in x}) > 1}
+    base_value = doc["engine"]["axis_baseline"]
+    if len({v.get(axis) for v in variants.values()} - {base_value, None}) > 1:
+        varying.add(axis)  # several contenders (cipher suites): name each one
     out = []
     for (wl, op, cont, base), cs in comps.items():
         if (wl, op) == an.OPEN:
@@ -50,50 +53,119 @@ def rows(doc: dict, analysis: dict) -> list[dict]:
         n = min(x["n_contender"] for x in cs), min(x["n_baseline"] for x in cs)
         out.append({
             "workload": wl, "operation": op, "setting": setting, "baseline": base, "contender": cont,
-            "n": n, "base": b, "cont": c, "comparisons": by_metric, "verdict": an.row_verdict(cs),
+            "n": n, "base": b, "cont": c, "comparisons": by_metric,
+            "verdict": an.row_verdict(cs, doc["engine"].get("metric_words")),
         })
     out.sort(key=lambda r: (order.index(r["workload"]) if r["workload"] in order else len(order),
                             r["workload"], r["setting"]))
     return out
 
 
-def _cells(r: dict) -> list[str]:
-    b, c, cm = r["base"], r["cont"], r["comparisons"]
+def _ratio(r: dict, metric: str) -> str:
+    x = r["comparisons"].get(metric)
+    return _pct(x["ratio"], x["ci"]) if x else "-"
 
-    def ratio(metric):
-        x = cm.get(metric)
-        return _pct(x["ratio"], x["ci"]) if x else "-"
 
-    def cpu(d):
-        if "cpu_user_s" not in d:
+def _pair(r: dict, fmt) -> str:
+    return f"{fmt(r['base'])} → {fmt(r['cont'])}"
+
+
+def _user_sys(prefix: str):
+    def fmt(d: dict) -> str:
+        if f"{prefix}cpu_user_s" not in d:
             return "-"
-        return f"{fmt_seconds(d['cpu_user_s'])} / {fmt_seconds(d['cpu_sys_s'])}"
+        return f"{fmt_seconds(d[f'{prefix}cpu_user_s'])} / {fmt_seconds(d[f'{prefix}cpu_sys_s'])}"
+    return fmt
 
-    def ctx(d):
-        if "ctx_voluntary" not in d:
+
+def _ctx(prefix: str):
+    def fmt(d: dict) -> str:
+        if f"{prefix}ctx_voluntary" not in d:
             return "-"
-        return f"{fmt_count(d['ctx_voluntary'])}/{fmt_count(d['ctx_involuntary'])}"
-
-    def reads(d):
-        if "read_bytes" not in d:
-            return "-"
-        pages = f" ({fmt_count(d['pages_read'])} pg)" if "pages_read" in d else ""
-        return f"{fmt_bytes(d['read_bytes'])}{pages}"
-
-    return [
-        r["workload"], r["operation"], r["setting"],
-        f"{fmt_seconds(b.get('wall_s'))} → {fmt_seconds(c.get('wall_s'))}", ratio("wall_s"),
-        f"{cpu(b)} → {cpu(c)}", ratio("cpu_s"),
-        f"{ctx(b)} → {ctx(c)}",
-        f"{reads(b)} → {reads(c)}",
-        r["verdict"],
-    ]
+        return f"{fmt_count(d[f'{prefix}ctx_voluntary'])}/{fmt_count(d[f'{prefix}ctx_involuntary'])}"
+    return fmt
 
 
-HEADERS = [
-    "workload", "op", "variant", "elapsed (mean)", "Δ elapsed [95% CI]", "CPU user / sys (mean)",
-    "Δ CPU [95% CI]", "ctx sw vol/invol", "read from storage (pages)", "verdict",
-]
+def _reads(d: dict) -> str:
+    if "read_bytes" not in d:
+        return "-"
+    pages = f" ({fmt_count(d['pages_read'])} pg)" if "pages_read" in d else ""
+    return f"{fmt_bytes(d['read_bytes'])}{pages}"
+
+
+RATES = (("qps", "q/s"), ("mb_per_s", "MB/s"), ("connections_per_s", "conn/s"))
+
+
+def _rate(d: dict) -> str:
+    for key, unit in RATES:
+        if key in d:
+            return f"{d[key]:,.0f} {unit}"
+    return "-"
+
+
+def _d_rate(r: dict) -> str:
+    for key, _ in RATES:
+        if key in r["comparisons"]:
+            return _ratio(r, key)
+    return "-"
+
+
+PER_UNIT_CPU = ("query", "message", "connection")
+
+
+def _per_unit(prefix: str):
+    def fmt(d: dict) -> str:
+        for unit in PER_UNIT_CPU:
+            key = f"{prefix}cpu_us_per_{unit}"
+            if key in d:
+                return f"{d[key]:.1f} µs/{unit}"
+        return "-"
+    return fmt
+
+
+def _net(d: dict) -> str:
+    if "net_bytes_received" not in d:
+        return "-"
+    return f"{fmt_bytes(d['net_bytes_received'])} in {fmt_count(d['net_segments_in'])} seg"
+
+
+def _sent(d: dict) -> str:
+    return fmt_bytes(d["write_syscall_bytes"]) if "write_syscall_bytes" in d else "-"
+
+
+# name -> (header, cell); an engine lists the columns it wants (Engine.table_columns)
+COLUMNS = {
+    "workload": ("workload", lambda r: r["workload"]),
+    "op": ("op", lambda r: r["operation"]),
+    "variant": ("variant", lambda r: r["setting"]),
+    "elapsed": ("elapsed (mean)", lambda r: _pair(r, lambda d: fmt_seconds(d.get("wall_s")))),
+    "d_elapsed": ("Δ elapsed [95% CI]", lambda r: _ratio(r, "wall_s")),
+    "cpu": ("CPU user / sys (mean)", lambda r: _pair(r, _user_sys(""))),
+    "server_cpu": ("server CPU user / sys", lambda r: _pair(r, _user_sys(""))),
+    "d_cpu": ("Δ CPU [95% CI]", lambda r: _ratio(r, "cpu_s")),
+    "d_server_cpu": ("Δ server CPU", lambda r: _ratio(r, "cpu_s")),
+    "client_cpu": ("client CPU user / sys", lambda r: _pair(r, _user_sys("client_"))),
+    "d_client_cpu": ("Δ client CPU", lambda r: _ratio(r, "client_cpu_s")),
+    "ctx": ("ctx sw vol/invol", lambda r: _pair(r, _ctx(""))),
+    "server_ctx": ("server ctx sw vol/invol", lambda r: _pair(r, _ctx(""))),
+    "reads": ("read from storage (pages)", lambda r: _pair(r, _reads)),
+    "sent": ("server bytes sent", lambda r: _pair(r, _sent)),
+    "rate": ("throughput (mean)", lambda r: _pair(r, _rate)),
+    "d_rate": ("Δ throughput", _d_rate),
+    "server_per_unit": ("server CPU per op", lambda r: _pair(r, _per_unit(""))),
+    "client_per_unit": ("client CPU per op", lambda r: _pair(r, _per_unit("client_"))),
+    "net": ("client received (TCP)", lambda r: _pair(r, _net)),
+    "verdict": ("verdict", lambda r: r["verdict"]),
+}
+DEFAULT_COLUMNS = ("workload", "op", "variant", "elapsed", "d_elapsed", "cpu", "d_cpu", "ctx", "reads", "verdict")
+
+
+def columns(doc: dict) -> list[str]:
+    return [c for c in doc["engine"].get("table_columns") or DEFAULT_COLUMNS if c in COLUMNS]
+
+
+def _cells(r: dict, cols: list[str]) -> list[str]:
+    return [COLUMNS[c][1](r) for c in cols]
 
 
 def derived_lines(analysis: dict) -> list[str]:
@@ -111,6 +183,26 @@ def derived_lines(analysis: dict) -> list[str]:
                      f"({d['raw_cipher_mb_per_s_per_core']:.0f} MB/s per core)")
         out.append(line)
     return out
+
+
+def attribution_lines(analysis: dict) -> list[str]:
+    out = []
+    for a in analysis.get("attribution", []):
+        if a["elapsed_s"] is None:
+            continue
+        parts = [f"server CPU {_signed_seconds(a['server_cpu_s'])}", f"client CPU {_signed_seconds(a['client_cpu_s'])}"]
+        if a["waits_grown"]:
+            parts.append("waits grown: " + ", ".join(
+                f"{w['event']} {w['baseline_pct']:.0f}% → {w['contender_pct']:.0f}% of samples" for w in a["waits_grown"]))
+        out.append(f"{a['workload']}/{a['operation']} {a['contender']}: elapsed {_signed_seconds(a['elapsed_s'])}"
+                   f" ({a['elapsed_pct']:+.0f}%): " + ", ".join(parts))
+    return out
+
+
+def _signed_seconds(x: float | None) -> str:
+    if x is None:
+        return "n/a"
+    return ("+" if x >= 0 else "-") + fmt_seconds(abs(x))
 
 
 def raw_cipher_lines(doc: dict) -> list[str]:
@@ -142,14 +234,25 @@ def header_lines(doc: dict) -> list[str]:
     versions = ", ".join(f"{k} {v}" for k, v in env.get("engine_versions", {}).items())
     runs = sum(1 for r in doc["runs"] if not r.get("warmup"))
     warm = sum(1 for r in doc["runs"] if r.get("warmup"))
+    if "rows" in ds:
+        data = f"data: {ds['rows']:,} rows (seed {ds.get('seed', '?')}, {fmt_bytes(cfg['size_bytes'])} target)"
+    elif "server" in ds:
+        srv = ds["server"]
+        data = (f"server: PostgreSQL {srv.get('version')} at {srv.get('host')}:{srv.get('port')} "
+                f"({'private, started by encbench' if ds.get('managed') else 'external'}; {srv.get('ssl_library') or 'TLS library ?'})")
+    else:
+        data = "data: -"
+    params = "; ".join(f"{wl}: " + ", ".join(f"{k}={v}" for k, v in meta["params"].items())
+                       for wl, meta in doc.get("workloads", {}).items() if meta.get("params"))
     lines = [
         f"encbench {doc['encbench_version']} - engine {doc['engine']['name']} ({versions})",
         f"CPU {env['cpu']['model']}, {env['cpu']['logical_cores']} cores, flags {flags}; kernel {env['kernel']}",
-        f"data: {ds.get('rows', '?'):,} rows (seed {ds.get('seed', '?')}, {fmt_bytes(cfg['size_bytes'])} target); "
-        f"{runs} measured runs + {warm} warmups (each a fresh process and connection), status {doc['status']}",
+        f"{data}; {runs} measured runs + {warm} warmups (each a fresh process and connection), status {doc['status']}",
         f"{doc['engine']['axis']}: baseline {doc['engine']['axis_baseline']}; Δ = contender vs baseline, "
         f"ratio of means with a bootstrap 95% CI; 'significant' = the CI excludes 0%",
     ]
+    if params:
+        lines.append(f"workload settings: {params}")
     return lines
 
 
@@ -157,11 +260,13 @@ def render_text(doc: dict, analysis: dict, console: Console) -> None:
     for line in header_lines(doc):
         console.print(line, highlight=False)
     table = Table(show_lines=False, header_style="bold", pad_edge=False)
-    for h in HEADERS:
-        table.add_column(h, overflow="fold")
+    cols = columns(doc)
+    for c in cols:
+        table.add_column(COLUMNS[c][0], overflow="fold")
     for r in rows(doc, analysis):
-        table.add_row(*_cells(r))
+        table.add_row(*_cells(r, cols))
     console.print(table)
+    _print_section(console, "Where the overhead went (mean contender minus mean baseline)", attribution_lines(analysis))
     _print_section(console, "Per-page decrypt cost (seed 003)", derived_lines(analysis) + raw_cipher_lines(doc))
     _print_section(console, "Notes", analysis["notes"])
     _print_section(console, "Warnings", warning_lines(analysis))
@@ -180,11 +285,13 @@ def render_markdown(doc: dict, analysis: dict) -> str:
     out = [f"# encbench results\n"]
     out += [f"- {line}" for line in header_lines(doc)]
     out.append("")
-    out.append("| " + " | ".join(HEADERS) + " |")
-    out.append("|" + "---|" * len(HEADERS))
+    cols = columns(doc)
+    out.append("| " + " | ".join(COLUMNS[c][0] for c in cols) + " |")
+    out.append("|" + "---|" * len(cols))
     for r in rows(doc, analysis):
-        out.append("| " + " | ".join(c.replace("|", "\\|") for c in _cells(r)) + " |")
-    for title, lines in (("Per-page decrypt cost", derived_lines(analysis) + raw_cipher_lines(doc)),
+        out.append("| " + " | ".join(c.replace("|", "\\|") for c in _cells(r, cols)) + " |")
+    for title, lines in (("Where the overhead went", attribution_lines(analysis)),
+                         ("Per-page decrypt cost", derived_lines(analysis) + raw_cipher_lines(doc)),
                          ("Notes", analysis["notes"]), ("Warnings", warning_lines(analysis))):
         if lines:
             out += ["", f"## {title}", ""] + [f"- {line}" for line in lines]
@@ -204,7 +311,7 @@ def render_json(doc: dict, analysis: dict) -> str:
     return json.dumps({
         "schema_version": doc["schema_version"], "status": doc["status"], "engine": doc["engine"]["name"],
         "summaries": analysis["summaries"], "comparisons": comps, "derived": analysis["derived"],
-        "notes": analysis["notes"],
+        "attribution": analysis.get("attribution", []), "notes": analysis["notes"],
     }, indent=1)
 
 

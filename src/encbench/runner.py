@@ -110,14 +110,17 @@ def new_document(config: RunConfig, p: Plan, env: dict) -> dict:
             "description": e.description,
             "axis": e.axis,
             "axis_baseline": e.axis_baseline,
-            "variant_keys": [{"name": k.name, "applies_when": [list(x) for x in k.applies_when]}
-                             for k in e.variant_keys],
+            "variant_keys": [{"name": k.name, "applies_when": [list(x) for x in k.applies_when],
+                              "workloads": list(k.workloads) if k.workloads else None} for k in e.variant_keys],
             "variants": p.variants,
+            "table_columns": list(e.table_columns) if e.table_columns else None,
+            "metric_words": dict(e.metric_words),
         },
         "workloads": {wl.name: dict(wl.describe(), params=p.params[wl.name]) for wl in p.workloads},
         "dataset": None,
         "calibration": None,
         "runs": [],
+        "skipped": [],
         "error": None,
     }
 
@@ -143,10 +146,13 @@ def execute(config: RunConfig, *, on_progress: Callable[[str, int, int], None] =
             size_bytes=config.size_bytes, seed=config.seed, data_dir=config.data_dir, scratch_dir=scratch,
             variants=p.variants, regenerate=config.regenerate, key=config.key, key_source=config.key_source,
             progress=lambda msg: on_progress(msg, 0, len(p.items)),
-            options=config.engine_options,
+            options=config.engine_options, params=p.params,
         )
         setup = p.engine.prepare(ctx)
         doc["dataset"] = {k: v for k, v in setup.items() if not k.startswith("_")}
+        doc["environment"]["engine_versions"].update(setup.get("versions", {}))
+        if setup.get("kept_server"):
+            on_progress(f"server kept: {setup['kept_server']}", 0, len(p.items))
         on_progress("measuring raw cipher speed", 0, len(p.items))
         doc["calibration"] = p.engine.calibrate(setup)
         results.write_atomic(config.output, doc)
@@ -155,6 +161,10 @@ def execute(config: RunConfig, *, on_progress: Callable[[str, int, int], None] =
             on_progress(f"{item['workload']} {label(item['variant'])}{' (warmup)' if item['warmup'] else ''}",
                         i, len(p.items))
             server = p.engine.apply_variant(setup, item["variant"])
+            if server.get("skip"):
+                doc["skipped"].append({"workload": item["workload"], "variant": label(item["variant"]),
+                                       "warmup": item["warmup"], "reason": server["skip"]})
+                continue
             spec = dict(item, engine=p.engine.name, setup=setup, probes=config.probes, scratch_dir=str(scratch),
                         params=p.params[item["workload"]])
             try:

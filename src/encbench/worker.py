@@ -67,5 +67,6 @@ def execute(spec: dict) -> dict:
         "worker_pid": os.getpid(),
         "started_at": started,
         "open": session.open_metrics,
+        "session": getattr(session, "info", {}),
         "operations": ops,
     }

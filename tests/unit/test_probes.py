@@ -28,8 +28,9 @@ def _burn(cpu_seconds: float = 0.05) -> int:
     return n
 
 
-def _declared(cls) -> set[str]:
-    return {m.name for m in cls.metrics}
+def _declared(cls, client: bool = False) -> set[str]:
+    """The metrics a probe returns; client_* ones only for a client target (server engines)."""
+    return {m.name for m in cls.metrics if client or not m.name.startswith("client_")}
 
 
 @pytest.fixture
@@ -39,8 +40,8 @@ def data_file(tmp_path):
     return p
 
 
-def test_registry_has_the_five_probes():
-    assert DEFAULT_PROBES == ["wall", "cpu", "ctxsw", "io", "pages"]
+def test_registry_has_the_probes():
+    assert DEFAULT_PROBES == ["wall", "cpu", "ctxsw", "io", "pages", "sysctx", "net", "waits"]
     assert PROBES.get("cpu") is CpuProbe
     cat = metric_catalog()
     for name in ("wall_s", "cpu_s", "cpu_user_s", "cpu_sys_s", "ctx_voluntary", "ctx_involuntary",
@@ -74,6 +75,19 @@ def test_probe_on_self_returns_declared_metrics(cls, data_file):
     for name, value in out.items():
         assert isinstance(value, (int, float)), name
         assert value >= 0, name
+
+
+@pytest.mark.parametrize("cls", [CpuProbe, ContextSwitchProbe], ids=lambda c: c.name)
+def test_client_target_adds_client_metrics_of_the_calling_thread(cls):
+    target = Target(pids=[os.getpid()], client=True)
+    p = cls()
+    p.start(target)
+    _burn(0.05)
+    out = p.stop(target)
+    assert set(out) == _declared(cls, client=True)
+    if cls is CpuProbe:
+        assert out["client_cpu_s"] >= 0.03  # this thread burnt 50 ms of CPU
+        assert out["client_cpu_s"] == pytest.approx(out["client_cpu_user_s"] + out["client_cpu_sys_s"])
 
 
 def test_wall_probe_measures_elapsed():
@@ -245,8 +259,8 @@ def test_cpu_probe_on_sleeping_process_is_zero():
         p.start(t)
         _burn(0.1)  # this process burns CPU; the target does not
         out = p.stop(t)
-        assert out == {"cpu_user_s": 0.0, "cpu_sys_s": 0.0, "cpu_s": 0.0,
-                       "cpu_resolution_s": pytest.approx(1 / os.sysconf("SC_CLK_TCK"))}
+        # a live process: the exact schedstat total (1 µs resolution), zero while it sleeps
+        assert out == {"cpu_user_s": 0.0, "cpu_sys_s": 0.0, "cpu_s": 0.0, "cpu_resolution_s": 1e-6}
     finally:
         proc.kill()
         proc.wait()

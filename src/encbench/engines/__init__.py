@@ -4,10 +4,12 @@ from __future__ import annotations
 
 from ..registry import Registry
 from .base import Engine, PrepareContext, Session
+from .postgres import PostgresEngine
 from .sqlite import SQLiteEngine
 
 ENGINES: Registry[Engine] = Registry("engine")
 ENGINES.register(SQLiteEngine.name, SQLiteEngine())
+ENGINES.register(PostgresEngine.name, PostgresEngine())
 
 DEFAULT_ENGINE = SQLiteEngine.name
 

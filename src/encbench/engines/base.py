@@ -24,6 +24,7 @@ class PrepareContext:
     key_source: str = "default"
     progress: Callable[[str], None] = lambda msg: None
     options: dict[str, Any] = field(default_factory=dict)
+    params: dict[str, dict] = field(default_factory=dict)  # workload -> resolved --param values
 
 
 class Session:
@@ -32,6 +33,7 @@ class Session:
     table: str
     row_count: int
     open_metrics: dict[str, float]
+    info: dict = {}  # stored with the run: e.g. the server's view of the connection's TLS
 
     def target(self) -> Target: ...
     def set_cache(self, state: str) -> dict: ...
@@ -51,6 +53,8 @@ class Engine:
     axis_baseline: str = "off"
     workloads: tuple[str, ...] = ()
     options: tuple[str, ...] = ()  # engine options it accepts (dsn, keep, allow_reconfigure)
+    table_columns: tuple[str, ...] | None = None  # report.COLUMNS names; None: the at-rest default
+    metric_words: dict[str, str] = {}  # verdict wording, e.g. {"cpu_s": "server CPU"}
 
     def check_available(self) -> None:
         """Raise EngineUnavailableError with a hint on how to install what is missing."""

@@ -12,11 +12,15 @@ from .base import Metric, Probe, Target
 from .cpu import CpuProbe
 from .ctxsw import ContextSwitchProbe
 from .io import IoProbe
+from .net import NetProbe
 from .pages import PagesProbe
+from .sysctx import SystemContextSwitchProbe
+from .waits import WaitEventProbe
 from .wall import WallProbe
 
 PROBES: Registry[type[Probe]] = Registry("probe")
-for _cls in (WallProbe, CpuProbe, ContextSwitchProbe, IoProbe, PagesProbe):
+for _cls in (WallProbe, CpuProbe, ContextSwitchProbe, IoProbe, PagesProbe, SystemContextSwitchProbe, NetProbe,
+             WaitEventProbe):
     PROBES.register(_cls.name, _cls)
 
 DEFAULT_PROBES = PROBES.names()

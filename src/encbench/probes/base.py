@@ -15,11 +15,22 @@ class Metric:
 
 @dataclass
 class Target:
-    """The processes doing the work, and what the engine can tell about its pages."""
+    """The processes doing the work, and what the engine can tell about its pages.
+
+    pids: the engine's side (the worker itself for an embedded engine; server backends,
+    or the postmaster when `reaped_children` is set, for a server engine).
+    client: True when the worker is a client of a server engine: its own work (the
+    calling thread, plus children it has waited for, e.g. pgbench) is measured apart as
+    client_* metrics, leaving out any sampler thread.
+    reaped_children: count the CPU of children each pid has reaped (cutime/cstime): the
+    backends of short connections that came and went during the operation.
+    """
 
     pids: list[int]
     page_size: int | None = None
     extra: dict = field(default_factory=dict)
+    client: bool = False
+    reaped_children: bool = False
 
     @property
     def is_self(self) -> bool:

@@ -8,38 +8,91 @@ from .base import Metric, Probe, Target
 _TICK = 1.0 / os.sysconf("SC_CLK_TCK")
 
 
-def _cpu_times(target: Target) -> tuple[float, float]:
-    if target.is_self:
-        # getrusage is exact to the microsecond for the calling process (all threads)
-        ru = resource.getrusage(resource.RUSAGE_SELF)
-        return ru.ru_utime, ru.ru_stime
-    user = sys_ = 0.0
-    for pid in target.pids:
-        with open(f"/proc/{pid}/stat", "rb") as f:
-            fields = f.read().rsplit(b")", 1)[1].split()
-        user += int(fields[11]) * _TICK  # utime (field 14)
-        sys_ += int(fields[12]) * _TICK  # stime (field 15)
+def _stat_ticks(pid: int, children: bool) -> tuple[int, int]:
+    with open(f"/proc/{pid}/stat", "rb") as f:
+        fields = f.read().rsplit(b")", 1)[1].split()
+    user, sys_ = int(fields[11]), int(fields[12])  # utime, stime (fields 14, 15)
+    if children:
+        user, sys_ = user + int(fields[13]), sys_ + int(fields[14])  # cutime, cstime
     return user, sys_
+
+
+def _run_ns(pid: int) -> int:
+    """Exact CPU time of a process's live threads (/proc/PID/task/TID/schedstat, nanoseconds)."""
+    total = 0
+    for tid in os.listdir(f"/proc/{pid}/task"):
+        try:
+            with open(f"/proc/{pid}/task/{tid}/schedstat") as f:
+                total += int(f.read().split()[0])
+        except (FileNotFoundError, ProcessLookupError):
+            continue
+    return total
+
+
+class _Reading:
+    """A CPU reading: exact totals where the kernel has them, user/sys ticks to split them."""
+
+    def __init__(self, target: Target):
+        self.self_ = target.is_self
+        if self.self_:
+            # getrusage is exact to the microsecond for the calling process (all threads)
+            ru = resource.getrusage(resource.RUSAGE_SELF)
+            self.user, self.sys, self.exact = ru.ru_utime, ru.ru_stime, None
+            return
+        self.user = self.sys = 0.0
+        self.exact = 0 if not target.reaped_children else None
+        for pid in target.pids:
+            u, s = _stat_ticks(pid, target.reaped_children)
+            self.user, self.sys = self.user + u * _TICK, self.sys + s * _TICK
+            if self.exact is not None:
+                self.exact += _run_ns(pid)
+
+    def minus(self, before: "_Reading") -> tuple[float, float, float]:
+        """(user, sys, resolution): the exact total split in the ticks' proportion, as getrusage does."""
+        du, ds = self.user - before.user, self.sys - before.sys
+        if self.exact is None or before.exact is None:
+            return du, ds, (1e-6 if self.self_ else _TICK)
+        total = (self.exact - before.exact) / 1e9
+        if du + ds <= 0:
+            return total, 0.0, 1e-6
+        return total * du / (du + ds), total * ds / (du + ds), 1e-6
+
+
+def _client_times() -> tuple[float, float]:
+    """The calling thread (the workload's client) plus waited-for children (e.g. pgbench)."""
+    me = resource.getrusage(resource.RUSAGE_THREAD)
+    kids = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return me.ru_utime + kids.ru_utime, me.ru_stime + kids.ru_stime
 
 
 class CpuProbe(Probe):
     name = "cpu"
     rank = 1
-    description = "CPU time (user and sys) of the processes doing the work (getrusage or /proc/PID/stat)"
-    # The resolution depends on the target (getrusage: 1 µs; /proc/PID/stat: one clock
+    description = ("CPU time (user and sys) of the processes doing the work (getrusage or /proc/PID/stat), "
+                   "and of the client for a server engine")
+    # The resolution depends on the target (getrusage: 1 µs; live processes: the exact
+    # schedstat total split by the stat ticks' proportion, 1 µs; reaped children: one clock
     # tick), so each measurement reports its own in cpu_resolution_s.
     metrics = (
         Metric("cpu_s", "s", "CPU"),
         Metric("cpu_user_s", "s", "CPU user"),
         Metric("cpu_sys_s", "s", "CPU sys"),
         Metric("cpu_resolution_s", "s", "CPU clock resolution"),
+        Metric("client_cpu_s", "s", "client CPU"),
+        Metric("client_cpu_user_s", "s", "client CPU user"),
+        Metric("client_cpu_sys_s", "s", "client CPU sys"),
     )
 
     def start(self, target: Target) -> None:
-        self._u0, self._s0 = _cpu_times(target)
+        self._before = _Reading(target)
+        if target.client:
+            self._cu0, self._cs0 = _client_times()
 
     def stop(self, target: Target) -> dict[str, float]:
-        u, s = _cpu_times(target)
-        du, ds = u - self._u0, s - self._s0
-        return {"cpu_user_s": du, "cpu_sys_s": ds, "cpu_s": du + ds,
-                "cpu_resolution_s": 1e-6 if target.is_self else _TICK}
+        out = {}
+        if target.client:
+            cu, cs = _client_times()
+            du, ds = cu - self._cu0, cs - self._cs0
+            out = {"client_cpu_user_s": du, "client_cpu_sys_s": ds, "client_cpu_s": du + ds}
+        du, ds, resolution = _Reading(target).minus(self._before)
+        return {"cpu_user_s": du, "cpu_sys_s": ds, "cpu_s": du + ds, "cpu_resolution_s": resolution, **out}

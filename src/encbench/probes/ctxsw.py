@@ -29,9 +29,19 @@ class ContextSwitchProbe(Probe):
     metrics = (
         Metric("ctx_voluntary", "count", "vol. ctx switches", resolution=1),
         Metric("ctx_involuntary", "count", "invol. ctx switches", resolution=1),
+        Metric("client_ctx_voluntary", "count", "client vol. ctx switches", resolution=1),
+        Metric("client_ctx_involuntary", "count", "client invol. ctx switches", resolution=1),
     )
 
+    @staticmethod
+    def _client() -> tuple[int, int]:
+        me = resource.getrusage(resource.RUSAGE_THREAD)
+        kids = resource.getrusage(resource.RUSAGE_CHILDREN)
+        return me.ru_nvcsw + kids.ru_nvcsw, me.ru_nivcsw + kids.ru_nivcsw
+
     def start(self, target: Target) -> None:
+        if target.client:
+            self._client0 = self._client()
         if target.is_self:
             ru = resource.getrusage(resource.RUSAGE_SELF)  # all threads, exited ones included
             self._self0 = (ru.ru_nvcsw, ru.ru_nivcsw)
@@ -39,6 +49,13 @@ class ContextSwitchProbe(Probe):
             self._threads0 = _per_thread(target)
 
     def stop(self, target: Target) -> dict[str, float]:
+        out = {}
+        if target.client:
+            v, i = self._client()
+            out = {"client_ctx_voluntary": v - self._client0[0], "client_ctx_involuntary": i - self._client0[1]}
+        return {**self._engine(target), **out}
+
+    def _engine(self, target: Target) -> dict[str, float]:
         if target.is_self:
             ru = resource.getrusage(resource.RUSAGE_SELF)
             return {"ctx_voluntary": ru.ru_nvcsw - self._self0[0], "ctx_involuntary": ru.ru_nivcsw - self._self0[1]}

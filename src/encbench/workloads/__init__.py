@@ -5,13 +5,17 @@ from __future__ import annotations
 from ..registry import Registry
 from .backup import Backup
 from .base import Operation, Workload
+from .bulk import Bulk
+from .connect import Connect
 from .dml import Dml
 from .rebuild import Rebuild
+from .roundtrip import Roundtrip
 from .scan_eq import ScanEq
 from .scan_like import ScanLike
+from .storm import Storm
 
 WORKLOADS: Registry[Workload] = Registry("workload")
-for _cls in (ScanLike, ScanEq, Dml, Rebuild, Backup):
+for _cls in (ScanLike, ScanEq, Dml, Rebuild, Backup, Storm, Roundtrip, Bulk, Connect):
     WORKLOADS.register(_cls.name, _cls())
 
 __all__ = ["WORKLOADS", "Workload", "Operation"]

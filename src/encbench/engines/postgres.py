@@ -1,0 +1,548 @@
+"""PostgreSQL: encryption in transit (TLS on the wire protocol), with the server's own view.
+
+Managed mode (default) starts a private server (pg_server.py); external mode measures a
+server given by --dsn / PG* variables and changes nothing on it unless
+--allow-reconfigure. Every measured connection's TLS state is read from pg_stat_ssl;
+a connection not in the requested state fails the run (CheckFailedError).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import secrets
+import shutil
+import subprocess
+import time
+from pathlib import Path
+from typing import Any, Callable
+
+from ..errors import BadValueError, CheckFailedError, EngineUnavailableError
+from ..probes import Target
+from ..redact import redact
+from ..variants import Variant, VariantKey, int_validator
+from . import pg_server
+from .base import Engine, PrepareContext, Session
+
+DEFAULT_TLS = (
+    "off", "on",
+    "TLSv1.2:ECDHE-RSA-AES256-GCM-SHA384",
+    "TLSv1.2:ECDHE-RSA-AES256-SHA384",
+    "TLSv1.2:ECDHE-RSA-CHACHA20-POLY1305",
+    "TLSv1.3:TLS_AES_256_GCM_SHA384",
+)
+_TLS_RE = re.compile(r"^(TLSv1\.[23]):([A-Za-z0-9_-]+)$")
+SSL_SETTINGS = ("ssl_ciphers", "ssl_min_protocol_version", "ssl_max_protocol_version")
+RT_ROWS = 10_000
+
+
+def check_tls(value: str) -> str:
+    if value in ("off", "on") or _TLS_RE.match(value):
+        return value
+    raise BadValueError(f"variant tls={value!r} is not off, on or PROTOCOL:SUITE",
+                        hint="e.g. tls=TLSv1.2:ECDHE-RSA-AES256-GCM-SHA384 or tls=TLSv1.3:TLS_AES_256_GCM_SHA384")
+
+
+VARIANT_KEYS = (
+    VariantKey("tls", "TLS on the connection: off, on (server default) or PROTOCOL:SUITE (forced on the server)",
+               DEFAULT_TLS, validate=check_tls),
+    VariantKey("clients", "concurrent client connections", ("1", "2"),
+               validate=int_validator("clients", lambda n: 1 <= n <= 256, "use 1 to 256"),
+               workloads=("roundtrip",)),
+)
+
+
+def _psycopg():
+    try:
+        import psycopg
+    except ImportError as e:  # pragma: no cover - depends on the installation
+        raise EngineUnavailableError(f"psycopg is not importable ({e})", hint="pip install 'psycopg[binary]'") from None
+    return psycopg
+
+
+def server_settings(tls: str) -> dict[str, str] | None:
+    """The ssl_* settings a tls variant needs on the server; None: the server's defaults."""
+    m = _TLS_RE.match(tls)
+    if not m:
+        return None
+    proto, suite = m.groups()
+    out = {"ssl_min_protocol_version": proto, "ssl_max_protocol_version": proto}
+    if proto == "TLSv1.2":
+        out["ssl_ciphers"] = suite
+    return out
+
+
+def client_params(tls: str) -> dict[str, str]:
+    if tls == "off":
+        return {"sslmode": "disable"}
+    m = _TLS_RE.match(tls)
+    if not m:
+        return {"sslmode": "require"}
+    proto = m.group(1)
+    return {"sslmode": "require", "ssl_min_protocol_version": proto, "ssl_max_protocol_version": proto}
+
+
+def check_connection(state: dict, tls: str) -> None:
+    """Fail loudly when the server's view of a connection differs from the variant."""
+    want_ssl = tls != "off"
+    problem = None
+    if bool(state.get("ssl")) != want_ssl:
+        problem = f"ssl={state.get('ssl')}"
+    else:
+        m = _TLS_RE.match(tls)
+        if m and (state.get("version") != m.group(1) or state.get("cipher") != m.group(2)):
+            problem = f"{state.get('version')} {state.get('cipher')}"
+    if problem:
+        raise CheckFailedError(f"the server reports this connection as {problem}, not tls={tls}",
+                               hint="the cipher was not negotiated as asked: check the server's ssl settings")
+
+
+def conninfo_of(setup: dict) -> dict:
+    return dict(setup["_conninfo"])
+
+
+class PgSession(Session):
+    """One connection (plus whatever its workloads open), with the server's view of TLS."""
+
+    def __init__(self, setup: dict, variant: Variant):
+        self.psycopg = _psycopg()
+        self.setup, self.variant, self.tls = setup, variant, variant.get("tls", "off")
+        self.schema = setup["schema"]
+        self.table = f"{self.schema}.rt"
+        self.row_count = RT_ROWS
+        t0 = time.perf_counter()
+        self.conn = self.connect()
+        self.open_metrics = {"wall_s": time.perf_counter() - t0}
+        self.backend_pid = self.conn.info.backend_pid
+        self.tls_state = self.ssl_state(self.conn)
+        check_connection(self.tls_state, self.tls)
+        self.info = {"tls": self.tls_state, "backend_pid": self.backend_pid}
+        self.notices = 0
+        self.conn.add_notice_handler(self._on_notice)
+        self._target: Target | None = None
+
+    # -- connections --------------------------------------------------------------
+    def connect(self, application_name: str = "encbench"):
+        try:
+            return self.psycopg.connect(**conninfo_of(self.setup), **client_params(self.tls), autocommit=True,
+                                        application_name=application_name)
+        except self.psycopg.OperationalError as e:
+            raise EngineUnavailableError(f"cannot connect with tls={self.tls}: {_first_line(e)}",
+                                         hint="check the server's TLS settings and pg_hba.conf") from None
+
+    @staticmethod
+    def ssl_state(conn) -> dict:
+        row = conn.execute("SELECT ssl, version, cipher, bits FROM pg_stat_ssl WHERE pid = pg_backend_pid()").fetchone()
+        return {"ssl": row[0], "version": row[1], "cipher": row[2], "bits": row[3]}
+
+    def _on_notice(self, diag) -> None:
+        self.notices += 1
+
+    # -- what the probes attach to ------------------------------------------------
+    def target(self) -> Target:
+        if self._target is not None:
+            return self._target
+        return self.backend_target([self.backend_pid])
+
+    def backend_target(self, pids: list[int], *, application_name: str | None = None) -> Target:
+        local = [p for p in pids if _is_local_postgres(p)]
+        sampler = _sampler_factory(self.setup, pids=pids, application_name=application_name)
+        return Target(pids=local, client=True, extra={"wait_sampler": sampler, "socket_fds": [self.conn.fileno()]})
+
+    def postmaster_target(self, application_name: str) -> Target:
+        """The postmaster with its reaped children: the CPU of backends that came and went."""
+        pm = _parent_pid(self.backend_pid)
+        sampler = _sampler_factory(self.setup, pids=None, application_name=application_name)
+        return Target(pids=[pm] if pm and _is_local_postgres(pm) else [], client=True, reaped_children=True,
+                      extra={"wait_sampler": sampler})
+
+    def use_target(self, target: Target | None) -> None:
+        self._target = target
+
+    def set_cache(self, state: str) -> dict:
+        return {}
+
+    # -- workload primitives ------------------------------------------------------
+    def execute(self, sql: str, params: tuple = ()) -> int:
+        return self.conn.execute(sql, params).rowcount
+
+    def query(self, sql: str, params: tuple = ()) -> list:
+        return self.conn.execute(sql, params).fetchall()
+
+    def storm(self, messages: int, send: bool) -> dict:
+        """A server-side loop of RAISE NOTICE; with send=False the same loop, messages not sent."""
+        self.conn.execute(f"SET client_min_messages = {'notice' if send else 'warning'}")
+        self.notices = 0
+        self.conn.execute(f"DO $$ BEGIN FOR i IN 1..{int(messages)} LOOP RAISE NOTICE 'x'; END LOOP; END $$")
+        received = self.notices
+        if send and received != messages:
+            raise CheckFailedError(f"storm: {received} of {messages} notices reached the client")
+        return {"messages_received": received}
+
+    def copy_out(self) -> dict:
+        total = 0
+        with self.conn.cursor().copy(f"COPY {self.schema}.bulk TO STDOUT") as copy:
+            for chunk in copy:
+                total += len(chunk)
+        return {"bytes_received": total}
+
+    def connect_cycles(self, n: int, appname: str) -> list[int]:
+        """n connections one after the other, each checked in pg_stat_ssl, then closed."""
+        pids = []
+        for _ in range(n):
+            conn = self.connect(appname)
+            check_connection(self.ssl_state(conn), self.tls)
+            pids.append(conn.info.backend_pid)
+            conn.close()
+        return pids
+
+    @staticmethod
+    def wait_reaped(pids: list[int], timeout: float = 5.0) -> None:
+        """Until the backends' processes are gone: their CPU is then in the postmaster's account."""
+        deadline = time.monotonic() + timeout
+        for pid in pids:
+            while os.path.exists(f"/proc/{pid}") and time.monotonic() < deadline:
+                time.sleep(0.0005)
+
+    def pgbench_select(self, *, clients: int, seconds: float, appname: str, scratch: Path) -> dict:
+        """pgbench as the load driver: C connections of primary-key SELECTs, every one checked."""
+        if not self.setup.get("pgbench"):
+            raise EngineUnavailableError("pgbench not found (the roundtrip workload drives pgbench)",
+                                         hint="install it: apt-get install postgresql (Debian ships pgbench there)")
+        script = scratch / "roundtrip.sql"
+        script.write_text(f"\\set id random(1, {RT_ROWS})\nSELECT v FROM {self.schema}.rt WHERE id = :id;\n")
+        info = conninfo_of(self.setup)
+        env = {k: v for k, v in os.environ.items() if not k.startswith("PG")}
+        env.update({"PGHOST": str(info.get("host", "")), "PGPORT": str(info.get("port", "")),
+                    "PGUSER": str(info.get("user", "")), "PGDATABASE": str(info.get("dbname", "")),
+                    "PGAPPNAME": appname})
+        if info.get("password"):
+            env["PGPASSWORD"] = str(info["password"])
+        for k, v in client_params(self.tls).items():
+            env[{"sslmode": "PGSSLMODE", "ssl_min_protocol_version": "PGSSLMINPROTOCOLVERSION",
+                 "ssl_max_protocol_version": "PGSSLMAXPROTOCOLVERSION"}[k]] = v
+        prefix = scratch / "rt"
+        cmd = [self.setup["pgbench"], "-n", "-M", "prepared", "-f", str(script), "-c", str(clients),
+               "-j", str(clients), "-T", str(max(1, round(seconds))), "-l", f"--log-prefix={prefix}"]
+        proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=scratch)
+        states = self._watch_tls(appname, clients, proc)
+        out, err = proc.communicate()
+        if proc.returncode != 0:
+            raise CheckFailedError(f"pgbench failed: {redact((err or out).strip().splitlines()[-1:] or ['?'][0])}")
+        self.wait_reaped([s["pid"] for s in states])
+        lat = _pgbench_latencies(scratch, prefix.name)
+        tps = re.search(r"tps = ([0-9.]+)", out)
+        duration = float(re.search(r"duration: (\d+)", out).group(1)) if "duration:" in out else seconds
+        return {
+            "queries": len(lat), "qps": len(lat) / duration,
+            "latency_p50_ms": _percentile(lat, 50), "latency_p95_ms": _percentile(lat, 95),
+            "latency_p99_ms": _percentile(lat, 99),
+            "pgbench_tps": float(tps.group(1)) if tps else None, "tls_checked_connections": len(states),
+        }
+
+    def _watch_tls(self, appname: str, clients: int, proc) -> list[dict]:
+        """pg_stat_ssl of every pgbench connection, read while they are connected."""
+        seen: dict[int, dict] = {}
+        while len(seen) < clients and proc.poll() is None:
+            for pid, ssl, version, cipher, bits in self.conn.execute(
+                    "SELECT s.pid, s.ssl, s.version, s.cipher, s.bits FROM pg_stat_ssl s "
+                    "JOIN pg_stat_activity a USING (pid) WHERE a.application_name = %s", (appname,)).fetchall():
+                seen[pid] = {"pid": pid, "ssl": ssl, "version": version, "cipher": cipher, "bits": bits}
+            if len(seen) < clients:
+                time.sleep(0.02)
+        for state in seen.values():
+            check_connection(state, self.tls)
+        if len(seen) < clients:
+            proc.kill()
+            raise CheckFailedError(f"only {len(seen)} of {clients} pgbench connections could be checked in pg_stat_ssl",
+                                   hint="use a longer --param seconds")
+        return list(seen.values())
+
+    def close(self) -> None:
+        self.conn.close()
+
+
+def _pgbench_latencies(directory: Path, prefix: str) -> list[float]:
+    """Per-transaction latencies in ms from pgbench -l logs (client txn latency_us script epoch us)."""
+    out: list[float] = []
+    for path in directory.glob(f"{prefix}.*"):
+        with open(path) as f:
+            for line in f:
+                parts = line.split()
+                if len(parts) >= 3:
+                    out.append(int(parts[2]) / 1000.0)
+    return out
+
+
+def _percentile(values: list[float], q: float) -> float | None:
+    if not values:
+        return None
+    import numpy as np
+
+    return float(np.percentile(values, q))
+
+
+def _first_line(e: Exception) -> str:
+    return redact(str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__)
+
+
+def _is_local_postgres(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/comm") as f:
+            return f.read().strip().startswith("postgres")
+    except OSError:
+        return False
+
+
+def _parent_pid(pid: int) -> int | None:
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            return int(f.read().rsplit(b")", 1)[1].split()[1])
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+class _WaitSampler:
+    """Its own connection; sample() returns the wait events of the watched backends."""
+
+    def __init__(self, conninfo: dict, pids: list[int] | None, application_name: str | None):
+        import psycopg
+
+        self.conn = psycopg.connect(**conninfo, sslmode="disable" if conninfo.get("host") in ("127.0.0.1", "localhost") else "prefer",
+                                    autocommit=True, application_name="encbench-sampler")
+        self.pids, self.appname = pids, application_name
+
+    def sample(self) -> list[str]:
+        if self.pids is not None and not self.appname:
+            rows = self.conn.execute(
+                "SELECT wait_event_type, wait_event, state FROM pg_stat_activity WHERE pid = ANY(%s)", (self.pids,)
+            ).fetchall()
+        else:
+            rows = self.conn.execute(
+                "SELECT wait_event_type, wait_event, state FROM pg_stat_activity WHERE application_name = %s",
+                (self.appname,)).fetchall()
+        out = []
+        for wtype, event, state in rows:
+            if state != "active":
+                out.append(f"Client/idle" if state and state.startswith("idle") else f"state/{state}")
+            elif wtype:
+                out.append(f"{wtype}/{event}")
+            else:
+                out.append("CPU")
+        return out
+
+    def close(self) -> None:
+        self.conn.close()
+
+
+def _sampler_factory(setup: dict, *, pids, application_name) -> Callable[[], _WaitSampler]:
+    info = conninfo_of(setup)
+    return lambda: _WaitSampler(info, pids, application_name)
+
+
+class PostgresEngine(Engine):
+    name = "postgres"
+    description = "PostgreSQL over TCP with TLS off, on and forced suites (private server on loopback, or --dsn)"
+    variant_keys = VARIANT_KEYS
+    axis, axis_baseline = "tls", "off"
+    workloads = ("storm", "roundtrip", "bulk", "connect")
+    options = ("dsn", "keep", "allow_reconfigure")
+    table_columns = ("workload", "op", "variant", "elapsed", "d_elapsed", "server_cpu", "d_server_cpu",
+                     "client_cpu", "d_client_cpu", "server_per_unit", "server_ctx", "net", "rate", "d_rate",
+                     "verdict")
+    metric_words = {"cpu_s": "server CPU", "client_cpu_s": "client CPU"}
+
+    def __init__(self) -> None:
+        self._servers: dict[str, pg_server.PgServer | None] = {}
+
+    def check_available(self) -> None:
+        _psycopg()
+
+    def versions(self) -> dict[str, str]:
+        psycopg = _psycopg()
+        v = psycopg.pq.version()
+        return {"psycopg": psycopg.__version__, "libpq": f"{v // 10000}.{v % 10000}"}
+
+    # -- server -------------------------------------------------------------------
+    def prepare(self, ctx: PrepareContext) -> dict:
+        psycopg = _psycopg()
+        dsn = ctx.options.get("dsn")
+        server = None
+        if dsn:
+            conninfo = _parse_dsn(psycopg, dsn)
+            managed, reconfigure = False, bool(ctx.options.get("allow_reconfigure"))
+        else:
+            ctx.progress("starting a private PostgreSQL server")
+            server = pg_server.start(keep=bool(ctx.options.get("keep")))
+            conninfo, managed, reconfigure = server.conninfo(), True, True
+        setup: dict[str, Any] = {"managed": managed, "reconfigure": reconfigure, "_conninfo": conninfo,
+                                 "schema": f"encbench_{secrets.token_hex(4)}"}
+        self._servers[setup["schema"]] = server
+        try:
+            admin = _connect_admin(psycopg, conninfo)
+            setup["server"] = _server_facts(admin)
+            if setup["server"]["ssl"] != "on" and any(v.get("tls", "off") != "off" for v in ctx.variants):
+                raise EngineUnavailableError("the server has TLS off (ssl=off): TLS variants cannot run",
+                                             hint="enable ssl on the server, or run with --variant tls=off")
+            setup["original_ssl_settings"] = {k: admin.execute(f"SHOW {k}").fetchone()[0] for k in SSL_SETTINGS}
+            setup["original_auto_conf"] = _auto_conf_settings(admin)
+            setup["skip"] = {}
+            if not reconfigure:
+                for v in ctx.variants:
+                    if server_settings(v.get("tls", "off")):
+                        setup["skip"][v["tls"]] = ("needs a server-side change of ssl settings; "
+                                                   "rerun with --allow-reconfigure to measure it")
+            ctx.progress("creating the benchmark tables")
+            _create_objects(admin, setup["schema"], ctx.params.get("bulk", {}).get("rows", 0))
+            admin.close()
+            setup["pgbench"] = _find_pgbench(server)
+            setup["versions"] = {"postgresql_server": setup["server"]["version"]}
+            setup["applied"] = dict(setup["original_ssl_settings"])
+            setup["dsn"] = redact(dsn) if dsn else None
+            if server is not None and server.keep:
+                setup["kept_server"] = server.how_to_connect()
+        except BaseException:
+            self.cleanup(setup)
+            raise
+        return setup
+
+    def apply_variant(self, setup: dict, variant: Variant) -> dict:
+        tls = variant.get("tls", "off")
+        if tls in setup.get("skip", {}):
+            return {"skip": setup["skip"][tls]}
+        wanted = server_settings(tls) or setup["original_ssl_settings"]
+        wanted = {k: wanted.get(k, setup["original_ssl_settings"][k]) for k in SSL_SETTINGS}
+        if wanted != setup["applied"]:
+            _apply_ssl_settings(setup, wanted)
+            setup["applied"] = wanted
+        return dict(setup["applied"])
+
+    def cleanup(self, setup: dict) -> None:
+        psycopg = _psycopg()
+        try:
+            admin = _connect_admin(psycopg, setup["_conninfo"])
+            try:
+                admin.execute(f"DROP SCHEMA IF EXISTS {setup['schema']} CASCADE")
+                if setup.get("applied") and setup["applied"] != setup.get("original_ssl_settings"):
+                    _apply_ssl_settings(setup, setup["original_ssl_settings"], admin=admin, restore=True)
+            finally:
+                admin.close()
+        except (psycopg.Error, EngineUnavailableError, KeyError):
+            pass  # a managed server is deleted below anyway
+        server = self._servers.pop(setup.get("schema"), None)
+        if server is not None:
+            server.stop()
+
+    def calibrate(self, setup: dict) -> dict:
+        return {}
+
+    def open_session(self, setup: dict, variant: Variant, *, mutable: bool, scratch_dir: Path) -> Session:
+        return PgSession(setup, variant)
+
+
+def _parse_dsn(psycopg, dsn: str) -> dict:
+    try:
+        info = psycopg.conninfo.conninfo_to_dict(dsn)
+    except psycopg.ProgrammingError as e:
+        raise BadValueError(f"--dsn is not a valid connection string: {_first_line(e)}",
+                            hint="use postgresql://user@host:port/db or 'host=... port=... dbname=...'") from None
+    for k in ("sslmode", "application_name"):
+        info.pop(k, None)  # encbench sets these per variant
+    return info
+
+
+def _connect_admin(psycopg, conninfo: dict):
+    last = None
+    for sslmode in ("prefer", "disable"):
+        try:
+            return psycopg.connect(**conninfo, sslmode=sslmode, autocommit=True, connect_timeout=10,
+                                   application_name="encbench-admin")
+        except psycopg.OperationalError as e:
+            last = e
+    raise EngineUnavailableError(f"cannot connect to the PostgreSQL server: {_first_line(last)}",
+                                 hint="check --dsn (host, port, user, password) and that the server is running")
+
+
+def _server_facts(conn) -> dict:
+    return {
+        "version": conn.execute("SHOW server_version").fetchone()[0],
+        "ssl": conn.execute("SHOW ssl").fetchone()[0],
+        "ssl_library": conn.execute("SELECT current_setting('ssl_library', true)").fetchone()[0],
+        "host": conn.info.host,
+        "port": conn.info.port,
+    }
+
+
+def _create_objects(conn, schema: str, bulk_rows: int) -> None:
+    conn.execute(f"CREATE SCHEMA {schema}")
+    conn.execute(f"CREATE TABLE {schema}.rt (id int PRIMARY KEY, v text NOT NULL)")
+    conn.execute(f"INSERT INTO {schema}.rt SELECT i, md5(i::text) FROM generate_series(1, {RT_ROWS}) i")
+    # ~1 KB rows of hex text (not compressible by TOAST below 2 KB either way)
+    conn.execute(f"CREATE TABLE {schema}.bulk (id int NOT NULL, payload text NOT NULL)")
+    if bulk_rows:
+        conn.execute(f"INSERT INTO {schema}.bulk SELECT i, repeat(md5(i::text), 31) "
+                     f"FROM generate_series(1, {int(bulk_rows)}) i")
+    conn.execute(f"VACUUM ANALYZE {schema}.rt")
+    conn.execute(f"VACUUM ANALYZE {schema}.bulk")
+    conn.execute(f"SELECT count(*) FROM {schema}.bulk")  # into shared buffers / OS cache
+
+
+def _auto_conf_settings(conn) -> dict[str, str]:
+    """The ssl settings an earlier ALTER SYSTEM put in postgresql.auto.conf (restored as they were)."""
+    try:
+        rows = conn.execute("SELECT name, setting FROM pg_file_settings "
+                            "WHERE sourcefile LIKE '%%postgresql.auto.conf' AND name = ANY(%s)",
+                            (list(SSL_SETTINGS),)).fetchall()
+    except Exception:  # pg_file_settings needs superuser: then nothing is known to restore
+        return {}
+    return dict(rows)
+
+
+def _apply_ssl_settings(setup: dict, wanted: dict, admin=None, *, restore: bool = False) -> None:
+    """ALTER SYSTEM + pg_reload_conf, then wait until a new connection sees the values.
+
+    With restore=True, settings that were not in postgresql.auto.conf before are RESET
+    (removed from it) rather than set: the server is left as it was found.
+    """
+    psycopg = _psycopg()
+    from psycopg import sql
+
+    own = admin is None
+    admin = admin or _connect_admin(psycopg, setup["_conninfo"])
+    try:
+        for k, v in wanted.items():
+            if restore and k not in setup.get("original_auto_conf", {}):
+                admin.execute(sql.SQL("ALTER SYSTEM RESET {}").format(sql.Identifier(k)))
+            else:
+                admin.execute(sql.SQL("ALTER SYSTEM SET {} = {}").format(sql.Identifier(k), sql.Literal(str(v))))
+        admin.execute("SELECT pg_reload_conf()")
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline:  # the reload is asynchronous: wait until it shows
+            probe = _connect_admin(psycopg, setup["_conninfo"])
+            try:
+                now = {k: probe.execute(sql.SQL("SHOW {}").format(sql.Identifier(k))).fetchone()[0] for k in wanted}
+            finally:
+                probe.close()
+            if now == {k: str(v) for k, v in wanted.items()}:
+                return
+            time.sleep(0.05)
+        raise EngineUnavailableError(f"the server did not take the ssl settings {wanted}",
+                                     hint="check the server log: the cipher or protocol may be unknown to it")
+    except psycopg.Error as e:
+        raise BadValueError(f"the server rejected the ssl settings {wanted}: {_first_line(e)}",
+                            hint="use a cipher suite and protocol the server's OpenSSL knows") from None
+    finally:
+        if own:
+            admin.close()
+
+
+def _find_pgbench(server) -> str | None:
+    if server is not None and (server.bindir / "pgbench").exists():
+        return str(server.bindir / "pgbench")
+    found = shutil.which("pgbench")
+    if found:
+        return found
+    try:
+        return str(pg_server.find_bindir() / "pgbench")
+    except EngineUnavailableError:
+        return None

@@ -1,0 +1,30 @@
+from __future__ import annotations
+
+import time
+import uuid
+from pathlib import Path
+
+from .base import Operation, Param, Workload
+
+
+class Connect(Workload):
+    name = "connect"
+    description = ("a new connection per operation (TCP + TLS handshake + authentication + the TLS check "
+                   "query + close): connections/s")
+    params = (Param("connections", "connections opened and closed, one after the other", 300, 50),)
+
+    def operations(self, session, scratch: Path, params: dict) -> list[Operation]:
+        n = params["connections"]
+        appname = f"encbench-connect-{uuid.uuid4().hex[:8]}"
+
+        def before() -> None:
+            session.use_target(session.postmaster_target(appname))
+
+        def run() -> dict:
+            t0 = time.perf_counter()
+            pids = session.connect_cycles(n, appname)
+            elapsed = time.perf_counter() - t0
+            session.wait_reaped(pids[-1:])  # its CPU reaches the postmaster's account once reaped
+            return {"connections": n, "connections_per_s": n / elapsed, "ms_per_connect": 1e3 * elapsed / n}
+
+        return [Operation("connect", run, before, lambda: session.use_target(None))]

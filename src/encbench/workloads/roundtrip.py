@@ -1,0 +1,25 @@
+from __future__ import annotations
+
+import uuid
+from pathlib import Path
+
+from .base import Operation, Param, Workload
+
+
+class Roundtrip(Workload):
+    name = "roundtrip"
+    description = ("C client connections (variant clients) each sending small primary-key SELECTs for T seconds, "
+                   "driven by pgbench: queries/s and latency p50/p95/p99")
+    params = (Param("seconds", "duration of each run in seconds", 3, 1, kind=float, minimum=0.2, maximum=3600),)
+
+    def operations(self, session, scratch: Path, params: dict) -> list[Operation]:
+        clients = int(session.variant.get("clients", "1"))
+        appname = f"encbench-rt-{uuid.uuid4().hex[:8]}"
+
+        def before() -> None:
+            session.use_target(session.postmaster_target(appname))
+
+        def run() -> dict:
+            return session.pgbench_select(clients=clients, seconds=params["seconds"], appname=appname, scratch=scratch)
+
+        return [Operation("select-by-pk", run, before, lambda: session.use_target(None))]
