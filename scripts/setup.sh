@@ -26,6 +26,12 @@ if [ ! -x .venv/bin/pip ]; then
   fi
 fi
 extras=""
-[ "${1:-}" = "--test" ] && extras="[test]"
+if [ "${1:-}" = "--test" ]; then
+  extras="[test]"
+  # the PostgreSQL tests start a real private server: they need its binaries (and pgbench)
+  if ! ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 && ! command -v pg_config >/dev/null 2>&1; then
+    apt_install postgresql
+  fi
+fi
 .venv/bin/python -m pip install --disable-pip-version-check -q -e ".${extras}"
 echo "setup: ready ($(.venv/bin/encbench --version))" >&2

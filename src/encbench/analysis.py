@@ -181,12 +181,8 @@ def derived(doc: dict, groups, comps: list[dict]) -> list[dict]:
 
 
 def notes(doc: dict, groups) -> list[str]:
-    """Plain-word facts a reader needs: cache drops, key derivation, skipped variants."""
+    """Plain-word facts a reader needs: cache drops, key derivation, negotiated ciphers."""
     out = []
-    skipped: dict[str, str] = {}
-    for s in doc.get("skipped", []):
-        skipped.setdefault(s["variant"], s["reason"])
-    out += [f"skipped {v}: {reason}" for v, reason in skipped.items()]
     cold_ops = [op for run in doc["runs"] if not run.get("warmup") for op in run.get("operations", [])
                 if op.get("cache", {}).get("cache") == "cold"]
     if cold_ops:

@@ -120,7 +120,6 @@ def new_document(config: RunConfig, p: Plan, env: dict) -> dict:
         "dataset": None,
         "calibration": None,
         "runs": [],
-        "skipped": [],
         "error": None,
     }
 
@@ -161,10 +160,6 @@ def execute(config: RunConfig, *, on_progress: Callable[[str, int, int], None] =
             on_progress(f"{item['workload']} {label(item['variant'])}{' (warmup)' if item['warmup'] else ''}",
                         i, len(p.items))
             server = p.engine.apply_variant(setup, item["variant"])
-            if server.get("skip"):
-                doc["skipped"].append({"workload": item["workload"], "variant": label(item["variant"]),
-                                       "warmup": item["warmup"], "reason": server["skip"]})
-                continue
             spec = dict(item, engine=p.engine.name, setup=setup, probes=config.probes, scratch_dir=str(scratch),
                         params=p.params[item["workload"]])
             try:

@@ -48,6 +48,11 @@ def _version_key(path: str) -> tuple:
 
 def find_bindir() -> Path:
     """The directory holding initdb and postgres: pg_config --bindir, else the newest Debian layout."""
+    override = os.environ.get("ENCBENCH_PG_BINDIR")
+    if override:
+        if all(os.access(os.path.join(override, b), os.X_OK) for b in ("initdb", "postgres")):
+            return Path(override)
+        raise EngineUnavailableError(f"ENCBENCH_PG_BINDIR={override} holds no initdb and postgres", hint=INSTALL_HINT)
     candidates: list[str] = []
     pg_config = shutil.which("pg_config")
     if pg_config:

@@ -72,6 +72,21 @@ def server_settings(tls: str) -> dict[str, str] | None:
     return out
 
 
+def openssl_client_conf(tls: str) -> str | None:
+    """An OpenSSL config that makes the client offer only the variant's suite.
+
+    libpq has no cipher option, but reads OPENSSL_CONF when it first sets up TLS in a
+    process: each run is a fresh worker process, and pgbench inherits the variable.
+    """
+    m = _TLS_RE.match(tls)
+    if not m:
+        return None
+    proto, suite = m.groups()
+    line = f"Ciphersuites = {suite}" if proto == "TLSv1.3" else f"CipherString = {suite}"
+    return ("openssl_conf = openssl_init\n[openssl_init]\nssl_conf = ssl_sect\n[ssl_sect]\n"
+            f"system_default = system_default_sect\n[system_default_sect]\n{line}\n")
+
+
 def client_params(tls: str) -> dict[str, str]:
     if tls == "off":
         return {"sslmode": "disable"}
@@ -104,9 +119,14 @@ def conninfo_of(setup: dict) -> dict:
 class PgSession(Session):
     """One connection (plus whatever its workloads open), with the server's view of TLS."""
 
-    def __init__(self, setup: dict, variant: Variant):
-        self.psycopg = _psycopg()
+    def __init__(self, setup: dict, variant: Variant, scratch: Path):
         self.setup, self.variant, self.tls = setup, variant, variant.get("tls", "off")
+        conf = openssl_client_conf(self.tls)
+        if conf:  # before the first TLS connection of this (fresh) process
+            path = scratch / "openssl-client.cnf"
+            path.write_text(conf)
+            os.environ["OPENSSL_CONF"] = str(path)
+        self.psycopg = _psycopg()
         self.schema = setup["schema"]
         self.table = f"{self.schema}.rt"
         self.row_count = RT_ROWS
@@ -127,7 +147,12 @@ class PgSession(Session):
             return self.psycopg.connect(**conninfo_of(self.setup), **client_params(self.tls), autocommit=True,
                                         application_name=application_name)
         except self.psycopg.OperationalError as e:
-            raise EngineUnavailableError(f"cannot connect with tls={self.tls}: {_first_line(e)}",
+            msg = _first_line(e)
+            if _TLS_RE.match(self.tls) and "SSL" in msg:
+                raise BadValueError(f"tls={self.tls} was refused: {msg}",
+                                    hint="use a protocol and suite both the server and the client accept "
+                                         "(e.g. TLSv1.2:ECDHE-RSA-AES256-GCM-SHA384; `openssl ciphers -v` lists them)") from None
+            raise EngineUnavailableError(f"cannot connect with tls={self.tls}: {msg}",
                                          hint="check the server's TLS settings and pg_hba.conf") from None
 
     @staticmethod
@@ -386,12 +411,6 @@ class PostgresEngine(Engine):
                                              hint="enable ssl on the server, or run with --variant tls=off")
             setup["original_ssl_settings"] = {k: admin.execute(f"SHOW {k}").fetchone()[0] for k in SSL_SETTINGS}
             setup["original_auto_conf"] = _auto_conf_settings(admin)
-            setup["skip"] = {}
-            if not reconfigure:
-                for v in ctx.variants:
-                    if server_settings(v.get("tls", "off")):
-                        setup["skip"][v["tls"]] = ("needs a server-side change of ssl settings; "
-                                                   "rerun with --allow-reconfigure to measure it")
             ctx.progress("creating the benchmark tables")
             _create_objects(admin, setup["schema"], ctx.params.get("bulk", {}).get("rows", 0))
             admin.close()
@@ -407,9 +426,10 @@ class PostgresEngine(Engine):
         return setup
 
     def apply_variant(self, setup: dict, variant: Variant) -> dict:
+        """Managed or --allow-reconfigure: the server offers only the suite too (client forces it anyway)."""
         tls = variant.get("tls", "off")
-        if tls in setup.get("skip", {}):
-            return {"skip": setup["skip"][tls]}
+        if not setup["reconfigure"]:
+            return {"server_side": "unchanged (the client offers only the variant's suite)"}
         wanted = server_settings(tls) or setup["original_ssl_settings"]
         wanted = {k: wanted.get(k, setup["original_ssl_settings"][k]) for k in SSL_SETTINGS}
         if wanted != setup["applied"]:
@@ -437,7 +457,7 @@ class PostgresEngine(Engine):
         return {}
 
     def open_session(self, setup: dict, variant: Variant, *, mutable: bool, scratch_dir: Path) -> Session:
-        return PgSession(setup, variant)
+        return PgSession(setup, variant, scratch_dir)
 
 
 def _parse_dsn(psycopg, dsn: str) -> dict:
