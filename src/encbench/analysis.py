@@ -214,6 +214,11 @@ def notes(doc: dict, groups) -> list[str]:
         out.append("negotiated, as the server reports it (pg_stat_ssl) for every measured connection: " + "; ".join(
             f"{doc['engine']['axis']}={v}: " + ", ".join(f"{k} in {n} runs" for k, n in seen.items())
             for v, seen in negotiated.items()))
+    measured = [r for r in doc["runs"] if not r.get("warmup")]
+    if measured and not any(baseline_for(r["variant"], doc["engine"]) is None for r in measured):
+        axis, base = doc["engine"]["axis"], doc["engine"]["axis_baseline"]
+        out.append(f"no baseline ({axis}={base}) was measured, so nothing is compared: "
+                   f"add it, e.g. --variant {axis}={base},...")
     opens: dict[str, list[float]] = defaultdict(list)
     variants = variants_by_label(doc)
     # connection opens grouped by the settings every workload shares (not cache, not clients)

@@ -8,12 +8,11 @@ from __future__ import annotations
 
 import argparse
 import os
-import signal
 import sys
 import time
 from pathlib import Path
 
-from . import __version__, errors
+from . import __version__, errors, interrupts
 
 DEFAULT_SIZE = "48MB"
 DEFAULT_RUNS = 5
@@ -24,7 +23,7 @@ DEFAULT_SEED = 42
 
 class _Parser(argparse.ArgumentParser):
     def error(self, message: str):  # one line, exit code 2, no usage dump
-        raise errors.UsageError(f"{self.prog}: {message}", hint=f"see {self.prog} --help")
+        raise errors.UsageError(message, hint=f"see {self.prog} --help")
 
 
 def _data_dir_default() -> Path:
@@ -107,12 +106,12 @@ def cmd_run(args, argv: list[str]) -> int:
     from . import report, runner
     from .engines import DEFAULT_ENGINE, ENGINES
     from .probes import DEFAULT_PROBES
-    from .units import parse_positive_int, parse_size
+    from .units import parse_count, parse_positive_int, parse_size
 
     engine_name = args.engine or DEFAULT_ENGINE
     engine = ENGINES.get(engine_name)
     runs = parse_positive_int(args.runs or (QUICK_RUNS if args.quick else DEFAULT_RUNS), what="--runs", maximum=1000)
-    warmups = int(args.warmups) if str(args.warmups).strip() == "0" else parse_positive_int(args.warmups, what="--warmups", maximum=100)
+    warmups = parse_count(args.warmups, what="--warmups", maximum=100)
     size = parse_size(args.size or (QUICK_SIZE if args.quick else DEFAULT_SIZE))
     seed = parse_positive_int(args.seed, what="--seed", maximum=2**31)
     key, key_source = _read_key(args)
@@ -140,7 +139,7 @@ def cmd_run(args, argv: list[str]) -> int:
     try:
         doc = _run_with_progress(config, err)
     except KeyboardInterrupt:
-        err.print(f"interrupted: results so far kept in {output}", highlight=False)
+        print(f"encbench: interrupted: results so far kept in {output}", file=sys.stderr)
         return errors.EXIT_INTERRUPTED
     except errors.EncbenchError as e:
         e.hint = (e.hint + "; " if e.hint else "") + f"results so far kept in {output}"
@@ -150,7 +149,7 @@ def cmd_run(args, argv: list[str]) -> int:
         print(report.render_json(doc, analysis))
     else:
         report.render_text(doc, analysis, _console())
-        err.print(f"results written to {output} (encbench show {output})", highlight=False)
+        print(f"results written to {output} (encbench show {output})", file=sys.stderr)
     return 0
 
 
@@ -232,14 +231,10 @@ def cmd_list(args) -> int:
     return 0
 
 
-def _on_sigterm(signum, frame):
-    raise KeyboardInterrupt
-
-
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     debug = "--debug" in argv
-    signal.signal(signal.SIGTERM, _on_sigterm)
+    interrupts.install()
     try:
         args = build_parser().parse_args(argv)
         if args.command is None:

@@ -75,6 +75,25 @@ def _json_default(obj):
     raise TypeError(f"not JSON serializable: {type(obj).__name__}")
 
 
+RUN_KEYS = {"workload": str, "variant": dict, "variant_label": str, "operations": list}
+OPERATION_KEYS = {"operation": str, "metrics": dict}
+
+
+def _run_problem(run) -> str | None:
+    """What is wrong with one run record, or None."""
+    if not isinstance(run, dict):
+        return "is not an object"
+    for key, kind in RUN_KEYS.items():
+        if not isinstance(run.get(key), kind):
+            return f"has no valid {key!r}"
+    for op in run["operations"]:
+        if not isinstance(op, dict) or any(not isinstance(op.get(k), t) for k, t in OPERATION_KEYS.items()):
+            return "has a malformed operation"
+        if any(not isinstance(v, (int, float)) for v in op["metrics"].values()):
+            return "has a non-numeric metric"
+    return None
+
+
 def load(path: str | os.PathLike) -> dict:
     """Read and check a result file; a clear ResultFileError for anything unusable."""
     path = Path(path)
@@ -108,4 +127,8 @@ def load(path: str | os.PathLike) -> dict:
         raise ResultFileError(f"result file {path}: 'runs' is not a list")
     if doc["status"] not in STATUSES:
         raise ResultFileError(f"result file {path}: unknown status {doc['status']!r}")
+    for i, run in enumerate(doc["runs"]):
+        problem = _run_problem(run)
+        if problem:
+            raise ResultFileError(f"result file {path}: run {i + 1} {problem} (truncated or edited?)")
     return doc

@@ -10,13 +10,11 @@ import multiprocessing
 import shutil
 import tempfile
 import time
-from concurrent.futures import ProcessPoolExecutor
-from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
-from . import __version__, analysis, environment, results, worker
+from . import __version__, analysis, environment, interrupts, results, worker
 from .redact import redact
 from .engines import ENGINES, PrepareContext
 from .errors import EncbenchError, RunFailedError, UnknownNameError, UsageError
@@ -124,10 +122,49 @@ def new_document(config: RunConfig, p: Plan, env: dict) -> dict:
     }
 
 
-def _pool() -> ProcessPoolExecutor:
+def _context():
     ctx = multiprocessing.get_context("forkserver")
     ctx.set_forkserver_preload(["encbench.worker"])
-    return ProcessPoolExecutor(max_workers=1, mp_context=ctx, max_tasks_per_child=1)
+    return ctx
+
+
+POLL_S = 0.05
+STOP_GRACE_S = 10
+
+
+def run_in_fresh_process(ctx, spec: dict) -> dict:
+    """One run in a new worker process; on Ctrl-C/SIGTERM the worker is stopped in order.
+
+    The worker ignores SIGINT and turns SIGTERM into a clean exit (its finally blocks
+    close the session and remove its scratch files); the runner sends SIGTERM when
+    interrupts.STOP is set and waits for it, then kills it if it does not stop.
+    """
+    receiver, sender = ctx.Pipe(duplex=False)
+    proc = ctx.Process(target=worker.child_main, args=(spec, sender), daemon=True)
+    proc.start()
+    sender.close()
+    try:
+        while not receiver.poll(POLL_S):
+            if interrupts.STOP.is_set():
+                proc.terminate()
+                raise KeyboardInterrupt
+            if not proc.is_alive() and not receiver.poll(0):
+                raise RunFailedError(f"the worker process died (exit code {proc.exitcode}) without a result")
+        try:
+            kind, payload = receiver.recv()
+        except EOFError:
+            raise RunFailedError(f"the worker process died (exit code {proc.exitcode}) without a result") from None
+    finally:
+        proc.join(STOP_GRACE_S)
+        if proc.is_alive():
+            proc.kill()
+            proc.join()
+        receiver.close()
+    if kind == "error":
+        raise payload
+    if kind == "exception":
+        raise RunFailedError(payload)
+    return payload
 
 
 def execute(config: RunConfig, *, on_progress: Callable[[str, int, int], None] = lambda *a: None) -> dict:
@@ -137,10 +174,10 @@ def execute(config: RunConfig, *, on_progress: Callable[[str, int, int], None] =
     results.check_writable(config.output)
     config.data_dir.mkdir(parents=True, exist_ok=True)
     doc = new_document(config, p, environment.collect(p.engine.versions(), config.data_dir))
-    results.write_atomic(config.output, doc)
     scratch = Path(tempfile.mkdtemp(prefix="scratch-", dir=config.data_dir))
-    pool = setup = None
+    setup = None
     try:
+        results.write_atomic(config.output, doc)
         ctx = PrepareContext(
             size_bytes=config.size_bytes, seed=config.seed, data_dir=config.data_dir, scratch_dir=scratch,
             variants=p.variants, regenerate=config.regenerate, key=config.key, key_source=config.key_source,
@@ -155,24 +192,24 @@ def execute(config: RunConfig, *, on_progress: Callable[[str, int, int], None] =
         on_progress("measuring raw cipher speed", 0, len(p.items))
         doc["calibration"] = p.engine.calibrate(setup)
         results.write_atomic(config.output, doc)
-        pool = _pool()
+        ctx = _context()
         for i, item in enumerate(p.items):
+            interrupts.raise_if_stopped()
             on_progress(f"{item['workload']} {label(item['variant'])}{' (warmup)' if item['warmup'] else ''}",
                         i, len(p.items))
             server = p.engine.apply_variant(setup, item["variant"])
             spec = dict(item, engine=p.engine.name, setup=setup, probes=config.probes, scratch_dir=str(scratch),
                         params=p.params[item["workload"]])
-            try:
-                out = pool.submit(worker.execute, spec).result()
-            except EncbenchError:
-                raise
-            except BrokenProcessPool as e:
-                raise RunFailedError(f"the worker process of run {i + 1} died ({e})") from None
-            except Exception as e:
-                raise RunFailedError(f"run {i + 1} ({item['workload']} {label(item['variant'])}) failed: "
-                                     f"{type(e).__name__}: {e}") from None
-            doc["runs"].append(dict(item, variant_label=label(item["variant"]), server_config=server, **out))
-            results.write_atomic(config.output, doc)
+            with interrupts.deferred():
+                try:
+                    out = run_in_fresh_process(ctx, spec)
+                except (EncbenchError, KeyboardInterrupt):
+                    raise
+                except Exception as e:
+                    raise RunFailedError(f"run {i + 1} ({item['workload']} {label(item['variant'])}) failed: "
+                                         f"{type(e).__name__}: {e}") from None
+                doc["runs"].append(dict(item, variant_label=label(item["variant"]), server_config=server, **out))
+                results.write_atomic(config.output, doc)
         on_progress("done", len(p.items), len(p.items))
         doc["status"] = "complete"
     except KeyboardInterrupt:
@@ -183,16 +220,15 @@ def execute(config: RunConfig, *, on_progress: Callable[[str, int, int], None] =
         doc["error"] = e.one_line()
         raise
     finally:
-        if pool is not None:
-            pool.shutdown(wait=True, cancel_futures=True)
-        if setup is not None:
-            p.engine.cleanup(setup)
-        shutil.rmtree(scratch, ignore_errors=True)
-        if doc["status"] == "running":
-            doc["status"] = "failed"
-        try:
-            doc.update(analysis.analyze(doc))
-        except Exception as e:  # the raw runs matter more than their summary: keep them
-            doc["analysis_error"] = f"{type(e).__name__}: {e}"
-        results.write_atomic(config.output, doc)
+        with interrupts.deferred():  # a second Ctrl-C must not cut the clean-up short
+            if setup is not None:
+                p.engine.cleanup(setup)
+            shutil.rmtree(scratch, ignore_errors=True)
+            if doc["status"] == "running":
+                doc["status"] = "failed"
+            try:
+                doc.update(analysis.analyze(doc))
+            except Exception as e:  # the raw runs matter more than their summary: keep them
+                doc["analysis_error"] = f"{type(e).__name__}: {e}"
+            results.write_atomic(config.output, doc)
     return doc

@@ -63,6 +63,17 @@ def _scaled(n: float, steps: tuple[tuple[str, float], ...], sep: str) -> str:
 _BYTES = (("B", 1), ("kB", 1e3), ("MB", 1e6), ("GB", 1e9), ("TB", 1e12))
 
 
+def parse_count(text: str, *, what: str, maximum: int) -> int:
+    """A whole number from 0 to maximum (e.g. --warmups)."""
+    try:
+        value = int(str(text).strip())
+    except ValueError:
+        raise BadValueError(f"{what} {text!r} is not a whole number", hint=f"use 0 to {maximum}") from None
+    if not 0 <= value <= maximum:
+        raise BadValueError(f"{what} {value} is out of range", hint=f"use 0 to {maximum}")
+    return value
+
+
 def fmt_bytes(n: float | None) -> str:
     return "-" if n is None else _scaled(n, _BYTES, " ")
 

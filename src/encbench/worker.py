@@ -7,11 +7,14 @@ here knows an engine, workload or probe by name: they come from the registries.
 from __future__ import annotations
 
 import os
+import signal
 import shutil
+import sys
 import time
 from pathlib import Path
 
 from .engines import ENGINES
+from .errors import EncbenchError
 from .probes import PROBES
 from .workloads import WORKLOADS
 
@@ -70,3 +73,21 @@ def execute(spec: dict) -> dict:
         "session": getattr(session, "info", {}),
         "operations": ops,
     }
+
+
+def _exit_on_sigterm(signum, frame) -> None:
+    sys.exit(143)  # SystemExit: finally blocks close the session and remove the scratch files
+
+
+def child_main(spec: dict, conn) -> None:
+    """Entry point of a worker process: run, send ("ok", record) or the error back."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the runner's to handle
+    signal.signal(signal.SIGTERM, _exit_on_sigterm)
+    try:
+        conn.send(("ok", execute(spec)))
+    except EncbenchError as e:
+        conn.send(("error", e))
+    except Exception as e:
+        conn.send(("exception", f"{type(e).__name__}: {e}"))
+    finally:
+        conn.close()

@@ -128,13 +128,30 @@ def test_load_rejects_non_integer_schema_version(tmp_path, version):
 
 def test_write_atomic_round_trip_and_no_temp_files(tmp_path):
     p = tmp_path / "out.json"
-    doc = _minimal(runs=[{"a": 1}], path=Path("/x/y"))
+    run = {"workload": "scan-eq", "variant": {"encryption": "on"}, "variant_label": "encryption=on",
+           "operations": [{"operation": "scan", "metrics": {"wall_s": 0.5}}]}
+    doc = _minimal(runs=[run], path=Path("/x/y"))
     results.write_atomic(p, doc)
     assert os.listdir(tmp_path) == ["out.json"]
     loaded = results.load(p)
-    assert loaded["runs"] == [{"a": 1}]
+    assert loaded["runs"] == [run]
     assert loaded["path"] == "/x/y"  # Path objects are written as strings
     assert p.read_text().endswith("}\n")
+
+
+@pytest.mark.parametrize("run,problem", [
+    ([1], "is not an object"),
+    ({"variant": {}, "variant_label": "x", "operations": []}, "no valid 'workload'"),
+    ({"workload": "w", "variant": {}, "variant_label": "x", "operations": [{"operation": "o"}]}, "malformed operation"),
+    ({"workload": "w", "variant": {}, "variant_label": "x",
+      "operations": [{"operation": "o", "metrics": {"wall_s": "fast"}}]}, "non-numeric metric"),
+])
+def test_load_rejects_malformed_runs(tmp_path, run, problem):
+    p = tmp_path / "bad.json"
+    p.write_text(json.dumps(_minimal(runs=[run])))
+    with pytest.raises(ResultFileError, match=problem) as ei:
+        results.load(p)
+    assert ei.value.exit_code == 6
 
 
 def test_write_atomic_replaces_content(tmp_path):

@@ -1,0 +1,45 @@
+"""Ctrl-C and SIGTERM, handled so that nothing is lost or left running.
+
+The handlers always set STOP. Outside `deferred()` they also raise KeyboardInterrupt at
+once (data generation, server start-up: long steps with their own clean-up). Inside it
+(while a worker process runs, while a result file is written) they only set the flag:
+the runner notices it within a poll interval, stops the worker in order, keeps the
+results and cleans up. A second signal inside `deferred()` is just as safe.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import signal
+import threading
+
+STOP = threading.Event()
+_deferring = 0
+
+
+def _handler(signum, frame) -> None:
+    STOP.set()
+    if _deferring == 0:
+        raise KeyboardInterrupt
+
+
+def install() -> None:
+    STOP.clear()
+    signal.signal(signal.SIGINT, _handler)
+    signal.signal(signal.SIGTERM, _handler)
+
+
+@contextlib.contextmanager
+def deferred():
+    """Signals only set STOP inside this block; check `raise_if_stopped()` at safe points."""
+    global _deferring
+    _deferring += 1
+    try:
+        yield
+    finally:
+        _deferring -= 1
+
+
+def raise_if_stopped() -> None:
+    if STOP.is_set():
+        raise KeyboardInterrupt

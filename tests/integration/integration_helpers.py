@@ -1,0 +1,42 @@
+"""Helpers of the integration tests (imported by conftest.py and the test modules)."""
+
+from __future__ import annotations
+
+import os
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+
+def encbench_command() -> list[str]:
+    """The installed console script next to this interpreter, else `python -m encbench.cli`."""
+    script = Path(sys.executable).parent / "encbench"  # not resolved: keep the venv's bin/
+    if script.is_file() and os.access(script, os.X_OK):
+        return [str(script)]
+    return [sys.executable, "-m", "encbench.cli"]
+
+
+@dataclass
+class Result:
+    args: list[str]
+    returncode: int
+    stdout: str
+    stderr: str
+
+    def __str__(self) -> str:  # shown by pytest when an assertion on a Result fails
+        return (f"encbench {' '.join(self.args)} -> exit {self.returncode}\n"
+                f"--- stdout ---\n{self.stdout[-3000:]}\n--- stderr ---\n{self.stderr[-3000:]}")
+
+
+def assert_one_line_error(res: Result, code: int, prefix: str = "encbench: error:") -> str:
+    """Exit code as in errors.py, one line on stderr with the prefix, no traceback anywhere."""
+    assert res.returncode == code, str(res)
+    assert "Traceback" not in res.stdout + res.stderr, str(res)
+    lines = res.stderr.splitlines()
+    assert len(lines) == 1, str(res)
+    assert lines[0].startswith(prefix), str(res)
+    return lines[0]
+
+
+def scratch_dirs(data_dir: Path) -> list[Path]:
+    return sorted(data_dir.glob("scratch-*")) if data_dir.exists() else []

@@ -1,0 +1,286 @@
+"""Ctrl-C / SIGTERM in the middle of a run: exit 130, the runs so far kept, nothing left over.
+
+The signal is sent while a worker process is deep inside a measured run (in SQLCipher's
+key derivation, made long with kdf_iter=1000000), never while the pool spawns the next
+worker: a signal in that window is a separate, known bug (see
+test_interrupt_while_spawning_a_worker), and would make these tests flaky.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from integration_helpers import Result, encbench_command, scratch_dirs
+
+pytestmark = pytest.mark.integration
+
+RUNS = 20
+LONG_RUN = ("run", "--size", "4MB", "--runs", str(RUNS), "--warmups", "1", "--workload", "scan-eq",
+            "--variant", "encryption=on", "--variant", "kdf_iter=1000000")
+PLANNED = (RUNS + 1) * 2  # (runs + warmups) x (cache cold, warm)
+WAIT = 90  # seconds: until the moment to interrupt, and until the process exits after the signal
+IN_RUN = 0.1  # seconds a new worker must have been seen alive before the signal (its key derivation takes ~0.5 s)
+
+
+def _load(path: Path) -> dict | None:
+    try:
+        return json.loads(path.read_text())
+    except (OSError, ValueError):  # not there yet (the file is replaced atomically, never half-written)
+        return None
+
+
+def _children(pid: int) -> list[int]:
+    out = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                stat = (entry / "stat").read_text()
+            except OSError:
+                continue
+            if int(stat.rsplit(")", 1)[1].split()[1]) == pid:
+                out.append(int(entry.name))
+    return out
+
+
+def _cmdline(pid: int) -> str:
+    try:
+        return (Path("/proc") / str(pid) / "cmdline").read_bytes().replace(b"\0", b" ").decode()
+    except OSError:
+        return ""
+
+
+def _workers(main_pid: int) -> list[int]:
+    """The pool's worker processes: children of the forkserver, itself a child of encbench."""
+    return [w for fs in _children(main_pid) if "forkserver" in _cmdline(fs) for w in _children(fs)]
+
+
+def _session_processes(sid: int) -> list[int]:
+    out = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            if int(fields[3]) == sid and fields[0] != "Z":
+                out.append(int(entry.name))
+    return out
+
+
+def _reset_signals():  # a pytest started in the background inherits SIGINT ignored: undo that
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+
+
+def _poll(condition, what: str, proc: subprocess.Popen, timeout: float = WAIT):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = condition()
+        if value:
+            return value
+        if proc.poll() is not None:
+            pytest.fail(f"encbench exited ({proc.returncode}) before {what}")
+        time.sleep(0.01)
+    os.killpg(proc.pid, signal.SIGKILL)
+    pytest.fail(f"timed out waiting for {what}")
+
+
+def interrupt(command: list[str], args: list[str], *, workdir: Path, env: dict, signum: int, group: bool,
+              when, exit_timeout: float = WAIT) -> tuple[Result, int, list[int]]:
+    """Start encbench, wait until when(pid) is true, send `signum`.
+
+    Returns (Result, runs seen before the signal, processes of its session still alive 5 s
+    after it exited). group=True sends the signal to the whole process group, as a
+    terminal's Ctrl-C does (the workers get it too); group=False to the main process only.
+    """
+    stdout, stderr = workdir / "stdout.txt", workdir / "stderr.txt"
+    with open(stdout, "w") as so, open(stderr, "w") as se:
+        proc = subprocess.Popen(command + args, cwd=workdir, env=env, stdout=so, stderr=se,
+                                start_new_session=True, preexec_fn=_reset_signals)
+    leftovers: list[int] = []
+    try:
+        seen = _poll(lambda: when(proc.pid), "the moment to interrupt", proc)
+        (os.killpg if group else os.kill)(proc.pid, signum)
+        try:
+            proc.wait(timeout=exit_timeout)
+        except subprocess.TimeoutExpired:
+            pytest.fail(f"encbench did not exit within {exit_timeout} s of the signal")
+        deadline = time.monotonic() + 5
+        while (leftovers := _session_processes(proc.pid)) and time.monotonic() < deadline:
+            time.sleep(0.05)
+    finally:
+        if proc.poll() is None or _session_processes(proc.pid):
+            try:
+                os.killpg(proc.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            proc.wait()
+    return Result(args, proc.returncode, stdout.read_text(), stderr.read_text()), seen, leftovers
+
+
+def in_a_run(out: Path):
+    """when(): at least one run recorded, and a new worker alive for IN_RUN s (so inside its run)."""
+    first_seen: dict[int, float] = {}
+
+    def when(pid: int) -> int:
+        doc = _load(out)
+        if not doc or not doc["runs"]:
+            return 0
+        done = {r["worker_pid"] for r in doc["runs"]}
+        now = time.monotonic()
+        for w in _workers(pid):
+            if w not in done and now - first_seen.setdefault(w, now) >= IN_RUN:
+                return len(doc["runs"])
+        return 0
+
+    return when
+
+
+@pytest.fixture(scope="module")
+def long_data(tmp_path_factory) -> Path:
+    return tmp_path_factory.mktemp("data-4MB")
+
+
+_cache: dict = {}
+
+
+@pytest.fixture
+def interrupted(long_data, cli_env, tmp_path_factory):
+    """interrupted(signal name, group) -> (Result, doc, runs seen, leftovers, result path); each run once."""
+
+    def get(name: str, group: bool):
+        if (name, group) not in _cache:
+            work = tmp_path_factory.mktemp(f"int-{name}-{'group' if group else 'proc'}")
+            out = work / "result.json"
+            res, seen, leftovers = interrupt(encbench_command(),
+                                             [*LONG_RUN, "--data-dir", str(long_data), "-o", str(out)],
+                                             workdir=work, env=cli_env, signum=getattr(signal, name),
+                                             group=group, when=in_a_run(out))
+            _cache[(name, group)] = (res, _load(out), seen, leftovers, out)
+        return _cache[(name, group)]
+
+    return get
+
+
+SCENARIOS = [("SIGINT", False), ("SIGINT", True), ("SIGTERM", False)]
+IDS = ["sigint-process", "ctrl-c-process-group", "sigterm-process"]
+
+
+@pytest.mark.parametrize("name,group", SCENARIOS, ids=IDS)
+def test_interrupt_keeps_partial_results(interrupted, long_data, name, group):
+    res, doc, seen, leftovers, _ = interrupted(name, group)
+    assert res.returncode == 130, str(res)
+    assert "Traceback" not in res.stdout + res.stderr, str(res)
+    assert len(res.stderr.splitlines()) == 1, str(res)
+    assert "interrupted" in res.stderr
+    assert doc is not None, "the result file is not valid JSON after the interrupt"
+    assert doc["schema_version"] == 1
+    assert doc["status"] == "interrupted"
+    assert doc["error"] is None
+    assert seen <= len(doc["runs"]) < PLANNED
+    for run in doc["runs"]:
+        assert run["workload"] == "scan-eq"
+        assert [op["operation"] for op in run["operations"]] == ["scan"]
+        assert "wall_s" in run["operations"][0]["metrics"]
+    assert "summaries" in doc and "comparisons" in doc  # analysed as far as it got
+    assert scratch_dirs(long_data) == []
+    assert leftovers == []  # no worker, forkserver or resource tracker outlives encbench
+
+
+@pytest.mark.parametrize("name,group", SCENARIOS, ids=IDS)
+def test_interrupted_file_can_be_shown(encbench, interrupted, name, group):
+    _, _, _, _, out = interrupted(name, group)
+    res = encbench("show", str(out))
+    assert res.returncode == 0, str(res)
+    assert "status interrupted" in res.stdout
+    res = encbench("show", str(out), "--json")
+    assert res.returncode == 0, str(res)
+    assert json.loads(res.stdout)["status"] == "interrupted"
+
+
+def test_interrupt_message_prefix(interrupted):
+    res = interrupted("SIGINT", False)[0]
+    assert res.stderr.startswith("encbench: interrupted"), str(res)
+
+
+# -- signals at chosen moments, made deterministic -------------------------------------------
+# Both tests run the real main() in a subprocess (python -c), with one function of the
+# standard library wrapped in the encbench process only, to land the signal at a chosen point.
+
+SLOW_FSYNC_MAIN = """
+import os, sys, time
+_fsync = os.fsync
+def _slow_fsync(fd):  # a slow disk: fsync of the result file's temporary copy takes 0.5 s
+    try:
+        name = os.path.basename(os.readlink(f"/proc/self/fd/{fd}"))
+    except OSError:
+        name = ""
+    if name.startswith(os.environ["SLOW_FSYNC_PREFIX"]):
+        time.sleep(0.5)
+    return _fsync(fd)
+os.fsync = _slow_fsync
+from encbench.cli import main
+sys.exit(main(sys.argv[1:]))
+"""
+
+
+def test_interrupt_during_result_write_leaves_no_temp_file(long_data, cli_env, tmp_path):
+    """A Ctrl-C while write_atomic() writes (and fsyncs) its temporary file after a run must not
+    leave a hidden '.<name>.json.XXXXXXXX' file behind (it did before the fix in 7e14c21)."""
+    out = tmp_path / "result.json"
+    env = dict(cli_env, SLOW_FSYNC_PREFIX=f".{out.name}.")
+
+    def writing_after_first_run(pid: int) -> int:
+        doc = _load(out)
+        if not doc or not doc["runs"]:
+            return 0
+        return len(doc["runs"]) if list(tmp_path.glob(f".{out.name}.*")) else 0
+
+    res, _, _ = interrupt([sys.executable, "-c", SLOW_FSYNC_MAIN],
+                          [*LONG_RUN, "--data-dir", str(long_data), "-o", str(out)],
+                          workdir=tmp_path, env=env, signum=signal.SIGINT, group=False,
+                          when=writing_after_first_run)
+    assert res.returncode == 130, str(res)
+    doc = _load(out)
+    assert doc is not None and doc["status"] == "interrupted"  # the final write still works
+    assert scratch_dirs(long_data) == []
+    assert list(tmp_path.glob(f".{out.name}.*")) == []
+
+
+SIGNAL_AT_SPAWN_MAIN = """
+import os, signal, sys, threading
+import multiprocessing.process as mpp
+_start, _count = mpp.BaseProcess.start, [0]
+def _start_then_signal(self):
+    _start(self)
+    if threading.current_thread() is threading.main_thread():
+        _count[0] += 1
+        if _count[0] == int(os.environ["SIGNAL_AT_SPAWN"]):
+            os.kill(os.getpid(), signal.SIGTERM)  # as if it arrived just now, from outside
+mpp.BaseProcess.start = _start_then_signal
+from encbench.cli import main
+sys.exit(main(sys.argv[1:]))
+"""
+
+
+def test_interrupt_while_spawning_a_worker(tmp_path_factory, cli_env, tmp_path):
+    data = tmp_path_factory.mktemp("data-spawn")
+    out = tmp_path / "result.json"
+    res, _, leftovers = interrupt(
+        [sys.executable, "-c", SIGNAL_AT_SPAWN_MAIN],
+        ["run", "--size", "2MB", "--runs", "3", "--warmups", "0", "--workload", "scan-eq",
+         "--data-dir", str(data), "-o", str(out)],
+        workdir=tmp_path, env=dict(cli_env, SIGNAL_AT_SPAWN="3"), signum=0, group=False,
+        when=lambda pid: 1, exit_timeout=15)
+    assert res.returncode == 130, str(res)
+    assert "Traceback" not in res.stderr, str(res)
+    assert _load(out)["status"] == "interrupted"
+    assert leftovers == []

@@ -1,0 +1,131 @@
+"""`encbench show`, `compare` and `list` on real result files."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from integration_helpers import assert_one_line_error
+
+pytestmark = pytest.mark.integration
+
+SUMMARY_KEYS = {"workload", "operation", "variant", "metric", "n", "mean", "median", "stdev", "min", "max"}
+COMPARISON_KEYS = {"workload", "operation", "metric", "baseline", "contender", "ratio", "ci", "significant", "verdict"}
+
+
+# -- show ---------------------------------------------------------------------------------
+
+def test_show_table(encbench, happy):
+    _, _, path = happy
+    res = encbench("show", str(path))
+    assert res.returncode == 0, str(res)
+    assert res.stderr == ""
+    for word in ("scan-eq", "scan-like", "cache=cold", "verdict", "status complete"):
+        assert word in res.stdout, str(res)
+
+
+def test_show_markdown(encbench, happy):
+    _, _, path = happy
+    res = encbench("show", str(path), "--format", "markdown")
+    assert res.returncode == 0, str(res)
+    assert res.stdout.startswith("# encbench results")
+    assert "| workload |" in res.stdout
+    assert "| scan-eq |" in res.stdout and "| scan-like |" in res.stdout
+    assert "\x1b[" not in res.stdout  # no terminal escapes in markdown
+
+
+@pytest.mark.parametrize("flags", [("--json",), ("--format", "json")])
+def test_show_json(encbench, happy, flags):
+    _, doc, path = happy
+    res = encbench("show", str(path), *flags)
+    assert res.returncode == 0, str(res)
+    shown = json.loads(res.stdout)
+    assert shown["schema_version"] == 1 and shown["status"] == "complete"
+    assert shown["summaries"] and shown["comparisons"]
+    for s in shown["summaries"]:
+        assert SUMMARY_KEYS <= set(s), s
+    for c in shown["comparisons"]:
+        assert COMPARISON_KEYS <= set(c), c
+    scans = [c for c in shown["comparisons"] if c["workload"] in ("scan-eq", "scan-like")]
+    assert scans and all(c["verdict"] for c in scans)
+    # recomputed from the runs, the same comparisons as stored in the file
+    key = lambda c: (c["workload"], c["operation"], c["metric"], c["contender"])  # noqa: E731
+    assert sorted(map(key, shown["comparisons"])) == sorted(map(key, doc["comparisons"]))
+    assert len(shown["derived"]) == len(doc["derived"])
+
+
+# -- list ---------------------------------------------------------------------------------
+
+def test_list(encbench):
+    res = encbench("list")
+    assert res.returncode == 0, str(res)
+    for word in ("engines:", "workloads:", "variants:", "probes:", "sqlite", "scan-eq", "backup",
+                 "sqlite:encryption", "pages"):
+        assert word in res.stdout, str(res)
+
+
+def test_list_json(encbench):
+    res = encbench("list", "--json")
+    assert res.returncode == 0, str(res)
+    data = json.loads(res.stdout)
+    assert {"engines", "workloads", "variants", "probes"} <= set(data)
+    assert "sqlite" in data["engines"]
+    assert {"scan-like", "scan-eq", "dml", "rebuild", "backup"} <= set(data["workloads"])
+    assert {"sqlite:encryption", "sqlite:cache", "sqlite:page_size"} <= set(data["variants"])
+    assert {"wall", "cpu", "pages"} <= set(data["probes"])
+
+
+# -- compare ------------------------------------------------------------------------------
+
+def test_compare_same_data(encbench, happy, second):
+    a, b = happy[2], second[2]
+    res = encbench("compare", str(a), str(b))
+    assert res.returncode == 0, str(res)
+    assert "Traceback" not in res.stdout + res.stderr
+    for word in ("scan-eq", "verdict", "B vs A", "cache=cold"):
+        assert word in res.stdout, str(res)
+    # scan-like is only in A
+    assert "in one file only" in res.stdout
+
+
+def test_compare_same_data_json(encbench, happy, second):
+    res = encbench("compare", str(happy[2]), str(second[2]), "--json")
+    assert res.returncode == 0, str(res)
+    out = json.loads(res.stdout)
+    assert out["blocking_differences"] == [] and out["forced"] is False
+    rows = out["comparisons"]
+    assert rows and all(r["workload"] != "scan-like" for r in rows)
+    for r in rows:
+        assert {"workload", "operation", "variant", "metric", "ratio", "ci", "significant", "verdict"} <= set(r)
+        if r["workload"] == "scan-eq":
+            assert (r["n_a"], r["n_b"]) == (3, 2), r  # the warmups of A left out
+    assert any(x.startswith("scan-like/scan") for x in out["only_in_a"])
+
+
+@pytest.fixture(scope="module")
+def other_size(encbench, data_dir, tmp_path_factory):
+    path = tmp_path_factory.mktemp("size3") / "size3.json"
+    res = encbench("run", "--size", "3MB", "--runs", "2", "--warmups", "0", "--workload", "scan-eq",
+                   "--variant", "cache=warm", "--data-dir", str(data_dir), "-o", str(path))
+    assert res.returncode == 0, str(res)
+    return path
+
+
+def test_compare_different_size_refused(encbench, second, other_size):
+    res = encbench("compare", str(second[2]), str(other_size))
+    line = assert_one_line_error(res, 9)
+    assert "rows" in line and "--force" in line
+    assert res.stdout == ""
+
+
+def test_compare_different_size_forced(encbench, second, other_size):
+    res = encbench("compare", str(second[2]), str(other_size), "--force")
+    assert res.returncode == 0, str(res)
+    assert "FORCED" in res.stdout
+    assert "scan-eq" in res.stdout
+
+
+def test_compare_missing_file(encbench, happy, tmp_path):
+    res = encbench("compare", str(happy[2]), str(tmp_path / "nope.json"))
+    assert_one_line_error(res, 6)
