@@ -81,7 +81,8 @@ def plan(config: RunConfig) -> Plan:
                                    hint=f"valid: {', '.join(engine.workloads)}")
         workloads.append(wl)
     filters = parse_filters(config.variant_filters, engine.variant_keys)
-    params = resolve_params(workloads, config.params, quick=config.quick)
+    params = resolve_params(workloads, config.params, quick=config.quick,
+                            engine_workloads=[WORKLOADS.get(n) for n in engine.workloads])
     items, variants = [], []
     for wl in workloads:
         wl_variants = matrix(engine.variant_keys, filters, wl.name)

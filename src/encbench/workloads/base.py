@@ -59,9 +59,14 @@ class Workload:
         raise NotImplementedError
 
 
-def resolve_params(workloads: list[Workload], given: list[str], *, quick: bool) -> dict[str, dict]:
-    """{workload: {param: value}} from defaults (or quick values) and --param NAME=VALUE."""
-    known = {p.name: p for wl in workloads for p in wl.params}
+def resolve_params(workloads: list[Workload], given: list[str], *, quick: bool,
+                   engine_workloads: list[Workload] | None = None) -> dict[str, dict]:
+    """{workload: {param: value}} from defaults (or quick values) and --param NAME=VALUE.
+
+    A parameter of another workload of the same engine is accepted (and unused), so one
+    set of --param works whatever --workload narrows; any other name is an error.
+    """
+    known = {p.name: p for wl in (engine_workloads or workloads) for p in wl.params}
     overrides: dict[str, str] = {}
     for spec in given:
         name, sep, value = spec.partition("=")

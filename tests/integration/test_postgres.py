@@ -1,0 +1,214 @@
+"""The PostgreSQL engine end to end: a real private server started by encbench (managed
+mode), and a real server started here and addressed by --dsn (external mode).
+
+Needs the PostgreSQL server binaries (scripts/setup.sh --test installs them).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+from encbench.engines import pg_server
+from integration_helpers import assert_one_line_error, encbench_command
+
+pytestmark = pytest.mark.integration
+
+try:
+    pg_server.find_bindir()
+    HAVE_PG = True
+except Exception:  # noqa: BLE001
+    HAVE_PG = False
+needs_pg = pytest.mark.skipif(not HAVE_PG, reason="PostgreSQL server binaries not installed")
+
+SMALL = ["--param", "messages=3000", "--param", "rows=2000", "--param", "connections=8", "--param", "seconds=1"]
+
+
+def _leftovers(before: set[str]) -> tuple[set[str], list[str]]:
+    dirs = {str(p) for p in Path("/tmp").glob("encbench-pg-*")} - before
+    procs = subprocess.run(["pgrep", "-af", "postgres"], capture_output=True, text=True).stdout.splitlines()
+    ours = [p for p in procs if any(d in p for d in dirs)]
+    return dirs, ours
+
+
+@pytest.fixture
+def pg_dirs_before():
+    return {str(p) for p in Path("/tmp").glob("encbench-pg-*")}
+
+
+@needs_pg
+def test_managed_all_workloads_tls_verified(encbench, tmp_path, pg_dirs_before):
+    out = tmp_path / "pg.json"
+    res = encbench("run", "--engine", "postgres", "--runs", "2", "--warmups", "0", "--variant", "clients=1",
+                   "--variant", "tls=off,on,TLSv1.2:ECDHE-RSA-AES256-SHA384,TLSv1.3:TLS_CHACHA20_POLY1305_SHA256",
+                   *SMALL, "-o", str(out), timeout=600)
+    assert res.returncode == 0, str(res)
+    doc = json.loads(out.read_text())
+    assert doc["status"] == "complete"
+    assert {r["workload"] for r in doc["runs"]} == {"storm", "roundtrip", "bulk", "connect"}
+    for run in doc["runs"]:
+        tls = run["session"]["tls"]  # the server's own view (pg_stat_ssl) of the measured connection
+        want = run["variant"]["tls"]
+        assert tls["ssl"] == (want != "off")
+        if ":" in want:
+            assert f"{tls['version']}:{tls['cipher']}" == want
+    ops = {(c["workload"], c["operation"]) for c in doc["comparisons"]}
+    assert {("storm", "messages"), ("storm", "loop-only"), ("roundtrip", "select-by-pk"),
+            ("bulk", "copy-out"), ("connect", "connect")} <= ops
+    rt = [op for r in doc["runs"] if r["workload"] == "roundtrip" for op in r["operations"]]
+    assert all(op["extra"]["qps"] > 0 and op["extra"]["tls_checked_connections"] == 1 for op in rt)
+    storm = [op for r in doc["runs"] if r["workload"] == "storm" for op in r["operations"] if op["operation"] == "messages"]
+    assert all(op["extra"]["messages_received"] == 3000 for op in storm)
+    assert all(op["metrics"]["net_bytes_received"] > 3000 * 5 for op in storm)  # one small message each
+    assert all(op["metrics"]["cpu_s"] > 0 and op["metrics"]["client_cpu_s"] > 0 for op in storm)
+    assert doc["attribution"] and "Where the overhead went" in res.stdout
+    assert "pg_stat_ssl" in res.stdout and "TLS_CHACHA20_POLY1305_SHA256" in res.stdout
+    dirs, procs = _leftovers(pg_dirs_before)
+    assert not dirs and not procs, (dirs, procs)
+
+
+@needs_pg
+def test_forced_suite_the_server_does_not_pick_fails_loudly(encbench, tmp_path, pg_dirs_before):
+    res = encbench("run", "--engine", "postgres", "--workload", "storm", "--runs", "1", "--warmups", "0",
+                   "--variant", "tls=TLSv1.2:NOT-A-SUITE", *SMALL, "-o", str(tmp_path / "x.json"), timeout=300)
+    assert_one_line_error(res, 4)
+    assert "refused" in res.stderr
+    assert _leftovers(pg_dirs_before) == (set(), [])
+
+
+@needs_pg
+def test_missing_binaries(encbench, tmp_path):
+    res = encbench("run", "--engine", "postgres", "-o", str(tmp_path / "x.json"),
+                   env={"ENCBENCH_PG_BINDIR": str(tmp_path)})
+    line = assert_one_line_error(res, 10)
+    assert "apt-get install postgresql" in line
+
+
+@pytest.fixture(scope="module")
+def external():
+    """A real server not started by encbench, as a DBA's server would be."""
+    if not HAVE_PG:
+        pytest.skip("PostgreSQL server binaries not installed")
+    server = pg_server.start()
+    yield server
+    server.stop()
+
+
+def _dsn(server, password=None) -> str:
+    return f"postgresql://postgres:{password or server.password}@127.0.0.1:{server.port}/postgres"
+
+
+def _show(server, setting: str) -> str:
+    import psycopg
+
+    with psycopg.connect(**server.conninfo(), sslmode="disable") as c:
+        return c.execute(f"SHOW {setting}").fetchone()[0]
+
+
+def _schemas(server) -> list[str]:
+    import psycopg
+
+    with psycopg.connect(**server.conninfo(), sslmode="disable") as c:
+        return [r[0] for r in c.execute("SELECT nspname FROM pg_namespace WHERE nspname LIKE 'encbench%'")]
+
+
+def test_external_server_is_measured_and_left_as_found(encbench, tmp_path, external):
+    ciphers = _show(external, "ssl_ciphers")
+    out = tmp_path / "ext.json"
+    res = encbench("run", "--engine", "postgres", "--dsn", _dsn(external), "--workload", "storm",
+                   "--workload", "bulk", "--runs", "2", "--warmups", "0",
+                   "--variant", "tls=off,on,TLSv1.2:ECDHE-RSA-AES256-GCM-SHA384", *SMALL, "-o", str(out), timeout=300)
+    assert res.returncode == 0, str(res)
+    doc = json.loads(out.read_text())
+    assert doc["dataset"]["managed"] is False
+    assert {r["session"]["tls"]["cipher"] for r in doc["runs"] if r["variant"]["tls"].startswith("TLSv1.2")} == \
+        {"ECDHE-RSA-AES256-GCM-SHA384"}
+    text = out.read_text() + res.stdout + res.stderr
+    assert external.password not in text  # the DSN's password never reaches a file or the screen
+    assert _show(external, "ssl_ciphers") == ciphers  # not reconfigured without --allow-reconfigure
+    assert _schemas(external) == []  # its own schema dropped afterwards
+    assert external.proc.poll() is None  # and never stopped
+
+
+def test_external_allow_reconfigure_restores_settings(encbench, tmp_path, external):
+    before = {k: _show(external, k) for k in ("ssl_ciphers", "ssl_min_protocol_version", "ssl_max_protocol_version")}
+    res = encbench("run", "--engine", "postgres", "--dsn", _dsn(external), "--allow-reconfigure",
+                   "--workload", "storm", "--runs", "1", "--warmups", "0",
+                   "--variant", "tls=off,TLSv1.2:ECDHE-RSA-AES256-SHA384", *SMALL, "-o", str(tmp_path / "r.json"),
+                   timeout=300)
+    assert res.returncode == 0, str(res)
+    doc = json.loads((tmp_path / "r.json").read_text())
+    forced = [r["server_config"] for r in doc["runs"] if r["variant"]["tls"] != "off"]
+    assert forced and all(c["ssl_ciphers"] == "ECDHE-RSA-AES256-SHA384" for c in forced)
+    assert {k: _show(external, k) for k in before} == before
+
+
+def test_external_bad_input(encbench, tmp_path, external):
+    res = encbench("run", "--engine", "postgres", "--dsn", _dsn(external, "wrong-password"),
+                   "-o", str(tmp_path / "a.json"))
+    line = assert_one_line_error(res, 10)
+    assert "wrong-password" not in line and "password authentication failed" in line
+    res = encbench("run", "--engine", "postgres", "--dsn", "postgresql://postgres@127.0.0.1:1/postgres",
+                   "-o", str(tmp_path / "b.json"))
+    assert_one_line_error(res, 10)
+    res = encbench("run", "--engine", "postgres", "--dsn", "host=127.0.0.1 port=notaport",
+                   "-o", str(tmp_path / "c.json"))
+    assert res.returncode in (4, 10) and "Traceback" not in res.stderr, str(res)
+    res = encbench("run", "--engine", "postgres", "--variant", "tls=maybe", "-o", str(tmp_path / "d.json"))
+    assert_one_line_error(res, 4)
+    res = encbench("run", "--engine", "postgres", "--variant", "clients=0", "-o", str(tmp_path / "e.json"))
+    assert_one_line_error(res, 4)
+
+
+@pytest.fixture
+def no_tls_server():
+    if not HAVE_PG:
+        pytest.skip("PostgreSQL server binaries not installed")
+    server = pg_server.start(settings={"ssl": "off"})
+    yield server
+    server.stop()
+
+
+def test_tls_asked_but_server_has_none(encbench, tmp_path, no_tls_server):
+    res = encbench("run", "--engine", "postgres", "--dsn", _dsn(no_tls_server), "--workload", "storm",
+                   "-o", str(tmp_path / "x.json"))
+    line = assert_one_line_error(res, 10)
+    assert "TLS off" in line
+
+
+@needs_pg
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
+def test_interrupt_stops_the_private_server(tmp_path, cli_env, sig, pg_dirs_before):
+    out = tmp_path / "i.json"
+    proc = subprocess.Popen(encbench_command() + ["run", "--engine", "postgres", "--workload", "storm",
+                                                  "--runs", "50", "--param", "messages=20000", "-o", str(out)],
+                            env=cli_env, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    try:
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline:
+            try:
+                if len(json.loads(out.read_text())["runs"]) >= 2:
+                    break
+            except (OSError, ValueError, KeyError):
+                pass
+            time.sleep(0.1)
+        else:
+            pytest.fail("no run recorded in time")
+        proc.send_signal(sig)
+        stdout, stderr = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 130, stderr
+    assert "Traceback" not in stderr
+    doc = json.loads(out.read_text())
+    assert doc["status"] == "interrupted" and len(doc["runs"]) >= 2
+    dirs, procs = _leftovers(pg_dirs_before)
+    assert not dirs and not procs, (dirs, procs)
