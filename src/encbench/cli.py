@@ -144,6 +144,9 @@ def cmd_run(args, argv: list[str]) -> int:
     except errors.EncbenchError as e:
         e.hint = (e.hint + "; " if e.hint else "") + f"results so far kept in {output}"
         raise
+    kept = (doc.get("dataset") or {}).get("kept_server")
+    if kept:
+        print(f"encbench: the private server is kept (--keep): {kept}", file=sys.stderr)
     analysis = {k: doc.get(k, []) for k in ("summaries", "comparisons", "derived", "attribution", "notes")}
     if args.json:
         print(report.render_json(doc, analysis))

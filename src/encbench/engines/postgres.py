@@ -438,6 +438,10 @@ class PostgresEngine(Engine):
         return dict(setup["applied"])
 
     def cleanup(self, setup: dict) -> None:
+        server = self._servers.get(setup.get("schema"))
+        if server is not None and server.keep:
+            self._servers.pop(setup["schema"], None)
+            return  # --keep: the server and its tables stay for inspection
         psycopg = _psycopg()
         try:
             admin = _connect_admin(psycopg, setup["_conninfo"])
