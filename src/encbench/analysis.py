@@ -206,15 +206,22 @@ def notes(doc: dict, groups) -> list[str]:
                        + (" (encrypted pages look random: they do not compress)" if ratio < 1.05 else ""))
     negotiated: dict[str, dict[str, int]] = defaultdict(lambda: defaultdict(int))
     for run in doc["runs"]:
+        if run.get("warmup"):
+            continue
         tls = (run.get("session") or {}).get("tls")
         if tls is not None:
             key = f"{tls['version']} {tls['cipher']} ({tls['bits']} bits)" if tls.get("ssl") else "no TLS"
             negotiated[run["variant"].get(doc["engine"]["axis"], "?")][key] += 1
     if negotiated:
-        out.append("negotiated, as the server reports it (pg_stat_ssl) for every measured connection: " + "; ".join(
+        out.append("negotiated, as the server reports it in pg_stat_ssl (every measured connection is checked; "
+                   "a run fails on any mismatch), per measured run: " + "; ".join(
             f"{doc['engine']['axis']}={v}: " + ", ".join(f"{k} in {n} runs" for k, n in seen.items())
             for v, seen in negotiated.items()))
     measured = [r for r in doc["runs"] if not r.get("warmup")]
+    if measured and doc["engine"].get("metric_words") and not any(
+            "cpu_s" in op.get("metrics", {}) for r in measured for op in r.get("operations", [])):
+        out.append("server-side CPU, context switches and I/O are not measured: the server is not on this machine "
+                   "(only the client's side is)")
     if measured and not any(baseline_for(r["variant"], doc["engine"]) is None for r in measured):
         axis, base = doc["engine"]["axis"], doc["engine"]["axis_baseline"]
         out.append(f"no baseline ({axis}={base}) was measured, so nothing is compared: "

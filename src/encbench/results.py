@@ -3,7 +3,10 @@
 History of schema_version (the loader branches on it and refuses what it does not know):
   1 - first version (encbench 0.1): config, environment, engine, workloads, dataset,
       calibration, runs (raw per-run values, warmups tagged), summaries, comparisons,
-      derived, notes, status.
+      derived, notes, status. Optional keys added since, within version 1 (readers must
+      tolerate their absence): runs[].session, runs[].server_config, attribution,
+      engine.table_columns, engine.metric_words, engine.variant_keys[].workloads,
+      config.params, config.engine_options, workloads[].params.
 """
 
 from __future__ import annotations

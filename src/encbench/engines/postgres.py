@@ -17,7 +17,7 @@ import time
 from pathlib import Path
 from typing import Any, Callable
 
-from ..errors import BadValueError, CheckFailedError, EngineUnavailableError
+from ..errors import BadValueError, CheckFailedError, EngineUnavailableError, UsageError
 from ..probes import Target
 from ..redact import redact
 from ..variants import Variant, VariantKey, int_validator
@@ -44,7 +44,8 @@ def check_tls(value: str) -> str:
 
 
 VARIANT_KEYS = (
-    VariantKey("tls", "TLS on the connection: off, on (server default) or PROTOCOL:SUITE (forced on the server)",
+    VariantKey("tls", "TLS on the connection: off, on (as negotiated) or PROTOCOL:SUITE (the only suite the client "
+               "offers; on a private server the only one the server accepts too)",
                DEFAULT_TLS, validate=check_tls),
     VariantKey("clients", "concurrent client connections", ("1", "2"),
                validate=int_validator("clients", lambda n: 1 <= n <= 256, "use 1 to 256"),
@@ -237,12 +238,13 @@ class PgSession(Session):
         script = scratch / "roundtrip.sql"
         script.write_text(f"\\set id random(1, {RT_ROWS})\nSELECT v FROM {self.schema}.rt WHERE id = :id;\n")
         info = conninfo_of(self.setup)
-        env = {k: v for k, v in os.environ.items() if not k.startswith("PG")}
-        env.update({"PGHOST": str(info.get("host", "")), "PGPORT": str(info.get("port", "")),
-                    "PGUSER": str(info.get("user", "")), "PGDATABASE": str(info.get("dbname", "")),
-                    "PGAPPNAME": appname})
-        if info.get("password"):
-            env["PGPASSWORD"] = str(info["password"])
+        # PG* variables the user set still apply (as for --dsn); what the DSN says wins
+        env = {k: v for k, v in os.environ.items() if not k.startswith(("PGSSL", "PGAPPNAME"))}
+        for key, var in (("host", "PGHOST"), ("port", "PGPORT"), ("user", "PGUSER"), ("dbname", "PGDATABASE"),
+                         ("password", "PGPASSWORD")):
+            if info.get(key):
+                env[var] = str(info[key])
+        env["PGAPPNAME"] = appname
         for k, v in client_params(self.tls).items():
             env[{"sslmode": "PGSSLMODE", "ssl_min_protocol_version": "PGSSLMINPROTOCOLVERSION",
                  "ssl_max_protocol_version": "PGSSLMAXPROTOCOLVERSION"}[k]] = v
@@ -253,7 +255,8 @@ class PgSession(Session):
         states = self._watch_tls(appname, clients, proc)
         out, err = proc.communicate()
         if proc.returncode != 0:
-            raise CheckFailedError(f"pgbench failed: {redact((err or out).strip().splitlines()[-1:] or ['?'][0])}")
+            last = ((err or out).strip().splitlines() or ["no output"])[-1]
+            raise CheckFailedError(f"pgbench failed: {redact(last)}")
         self.wait_reaped([s["pid"] for s in states])
         lat = _pgbench_latencies(scratch, prefix.name)
         tps = re.search(r"tps = ([0-9.]+)", out)
@@ -393,6 +396,9 @@ class PostgresEngine(Engine):
         psycopg = _psycopg()
         dsn = ctx.options.get("dsn")
         server = None
+        if dsn and ctx.options.get("keep"):
+            raise UsageError("--keep applies to the private server; with --dsn nothing is started",
+                             hint="drop --keep, or drop --dsn to let encbench start a server")
         if dsn:
             conninfo = _parse_dsn(psycopg, dsn)
             managed, reconfigure = False, bool(ctx.options.get("allow_reconfigure"))
@@ -410,13 +416,13 @@ class PostgresEngine(Engine):
                 raise EngineUnavailableError("the server has TLS off (ssl=off): TLS variants cannot run",
                                              hint="enable ssl on the server, or run with --variant tls=off")
             setup["original_ssl_settings"] = {k: admin.execute(f"SHOW {k}").fetchone()[0] for k in SSL_SETTINGS}
-            setup["original_auto_conf"] = _auto_conf_settings(admin)
+            setup["_original_auto_conf"] = _auto_conf_settings(admin)
             ctx.progress("creating the benchmark tables")
             _create_objects(admin, setup["schema"], ctx.params.get("bulk", {}).get("rows", 0))
             admin.close()
             setup["pgbench"] = _find_pgbench(server)
             setup["versions"] = {"postgresql_server": setup["server"]["version"]}
-            setup["applied"] = dict(setup["original_ssl_settings"])
+            setup["_applied"] = dict(setup["original_ssl_settings"])
             setup["dsn"] = redact(dsn) if dsn else None
             if server is not None and server.keep:
                 setup["kept_server"] = server.how_to_connect()
@@ -432,10 +438,10 @@ class PostgresEngine(Engine):
             return {"server_side": "unchanged (the client offers only the variant's suite)"}
         wanted = server_settings(tls) or setup["original_ssl_settings"]
         wanted = {k: wanted.get(k, setup["original_ssl_settings"][k]) for k in SSL_SETTINGS}
-        if wanted != setup["applied"]:
+        if wanted != setup["_applied"]:
             _apply_ssl_settings(setup, wanted)
-            setup["applied"] = wanted
-        return dict(setup["applied"])
+            setup["_applied"] = wanted
+        return dict(wanted)
 
     def cleanup(self, setup: dict) -> None:
         server = self._servers.get(setup.get("schema"))
@@ -447,7 +453,7 @@ class PostgresEngine(Engine):
             admin = _connect_admin(psycopg, setup["_conninfo"])
             try:
                 admin.execute(f"DROP SCHEMA IF EXISTS {setup['schema']} CASCADE")
-                if setup.get("applied") and setup["applied"] != setup.get("original_ssl_settings"):
+                if setup.get("_applied") and setup["_applied"] != setup.get("original_ssl_settings"):
                     _apply_ssl_settings(setup, setup["original_ssl_settings"], admin=admin, restore=True)
             finally:
                 admin.close()
@@ -535,7 +541,7 @@ def _apply_ssl_settings(setup: dict, wanted: dict, admin=None, *, restore: bool 
     admin = admin or _connect_admin(psycopg, setup["_conninfo"])
     try:
         for k, v in wanted.items():
-            if restore and k not in setup.get("original_auto_conf", {}):
+            if restore and k not in setup.get("_original_auto_conf", {}):
                 admin.execute(sql.SQL("ALTER SYSTEM RESET {}").format(sql.Identifier(k)))
             else:
                 admin.execute(sql.SQL("ALTER SYSTEM SET {} = {}").format(sql.Identifier(k), sql.Literal(str(v))))

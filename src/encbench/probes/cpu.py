@@ -94,5 +94,7 @@ class CpuProbe(Probe):
             cu, cs = _client_times()
             du, ds = cu - self._cu0, cs - self._cs0
             out = {"client_cpu_user_s": du, "client_cpu_sys_s": ds, "client_cpu_s": du + ds}
+        if not target.pids:  # a server on another machine: nothing local to measure
+            return out
         du, ds, resolution = _Reading(target).minus(self._before)
         return {"cpu_user_s": du, "cpu_sys_s": ds, "cpu_s": du + ds, "cpu_resolution_s": resolution, **out}

@@ -28,5 +28,7 @@ class IoProbe(Probe):
         self._before = _io(target)
 
     def stop(self, target: Target) -> dict[str, float]:
+        if target.reaped_children or not target.pids:
+            return {}  # reaped children's I/O is not in the parent's /proc/PID/io; no local pids: nothing
         after = _io(target)
         return {k: after[k] - self._before[k] for k in after}

@@ -47,13 +47,13 @@ class WaitEventProbe(Probe):
     def _loop(self) -> None:
         t0 = time.thread_time()
         try:
-            while not self._stop.is_set():
+            # the first sample one interval in: never before the operation has started
+            while not self._stop.wait(self._interval):
                 events = self._sampler.sample()
                 if events:
                     self._samples += 1
                     for e in events:
                         self._counts[e] += 1 / len(events)
-                self._stop.wait(self._interval)
         finally:
             self._cpu = time.thread_time() - t0
 
