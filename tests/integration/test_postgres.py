@@ -62,13 +62,13 @@ def test_managed_all_workloads_tls_verified(encbench, tmp_path, pg_dirs_before):
     assert {("storm", "messages"), ("storm", "loop-only"), ("roundtrip", "select-by-pk"),
             ("bulk", "copy-out"), ("connect", "connect")} <= ops
     rt = [op for r in doc["runs"] if r["workload"] == "roundtrip" for op in r["operations"]]
-    assert all(op["extra"]["qps"] > 0 and op["extra"]["tls_checked_connections"] == 1 for op in rt)
+    assert all(op["extra"]["qps"] > 0 and op["extra"]["tls_checked_connections"] == 1 for op in rt), rt
     storm = [op for r in doc["runs"] if r["workload"] == "storm" for op in r["operations"] if op["operation"] == "messages"]
-    assert all(op["extra"]["messages_received"] == 3000 for op in storm)
-    assert all(op["metrics"]["net_bytes_received"] > 3000 * 5 for op in storm)  # one small message each
-    assert all(op["metrics"]["cpu_s"] > 0 and op["metrics"]["client_cpu_s"] > 0 for op in storm)
-    assert doc["attribution"] and "Where the overhead went" in res.stdout
-    assert "pg_stat_ssl" in res.stdout and "TLS_CHACHA20_POLY1305_SHA256" in res.stdout
+    assert all(op["extra"]["messages_received"] == 3000 for op in storm), storm
+    assert all(op["metrics"]["net_bytes_received"] > 3000 * 5 for op in storm), storm  # one small message each
+    assert all(op["metrics"]["cpu_s"] > 0 and op["metrics"]["client_cpu_s"] > 0 for op in storm), storm
+    assert doc["attribution"] and "Where the overhead went" in res.stdout, str(res)
+    assert "pg_stat_ssl" in res.stdout and "TLS_CHACHA20_POLY1305_SHA256" in res.stdout, str(res)
     dirs, procs = _leftovers(pg_dirs_before)
     assert not dirs and not procs, (dirs, procs)
 
