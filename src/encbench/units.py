@@ -35,13 +35,7 @@ def parse_size(text: str, *, what: str = "--size") -> int:
 
 
 def parse_positive_int(text: str, *, what: str, maximum: int = 10_000) -> int:
-    try:
-        value = int(str(text).strip())
-    except ValueError:
-        raise BadValueError(f"{what} {text!r} is not a whole number", hint=f"use 1 to {maximum}") from None
-    if not 1 <= value <= maximum:
-        raise BadValueError(f"{what} {value} is out of range", hint=f"use 1 to {maximum}")
-    return value
+    return parse_count(text, what=what, maximum=maximum, minimum=1)
 
 
 def _scaled(n: float, steps: tuple[tuple[str, float], ...], sep: str) -> str:
@@ -63,14 +57,14 @@ def _scaled(n: float, steps: tuple[tuple[str, float], ...], sep: str) -> str:
 _BYTES = (("B", 1), ("kB", 1e3), ("MB", 1e6), ("GB", 1e9), ("TB", 1e12))
 
 
-def parse_count(text: str, *, what: str, maximum: int) -> int:
-    """A whole number from 0 to maximum (e.g. --warmups)."""
+def parse_count(text: str, *, what: str, maximum: int, minimum: int = 0) -> int:
+    """A whole number from minimum to maximum (--runs, --warmups, ...)."""
     try:
         value = int(str(text).strip())
     except ValueError:
-        raise BadValueError(f"{what} {text!r} is not a whole number", hint=f"use 0 to {maximum}") from None
-    if not 0 <= value <= maximum:
-        raise BadValueError(f"{what} {value} is out of range", hint=f"use 0 to {maximum}")
+        raise BadValueError(f"{what} {text!r} is not a whole number", hint=f"use {minimum} to {maximum}") from None
+    if not minimum <= value <= maximum:
+        raise BadValueError(f"{what} {value} is out of range", hint=f"use {minimum} to {maximum}")
     return value
 
 
