@@ -282,7 +282,7 @@ def _print_section(console: Console, title: str, lines: list[str]) -> None:
 
 
 def render_markdown(doc: dict, analysis: dict) -> str:
-    out = [f"# encbench results\n"]
+    out = ["# encbench results\n"]
     out += [f"- {line}" for line in header_lines(doc)]
     out.append("")
     cols = columns(doc)

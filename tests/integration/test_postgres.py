@@ -7,7 +7,6 @@ Needs the PostgreSQL server binaries (scripts/setup.sh --test installs them).
 from __future__ import annotations
 
 import json
-import os
 import signal
 import subprocess
 import time

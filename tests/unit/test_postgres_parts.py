@@ -168,3 +168,21 @@ def test_wait_probe_without_sampler_records_nothing():
     t = Target(pids=[os.getpid()])
     p.start(t)
     assert p.stop(t) == {}
+
+
+class _BrokenSampler(_FakeSampler):
+    def sample(self):
+        if self.n >= 2:
+            raise OSError("connection lost")
+        return super().sample()
+
+
+def test_wait_probe_failure_is_reported_not_swallowed():
+    broken = _BrokenSampler()
+    t = Target(pids=[os.getpid()], extra={"wait_sampler": lambda: broken, "wait_interval_s": 0.005})
+    p = WaitEventProbe()
+    p.start(t)
+    time.sleep(0.1)
+    with pytest.raises(RuntimeError, match="connection lost"):
+        p.stop(t)
+    assert broken.closed

@@ -46,6 +46,7 @@ class WaitEventProbe(Probe):
 
     def _loop(self) -> None:
         t0 = time.thread_time()
+        self._error = None
         try:
             # the first sample one interval in: never before the operation has started
             while not self._stop.wait(self._interval):
@@ -54,6 +55,8 @@ class WaitEventProbe(Probe):
                     self._samples += 1
                     for e in events:
                         self._counts[e] += 1 / len(events)
+        except Exception as e:  # reported by stop(): the worker records it as a probe error
+            self._error = e
         finally:
             self._cpu = time.thread_time() - t0
 
@@ -63,6 +66,8 @@ class WaitEventProbe(Probe):
         self._stop.set()
         self._thread.join()
         self._sampler.close()
+        if self._error is not None:
+            raise RuntimeError(f"wait sampler failed after {self._samples} samples: {self._error}")
         out = {"wait_samples": self._samples, "wait_sampler_cpu_s": self._cpu}
         if self._samples:
             out.update({metric_name(e): c / self._samples for e, c in self._counts.items()})

@@ -9,8 +9,8 @@ from .base import Operation, Param, Workload
 class Roundtrip(Workload):
     name = "roundtrip"
     description = ("C client connections (variant clients) each sending small primary-key SELECTs for T seconds, "
-                   "driven by pgbench: queries/s and latency p50/p95/p99")
-    params = (Param("seconds", "duration of each run in seconds", 3, 1, kind=float, minimum=0.2, maximum=3600),)
+                   "driven by pgbench (-M prepared): queries/s and latency p50/p95/p99")
+    params = (Param("seconds", "duration of each run in whole seconds (pgbench -T)", 3, 1, minimum=1, maximum=3600),)
 
     def operations(self, session, scratch: Path, params: dict) -> list[Operation]:
         clients = int(session.variant.get("clients", "1"))
