@@ -66,6 +66,9 @@ def test_managed_all_workloads_tls_verified(encbench, tmp_path, pg_dirs_before):
     assert all(op["extra"]["messages_received"] == 3000 for op in storm), storm
     assert all(op["metrics"]["net_bytes_received"] > 3000 * 5 for op in storm), storm  # one small message each
     assert all(op["metrics"]["cpu_s"] > 0 and op["metrics"]["client_cpu_s"] > 0 for op in storm), storm
+    every_op = [op for r in doc["runs"] for op in r["operations"]]
+    assert all(not op["probe_errors"] for op in every_op), [op["probe_errors"] for op in every_op]
+    assert any(op["metrics"].get("wait_samples", 0) > 0 for op in every_op)  # the sampler really sampled
     assert doc["attribution"] and "Where the overhead went" in res.stdout, str(res)
     assert "pg_stat_ssl" in res.stdout and "TLS_CHACHA20_POLY1305_SHA256" in res.stdout, str(res)
     dirs, procs = _leftovers(pg_dirs_before)
