@@ -60,6 +60,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="measure an existing server (libpq URI or key=value; PG* variables also apply) "
                         "instead of starting a private one")
     r.add_argument("--keep", action="store_true", help="keep the private server running afterwards, for inspection")
+    r.add_argument("--wait-interval", default=None, metavar="SECONDS",
+                   help="PostgreSQL: how often the wait-event sampler polls pg_stat_activity (default 0.1)")
     r.add_argument("--allow-reconfigure", action="store_true",
                    help="allow server-side changes (e.g. ssl_ciphers) on an external --dsn server")
 
@@ -106,7 +108,7 @@ def cmd_run(args, argv: list[str]) -> int:
     from . import report, runner
     from .engines import DEFAULT_ENGINE, ENGINES
     from .probes import DEFAULT_PROBES
-    from .units import parse_count, parse_positive_int, parse_size
+    from .units import parse_count, parse_positive_int, parse_seconds, parse_size
 
     engine_name = args.engine or DEFAULT_ENGINE
     engine = ENGINES.get(engine_name)
@@ -118,7 +120,8 @@ def cmd_run(args, argv: list[str]) -> int:
     output = Path(args.output) if args.output else Path("encbench-results") / (
         f"{engine_name}-{time.strftime('%Y%m%d-%H%M%S')}.json")
     engine_options = {name: value for name, value in
-                      (("dsn", args.dsn), ("keep", args.keep), ("allow_reconfigure", args.allow_reconfigure))
+                      (("dsn", args.dsn), ("keep", args.keep), ("allow_reconfigure", args.allow_reconfigure),
+                       ("wait_interval", args.wait_interval and parse_seconds(args.wait_interval, what="--wait-interval")))
                       if value}
     config = runner.RunConfig(
         engine=engine_name,

@@ -68,6 +68,16 @@ def parse_count(text: str, *, what: str, maximum: int, minimum: int = 0) -> int:
     return value
 
 
+def parse_seconds(text: str, *, what: str, minimum: float = 0.01, maximum: float = 60.0) -> float:
+    try:
+        value = float(str(text).strip())
+    except ValueError:
+        raise BadValueError(f"{what} {text!r} is not a number of seconds", hint=f"use {minimum:g} to {maximum:g}") from None
+    if not minimum <= value <= maximum:
+        raise BadValueError(f"{what} {value:g} is out of range", hint=f"use {minimum:g} to {maximum:g}")
+    return value
+
+
 def fmt_bytes(n: float | None) -> str:
     return "-" if n is None else _scaled(n, _BYTES, " ")
 

@@ -124,7 +124,7 @@ def test_external_server_is_measured_and_left_as_found(encbench, tmp_path, exter
     ciphers = _show(external, "ssl_ciphers")
     out = tmp_path / "ext.json"
     res = encbench("run", "--engine", "postgres", "--dsn", _dsn(external), "--workload", "storm",
-                   "--workload", "bulk", "--runs", "2", "--warmups", "0",
+                   "--workload", "bulk", "--runs", "2", "--warmups", "0", "--wait-interval", "0.01",
                    "--variant", "tls=off,on,TLSv1.2:ECDHE-RSA-AES256-GCM-SHA384", *SMALL, "-o", str(out), timeout=300)
     assert res.returncode == 0, str(res)
     doc = json.loads(out.read_text())
@@ -133,6 +133,9 @@ def test_external_server_is_measured_and_left_as_found(encbench, tmp_path, exter
         {"ECDHE-RSA-AES256-GCM-SHA384"}
     text = out.read_text() + res.stdout + res.stderr
     assert external.password not in text  # the DSN's password never reaches a file or the screen
+    storm = [op for r in doc["runs"] if r["workload"] == "storm" for op in r["operations"]
+             if op["operation"] == "messages"]
+    assert all(op["metrics"].get("wait_samples", 0) >= 1 for op in storm), storm  # sampled every 10 ms
     assert _show(external, "ssl_ciphers") == ciphers  # not reconfigured without --allow-reconfigure
     assert _schemas(external) == []  # its own schema dropped afterwards
     assert external.proc.poll() is None  # and never stopped
@@ -166,6 +169,10 @@ def test_external_bad_input(encbench, tmp_path, external):
     assert_one_line_error(res, 4)
     res = encbench("run", "--engine", "postgres", "--variant", "clients=0", "-o", str(tmp_path / "e.json"))
     assert_one_line_error(res, 4)
+    res = encbench("run", "--engine", "postgres", "--wait-interval", "fast", "-o", str(tmp_path / "f.json"))
+    assert_one_line_error(res, 4)
+    res = encbench("run", "--engine", "postgres", "--dsn", _dsn(external), "--keep", "-o", str(tmp_path / "g.json"))
+    assert_one_line_error(res, 2)
 
 
 @pytest.fixture

@@ -19,6 +19,7 @@ from typing import Any, Callable
 
 from ..errors import BadValueError, CheckFailedError, EngineUnavailableError, UsageError
 from ..probes import Target
+from ..probes.waits import DEFAULT_INTERVAL_S
 from ..redact import redact
 from ..variants import Variant, VariantKey, int_validator
 from . import pg_server
@@ -173,14 +174,15 @@ class PgSession(Session):
     def backend_target(self, pids: list[int], *, application_name: str | None = None) -> Target:
         local = [p for p in pids if _is_local_postgres(p)]
         sampler = _sampler_factory(self.setup, pids=pids, application_name=application_name)
-        return Target(pids=local, client=True, extra={"wait_sampler": sampler, "socket_fds": [self.conn.fileno()]})
+        return Target(pids=local, client=True, extra={"wait_sampler": sampler, "socket_fds": [self.conn.fileno()],
+                                                      "wait_interval_s": self.setup["wait_interval_s"]})
 
     def postmaster_target(self, application_name: str) -> Target:
         """The postmaster with its reaped children: the CPU of backends that came and went."""
         pm = _parent_pid(self.backend_pid)
         sampler = _sampler_factory(self.setup, pids=None, application_name=application_name)
         return Target(pids=[pm] if pm and _is_local_postgres(pm) else [], client=True, reaped_children=True,
-                      extra={"wait_sampler": sampler})
+                      extra={"wait_sampler": sampler, "wait_interval_s": self.setup["wait_interval_s"]})
 
     def use_target(self, target: Target | None) -> None:
         self._target = target
@@ -386,7 +388,7 @@ class PostgresEngine(Engine):
     variant_keys = VARIANT_KEYS
     axis, axis_baseline = "tls", "off"
     workloads = ("storm", "roundtrip", "bulk", "connect")
-    options = ("dsn", "keep", "allow_reconfigure")
+    options = ("dsn", "keep", "allow_reconfigure", "wait_interval")
     table_columns = ("workload", "op", "variant", "elapsed", "d_elapsed", "server_cpu", "d_server_cpu",
                      "client_cpu", "d_client_cpu", "server_per_unit", "server_ctx", "net", "rate", "d_rate",
                      "verdict")
@@ -419,7 +421,8 @@ class PostgresEngine(Engine):
             server = pg_server.start(keep=bool(ctx.options.get("keep")))
             conninfo, managed, reconfigure = server.conninfo(), True, True
         setup: dict[str, Any] = {"managed": managed, "reconfigure": reconfigure, "_conninfo": conninfo,
-                                 "schema": f"encbench_{secrets.token_hex(4)}"}
+                                 "schema": f"encbench_{secrets.token_hex(4)}",
+                                 "wait_interval_s": float(ctx.options.get("wait_interval") or DEFAULT_INTERVAL_S)}
         self._servers[setup["schema"]] = server
         try:
             admin = _connect_admin(psycopg, conninfo)
