@@ -39,11 +39,11 @@ from pathlib import Path
 
 from encbench import runner, stats, worker
 from encbench.engines import ENGINES, PrepareContext
-from encbench.errors import EncbenchError
 from encbench.oscache import filesystem_of
 from encbench.probes import DEFAULT_PROBES, PROBES, Target
 from encbench.units import fmt_bytes, fmt_seconds, parse_positive_int, parse_size
 from encbench.variants import label
+from benchlib import script_main
 
 ALL, WALL, WALL_CPU = "all", "wall only", "wall+cpu"
 PROBE_SETS = {ALL: list(DEFAULT_PROBES), WALL: ["wall"], WALL_CPU: ["wall", "cpu"]}
@@ -312,14 +312,7 @@ def _main(args: argparse.Namespace) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    try:
-        return _main(parse_args(argv))
-    except EncbenchError as e:
-        print(f"observer_overhead: error: {e.one_line()}", file=sys.stderr)
-        return e.exit_code
-    except KeyboardInterrupt:
-        print("observer_overhead: interrupted", file=sys.stderr)
-        return 130
+    return script_main("observer_overhead", _main, parse_args, argv)
 
 
 if __name__ == "__main__":

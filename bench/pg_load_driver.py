@@ -44,7 +44,7 @@ from encbench.engines import PrepareContext
 from encbench.errors import BadValueError, CheckFailedError, EncbenchError, EngineUnavailableError
 from encbench.probes import DEFAULT_PROBES
 from encbench.units import parse_positive_int
-from pg_common import cleanup, pin, run
+from benchlib import cleanup, pin, run, script_main
 
 PG, ENC = "pgbench", "encbench"
 TLS = ("off", "on")
@@ -316,15 +316,7 @@ def _main(args: argparse.Namespace) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    interrupts.install()  # Ctrl-C and SIGTERM: KeyboardInterrupt, so that the finally blocks stop the server
-    try:
-        return _main(parse_args(argv))
-    except EncbenchError as e:
-        print(f"pg_load_driver: error: {e.one_line()}", file=sys.stderr)
-        return e.exit_code
-    except KeyboardInterrupt:
-        print("pg_load_driver: interrupted", file=sys.stderr)
-        return 130
+    return script_main("pg_load_driver", _main, parse_args, argv)
 
 
 if __name__ == "__main__":

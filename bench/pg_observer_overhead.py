@@ -47,7 +47,7 @@ from encbench.errors import EncbenchError
 from encbench.probes import DEFAULT_PROBES
 from encbench.units import parse_positive_int
 from encbench.variants import label
-from pg_common import cleanup, pin, run
+from benchlib import cleanup, pin, run, script_main
 
 ALL, NO_WAITS, WALL = "all", "without waits", "wall only"
 PROBE_SETS = {
@@ -299,15 +299,7 @@ def _main(args: argparse.Namespace) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    interrupts.install()  # Ctrl-C and SIGTERM: KeyboardInterrupt, so that the finally blocks stop the server
-    try:
-        return _main(parse_args(argv))
-    except EncbenchError as e:
-        print(f"pg_observer_overhead: error: {e.one_line()}", file=sys.stderr)
-        return e.exit_code
-    except KeyboardInterrupt:
-        print("pg_observer_overhead: interrupted", file=sys.stderr)
-        return 130
+    return script_main("pg_observer_overhead", _main, parse_args, argv)
 
 
 if __name__ == "__main__":

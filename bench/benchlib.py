@@ -1,4 +1,4 @@
-"""Pieces shared by the PostgreSQL bench scripts: CPU placement, server clean-up check, one run."""
+"""Pieces shared by the bench scripts: the main wrapper; for PostgreSQL, CPU placement, server clean-up check, one run."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import os
 import sys
 
 from encbench import interrupts, runner
-from encbench.errors import BadValueError
+from encbench.errors import BadValueError, EncbenchError
 
 
 def pin(engine, setup: dict, how: str) -> str:
@@ -57,3 +57,16 @@ def run(ctx, spec: dict) -> dict:
     Ctrl-C/SIGTERM (interrupts.deferred: the signal only sets STOP, the runner terminates the worker)."""
     with interrupts.deferred():
         return runner.run_in_fresh_process(ctx, spec)
+
+
+def script_main(name: str, body, parse_args, argv: list[str] | None = None) -> int:
+    """Ctrl-C and SIGTERM raise KeyboardInterrupt (so finally blocks stop servers); errors on one line."""
+    interrupts.install()
+    try:
+        return body(parse_args(argv))
+    except EncbenchError as e:
+        print(f"{name}: error: {e.one_line()}", file=sys.stderr)
+        return e.exit_code
+    except KeyboardInterrupt:
+        print(f"{name}: interrupted", file=sys.stderr)
+        return 130
