@@ -77,6 +77,11 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--format", choices=("table", "markdown", "json"), default="table")
     c.add_argument("--json", action="store_true", help="same as --format json")
 
+    lc = sub.add_parser("leak-check", help="does plaintext reach the disk although encryption at rest is on?")
+    lc.add_argument("--engine", default=None, help="engine (default sqlite)")
+    lc.add_argument("--dsn", default=None, help="an existing server on this machine (its data directory is read)")
+    lc.add_argument("--json", action="store_true", help="print the report as JSON")
+
     lst = sub.add_parser("list", help="list engines, workloads, variants and probes")
     lst.add_argument("--json", action="store_true")
     return p
@@ -207,6 +212,37 @@ def cmd_compare(args) -> int:
     return 0
 
 
+def cmd_leak_check(args) -> int:
+    import json
+    import tempfile
+
+    from .engines import DEFAULT_ENGINE, ENGINES
+
+    engine = ENGINES.get(args.engine or DEFAULT_ENGINE)
+    engine.check_available()
+    options = {"dsn": args.dsn} if args.dsn else {}
+    if options and "dsn" not in engine.options:
+        raise errors.UsageError(f"engine {engine.name} takes no --dsn")
+    with tempfile.TemporaryDirectory(prefix="encbench-leak-") as work:
+        report = engine.leak_check(options, Path(work))
+    if args.json:
+        print(json.dumps(report.to_dict(), indent=1))
+    else:
+        print(f"leak-check, engine {report.engine}: {report.configuration}")
+        print(f"scanned {report.scanned_files} files ({report.scanned_bytes:,} bytes) for a "
+              f"{report.canary_len}-byte random canary")
+        for f in report.findings:
+            print(f"  LEAK  {f.role}: {f.path} ({f.occurrences} occurrences) -> {f.fix}")
+        if not report.findings:
+            print("  no plaintext canary found: nothing leaks in the files checked")
+        if report.control:
+            found = ", ".join(report.control["found_in"]) or "nowhere (the scan could not have found a leak!)"
+            print(f"control ({report.control['configuration']}): the same canary is found in {found}")
+        for n in report.notes:
+            print(f"note: {n}")
+    return errors.EXIT_LEAK if report.leaks else 0
+
+
 def cmd_list(args) -> int:
     import json
 
@@ -247,7 +283,8 @@ def main(argv: list[str] | None = None) -> int:
             build_parser().print_help()
             return 0
         handler = {"run": lambda: cmd_run(args, argv), "show": lambda: cmd_show(args),
-                   "compare": lambda: cmd_compare(args), "list": lambda: cmd_list(args)}[args.command]
+                   "compare": lambda: cmd_compare(args), "list": lambda: cmd_list(args),
+                   "leak-check": lambda: cmd_leak_check(args)}[args.command]
         return handler()
     except errors.EncbenchError as e:
         print(f"encbench: error: {e.one_line()}", file=sys.stderr)

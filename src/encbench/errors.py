@@ -92,6 +92,7 @@ class CheckFailedError(EncbenchError):
 
 
 EXIT_INTERRUPTED = 130
+EXIT_LEAK = 13  # leak-check: plaintext found on disk
 
 EXIT_CODES = {
     0: "success",
@@ -107,5 +108,6 @@ EXIT_CODES = {
     EngineUnavailableError.exit_code: "engine library or server unavailable",
     RunFailedError.exit_code: "a run failed (partial results kept)",
     CheckFailedError.exit_code: "a run was not in the requested state (e.g. not encrypted)",
+    EXIT_LEAK: "leak-check: the canary was found in plaintext on disk",
     EXIT_INTERRUPTED: "interrupted (Ctrl-C); results so far kept",
 }

@@ -79,3 +79,9 @@ class Engine:
 
     def open_session(self, setup: dict, variant: Variant, *, mutable: bool, scratch_dir: Path) -> Session:
         raise NotImplementedError
+
+    def leak_check(self, options: dict, workdir: Path):
+        """Plant a canary in the encrypted objects, force it to disk, scan the files: a LeakReport."""
+        from ..errors import UsageError
+
+        raise UsageError(f"engine {self.name} has no leak-check yet")

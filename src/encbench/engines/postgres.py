@@ -484,6 +484,50 @@ class PostgresEngine(Engine):
     def open_session(self, setup: dict, variant: Variant, *, mutable: bool, scratch_dir: Path) -> Session:
         return PgSession(setup, variant, scratch_dir)
 
+    def leak_check(self, options: dict, workdir: Path):
+        """Community PostgreSQL has no encryption at rest: say so, and show where the canary lands."""
+        from .. import leakcheck
+
+        psycopg = _psycopg()
+        dsn = options.get("dsn")
+        server = None if dsn else pg_server.start()
+        conninfo = _parse_dsn(psycopg, dsn) if dsn else server.conninfo()
+        canary = leakcheck.new_canary()
+        schema = f"encbench_leak_{secrets.token_hex(4)}"
+        report = leakcheck.LeakReport("postgres", "community PostgreSQL (no encryption at rest exists to turn on)",
+                                      len(canary))
+        admin = None
+        try:
+            admin = _connect_admin(psycopg, conninfo)
+            datadir = Path(admin.execute("SHOW data_directory").fetchone()[0])
+            if not os.access(datadir, os.R_OK):
+                raise EngineUnavailableError(f"cannot read the server's data directory {datadir}",
+                                             hint="run leak-check on the server's machine, as root or its owner")
+            admin.execute(f"CREATE SCHEMA {schema}")
+            admin.execute(f"CREATE TABLE {schema}.leak (v text NOT NULL)")
+            admin.execute(f"INSERT INTO {schema}.leak SELECT %s || ' ' || i FROM generate_series(1, 200) i", (canary,))
+            admin.execute("CHECKPOINT")  # data pages to their files; the WAL already has them
+            dump = workdir / "backup.sql"
+            _pg_dump(server, conninfo, f"{schema}.leak", dump)
+            fix = "none in community PostgreSQL: encrypt the volume (e.g. LUKS/dm-crypt) or use a build with TDE"
+            leakcheck.scan([leakcheck.ScanTarget(str(datadir), "data directory", fix),
+                            leakcheck.ScanTarget(str(dump), "backup (pg_dump)", fix)], canary, report)
+            for f in report.findings:
+                rel = Path(f.path).relative_to(datadir).parts if f.path.startswith(str(datadir)) else ()
+                f.role = {"base": "table data", "pg_wal": "WAL", "global": "global catalog"}.get(
+                    rel[0] if rel else "", f.role)
+            report.notes.append("community PostgreSQL has no encryption at rest: the canary is stored in plaintext "
+                                "wherever the table's data goes (table files, WAL, dumps)")
+        finally:
+            if admin is not None:
+                try:
+                    admin.execute(f"DROP SCHEMA IF EXISTS {schema} CASCADE")
+                finally:
+                    admin.close()
+            if server is not None:
+                server.stop()
+        return report
+
 
 def _parse_dsn(psycopg, dsn: str) -> dict:
     try:
@@ -579,6 +623,20 @@ def _apply_ssl_settings(setup: dict, wanted: dict, admin=None, *, restore: bool 
     finally:
         if own:
             admin.close()
+
+
+def _pg_dump(server, conninfo: dict, table: str, out: Path) -> None:
+    tool = str(server.bindir / "pg_dump") if server is not None else (shutil.which("pg_dump") or "")
+    if not tool or not os.access(tool, os.X_OK):
+        raise EngineUnavailableError("pg_dump not found", hint="install the PostgreSQL client: apt-get install postgresql-client")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PGSSL")}
+    env.update({"PGHOST": str(conninfo.get("host", "")), "PGPORT": str(conninfo.get("port", "")),
+                "PGUSER": str(conninfo.get("user", "")), "PGDATABASE": str(conninfo.get("dbname", ""))})
+    if conninfo.get("password"):
+        env["PGPASSWORD"] = str(conninfo["password"])
+    done = subprocess.run([tool, "-t", table, "-f", str(out)], env=env, capture_output=True, text=True)
+    if done.returncode != 0:
+        raise EngineUnavailableError(f"pg_dump failed: {redact((done.stderr.strip().splitlines() or ['?'])[-1])}")
 
 
 def _find_pgbench(server) -> str | None:

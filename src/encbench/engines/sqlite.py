@@ -245,6 +245,36 @@ def _connect(sqlcipher3, path: Path, variant: Variant, key: str | None, *, creat
     return conn
 
 
+def _plant_sqlite(sqlcipher3, directory: Path, variant: Variant, canary: str, report) -> None:
+    """Write the canary, commit, back it up, then hold a write transaction open so that the
+    rollback journal (old pages) and the WAL (new frames) are on disk while they are scanned."""
+    from ..leakcheck import ScanTarget, scan
+
+    directory.mkdir(parents=True, exist_ok=True)
+    key = key_sql(variant, DEFAULT_PASSPHRASE)
+    fix = "open the database with a key (PRAGMA key): SQLCipher encrypts it, its journal, WAL and backups"
+    for mode in ("delete", "wal"):
+        path = directory / f"leak-{mode}.db"
+        conn = _connect(sqlcipher3, path, variant, key, create=True)
+        try:
+            conn.execute(f"PRAGMA journal_mode = {mode}")
+            conn.execute("CREATE TABLE leak (v TEXT NOT NULL)")
+            conn.execute("BEGIN")
+            conn.executemany("INSERT INTO leak VALUES (?)", [(f"{canary} {i}",) for i in range(200)])
+            conn.execute("COMMIT")
+            backup = directory / f"leak-{mode}-backup.db"
+            dest = _connect(sqlcipher3, backup, variant, key, create=True)
+            dest.execute("PRAGMA user_version = 0")
+            conn.backup(dest)
+            dest.close()
+            conn.execute("BEGIN")
+            conn.execute("UPDATE leak SET v = v || ' updated'")
+            scan([ScanTarget(str(path), "database", fix), ScanTarget(f"{path}-journal", "rollback journal", fix),
+                  ScanTarget(f"{path}-wal", "WAL", fix), ScanTarget(str(backup), "backup", fix)], canary, report)
+        finally:
+            conn.close()  # rolls the open transaction back
+
+
 class SQLiteEngine(Engine):
     name = "sqlite"
     description = "SQLite plain vs SQLCipher 4 (embedded, no server; PyPI sqlcipher3-wheels)"
@@ -351,6 +381,22 @@ class SQLiteEngine(Engine):
         sizes = sorted({int(f["variant"].get("page_size", 4096)) for f in setup["files"].values()
                         if f["variant"].get("encryption") == "on"})
         return {"raw_cipher": {str(ps): rawcipher.sqlcipher_page(ps) for ps in sizes}}
+
+    def leak_check(self, options: dict, workdir: Path):
+        """SQLCipher with its defaults, rollback journal and WAL, plus a backup; a plain control."""
+        from .. import leakcheck
+
+        sqlcipher3 = _import()
+        canary = leakcheck.new_canary()
+        encrypted = {"encryption": "on", "page_size": "4096", "kdf_iter": "256000", "key": "passphrase"}
+        report = leakcheck.LeakReport("sqlite", "SQLCipher 4 defaults (AES-256-CBC + HMAC-SHA512), rollback journal "
+                                      "and WAL modes, online backup", len(canary))
+        _plant_sqlite(sqlcipher3, workdir / "encrypted", encrypted, canary, report)
+        control = leakcheck.LeakReport("sqlite", "plain SQLite (control)", len(canary))
+        _plant_sqlite(sqlcipher3, workdir / "plain", {"encryption": "off", "page_size": "4096"}, canary, control)
+        report.control = {"configuration": control.configuration,
+                          "found_in": sorted({f.role for f in control.findings})}
+        return report
 
     def open_session(self, setup: dict, variant: Variant, *, mutable: bool, scratch_dir: Path) -> Session:
         source = Path(setup["files"][file_name(variant)]["path"])
