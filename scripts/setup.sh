@@ -29,8 +29,12 @@ extras=""
 if [ "${1:-}" = "--test" ]; then
   extras="[test]"
   # the PostgreSQL tests start a real private server: they need its binaries (and pgbench)
-  if ! ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 && ! command -v pg_config >/dev/null 2>&1; then
+  if ! ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1; then
     apt_install postgresql
+  fi
+  # the MariaDB tests start a real private server too (and run mariadb-backup)
+  if ! command -v mariadbd >/dev/null 2>&1 && [ ! -x /usr/sbin/mariadbd ] || ! command -v mariadb-backup >/dev/null 2>&1; then
+    apt_install mariadb-server mariadb-backup
   fi
 fi
 .venv/bin/python -m pip install --disable-pip-version-check -q -e ".${extras}"

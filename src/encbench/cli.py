@@ -81,6 +81,8 @@ def build_parser() -> argparse.ArgumentParser:
     lc.add_argument("--engine", default=None, help="engine (default sqlite)")
     lc.add_argument("--dsn", default=None, help="an existing server on this machine (its data directory is read)")
     lc.add_argument("--json", action="store_true", help="print the report as JSON")
+    lc.add_argument("--setting", action="append", default=[], metavar="NAME=VALUE",
+                    help="mariadb: a server setting of the private server, e.g. innodb_encrypt_log=OFF (repeatable)")
 
     lst = sub.add_parser("list", help="list engines, workloads, variants and probes")
     lst.add_argument("--json", action="store_true")
@@ -221,8 +223,14 @@ def cmd_leak_check(args) -> int:
     engine = ENGINES.get(args.engine or DEFAULT_ENGINE)
     engine.check_available()
     options = {"dsn": args.dsn} if args.dsn else {}
-    if options and "dsn" not in engine.options:
-        raise errors.UsageError(f"engine {engine.name} takes no --dsn")
+    if args.setting:
+        from .engines.mariadb import parse_settings
+
+        options["settings"] = parse_settings(args.setting)
+    for name in options:
+        if name not in engine.options:
+            raise errors.UsageError(f"engine {engine.name} takes no --{name.rstrip('s')}",
+                                    hint=f"its options: {', '.join(engine.options) or 'none'}")
     with tempfile.TemporaryDirectory(prefix="encbench-leak-") as work:
         report = engine.leak_check(options, Path(work))
     if args.json:

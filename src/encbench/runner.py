@@ -66,6 +66,9 @@ class Plan:
 def plan(config: RunConfig) -> Plan:
     """Check every name and value, and lay out the runs: per workload, warmups then ABBA rounds."""
     engine = ENGINES.get(config.engine)
+    if not engine.workloads:
+        raise UsageError(f"engine {engine.name} measures no workloads yet",
+                         hint=f"what it offers now: encbench leak-check --engine {engine.name}")
     unknown = sorted(set(config.engine_options) - set(engine.options))
     if unknown:
         flags = ", ".join("--" + o.replace("_", "-") for o in unknown)

@@ -40,3 +40,15 @@ def assert_one_line_error(res: Result, code: int, prefix: str = "encbench: error
 
 def scratch_dirs(data_dir: Path) -> list[Path]:
     return sorted(data_dir.glob("scratch-*")) if data_dir.exists() else []
+
+
+def process_command_lines(word: str) -> list[str]:
+    """Command lines of the running processes that mention `word` (psutil: no procps needed)."""
+    import psutil
+
+    out = []
+    for proc in psutil.process_iter(["cmdline"]):
+        line = " ".join(proc.info["cmdline"] or [])
+        if word in line:
+            out.append(line)
+    return out

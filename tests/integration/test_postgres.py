@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from encbench.engines import pg_server
-from integration_helpers import assert_one_line_error, encbench_command
+from integration_helpers import assert_one_line_error, encbench_command, process_command_lines
 
 pytestmark = pytest.mark.integration
 
@@ -31,7 +31,7 @@ SMALL = ["--param", "messages=3000", "--param", "rows=2000", "--param", "connect
 
 def _leftovers(before: set[str]) -> tuple[set[str], list[str]]:
     dirs = {str(p) for p in Path("/tmp").glob("encbench-pg-*")} - before
-    procs = subprocess.run(["pgrep", "-af", "postgres"], capture_output=True, text=True).stdout.splitlines()
+    procs = process_command_lines("postgres")
     ours = [p for p in procs if any(d in p for d in dirs)]
     return dirs, ours
 

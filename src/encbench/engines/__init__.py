@@ -4,12 +4,14 @@ from __future__ import annotations
 
 from ..registry import Registry
 from .base import Engine, PrepareContext, Session
+from .mariadb import MariaDBEngine
 from .postgres import PostgresEngine
 from .sqlite import SQLiteEngine
 
 ENGINES: Registry[Engine] = Registry("engine")
 ENGINES.register(SQLiteEngine.name, SQLiteEngine())
 ENGINES.register(PostgresEngine.name, PostgresEngine())
+ENGINES.register(MariaDBEngine.name, MariaDBEngine())
 
 DEFAULT_ENGINE = SQLiteEngine.name
 
