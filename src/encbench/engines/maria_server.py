@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import atexit
 import os
-import pwd
 import secrets
 import shutil
 import signal
@@ -22,6 +21,7 @@ from pathlib import Path
 
 from .. import ports
 from ..errors import BadValueError, EngineUnavailableError
+from .local_server import last_log_line, unprivileged_user
 
 INSTALL_HINT = "install it with: apt-get install mariadb-server mariadb-backup"
 START_TIMEOUT_S = 60
@@ -49,18 +49,6 @@ def binaries() -> dict[str, str]:
     if missing:
         raise EngineUnavailableError(f"MariaDB server binaries not found ({', '.join(missing)})", hint=INSTALL_HINT)
     return found
-
-
-def _user() -> tuple[str, int, int] | None:
-    if os.geteuid() != 0:
-        return None
-    for name in ("mysql", "nobody"):
-        try:
-            pw = pwd.getpwnam(name)
-            return name, pw.pw_uid, pw.pw_gid
-        except KeyError:
-            continue
-    raise EngineUnavailableError("running as root and no unprivileged user (mysql, nobody) to run MariaDB as")
 
 
 @dataclass
@@ -105,7 +93,7 @@ def _check_settings(settings: dict) -> None:
 def start(settings: dict | None = None) -> MariaServer:
     """install-db, key file, config, start; retried on a port race."""
     bins = binaries()
-    user = _user()
+    user = unprivileged_user("mysql")
     conf = dict(ENCRYPTED, **(settings or {}))
     _check_settings(conf)
     root = Path(tempfile.mkdtemp(prefix="encbench-maria-"))
@@ -180,9 +168,4 @@ def _wait_ready(server: MariaServer) -> tuple[bool, str]:
 
 
 def _last_log_line(server: MariaServer) -> str:
-    try:
-        lines = [ln for ln in (server.root / "server.log").read_text(errors="replace").splitlines() if ln.strip()]
-    except OSError:
-        return "no log"
-    errors = [ln for ln in lines if "ERROR" in ln]
-    return (errors or lines or ["empty log"])[-1].strip()
+    return last_log_line(server.root / "server.log", ("ERROR",))

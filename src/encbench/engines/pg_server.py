@@ -12,7 +12,6 @@ from __future__ import annotations
 import atexit
 import glob
 import os
-import pwd
 import re
 import secrets
 import shutil
@@ -25,6 +24,7 @@ from pathlib import Path
 
 from .. import certs, ports
 from ..errors import EngineUnavailableError
+from .local_server import last_log_line, unprivileged_user
 
 INSTALL_HINT = "install them with: apt-get install postgresql (Debian/Ubuntu), or measure an existing server with --dsn"
 START_TIMEOUT_S = 30
@@ -66,20 +66,6 @@ def find_bindir() -> Path:
         if c and os.access(os.path.join(c, "initdb"), os.X_OK) and os.access(os.path.join(c, "postgres"), os.X_OK):
             return Path(c)
     raise EngineUnavailableError("PostgreSQL server binaries (initdb, postgres) not found", hint=INSTALL_HINT)
-
-
-def _server_user() -> tuple[str, int, int] | None:
-    """(name, uid, gid) to run the server as when we are root; None when we are not root."""
-    if os.geteuid() != 0:
-        return None
-    for name in ("postgres", "nobody"):
-        try:
-            pw = pwd.getpwnam(name)
-            return name, pw.pw_uid, pw.pw_gid
-        except KeyError:
-            continue
-    raise EngineUnavailableError("running as root and no unprivileged user (postgres, nobody) to run the server as",
-                                 hint="create a 'postgres' user or run encbench as an ordinary user")
 
 
 @dataclass
@@ -145,7 +131,7 @@ def _run(cmd: list[str], user, what: str) -> None:
 def start(*, keep: bool = False, settings: dict | None = None) -> PgServer:
     """initdb + certificate + start on a free port below 32768; retried on a port race."""
     bindir = find_bindir()
-    user = _server_user()
+    user = unprivileged_user("postgres")
     root = Path(tempfile.mkdtemp(prefix="encbench-pg-"))
     server = PgServer(bindir=bindir, root=root, port=0, password=secrets.token_urlsafe(24), user=user, keep=False)
     atexit.register(server.stop)
@@ -210,9 +196,4 @@ def _wait_ready(server: PgServer) -> tuple[bool, str]:
 
 
 def _last_log_line(server: PgServer) -> str:
-    try:
-        lines = [ln for ln in server.logfile.read_text(errors="replace").splitlines() if ln.strip()]
-    except OSError:
-        return "no log"
-    errors = [ln for ln in lines if "FATAL" in ln or "ERROR" in ln]
-    return (errors or lines or ["empty log"])[-1].strip()
+    return last_log_line(server.logfile)
