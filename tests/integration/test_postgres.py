@@ -221,3 +221,47 @@ def test_interrupt_stops_the_private_server(tmp_path, cli_env, sig, pg_dirs_befo
     assert doc["status"] == "interrupted" and len(doc["runs"]) >= 2
     dirs, procs = _leftovers(pg_dirs_before)
     assert not dirs and not procs, (dirs, procs)
+
+
+@needs_pg
+def test_a_taken_port_is_retried(monkeypatch):
+    """The port chosen can be taken between the check and the bind: the start is retried."""
+    import socket
+
+    from encbench import ports
+
+    taken = socket.socket()
+    taken.bind(("127.0.0.1", 0))
+    taken.listen()
+    busy = taken.getsockname()[1]
+    real = ports.free_port
+    calls = []
+
+    def first_busy(*a, **k):
+        calls.append(1)
+        return busy if len(calls) == 1 else real(*a, **k)
+
+    monkeypatch.setattr(ports, "free_port", first_busy)
+    server = pg_server.start()
+    try:
+        assert server.port != busy and len(calls) >= 2
+    finally:
+        server.stop()
+        taken.close()
+
+
+@pytest.fixture
+def tls13_only_server():
+    if not HAVE_PG:
+        pytest.skip("PostgreSQL server binaries not installed")
+    server = pg_server.start(settings={"ssl_min_protocol_version": "TLSv1.3"})
+    yield server
+    server.stop()
+
+
+def test_protocol_outside_the_server_range_is_refused(encbench, tmp_path, tls13_only_server):
+    res = encbench("run", "--engine", "postgres", "--dsn", _dsn(tls13_only_server), "--workload", "storm",
+                   "--variant", "tls=TLSv1.2:ECDHE-RSA-AES256-GCM-SHA384", "--runs", "1", "--warmups", "0",
+                   *SMALL, "-o", str(tmp_path / "x.json"))
+    line = assert_one_line_error(res, 4)
+    assert "refused" in line

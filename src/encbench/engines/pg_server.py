@@ -171,7 +171,7 @@ def start(*, keep: bool = False, settings: dict | None = None) -> PgServer:
                 server.proc.kill()
                 server.proc.wait()
             server.proc = None
-            if "already in use" not in last_error and "could not bind" not in last_error:
+            if not _port_taken(server, last_error):
                 break
         raise EngineUnavailableError(f"the private PostgreSQL server did not start: {last_error}",
                                      hint=f"see {server.logfile}" if keep else "run with --keep to inspect its log")
@@ -193,6 +193,16 @@ def _wait_ready(server: PgServer) -> tuple[bool, str]:
         except psycopg.OperationalError:
             time.sleep(0.1)
     return False, f"not accepting connections after {START_TIMEOUT_S} s; {_last_log_line(server)}"
+
+
+def _port_taken(server: PgServer, last_error: str) -> bool:
+    """The server could not bind its port (taken since we checked it): worth another port."""
+    if "could not create any TCP/IP sockets" in last_error:
+        return True
+    try:
+        return "Address already in use" in server.logfile.read_text(errors="replace")
+    except OSError:
+        return False
 
 
 def _last_log_line(server: PgServer) -> str:
