@@ -70,3 +70,15 @@ def script_main(name: str, body, parse_args, argv: list[str] | None = None) -> i
     except KeyboardInterrupt:
         print(f"{name}: interrupted", file=sys.stderr)
         return 130
+
+
+def add_pin_argument(parser) -> None:
+    parser.add_argument("--pin", default="none", choices=("none", "same", "split"),
+                        help="CPU placement: none (default), same (client side and server on one CPU), "
+                             "split (client side on one CPU, server on another)")
+
+
+def progress(text: str, width: int = 60) -> None:
+    """A one-line progress indicator on a terminal; nothing otherwise."""
+    if sys.stderr.isatty():
+        print(f"\r  {text:<{width}}", end="", file=sys.stderr, flush=True)

@@ -43,7 +43,7 @@ from encbench.oscache import filesystem_of
 from encbench.probes import DEFAULT_PROBES, PROBES, Target
 from encbench.units import fmt_bytes, fmt_seconds, parse_positive_int, parse_size
 from encbench.variants import label
-from benchlib import script_main
+from benchlib import progress, run, script_main
 
 ALL, WALL, WALL_CPU = "all", "wall only", "wall+cpu"
 PROBE_SETS = {ALL: list(DEFAULT_PROBES), WALL: ["wall"], WALL_CPU: ["wall", "cpu"]}
@@ -69,13 +69,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 def _pool(engine) -> ProcessPoolExecutor:
     """The runner's kind of pool: forkserver, encbench.worker preloaded, one fresh process per run."""
     ctx = multiprocessing.get_context("forkserver")
-    ctx.set_forkserver_preload(["encbench.worker", *getattr(engine, "preload", ())])
+    ctx.set_forkserver_preload(["encbench.worker"])
     return ProcessPoolExecutor(max_workers=1, mp_context=ctx, max_tasks_per_child=1)
-
-
-def _progress(text: str) -> None:
-    if sys.stderr.isatty():
-        print(f"\r  {text:<40}", end="", file=sys.stderr, flush=True)
 
 
 def measure_runs(plan: runner.Plan, workload: str, setup: dict, scratch: Path,
@@ -89,14 +84,14 @@ def measure_runs(plan: runner.Plan, workload: str, setup: dict, scratch: Path,
         for i, v in enumerate(variants):
             order = names if (r + i) % 2 == 0 else names[::-1]  # A B C, then C B A: drift cancels out
             items += [(v, s, False) for s in order]
-    pool = _pool(plan.engine)
+    ctx = runner._context()
     try:
         for n, (v, probe_set, warmup) in enumerate(items, 1):
-            _progress(f"run {n}/{len(items)}")
+            progress(f"run {n}/{len(items)}", 40)
             spec = {"workload": workload, "variant": v, "round": 0, "warmup": warmup,
                     "engine": plan.engine.name, "setup": setup, "probes": PROBE_SETS[probe_set],
                     "scratch_dir": str(scratch)}
-            result = pool.submit(worker.execute, spec).result()
+            result = run(ctx, spec)
             totals: dict[str, float] = {}
             for op in result["operations"]:
                 if op["probe_errors"]:
@@ -107,8 +102,7 @@ def measure_runs(plan: runner.Plan, workload: str, setup: dict, scratch: Path,
                 for metric, value in totals.items():
                     out[label(v)][probe_set].setdefault(metric, []).append(value)
     finally:
-        pool.shutdown(wait=True, cancel_futures=True)
-        _progress("")
+        progress("", 40)
         if sys.stderr.isatty():
             print("\r", end="", file=sys.stderr, flush=True)
     return out
@@ -158,13 +152,13 @@ def empty_runs(plan: runner.Plan, setup: dict, scratch: Path, runs: int) -> dict
     try:
         for r in range(runs):
             for probe_set in ((ALL, WALL_CPU) if r % 2 == 0 else (WALL_CPU, ALL)):
-                _progress(f"empty operation {r + 1}/{runs}")
+                progress(f"empty operation {r + 1}/{runs}", 40)
                 m = pool.submit(empty_operation, plan.engine.name, setup, plan.variants[0], str(scratch),
                                 PROBE_SETS[probe_set]).result()
                 out[probe_set].append(m["cpu_s"])
     finally:
         pool.shutdown(wait=True)
-        _progress("")
+        progress("", 40)
     return out
 
 
@@ -293,7 +287,7 @@ def _main(args: argparse.Namespace) -> int:
         data_dir.mkdir(parents=True, exist_ok=True)
         scratch = Path(tempfile.mkdtemp(prefix="scratch-", dir=data_dir))
         ctx = PrepareContext(size_bytes=size, seed=seed, data_dir=data_dir, scratch_dir=scratch,
-                             variants=plan.variants, progress=lambda msg: _progress(msg))
+                             variants=plan.variants, progress=lambda msg: progress(msg, 40))
         setup = plan.engine.prepare(ctx)
         print(f"observer overhead: {args.engine}/{args.workload}, {setup.get('rows', 0):,} rows ({args.size}), "
               f"data on {filesystem_of(data_dir)}; {runs} runs per variant and probe set + 1 warmup, "

@@ -27,7 +27,6 @@ Usage: .venv/bin/python bench/pg_load_driver.py [--runs 3] [--seconds 3] [--clie
 from __future__ import annotations
 
 import argparse
-import multiprocessing
 import os
 import re
 import shutil
@@ -44,7 +43,7 @@ from encbench.engines import PrepareContext
 from encbench.errors import BadValueError, CheckFailedError, EncbenchError, EngineUnavailableError
 from encbench.probes import DEFAULT_PROBES
 from encbench.units import parse_positive_int
-from benchlib import cleanup, pin, run, script_main
+from benchlib import add_pin_argument, cleanup, pin, progress, run, script_main
 
 PG, ENC = "pgbench", "encbench"
 TLS = ("off", "on")
@@ -61,22 +60,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--clients", default="1,2", help="client counts, comma-separated (default 1,2)")
     p.add_argument("--plain-protocol", default="simple", choices=("simple", "extended", "prepared"),
                    help="-M of the plain pgbench runs (default simple, pgbench's own default)")
-    p.add_argument("--pin", default="none", choices=("none", "same", "split"),
-                   help="CPU placement: none (default), same (client side and server on one CPU), "
-                        "split (client side on one CPU, server on another)")
+    add_pin_argument(p)
     return p.parse_args(argv)
-
-
-def _context():
-    """The runner's kind of process context: forkserver with encbench.worker preloaded (runner._context)."""
-    ctx = multiprocessing.get_context("forkserver")
-    ctx.set_forkserver_preload(["encbench.worker"])
-    return ctx
-
-
-def _progress(text: str) -> None:
-    if sys.stderr.isatty():
-        print(f"\r  {text:<60}", end="", file=sys.stderr, flush=True)
 
 
 def pg_env(conninfo: dict, tls: str | None, appname: str) -> dict:
@@ -146,11 +131,11 @@ def measure(plan: runner.Plan, setup: dict, scratch: Path, items: list, seconds:
     """(tool, clients, tls) -> name -> one value per measured run."""
     values: dict[tuple[str, int, str], dict[str, list[float]]] = {}
     conninfo = dict(setup["_conninfo"])
-    ctx = _context()
+    ctx = runner._context()
     try:
         for n, (tool, clients, tls, warmup) in enumerate(items, 1):
             interrupts.raise_if_stopped()
-            _progress(f"run {n}/{len(items)}: {tool} clients={clients} tls={tls}{' (warmup)' if warmup else ''}")
+            progress(f"run {n}/{len(items)}: {tool} clients={clients} tls={tls}{' (warmup)' if warmup else ''}")
             variant = {"tls": tls, "clients": str(clients)}
             if tool == PG:
                 row = plain_run(setup["pgbench"], conninfo, clients, tls, seconds, protocol)
@@ -172,7 +157,7 @@ def measure(plan: runner.Plan, setup: dict, scratch: Path, items: list, seconds:
                 if v is not None:
                     cell.setdefault(k, []).append(float(v))
     finally:
-        _progress("")
+        progress("")
         if sys.stderr.isatty():
             print("\r", end="", file=sys.stderr, flush=True)
     return values
@@ -284,13 +269,13 @@ def _main(args: argparse.Namespace) -> int:
         plan.engine.check_available()
         scratch = Path(tempfile.mkdtemp(prefix="scratch-", dir=work))
         ctx = PrepareContext(size_bytes=1, seed=1, data_dir=work, scratch_dir=scratch, variants=plan.variants,
-                             progress=_progress, params=plan.params)
+                             progress=progress, params=plan.params)
         setup = plan.engine.prepare(ctx)  # starts the one private server of this script
         placement = pin(plan.engine, setup, args.pin)
         if not setup.get("pgbench"):
             raise EngineUnavailableError("pgbench not found", hint="apt-get install postgresql")
         conninfo = dict(setup["_conninfo"])
-        _progress("pgbench -i -s 1")
+        progress("pgbench -i -s 1")
         load_pgbench_tables(setup["pgbench"], conninfo)
         tls_seen = check_plain_tls(conninfo)
         version = _run([setup["pgbench"], "--version"], os.environ.copy(), 30, "pgbench --version").strip()

@@ -33,7 +33,6 @@ Usage: .venv/bin/python bench/pg_observer_overhead.py [--runs 8] [--messages 100
 from __future__ import annotations
 
 import argparse
-import multiprocessing
 import os
 import shutil
 import sys
@@ -47,7 +46,7 @@ from encbench.errors import EncbenchError
 from encbench.probes import DEFAULT_PROBES
 from encbench.units import parse_positive_int
 from encbench.variants import label
-from benchlib import cleanup, pin, run, script_main
+from benchlib import add_pin_argument, cleanup, pin, progress, run, script_main
 
 ALL, NO_WAITS, WALL = "all", "without waits", "wall only"
 PROBE_SETS = {
@@ -68,22 +67,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--messages", default="100000", help="storm: messages per storm (default 100000)")
     p.add_argument("--seconds", default="2", help="roundtrip: seconds per run (default 2)")
     p.add_argument("--clients", default="1", help="roundtrip: client connections (default 1)")
-    p.add_argument("--pin", default="none", choices=("none", "same", "split"),
-                   help="CPU placement: none (default), same (client side and server on one CPU), "
-                        "split (client side on one CPU, server on another)")
+    add_pin_argument(p)
     return p.parse_args(argv)
-
-
-def _context():
-    """The runner's kind of process context: forkserver with encbench.worker preloaded (runner._context)."""
-    ctx = multiprocessing.get_context("forkserver")
-    ctx.set_forkserver_preload(["encbench.worker"])
-    return ctx
-
-
-def _progress(text: str) -> None:
-    if sys.stderr.isatty():
-        print(f"\r  {text:<60}", end="", file=sys.stderr, flush=True)
 
 
 def _variants_of(plan: runner.Plan) -> dict[str, list[dict]]:
@@ -113,11 +98,11 @@ def measure(plan: runner.Plan, setup: dict, scratch: Path, items: list) -> tuple
     """(workload, variant label, op) -> probe set -> name -> one value per measured run."""
     values: dict[tuple[str, str, str], dict[str, dict[str, list[float]]]] = {}
     problems: list[str] = []
-    ctx = _context()
+    ctx = runner._context()
     try:
         for n, (wl, v, probe_set, warmup) in enumerate(items, 1):
             interrupts.raise_if_stopped()
-            _progress(f"run {n}/{len(items)}: {wl} {label(v)} {probe_set}{' (warmup)' if warmup else ''}")
+            progress(f"run {n}/{len(items)}: {wl} {label(v)} {probe_set}{' (warmup)' if warmup else ''}")
             server = plan.engine.apply_variant(setup, v)
             if server.get("skip"):
                 raise EncbenchError(f"{wl} {label(v)} skipped by the engine: {server['skip']}")
@@ -137,7 +122,7 @@ def measure(plan: runner.Plan, setup: dict, scratch: Path, items: list) -> tuple
                     if isinstance(x, (int, float)) and not isinstance(x, bool):
                         row.setdefault("extra:" + k, []).append(float(x))
     finally:
-        _progress("")
+        progress("")
         if sys.stderr.isatty():
             print("\r", end="", file=sys.stderr, flush=True)
     return values, problems
@@ -274,7 +259,7 @@ def _main(args: argparse.Namespace) -> int:
         plan.engine.check_available()
         scratch = Path(tempfile.mkdtemp(prefix="scratch-", dir=work))
         ctx = PrepareContext(size_bytes=1, seed=1, data_dir=work, scratch_dir=scratch, variants=plan.variants,
-                             progress=_progress, params=plan.params)
+                             progress=progress, params=plan.params)
         setup = plan.engine.prepare(ctx)  # starts the one private server of this script
         placement = pin(plan.engine, setup, args.pin)
         items = schedule(_variants_of(plan), runs, warmups)
