@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import os
 import pwd
+import subprocess
+import time
 from pathlib import Path
+from typing import Callable
 
 from ..errors import EngineUnavailableError
 
@@ -31,3 +34,29 @@ def last_log_line(path: Path, marks: tuple[str, ...] = ("FATAL", "ERROR")) -> st
         return "no log"
     errors = [ln for ln in lines if any(m in ln for m in marks)]
     return (errors or lines or ["empty log"])[-1].strip()
+
+
+def run_tool(cmd: list[str], what: str, *, timeout: float = 300, **popen) -> None:
+    """Run a set-up tool (initdb, mariadb-install-db); its last output line is the error."""
+    try:
+        out = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, **popen)
+    except (OSError, subprocess.SubprocessError) as e:
+        raise EngineUnavailableError(f"{what} failed: {e}") from None
+    if out.returncode != 0:
+        last = ((out.stderr or out.stdout).strip().splitlines() or ["no output"])[-1]
+        raise EngineUnavailableError(f"{what} failed: {last}")
+
+
+def wait_ready(proc: subprocess.Popen, try_connect: Callable[[], None], not_yet: type[Exception] | tuple,
+               last_line: Callable[[], str], timeout: float) -> tuple[bool, str]:
+    """Poll until a connection succeeds: (True, "") or (False, why) when the server died or timed out."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            return False, last_line()
+        try:
+            try_connect()
+            return True, ""
+        except not_yet:
+            time.sleep(0.1)
+    return False, f"not accepting connections after {timeout} s; {last_line()}"

@@ -15,13 +15,12 @@ import shutil
 import signal
 import subprocess
 import tempfile
-import time
 from dataclasses import dataclass
 from pathlib import Path
 
 from .. import ports
 from ..errors import BadValueError, EngineUnavailableError
-from .local_server import last_log_line, unprivileged_user
+from .local_server import last_log_line, run_tool, unprivileged_user, wait_ready
 
 INSTALL_HINT = "install it with: apt-get install mariadb-server mariadb-backup"
 START_TIMEOUT_S = 60
@@ -121,8 +120,8 @@ def start(settings: dict | None = None) -> MariaServer:
             lines += [f"{k}={v}" for k, v in conf.items()]
             cnf.write_text("\n".join(lines) + "\n")
             if not server.datadir.exists():
-                _run([bins["mariadb-install-db"], f"--defaults-file={cnf}", f"--user={user[0] if user else ''}",
-                      "--auth-root-authentication-method=socket", "--skip-test-db"], "mariadb-install-db")
+                run_tool([bins["mariadb-install-db"], f"--defaults-file={cnf}", *([f"--user={user[0]}"] if user else []),
+                          "--auth-root-authentication-method=socket", "--skip-test-db"], "mariadb-install-db")
             args = [bins["mariadbd"], f"--defaults-file={cnf}"] + ([f"--user={user[0]}"] if user else [])
             server.proc = subprocess.Popen(args, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                                            stderr=subprocess.DEVNULL, start_new_session=True)
@@ -141,30 +140,11 @@ def start(settings: dict | None = None) -> MariaServer:
         raise
 
 
-def _run(cmd: list[str], what: str) -> None:
-    cmd = [c for c in cmd if not c.endswith("--user=")]
-    try:
-        out = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
-    except (OSError, subprocess.SubprocessError) as e:
-        raise EngineUnavailableError(f"{what} failed: {e}") from None
-    if out.returncode != 0:
-        last = ((out.stderr or out.stdout).strip().splitlines() or ["no output"])[-1]
-        raise EngineUnavailableError(f"{what} failed: {last}")
-
-
 def _wait_ready(server: MariaServer) -> tuple[bool, str]:
     import pymysql
 
-    deadline = time.monotonic() + START_TIMEOUT_S
-    while time.monotonic() < deadline:
-        if server.proc.poll() is not None:
-            return False, _last_log_line(server)
-        try:
-            server.connect(connect_timeout=2).close()
-            return True, ""
-        except pymysql.err.OperationalError:
-            time.sleep(0.2)
-    return False, f"not accepting connections after {START_TIMEOUT_S} s; {_last_log_line(server)}"
+    return wait_ready(server.proc, lambda: server.connect(connect_timeout=2).close(), pymysql.err.OperationalError,
+                      lambda: _last_log_line(server), START_TIMEOUT_S)
 
 
 def _last_log_line(server: MariaServer) -> str:

@@ -18,13 +18,12 @@ import shutil
 import signal
 import subprocess
 import tempfile
-import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from .. import certs, ports
 from ..errors import EngineUnavailableError
-from .local_server import last_log_line, unprivileged_user
+from .local_server import last_log_line, run_tool, unprivileged_user, wait_ready
 
 INSTALL_HINT = "install them with: apt-get install postgresql (Debian/Ubuntu), or measure an existing server with --dsn"
 START_TIMEOUT_S = 30
@@ -118,16 +117,6 @@ def _as_user(user):
     return {"user": user[1], "group": user[2], "extra_groups": []} if user else {}
 
 
-def _run(cmd: list[str], user, what: str) -> None:
-    try:
-        out = subprocess.run(cmd, capture_output=True, text=True, timeout=120, **_as_user(user))
-    except (OSError, subprocess.SubprocessError) as e:
-        raise EngineUnavailableError(f"{what} failed: {e}") from None
-    if out.returncode != 0:
-        last = (out.stderr or out.stdout).strip().splitlines()[-1:] or ["no output"]
-        raise EngineUnavailableError(f"{what} failed: {last[0]}")
-
-
 def start(*, keep: bool = False, settings: dict | None = None) -> PgServer:
     """initdb + certificate + start on a free port below 32768; retried on a port race."""
     bindir = find_bindir()
@@ -147,9 +136,9 @@ def start(*, keep: bool = False, settings: dict | None = None) -> PgServer:
         if user:
             os.chown(pwfile, user[1], user[2])
             os.chown(server.sockdir, user[1], user[2])
-        _run([str(bindir / "initdb"), "-D", str(server.datadir), "-U", "postgres", "-E", "UTF8",
-              "--auth-local=trust", "--auth-host=scram-sha-256", f"--pwfile={pwfile}", "--no-instructions"],
-             user, "initdb")
+        run_tool([str(bindir / "initdb"), "-D", str(server.datadir), "-U", "postgres", "-E", "UTF8",
+                  "--auth-local=trust", "--auth-host=scram-sha-256", f"--pwfile={pwfile}", "--no-instructions"],
+                 "initdb", timeout=120, **_as_user(user))
         crt, key = certs.self_signed(root, owner=user[1:] if user else None)
         conf = dict(SERVER_SETTINGS, **(settings or {}), ssl_cert_file=str(crt), ssl_key_file=str(key),
                     unix_socket_directories=str(server.sockdir))
@@ -183,16 +172,9 @@ def start(*, keep: bool = False, settings: dict | None = None) -> PgServer:
 def _wait_ready(server: PgServer) -> tuple[bool, str]:
     import psycopg
 
-    deadline = time.monotonic() + START_TIMEOUT_S
-    while time.monotonic() < deadline:
-        if server.proc.poll() is not None:
-            return False, _last_log_line(server)
-        try:
-            psycopg.connect(**server.conninfo(), sslmode="disable", connect_timeout=2).close()
-            return True, ""
-        except psycopg.OperationalError:
-            time.sleep(0.1)
-    return False, f"not accepting connections after {START_TIMEOUT_S} s; {_last_log_line(server)}"
+    return wait_ready(server.proc,
+                      lambda: psycopg.connect(**server.conninfo(), sslmode="disable", connect_timeout=2).close(),
+                      psycopg.OperationalError, lambda: _last_log_line(server), START_TIMEOUT_S)
 
 
 def _port_taken(server: PgServer, last_error: str) -> bool:
