@@ -35,8 +35,21 @@ def _normalize(variant: dict, keys: list[dict]) -> dict:
     }
 
 
-def baseline_for(variant: dict, engine: dict) -> dict | None:
-    axis, base = engine["axis"], engine["axis_baseline"]
+def tables(engine: dict) -> list[dict]:
+    """The report's tables (one per axis); a file without engine.tables has one, from engine.axis."""
+    return engine.get("tables") or [{"title": "", "axis": engine["axis"], "axis_baseline": engine["axis_baseline"],
+                                     "workloads": None, "table_columns": engine.get("table_columns"),
+                                     "metric_words": engine.get("metric_words") or {}}]
+
+
+def table_for(engine: dict, workload: str) -> dict:
+    found = [t for t in tables(engine) if not t["workloads"] or workload in t["workloads"]]
+    return found[0] if found else tables(engine)[0]
+
+
+def baseline_for(variant: dict, engine: dict, workload: str = "") -> dict | None:
+    t = table_for(engine, workload)
+    axis, base = t["axis"], t["axis_baseline"]
     if variant.get(axis) in (None, base):
         return None
     return _normalize({**variant, axis: base}, engine["variant_keys"])
@@ -103,7 +116,7 @@ def comparisons(doc: dict, groups) -> list[dict]:
     engine, variants = doc["engine"], variants_by_label(doc)
     out = []
     for (wl, op, vl), metrics in groups.items():
-        base_variant = baseline_for(variants[vl], engine)
+        base_variant = baseline_for(variants[vl], engine, wl)
         if base_variant is None:
             continue
         base = groups.get((wl, op, label(base_variant)))
@@ -159,7 +172,7 @@ def derived(doc: dict, groups, comps: list[dict]) -> list[dict]:
         diff = stats.difference_ci(base["cpu_s"], cont["cpu_s"])
         if diff.value is None:
             continue
-        page_size = int(contender.get("page_size", 4096))
+        page_size = int(contender.get("page_size") or (doc.get("dataset") or {}).get("page_size") or 4096)
         per_page = diff.value / pages.mean
         ci = [x / pages.mean for x in diff.ci] if diff.ci else None
         entry = {
@@ -185,7 +198,20 @@ def notes(doc: dict, groups) -> list[str]:
     out = []
     cold_ops = [op for run in doc["runs"] if not run.get("warmup") for op in run.get("operations", [])
                 if op.get("cache", {}).get("cache") == "cold"]
-    if cold_ops:
+    restarts = [op["cache"]["restart_s"] for op in cold_ops if "restart_s" in op["cache"]]
+    if restarts:
+        physical = [op["metrics"]["pages_read"] for op in cold_ops if "pages_read" in op["metrics"]]
+        msg = (f"cache=cold: the server was restarted before each of {len(restarts)} operations "
+               f"({cold_ops[0]['cache'].get('method', '')}; median restart {fmt_seconds(sorted(restarts)[len(restarts) // 2])})")
+        if physical:
+            msg += f"; on average {sum(physical) / len(physical):,.0f} pages read from storage per operation"
+        verified = sum(1 for run in doc["runs"] if not run.get("warmup") for op in run.get("operations", [])
+                       if op.get("extra", {}).get("cache_verified"))
+        if verified:
+            msg += (f"; the cache state of {verified} operations was verified from the engine's counters "
+                    "(warm: no page read from storage; cold: pages read, and decrypted only when encrypted)")
+        out.append(msg)
+    elif cold_ops:
         dropped = sum(1 for op in cold_ops if op["cache"].get("os_cache_dropped"))
         physical = [op["metrics"].get("read_bytes", 0) for op in cold_ops if "read_bytes" in op["metrics"]]
         fs = doc["environment"].get("os_cache", {}).get("data_dir_filesystem", "?")
@@ -209,23 +235,28 @@ def notes(doc: dict, groups) -> list[str]:
         if run.get("warmup"):
             continue
         tls = (run.get("session") or {}).get("tls")
-        if tls is not None:
-            key = f"{tls['version']} {tls['cipher']} ({tls['bits']} bits)" if tls.get("ssl") else "no TLS"
-            negotiated[run["variant"].get(doc["engine"]["axis"], "?")][key] += 1
+        if tls is not None and table_for(doc["engine"], run["workload"])["axis"] == "tls":
+            bits = f" ({tls['bits']} bits)" if tls.get("bits") else ""
+            key = f"{tls['version']} {tls['cipher']}{bits}" if tls.get("ssl") else "no TLS"
+            axis = table_for(doc["engine"], run["workload"])["axis"]
+            negotiated[f'{axis}={run["variant"].get(axis, "?")}'][key] += 1
     if negotiated:
-        out.append("negotiated, as the server reports it in pg_stat_ssl (every measured connection is checked; "
+        view = "Ssl_version/Ssl_cipher" if doc["engine"]["name"] == "mariadb" else "pg_stat_ssl"
+        out.append(f"negotiated, as the server reports it in {view} (every measured connection is checked; "
                    "a run fails on any mismatch), per measured run: " + "; ".join(
-            f"{doc['engine']['axis']}={v}: " + ", ".join(f"{k} in {n} runs" for k, n in seen.items())
+            f"{v}: " + ", ".join(f"{k} in {n} runs" for k, n in seen.items())
             for v, seen in negotiated.items()))
     measured = [r for r in doc["runs"] if not r.get("warmup")]
-    if measured and doc["engine"].get("metric_words") and not any(
+    if measured and any(t["metric_words"] for t in tables(doc["engine"])) and not any(
             "cpu_s" in op.get("metrics", {}) for r in measured for op in r.get("operations", [])):
         out.append("server-side CPU, context switches and I/O are not measured: the server is not on this machine "
                    "(only the client's side is)")
-    if measured and not any(baseline_for(r["variant"], doc["engine"]) is None for r in measured):
-        axis, base = doc["engine"]["axis"], doc["engine"]["axis_baseline"]
-        out.append(f"no baseline ({axis}={base}) was measured, so nothing is compared: "
-                   f"add it, e.g. --variant {axis}={base},...")
+    for t in tables(doc["engine"]):
+        mine = [r for r in measured if table_for(doc["engine"], r["workload"]) == t]
+        if mine and not any(baseline_for(r["variant"], doc["engine"], r["workload"]) is None for r in mine):
+            axis, base = t["axis"], t["axis_baseline"]
+            out.append(f"no baseline ({axis}={base}) was measured, so nothing is compared: "
+                       f"add it, e.g. --variant {axis}={base},...")
     opens: dict[str, list[float]] = defaultdict(list)
     variants = variants_by_label(doc)
     # connection opens grouped by the settings every workload shares (not cache, not clients)
@@ -238,7 +269,7 @@ def notes(doc: dict, groups) -> list[str]:
         parts = []
         for vl, values in opens.items():
             s = stats.summarize(values)
-            parts.append(f"{vl}: {fmt_seconds(s.median)} (median of {s.n})")
+            parts.append(f"{vl or 'all'}: {fmt_seconds(s.median)} (median of {s.n})")
         out.append("connection open (handshake and key derivation included), timed apart and never inside a "
                    "workload: " + "; ".join(parts))
     return out

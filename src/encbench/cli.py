@@ -57,13 +57,16 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--param", action="append", default=[], metavar="NAME=VALUE",
                    help="workload setting, e.g. messages=50000 or seconds=2 (see `encbench list`)")
     r.add_argument("--dsn", default=None,
-                   help="measure an existing server (libpq URI or key=value; PG* variables also apply) "
-                        "instead of starting a private one")
+                   help="measure an existing server instead of starting a private one: postgres (libpq URI or "
+                        "key=value; PG* variables also apply) or mariadb (mysql://user:pass@host:port/db)")
     r.add_argument("--keep", action="store_true", help="keep the private server running afterwards, for inspection")
     r.add_argument("--wait-interval", default=None, metavar="SECONDS",
-                   help="PostgreSQL: how often the wait-event sampler polls pg_stat_activity (default 0.1)")
+                   help="how often the wait-event sampler polls pg_stat_activity / performance_schema (default 0.1)")
     r.add_argument("--allow-reconfigure", action="store_true",
                    help="allow server-side changes (e.g. ssl_ciphers) on an external --dsn server")
+    r.add_argument("--setting", action="append", default=[], metavar="NAME=VALUE",
+                   help="mariadb: a setting of the private server, e.g. file_key_management_encryption_algorithm=AES_CBC "
+                        "or innodb_encrypt_log=OFF (repeatable)")
 
     s = sub.add_parser("show", help="print the table of a result file")
     s.add_argument("file")
@@ -111,6 +114,12 @@ def _read_key(args) -> tuple[str | None, str]:
     return None, "default"
 
 
+def _parse_settings(specs: list[str]) -> dict[str, str]:
+    from .engines.mariadb import parse_settings
+
+    return parse_settings(specs)
+
+
 def cmd_run(args, argv: list[str]) -> int:
     from . import report, runner
     from .engines import DEFAULT_ENGINE, ENGINES
@@ -128,7 +137,8 @@ def cmd_run(args, argv: list[str]) -> int:
         f"{engine_name}-{time.strftime('%Y%m%d-%H%M%S')}.json")
     engine_options = {name: value for name, value in
                       (("dsn", args.dsn), ("keep", args.keep), ("allow_reconfigure", args.allow_reconfigure),
-                       ("wait_interval", args.wait_interval and parse_seconds(args.wait_interval, what="--wait-interval")))
+                       ("wait_interval", args.wait_interval and parse_seconds(args.wait_interval, what="--wait-interval")),
+                       ("settings", args.setting and _parse_settings(args.setting)))
                       if value}
     config = runner.RunConfig(
         engine=engine_name,
@@ -224,9 +234,7 @@ def cmd_leak_check(args) -> int:
     engine.check_available()
     options = {"dsn": args.dsn} if args.dsn else {}
     if args.setting:
-        from .engines.mariadb import parse_settings
-
-        options["settings"] = parse_settings(args.setting)
+        options["settings"] = _parse_settings(args.setting)
     for name in options:
         if name not in engine.options:
             raise errors.UsageError(f"engine {engine.name} takes no --{name.rstrip('s')}",

@@ -29,18 +29,29 @@ def _means(groups, key) -> dict[str, float]:
     return {m: sum(v) / len(v) for m, v in groups.get(key, {}).items() if v}
 
 
-def rows(doc: dict, analysis: dict) -> list[dict]:
-    """One row per (workload, operation, contender variant), baseline and contender side by side."""
+def _in_table(doc: dict, table: dict | None, workload: str) -> bool:
+    return table is None or an.table_for(doc["engine"], workload) == table
+
+
+def rows(doc: dict, analysis: dict, table: dict | None = None) -> list[dict]:
+    """One row per (workload, operation, contender variant), baseline and contender side by side.
+
+    With a table (one of analysis.tables), only the rows of its workloads.
+    """
     groups = an.collect(doc)
-    axis = doc["engine"]["axis"]
+    t = table or an.tables(doc["engine"])[0]
+    axis = t["axis"]
     comps = defaultdict(list)
     for c in analysis["comparisons"]:
-        comps[(c["workload"], c["operation"], c["contender"], c["baseline"])].append(c)
+        if _in_table(doc, table, c["workload"]):
+            comps[(c["workload"], c["operation"], c["contender"], c["baseline"])].append(c)
     order = list(doc.get("workloads", {}))
-    variants = an.variants_by_label(doc)
+    variants = {vl: v for vl, v in an.variants_by_label(doc).items()
+                if table is None or not t["workloads"] or any(r["variant_label"] == vl and r["workload"] in t["workloads"]
+                                                             for r in doc["runs"])}
     varying = {k for v in variants.values() for k in v
                if k != axis and len({x[k] for x in variants.values() if k in x}) > 1}
-    base_value = doc["engine"]["axis_baseline"]
+    base_value = t["axis_baseline"]
     if len({v.get(axis) for v in variants.values()} - {base_value, None}) > 1:
         varying.add(axis)  # several contenders (cipher suites): name each one
     out = []
@@ -54,7 +65,7 @@ def rows(doc: dict, analysis: dict) -> list[dict]:
         out.append({
             "workload": wl, "operation": op, "setting": setting, "baseline": base, "contender": cont,
             "n": n, "base": b, "cont": c, "comparisons": by_metric,
-            "verdict": an.row_verdict(cs, doc["engine"].get("metric_words")),
+            "verdict": an.row_verdict(cs, t.get("metric_words")),
         })
     out.sort(key=lambda r: (order.index(r["workload"]) if r["workload"] in order else len(order),
                             r["workload"], r["setting"]))
@@ -123,6 +134,12 @@ def _per_unit(prefix: str):
     return fmt
 
 
+def _innodb_pages(d: dict) -> str:
+    if "pages_read" not in d:
+        return "-"
+    return f"{fmt_count(d['pages_read'])} / {fmt_count(d.get('pages_decrypted', 0))}"
+
+
 def _net(d: dict) -> str:
     if "net_bytes_received" not in d:
         return "-"
@@ -155,13 +172,28 @@ COLUMNS = {
     "server_per_unit": ("server CPU per op", lambda r: _pair(r, _per_unit(""))),
     "client_per_unit": ("client CPU per op", lambda r: _pair(r, _per_unit("client_"))),
     "net": ("client received (TCP)", lambda r: _pair(r, _net)),
+    "innodb_pages": ("pages read / decrypted", lambda r: _pair(r, _innodb_pages)),
     "verdict": ("verdict", lambda r: r["verdict"]),
 }
 DEFAULT_COLUMNS = ("workload", "op", "variant", "elapsed", "d_elapsed", "cpu", "d_cpu", "ctx", "reads", "verdict")
 
 
-def columns(doc: dict) -> list[str]:
-    return [c for c in doc["engine"].get("table_columns") or DEFAULT_COLUMNS if c in COLUMNS]
+def columns(table: dict) -> list[str]:
+    return [c for c in table.get("table_columns") or DEFAULT_COLUMNS if c in COLUMNS]
+
+
+def _tables(doc: dict) -> list[dict]:
+    """The tables with something to show (every one when none has rows: an empty table says so)."""
+    ts = an.tables(doc["engine"])
+    if len(ts) == 1:
+        return ts
+    measured = {r["workload"] for r in doc["runs"]}
+    shown = [t for t in ts if not t["workloads"] or measured & set(t["workloads"])]
+    return shown or ts[:1]
+
+
+def _axis_line(t: dict) -> str:
+    return f"{t['axis']}: baseline {t['axis_baseline']}"
 
 
 def _cells(r: dict, cols: list[str]) -> list[str]:
@@ -208,9 +240,11 @@ def _signed_seconds(x: float | None) -> str:
 def raw_cipher_lines(doc: dict) -> list[str]:
     out = []
     for ps, r in ((doc.get("calibration") or {}).get("raw_cipher") or {}).items():
+        parts = ", ".join(f"{name} {r[key]:.0f} MB/s" for key, name in (
+            ("bulk_aes_256_cbc_mb_per_s", "bulk AES-256-CBC"), ("bulk_hmac_sha512_mb_per_s", "HMAC-SHA512"),
+            ("bulk_aes_256_ctr_mb_per_s", "bulk AES-256-CTR")) if key in r)
         out.append(f"raw cipher on this CPU: {r['cipher']}: {r['mb_per_s_per_core']:.0f} MB/s per core "
-                   f"({fmt_seconds(r['per_page_cpu_s'])} per page; bulk AES-256-CBC {r['bulk_aes_256_cbc_mb_per_s']:.0f} MB/s, "
-                   f"HMAC-SHA512 {r['bulk_hmac_sha512_mb_per_s']:.0f} MB/s; {r['library']})")
+                   f"({fmt_seconds(r['per_page_cpu_s'])} per page; {parts}; {r['library']})")
     return out
 
 
@@ -248,7 +282,7 @@ def header_lines(doc: dict) -> list[str]:
         f"encbench {doc['encbench_version']} - engine {doc['engine']['name']} ({versions})",
         f"CPU {env['cpu']['model']}, {env['cpu']['logical_cores']} cores, flags {flags}; kernel {env['kernel']}",
         f"{data}; {runs} measured runs + {warm} warmups (each a fresh process and connection), status {doc['status']}",
-        f"{doc['engine']['axis']}: baseline {doc['engine']['axis_baseline']}; Δ = contender vs baseline, "
+        f"{'; '.join(_axis_line(t) for t in _tables(doc))}; Δ = contender vs baseline, "
         f"ratio of means with a bootstrap 95% CI; 'significant' = the CI excludes 0%",
     ]
     if params:
@@ -259,13 +293,16 @@ def header_lines(doc: dict) -> list[str]:
 def render_text(doc: dict, analysis: dict, console: Console) -> None:
     for line in header_lines(doc):
         console.print(line, highlight=False)
-    table = Table(show_lines=False, header_style="bold", pad_edge=False)
-    cols = columns(doc)
-    for c in cols:
-        table.add_column(COLUMNS[c][0], overflow="fold")
-    for r in rows(doc, analysis):
-        table.add_row(*_cells(r, cols))
-    console.print(table)
+    many = len(_tables(doc)) > 1
+    for t in _tables(doc):
+        table = Table(show_lines=False, header_style="bold", pad_edge=False,
+                      title=t["title"] or None, title_justify="left", title_style="bold")
+        cols = columns(t)
+        for c in cols:
+            table.add_column(COLUMNS[c][0], overflow="fold")
+        for r in rows(doc, analysis, t if many else None):
+            table.add_row(*_cells(r, cols))
+        console.print(table)
     _print_section(console, "Where the overhead went (mean contender minus mean baseline)", attribution_lines(analysis))
     _print_section(console, "Per-page decrypt cost (seed 003)", derived_lines(analysis) + raw_cipher_lines(doc))
     _print_section(console, "Notes", analysis["notes"])
@@ -284,12 +321,16 @@ def _print_section(console: Console, title: str, lines: list[str]) -> None:
 def render_markdown(doc: dict, analysis: dict) -> str:
     out = ["# encbench results\n"]
     out += [f"- {line}" for line in header_lines(doc)]
-    out.append("")
-    cols = columns(doc)
-    out.append("| " + " | ".join(COLUMNS[c][0] for c in cols) + " |")
-    out.append("|" + "---|" * len(cols))
-    for r in rows(doc, analysis):
-        out.append("| " + " | ".join(c.replace("|", "\\|") for c in _cells(r, cols)) + " |")
+    many = len(_tables(doc)) > 1
+    for t in _tables(doc):
+        out.append("")
+        if t["title"]:
+            out += [f"## {t['title']}", ""]
+        cols = columns(t)
+        out.append("| " + " | ".join(COLUMNS[c][0] for c in cols) + " |")
+        out.append("|" + "---|" * len(cols))
+        for r in rows(doc, analysis, t if many else None):
+            out.append("| " + " | ".join(c.replace("|", "\\|") for c in _cells(r, cols)) + " |")
     for title, lines in (("Where the overhead went", attribution_lines(analysis)),
                          ("Per-page decrypt cost", derived_lines(analysis) + raw_cipher_lines(doc)),
                          ("Notes", analysis["notes"]), ("Warnings", warning_lines(analysis))):

@@ -6,7 +6,8 @@ History of schema_version (the loader branches on it and refuses what it does no
       derived, notes, status. Optional keys added since, within version 1 (readers must
       tolerate their absence): runs[].session, runs[].server_config, attribution,
       engine.table_columns, engine.metric_words, engine.variant_keys[].workloads,
-      config.params, config.engine_options, workloads[].params.
+      config.params, config.engine_options, workloads[].params,
+      engine.tables (one report table per axis; absent: one table from engine.axis).
 """
 
 from __future__ import annotations

@@ -71,7 +71,7 @@ def plan(config: RunConfig) -> Plan:
                          hint=f"what it offers now: encbench leak-check --engine {engine.name}")
     unknown = sorted(set(config.engine_options) - set(engine.options))
     if unknown:
-        flags = ", ".join("--" + o.replace("_", "-") for o in unknown)
+        flags = ", ".join("--" + o.replace("_", "-").removesuffix("settings") + ("setting" if o == "settings" else "") for o in unknown)
         raise UsageError(f"engine {engine.name} takes no {flags}",
                          hint=f"its options: {', '.join('--' + o.replace('_', '-') for o in engine.options) or 'none'}")
     for name in config.probes:
@@ -117,6 +117,7 @@ def new_document(config: RunConfig, p: Plan, env: dict) -> dict:
             "variants": p.variants,
             "table_columns": list(e.table_columns) if e.table_columns else None,
             "metric_words": dict(e.metric_words),
+            "tables": [t.to_dict() for t in e.tables()],
         },
         "workloads": {wl.name: dict(wl.describe(), params=p.params[wl.name]) for wl in p.workloads},
         "dataset": None,
@@ -201,7 +202,7 @@ def execute(config: RunConfig, *, on_progress: Callable[[str, int, int], None] =
             interrupts.raise_if_stopped()
             on_progress(f"{item['workload']} {label(item['variant'])}{' (warmup)' if item['warmup'] else ''}",
                         i, len(p.items))
-            server = p.engine.apply_variant(setup, item["variant"])
+            server = p.engine.apply_variant(setup, item["variant"], item["workload"])
             spec = dict(item, engine=p.engine.name, setup=setup, probes=config.probes, scratch_dir=str(scratch),
                         params=p.params[item["workload"]])
             with interrupts.deferred():

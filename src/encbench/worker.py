@@ -39,6 +39,9 @@ def _measure(op, session, variant: dict, probe_names: list[str]) -> dict:
         except Exception as e:
             errors[p.name] = f"{type(e).__name__}: {e}"
     extra = dict(extra) if isinstance(extra, dict) else {}
+    check = getattr(session, "check_operation", None)
+    if check is not None:  # the engine's own proof that the operation ran as its variant says
+        extra.update(check(variant, metrics, cache) or {})
     post = op.after() if op.after else None
     if isinstance(post, dict):
         extra.update(post)

@@ -28,9 +28,24 @@ def _burn(cpu_seconds: float = 0.05) -> int:
     return n
 
 
-def _declared(cls, client: bool = False) -> set[str]:
-    """The metrics a probe returns; client_* ones only for a client target (server engines)."""
-    return {m.name for m in cls.metrics if client or not m.name.startswith("client_")}
+def _declared(cls, client: bool = False, threads: bool = False) -> set[str]:
+    """The metrics a probe returns; client_* ones only for a client target (server engines),
+    thread_* ones only for a target naming its server threads (MariaDB)."""
+    return {m.name for m in cls.metrics if (client or not m.name.startswith("client_"))
+            and (threads or not m.name.startswith("thread_"))}
+
+
+def test_cpu_probe_measures_named_threads_apart():
+    import threading
+
+    me = (os.getpid(), threading.get_native_id())
+    target = Target(pids=[os.getpid()], threads=[me])
+    p = CpuProbe()
+    p.start(target)
+    _burn(0.05)
+    out = p.stop(target)
+    assert set(out) == _declared(CpuProbe, threads=True)
+    assert 0.04 <= out["thread_cpu_s"] <= out["cpu_s"] + 0.005
 
 
 @pytest.fixture
@@ -158,8 +173,20 @@ def test_pages_probe_returns_declared_metrics_with_counters():
     p = PagesProbe()
     p.start(t)
     out = p.stop(t)
-    assert set(out) == _declared(PagesProbe)
+    assert set(out) <= _declared(PagesProbe)
     assert out == {"pages_read": 3, "pages_written": 7}
+
+
+def test_pages_probe_innodb_counters_are_declared():
+    names = {"pages_read", "pages_written", "pages_decrypted", "pages_encrypted", "pool_misses",
+             "engine_read_bytes", "engine_written_bytes"}
+    t = Target(pids=[os.getpid()], extra={"counters": FakeCounters(dict.fromkeys(names, 10),
+                                                                    dict.fromkeys(names, 12))})
+    p = PagesProbe()
+    p.start(t)
+    out = p.stop(t)
+    assert set(out) == _declared(PagesProbe) == names
+    assert all(v == 2 for v in out.values())
 
 
 def test_pages_probe_keeps_only_keys_present_at_start():

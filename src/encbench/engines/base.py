@@ -45,6 +45,27 @@ class Session:
     def close(self) -> None: ...
 
 
+@dataclass(frozen=True)
+class Table:
+    """One side-by-side table of a report: the workloads whose cost of one setting (the axis) it shows.
+
+    An engine measuring one thing has one (built from Engine.axis and friends); MariaDB has
+    two: encryption at rest for the at-rest workloads, TLS for the in-transit ones.
+    """
+
+    title: str
+    axis: str
+    baseline: str
+    workloads: tuple[str, ...] | None = None  # None: every workload
+    columns: tuple[str, ...] | None = None  # report.COLUMNS names; None: the at-rest default
+    metric_words: dict[str, str] = field(default_factory=dict)
+
+    def to_dict(self) -> dict:
+        return {"title": self.title, "axis": self.axis, "axis_baseline": self.baseline,
+                "workloads": list(self.workloads) if self.workloads else None,
+                "table_columns": list(self.columns) if self.columns else None, "metric_words": dict(self.metric_words)}
+
+
 class Engine:
     name: str = ""
     description: str = ""
@@ -55,6 +76,9 @@ class Engine:
     options: tuple[str, ...] = ()  # engine options it accepts (dsn, keep, allow_reconfigure)
     table_columns: tuple[str, ...] | None = None  # report.COLUMNS names; None: the at-rest default
     metric_words: dict[str, str] = {}  # verdict wording, e.g. {"cpu_s": "server CPU"}
+
+    def tables(self) -> tuple[Table, ...]:
+        return (Table("", self.axis, self.axis_baseline, None, self.table_columns, dict(self.metric_words)),)
 
     def check_available(self) -> None:
         """Raise EngineUnavailableError with a hint on how to install what is missing."""
@@ -70,7 +94,7 @@ class Engine:
         """In-process reference figures (raw cipher speed, ...)."""
         return {}
 
-    def apply_variant(self, setup: dict, variant: Variant) -> dict:
+    def apply_variant(self, setup: dict, variant: Variant, workload: str = "") -> dict:
         """In the runner, before a run: server-side settings for this variant (e.g. a reload)."""
         return {}
 

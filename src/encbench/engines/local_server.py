@@ -36,14 +36,20 @@ def last_log_line(path: Path, marks: tuple[str, ...] = ("FATAL", "ERROR")) -> st
     return (errors or lines or ["empty log"])[-1].strip()
 
 
-def run_tool(cmd: list[str], what: str, *, timeout: float = 300, **popen) -> None:
-    """Run a set-up tool (initdb, mariadb-install-db); its last output line is the error."""
+def run_tool(cmd: list[str], what: str, *, timeout: float = 300, error_mark: str | None = None, **popen) -> None:
+    """Run a set-up tool (initdb, mariadb-install-db); its error is its first line with
+    error_mark (the root cause, before the follow-on errors), else its last output line."""
     try:
         out = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, **popen)
     except (OSError, subprocess.SubprocessError) as e:
         raise EngineUnavailableError(f"{what} failed: {e}") from None
     if out.returncode != 0:
-        last = ((out.stderr or out.stdout).strip().splitlines() or ["no output"])[-1]
+        lines = (out.stderr + "\n" + out.stdout).strip().splitlines()
+        marked = [ln for ln in lines if error_mark and error_mark in ln]
+        if marked:
+            last = marked[0][marked[0].index(error_mark) + len(error_mark):].strip()
+        else:
+            last = ((out.stderr or out.stdout).strip().splitlines() or ["no output"])[-1]
         raise EngineUnavailableError(f"{what} failed: {last}")
 
 

@@ -21,27 +21,14 @@ from ..errors import BadValueError, CheckFailedError, EngineUnavailableError, Us
 from ..probes import Target
 from ..probes.waits import DEFAULT_INTERVAL_S
 from ..redact import redact
+from ..tls import DEFAULT_TLS, TLS_RE, check_tls, openssl_client_conf  # noqa: F401 (re-exported)
 from ..variants import Variant, VariantKey, int_validator
 from . import pg_server
 from .base import Engine, PrepareContext, Session
 
-DEFAULT_TLS = (
-    "off", "on",
-    "TLSv1.2:ECDHE-RSA-AES256-GCM-SHA384",
-    "TLSv1.2:ECDHE-RSA-AES256-SHA384",
-    "TLSv1.2:ECDHE-RSA-CHACHA20-POLY1305",
-    "TLSv1.3:TLS_AES_256_GCM_SHA384",
-)
-_TLS_RE = re.compile(r"^(TLSv1\.[23]):([A-Za-z0-9_-]+)$")
+_TLS_RE = TLS_RE
 SSL_SETTINGS = ("ssl_ciphers", "ssl_min_protocol_version", "ssl_max_protocol_version")
 RT_ROWS = 10_000
-
-
-def check_tls(value: str) -> str:
-    if value in ("off", "on") or _TLS_RE.match(value):
-        return value
-    raise BadValueError(f"variant tls={value!r} is not off, on or PROTOCOL:SUITE",
-                        hint="e.g. tls=TLSv1.2:ECDHE-RSA-AES256-GCM-SHA384 or tls=TLSv1.3:TLS_AES_256_GCM_SHA384")
 
 
 VARIANT_KEYS = (
@@ -72,21 +59,6 @@ def server_settings(tls: str) -> dict[str, str] | None:
     if proto == "TLSv1.2":
         out["ssl_ciphers"] = suite
     return out
-
-
-def openssl_client_conf(tls: str) -> str | None:
-    """An OpenSSL config that makes the client offer only the variant's suite.
-
-    libpq has no cipher option, but reads OPENSSL_CONF when it first sets up TLS in a
-    process: each run is a fresh worker process, and pgbench inherits the variable.
-    """
-    m = _TLS_RE.match(tls)
-    if not m:
-        return None
-    proto, suite = m.groups()
-    line = f"Ciphersuites = {suite}" if proto == "TLSv1.3" else f"CipherString = {suite}"
-    return ("openssl_conf = openssl_init\n[openssl_init]\nssl_conf = ssl_sect\n[ssl_sect]\n"
-            f"system_default = system_default_sect\n[system_default_sect]\n{line}\n")
 
 
 def client_params(tls: str) -> dict[str, str]:
@@ -177,7 +149,7 @@ class PgSession(Session):
         return Target(pids=local, client=True, extra={"wait_sampler": sampler, "socket_fds": [self.conn.fileno()],
                                                       "wait_interval_s": self.setup["wait_interval_s"]})
 
-    def postmaster_target(self, application_name: str) -> Target:
+    def churn_target(self, application_name: str) -> Target:
         """The postmaster with its reaped children: the CPU of backends that came and went."""
         pm = _parent_pid(self.backend_pid)
         sampler = _sampler_factory(self.setup, pids=None, application_name=application_name)
@@ -207,7 +179,7 @@ class PgSession(Session):
             raise CheckFailedError(f"storm: {received} of {messages} notices reached the client")
         return {"messages_received": received}
 
-    def copy_out(self) -> dict:
+    def stream_out(self) -> dict:
         total = 0
         with self.conn.cursor().copy(f"COPY {self.schema}.bulk TO STDOUT") as copy:
             for chunk in copy:
@@ -225,14 +197,14 @@ class PgSession(Session):
         return pids
 
     @staticmethod
-    def wait_reaped(pids: list[int], timeout: float = 5.0) -> None:
+    def settle(pids: list[int], timeout: float = 5.0) -> None:
         """Until the backends' processes are gone: their CPU is then in the postmaster's account."""
         deadline = time.monotonic() + timeout
         for pid in pids:
             while os.path.exists(f"/proc/{pid}") and time.monotonic() < deadline:
                 time.sleep(0.0005)
 
-    def pgbench_select(self, *, clients: int, seconds: float, appname: str, scratch: Path) -> dict:
+    def select_load(self, *, clients: int, seconds: float, appname: str, scratch: Path) -> dict:
         """pgbench as the load driver: C connections of primary-key SELECTs, every one checked."""
         if not self.setup.get("pgbench"):
             raise EngineUnavailableError("pgbench not found (the roundtrip workload drives pgbench)",
@@ -259,7 +231,7 @@ class PgSession(Session):
         if proc.returncode != 0:
             last = ((err or out).strip().splitlines() or ["no output"])[-1]
             raise CheckFailedError(f"pgbench failed: {redact(last)}")
-        self.wait_reaped([s["pid"] for s in states])
+        self.settle([s["pid"] for s in states])
         lat = _pgbench_latencies(scratch, prefix.name)
         tps = re.search(r"tps = ([0-9.]+)", out)
         duration = float(re.search(r"duration: (\d+)", out).group(1)) if "duration:" in out else seconds
@@ -446,7 +418,7 @@ class PostgresEngine(Engine):
             raise
         return setup
 
-    def apply_variant(self, setup: dict, variant: Variant) -> dict:
+    def apply_variant(self, setup: dict, variant: Variant, workload: str = "") -> dict:
         """Managed or --allow-reconfigure: the server offers only the suite too (client forces it anyway)."""
         tls = variant.get("tls", "off")
         if not setup["reconfigure"]:

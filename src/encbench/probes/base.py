@@ -24,6 +24,8 @@ class Target:
     client_* metrics, leaving out any sampler thread.
     reaped_children: count the CPU of children each pid has reaped (cutime/cstime): the
     backends of short connections that came and went during the operation.
+    threads: for a threaded server (MariaDB), the server threads serving this connection:
+    their CPU is reported apart (thread_cpu_s) from the whole process's.
     """
 
     pids: list[int]
@@ -31,6 +33,7 @@ class Target:
     extra: dict = field(default_factory=dict)
     client: bool = False
     reaped_children: bool = False
+    threads: list[tuple[int, int]] = field(default_factory=list)  # (pid, tid): the connection's own server thread
 
     @property
     def is_self(self) -> bool:

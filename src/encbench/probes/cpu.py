@@ -58,6 +58,17 @@ class _Reading:
         return total * du / (du + ds), total * ds / (du + ds), 1e-6
 
 
+def _threads_ns(threads: list[tuple[int, int]]) -> int:
+    total = 0
+    for pid, tid in threads:
+        try:
+            with open(f"/proc/{pid}/task/{tid}/schedstat") as f:
+                total += int(f.read().split()[0])
+        except (FileNotFoundError, ProcessLookupError):
+            continue
+    return total
+
+
 def _client_times() -> tuple[float, float]:
     """The calling thread (the workload's client) plus waited-for children (e.g. pgbench)."""
     me = resource.getrusage(resource.RUSAGE_THREAD)
@@ -81,10 +92,13 @@ class CpuProbe(Probe):
         Metric("client_cpu_s", "s", "client CPU"),
         Metric("client_cpu_user_s", "s", "client CPU user"),
         Metric("client_cpu_sys_s", "s", "client CPU sys"),
+        Metric("thread_cpu_s", "s", "connection thread CPU"),
     )
 
     def start(self, target: Target) -> None:
         self._before = _Reading(target)
+        if target.threads:
+            self._t0 = _threads_ns(target.threads)
         if target.client:
             self._cu0, self._cs0 = _client_times()
 
@@ -96,5 +110,7 @@ class CpuProbe(Probe):
             out = {"client_cpu_user_s": du, "client_cpu_sys_s": ds, "client_cpu_s": du + ds}
         if not target.pids:  # a server on another machine: nothing local to measure
             return out
+        if target.threads:
+            out["thread_cpu_s"] = (_threads_ns(target.threads) - self._t0) / 1e9
         du, ds, resolution = _Reading(target).minus(self._before)
         return {"cpu_user_s": du, "cpu_sys_s": ds, "cpu_s": du + ds, "cpu_resolution_s": resolution, **out}

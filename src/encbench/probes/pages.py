@@ -11,7 +11,8 @@ class PagesProbe(Probe):
     """Pages the engine read into (and wrote out of) its page cache.
 
     An engine that counts its own pages puts a callable returning {"pages_read": n,
-    "pages_written": m} in target.extra["counters"] (SQLite: sqlite3_db_status). Otherwise,
+    "pages_written": m, ...} in target.extra["counters"] (SQLite: sqlite3_db_status;
+    MariaDB: InnoDB's status counters, with pages decrypted/encrypted and buffer-pool misses). Otherwise,
     for an engine that reads one page per read() call, pages read = bytes read by
     syscalls / page size (which also counts any other file the operation reads).
     """
@@ -21,6 +22,11 @@ class PagesProbe(Probe):
     metrics = (
         Metric("pages_read", "pages", "pages read", resolution=1),
         Metric("pages_written", "pages", "pages written", resolution=1),
+        Metric("pages_decrypted", "pages", "pages decrypted", resolution=1),
+        Metric("pages_encrypted", "pages", "pages encrypted", resolution=1),
+        Metric("pool_misses", "pages", "buffer pool misses", resolution=1),
+        Metric("engine_read_bytes", "bytes", "bytes read by the engine", resolution=1),
+        Metric("engine_written_bytes", "bytes", "bytes written by the engine", resolution=1),
     )
 
     def _count(self, target: Target) -> dict[str, float]:

@@ -14,7 +14,7 @@ class Bulk(Workload):
     def operations(self, session, scratch: Path, params: dict) -> list[Operation]:
         def copy_out() -> dict:
             t0 = time.perf_counter()
-            out = session.copy_out()
+            out = session.stream_out()
             out["mb_per_s"] = out["bytes_received"] / (time.perf_counter() - t0) / 1e6
             return out
 

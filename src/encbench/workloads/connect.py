@@ -18,13 +18,13 @@ class Connect(Workload):
         appname = f"encbench-connect-{uuid.uuid4().hex[:8]}"
 
         def before() -> None:
-            session.use_target(session.postmaster_target(appname))
+            session.use_target(session.churn_target(appname))
 
         def run() -> dict:
             t0 = time.perf_counter()
             pids = session.connect_cycles(n, appname)
             elapsed = time.perf_counter() - t0
-            session.wait_reaped(pids[-1:])  # its CPU reaches the postmaster's account once reaped
+            session.settle(pids[-1:])  # its CPU reaches the postmaster's account once reaped
             return {"connections": n, "connections_per_s": n / elapsed, "ms_per_connect": 1e3 * elapsed / n}
 
         return [Operation("connect", run, before, lambda: session.use_target(None))]

@@ -17,9 +17,9 @@ class Roundtrip(Workload):
         appname = f"encbench-rt-{uuid.uuid4().hex[:8]}"
 
         def before() -> None:
-            session.use_target(session.postmaster_target(appname))
+            session.use_target(session.churn_target(appname))
 
         def run() -> dict:
-            return session.pgbench_select(clients=clients, seconds=params["seconds"], appname=appname, scratch=scratch)
+            return session.select_load(clients=clients, seconds=params["seconds"], appname=appname, scratch=scratch)
 
         return [Operation("select-by-pk", run, before, lambda: session.use_target(None))]

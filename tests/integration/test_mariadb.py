@@ -1,0 +1,254 @@
+"""The MariaDB engine end to end: a real private server started by encbench (managed mode),
+and a real server started here and addressed by --dsn (external mode).
+
+Needs mariadb-server and mariadb-backup (scripts/setup.sh --test installs them).
+"""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+from encbench.engines import maria_server
+from integration_helpers import assert_one_line_error, encbench_command, process_command_lines
+
+pytestmark = pytest.mark.integration
+
+try:
+    maria_server.binaries()
+    HAVE_MARIADB = True
+except Exception:  # noqa: BLE001
+    HAVE_MARIADB = False
+needs_mariadb = pytest.mark.skipif(not HAVE_MARIADB, reason="MariaDB server binaries not installed")
+
+SMALL = ["--size", "2MB", "--param", "messages=2000", "--param", "rows=2000", "--param", "connections=8",
+         "--param", "seconds=1"]
+
+
+def _leftovers(before: set[str]) -> tuple[set[str], list[str]]:
+    dirs = {str(p) for p in Path("/tmp").glob("encbench-maria-*")} - before
+    procs = [c for c in process_command_lines("mariadbd") if any(d in c for d in dirs)]
+    return dirs, procs
+
+
+@pytest.fixture
+def maria_before():
+    return {str(p) for p in Path("/tmp").glob("encbench-maria-*")}
+
+
+@pytest.fixture(scope="module")
+def managed_run(tmp_path_factory, encbench):
+    """One managed run of every workload (at rest and in transit), shared by the tests below."""
+    if not HAVE_MARIADB:
+        pytest.skip("MariaDB server binaries not installed")
+    before = {str(p) for p in Path("/tmp").glob("encbench-maria-*")}
+    out = tmp_path_factory.mktemp("maria") / "m.json"
+    res = encbench("run", "--engine", "mariadb", "--runs", "2", "--warmups", "0", "--variant", "clients=1",
+                   "--variant", "tls=off,on,TLSv1.2:ECDHE-RSA-AES256-SHA384,TLSv1.3:TLS_CHACHA20_POLY1305_SHA256",
+                   *SMALL, "-o", str(out), timeout=900)
+    return res, out, before
+
+
+def _ops(doc, workload=None):
+    return [(r, op) for r in doc["runs"] for op in r["operations"] if workload in (None, r["workload"])]
+
+
+def test_managed_run_completes_with_two_tables(managed_run):
+    res, out, before = managed_run
+    assert res.returncode == 0, str(res)
+    doc = json.loads(out.read_text())
+    assert doc["status"] == "complete"
+    assert {r["workload"] for r in doc["runs"]} == {"scan-like", "scan-eq", "dml", "rebuild", "backup",
+                                                     "storm", "roundtrip", "bulk", "connect"}
+    assert "Encryption at rest" in res.stdout and "Encryption in transit" in res.stdout, str(res)
+    assert "decrypted" in res.stdout
+    assert all(not op["probe_errors"] for _, op in _ops(doc)), [op["probe_errors"] for _, op in _ops(doc)]
+    assert _leftovers(before) == (set(), [])
+
+
+def test_at_rest_tables_verified_encrypted_or_plain(managed_run):
+    _, out, _ = managed_run
+    doc = json.loads(out.read_text())
+    at_rest = [r for r in doc["runs"] if "encryption" in r["variant"]]
+    assert at_rest
+    for r in at_rest:  # the server's own view, read by the measured session
+        assert bool(r["session"]["table"]["encryption_scheme"]) == (r["variant"]["encryption"] == "on"), r["session"]
+    assert doc["dataset"]["table_encryption"]["enc"]["encryption_scheme"] == 1
+    assert doc["dataset"]["table_encryption"]["plain"]["encryption_scheme"] == 0
+
+
+def test_cache_states_verified_by_innodb_counters(managed_run):
+    _, out, _ = managed_run
+    doc = json.loads(out.read_text())
+    cached = [(r, op) for r, op in _ops(doc) if "cache" in r["variant"]]
+    assert cached and all(op["extra"].get("cache_verified") == 1 for _, op in cached)
+    for r, op in cached:
+        m = op["metrics"]
+        if r["variant"]["cache"] == "warm":
+            assert m["pool_misses"] == 0, (r["workload"], op)
+        else:
+            assert m["pages_read"] > 0 and op["cache"]["restart_s"] > 0, (r["workload"], op)
+            assert (m["pages_decrypted"] > 0) == (r["variant"]["encryption"] == "on"), (r["workload"], op)
+    scans = [(r, op) for r, op in _ops(doc, "scan-eq") if r["variant"]["cache"] == "cold"]
+    assert all(op["metrics"]["pages_read"] >= 50 for _, op in scans)  # the whole table, 16 KB pages
+    assert all(op["metrics"]["thread_cpu_s"] > 0 for _, op in scans)  # the connection's own server thread
+
+
+def test_per_page_cost_against_raw_aes_ctr(managed_run):
+    _, out, _ = managed_run
+    doc = json.loads(out.read_text())
+    raw = doc["calibration"]["raw_cipher"]["16384"]
+    assert "AES-256-CTR" in raw["cipher"] and raw["mb_per_s_per_core"] > 0
+    derived = {(d["workload"], d["page_size"]) for d in doc["derived"]}
+    assert ("scan-eq", 16384) in derived and ("scan-like", 16384) in derived
+    assert all("percent_of_raw_cipher" in d for d in doc["derived"])
+
+
+def test_backups_encrypted_as_their_table(managed_run):
+    _, out, _ = managed_run
+    doc = json.loads(out.read_text())
+    backups = _ops(doc, "backup")
+    assert {op["operation"] for _, op in backups} == {"to-file", "to-file+zstd"}
+    for r, op in backups:
+        assert op["extra"]["backup_encrypted"] == (r["variant"]["encryption"] == "on")
+        assert op["extra"]["output_bytes"] > 0 and op["metrics"]["client_cpu_s"] > 0  # mariadb-backup's CPU
+
+
+def test_tls_verified_per_connection(managed_run):
+    res, out, _ = managed_run
+    doc = json.loads(out.read_text())
+    transit = [r for r in doc["runs"] if "tls" in r["variant"]]
+    for r in transit:
+        tls, want = r["session"]["tls"], r["variant"]["tls"]
+        assert tls["ssl"] == (want != "off")
+        if ":" in want:
+            assert f"{tls['version']}:{tls['cipher']}" == want
+    storm = [op for _, op in _ops(doc, "storm") if op["operation"] == "messages"]
+    assert all(op["extra"]["messages_received"] == 2000 and op["metrics"]["cpu_s"] > 0 for op in storm)
+    rt = [op for _, op in _ops(doc, "roundtrip")]
+    assert all(op["extra"]["qps"] > 0 and op["extra"]["tls_checked_connections"] == 1 for op in rt)
+    conn = [op for _, op in _ops(doc, "connect")]
+    assert all(op["extra"]["connections"] == 8 for op in conn)
+    assert "Ssl_version/Ssl_cipher" in res.stdout and "TLS_CHACHA20_POLY1305_SHA256" in res.stdout
+
+
+# -- external mode ---------------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def external():
+    """A real server not started by encbench, as a DBA's server would be."""
+    if not HAVE_MARIADB:
+        pytest.skip("MariaDB server binaries not installed")
+    server = maria_server.start(base=maria_server.BENCH, tls=True)
+    yield server
+    server.stop()
+
+
+def _dsn(server, password=None) -> str:
+    h = server.handle
+    return f"mysql://{maria_server.BENCH_USER}:{password or h.password}@127.0.0.1:{h.port}/"
+
+
+def _databases(server) -> list[str]:
+    conn = server.connect()
+    try:
+        cur = conn.cursor()
+        cur.execute("SHOW DATABASES LIKE 'encbench%'")
+        return [r[0] for r in cur.fetchall()]
+    finally:
+        conn.close()
+
+
+def test_external_server_measured_and_left_as_found(encbench, tmp_path, external):
+    pid = external.handle.pid()
+    out = tmp_path / "ext.json"
+    res = encbench("run", "--engine", "mariadb", "--dsn", _dsn(external), "--workload", "scan-eq",
+                   "--workload", "storm", "--variant", "cache=warm", "--variant", "tls=off,on", "--runs", "2",
+                   "--warmups", "0", *SMALL, "-o", str(out), timeout=300)
+    assert res.returncode == 0, str(res)
+    doc = json.loads(out.read_text())
+    assert doc["dataset"]["managed"] is False and doc["status"] == "complete"
+    assert external.handle.password not in out.read_text() + res.stdout + res.stderr
+    assert _databases(external) == []  # its own schema dropped afterwards
+    assert external.handle.pid() == pid  # never restarted or stopped
+
+
+def test_external_bad_input(encbench, tmp_path, external):
+    res = encbench("run", "--engine", "mariadb", "--dsn", _dsn(external), "--workload", "scan-eq",
+                   "-o", str(tmp_path / "a.json"))
+    assert "cache=cold" in assert_one_line_error(res, 2)  # a restart: never on an external server
+    res = encbench("run", "--engine", "mariadb", "--dsn", _dsn(external), "--workload", "backup",
+                   "-o", str(tmp_path / "b.json"))
+    assert_one_line_error(res, 2)
+    res = encbench("run", "--engine", "mariadb", "--dsn", _dsn(external), "--setting", "innodb_encrypt_log=OFF",
+                   "--variant", "cache=warm", "-o", str(tmp_path / "c.json"))
+    assert_one_line_error(res, 2)
+    res = encbench("run", "--engine", "mariadb", "--dsn", _dsn(external, "wrong-password"), "--variant", "cache=warm",
+                   "--workload", "scan-eq",
+                   "-o", str(tmp_path / "d.json"))
+    line = assert_one_line_error(res, 10)
+    assert "wrong-password" not in line
+    res = encbench("run", "--engine", "mariadb", "--dsn", "postgres://x@y/z", "-o", str(tmp_path / "e.json"))
+    assert_one_line_error(res, 4)
+    assert _databases(external) == []
+
+
+@pytest.fixture
+def plugin_less():
+    if not HAVE_MARIADB:
+        pytest.skip("MariaDB server binaries not installed")
+    base = {k: v for k, v in maria_server.BENCH.items()
+            if "encrypt" not in k and "key_management" not in k and k != "plugin_load_add"}
+    server = maria_server.start(base=base, tls=True)
+    yield server
+    server.stop()
+
+
+def test_external_server_without_encryption_plugin(encbench, tmp_path, plugin_less):
+    res = encbench("run", "--engine", "mariadb", "--dsn", _dsn(plugin_less), "--workload", "scan-eq",
+                   "--variant", "cache=warm", "-o", str(tmp_path / "x.json"))
+    assert "no active encryption plugin" in assert_one_line_error(res, 10)
+    assert _databases(plugin_less) == []
+
+
+@needs_mariadb
+def test_key_file_missing_or_bad(encbench, tmp_path, maria_before):
+    res = encbench("run", "--engine", "mariadb", "--workload", "scan-eq", "--setting",
+                   f"file_key_management_filename={tmp_path}/no-such-keys.txt", "-o", str(tmp_path / "x.json"),
+                   timeout=300)
+    assert "missing or unreadable" in assert_one_line_error(res, 4)
+    bad = tmp_path / "bad-keys.txt"
+    bad.write_text("not a key file\n")
+    res = encbench("run", "--engine", "mariadb", "--workload", "scan-eq", "--setting",
+                   f"file_key_management_filename={bad}", "-o", str(tmp_path / "y.json"), timeout=300)
+    line = assert_one_line_error(res, 10)
+    assert "mariadb-install-db failed" in line and "jira" not in line
+    assert _leftovers(maria_before) == (set(), [])
+
+
+@needs_mariadb
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
+def test_interrupt_stops_the_private_server(tmp_path, cli_env, sig, maria_before):
+    out = tmp_path / "i.json"
+    proc = subprocess.Popen(encbench_command() + ["run", "--engine", "mariadb", "--workload", "scan-eq",
+                                                  "--runs", "50", "--size", "2MB", "-o", str(out)],
+                            env=cli_env, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:  # until a few runs are stored
+        try:
+            if len(json.loads(out.read_text())["runs"]) >= 2:
+                break
+        except (OSError, ValueError, KeyError):
+            pass
+        time.sleep(0.2)
+    proc.send_signal(sig)
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode == 130, err
+    doc = json.loads(out.read_text())
+    assert doc["status"] == "interrupted" and len(doc["runs"]) >= 2
+    assert _leftovers(maria_before) == (set(), [])
