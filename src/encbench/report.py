@@ -205,7 +205,8 @@ def derived_lines(analysis: dict) -> list[str]:
     for d in analysis["derived"]:
         ci = d["per_page_cpu_ci"]
         line = (f"{d['workload']}/{d['operation']} {d['contender']}: +{fmt_seconds(d['added_cpu_s'])} CPU for "
-                f"{d['pages_read']:,.0f} pages = {fmt_seconds(d['per_page_cpu_s'])} per {d['page_size']}-byte page")
+                f"{d['pages_read']:,.0f} pages {d.get('pages_basis', 'pages_read').split('_')[1]} = "
+                f"{fmt_seconds(d['per_page_cpu_s'])} per {d['page_size']}-byte page")
         if ci:
             line += f" [{fmt_seconds(ci[0])}, {fmt_seconds(ci[1])}]"
         if d["decrypt_mb_per_s_per_core"]:

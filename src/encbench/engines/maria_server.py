@@ -186,7 +186,12 @@ class Handle:
         t0 = time.perf_counter()
         self.shutdown()
         proc = self.launch()
-        ok, last = self.wait_ready(proc)
+        try:
+            ok, last = self.wait_ready(proc)
+        except BaseException:  # stopped while it starts (SIGTERM to the worker): before its pid file exists
+            proc.kill()
+            proc.wait()
+            raise
         if not ok:
             raise EngineUnavailableError(f"the private MariaDB server did not restart: {last}")
         return time.perf_counter() - t0

@@ -28,7 +28,7 @@ from ..tls import DEFAULT_TLS, check_tls
 from ..variants import Variant, VariantKey, int_validator
 from . import maria_server
 from .base import Engine, PrepareContext, Session, Table
-from .maria_session import RT_ROWS, MariaSession, check_table, first_line, pymysql
+from .maria_session import RT_ROWS, MariaSession, check_table, copy_rows, first_line, pymysql
 
 AT_REST = ("scan-like", "scan-eq", "dml", "rebuild", "backup")
 IN_TRANSIT = ("storm", "roundtrip", "bulk", "connect")
@@ -247,7 +247,7 @@ class MariaDBEngine(Engine):
         if "on" in encryptions:
             ctx.progress(f"copying it into an encrypted table ({rows:,} rows)")
             cur.execute(f"CREATE TABLE {schema}.enc {ddl} ENCRYPTED=YES")
-            cur.execute(f"INSERT INTO {schema}.enc SELECT * FROM {schema}.plain")
+            copy_rows(cur, f"{schema}.plain", f"{schema}.enc", rows)
         for enc in sorted(encryptions):
             table = TABLES[enc]
             # one row that only this table holds: a backup of the other table never contains it
@@ -380,8 +380,9 @@ def _create_transit(cur, schema: str, bulk_rows: int) -> None:
     cur.execute(f"INSERT INTO {schema}.rt SELECT seq, MD5(seq) FROM {schema}.seq_1_to_{RT_ROWS}")
     # ~1 KB rows of hex text
     cur.execute(f"CREATE TABLE {schema}.bulk (id INT NOT NULL PRIMARY KEY, payload TEXT NOT NULL) ENGINE=InnoDB")
-    if bulk_rows:
-        cur.execute(f"INSERT INTO {schema}.bulk SELECT seq, REPEAT(MD5(seq), 31) FROM {schema}.seq_1_to_{int(bulk_rows)}")
+    for lo in range(1, int(bulk_rows) + 1, 20_000):  # a transaction per chunk: see copy_rows
+        hi = min(int(bulk_rows), lo + 19_999)
+        cur.execute(f"INSERT INTO {schema}.bulk SELECT seq, REPEAT(MD5(seq), 31) FROM {schema}.seq_{lo}_to_{hi}")
     cur.execute(f"""CREATE PROCEDURE {schema}.storm(n INT, send BOOL)
 BEGIN
   DECLARE i INT DEFAULT 0;

@@ -20,7 +20,8 @@ def _compress(src: Path, dest: Path) -> None:
 
 class Backup(Workload):
     name = "backup"
-    description = "online backup to a new file, plain and zstd-compressed (an encrypted source gives an encrypted backup)"
+    description = ("online backup to a new file, plain and zstd-compressed (SQLite: the backup API; MariaDB: "
+                   "mariadb-backup --stream of the table); an encrypted source must give an encrypted backup")
 
     def operations(self, session, scratch: Path, params: dict) -> list[Operation]:
         ops = []

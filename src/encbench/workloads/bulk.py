@@ -8,7 +8,8 @@ from .base import Operation, Param, Workload
 
 class Bulk(Workload):
     name = "bulk"
-    description = "one large result streamed to the client (COPY ... TO STDOUT of ~1 KB rows): MB/s"
+    description = ("one large result streamed to the client (~1 KB rows; PostgreSQL: COPY ... TO STDOUT, "
+                   "MariaDB: an unbuffered SELECT): MB/s")
     params = (Param("rows", "rows of ~1 KB in the streamed table", 200_000, 20_000),)
 
     def operations(self, session, scratch: Path, params: dict) -> list[Operation]:

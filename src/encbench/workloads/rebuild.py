@@ -7,7 +7,8 @@ from .base import Operation, Workload
 
 class Rebuild(Workload):
     name = "rebuild"
-    description = "index and table rebuild (SQLite: REINDEX, VACUUM; seed 001's index maintenance)"
+    description = ("index and table rebuild (SQLite: REINDEX, VACUUM; MariaDB: ALTER TABLE ... FORCE, OPTIMIZE "
+                   "TABLE; seed 001's index maintenance)")
     mutates = True
 
     def operations(self, session, scratch: Path, params: dict) -> list[Operation]:

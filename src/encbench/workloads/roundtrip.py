@@ -9,7 +9,8 @@ from .base import Operation, Param, Workload
 class Roundtrip(Workload):
     name = "roundtrip"
     description = ("C client connections (variant clients) each sending small primary-key SELECTs for T seconds, "
-                   "driven by pgbench (-M prepared): queries/s and latency p50/p95/p99")
+                   "driven by pgbench -M prepared (PostgreSQL) or one encbench client process each (MariaDB): "
+                   "queries/s and latency p50/p95/p99")
     params = (Param("seconds", "duration of each run in whole seconds (pgbench -T)", 3, 1, minimum=1, maximum=3600),)
 
     def operations(self, session, scratch: Path, params: dict) -> list[Operation]:

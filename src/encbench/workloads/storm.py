@@ -7,8 +7,8 @@ from .base import Operation, Param, Workload
 
 class Storm(Workload):
     name = "storm"
-    description = ("server-side loop sending one small message per iteration (a 'TCP storm'), "
-                   "and the same loop sending nothing (seed 000)")
+    description = ("server-side loop sending one small message per iteration (a 'TCP storm'; PostgreSQL: RAISE "
+                   "NOTICE, MariaDB: a stored procedure's one-row SELECT), and the same loop sending nothing (seed 000)")
     params = (Param("messages", "messages (loop iterations) per storm", 200_000, 20_000),)
 
     def operations(self, session, scratch: Path, params: dict) -> list[Operation]:
