@@ -230,8 +230,13 @@ def notes(doc: dict, groups) -> list[str]:
         out_b, in_b = metrics.get("output_bytes"), metrics.get("backup_bytes")
         if out_b and in_b and out_b != in_b:
             ratio = sum(in_b) / sum(out_b)
+            parts = ""
+            if metrics.get("table_file_bytes") and metrics.get("system_tablespace_bytes"):
+                parts = (f" (the table {fmt_bytes(sum(metrics['table_file_bytes']) / len(out_b))}, the system "
+                         f"tablespace {fmt_bytes(sum(metrics['system_tablespace_bytes']) / len(out_b))}, the rest "
+                         "redo log and server files)")
             out.append(f"{wl}/{op} {vl}: output {fmt_bytes(sum(out_b) / len(out_b))} from "
-                       f"{fmt_bytes(sum(in_b) / len(in_b))}, compression ratio {ratio:.2f}"
+                       f"{fmt_bytes(sum(in_b) / len(in_b))}{parts}, compression ratio {ratio:.2f}"
                        + (" (encrypted pages look random: they do not compress)" if ratio < 1.05 else ""))
     negotiated: dict[str, dict[str, int]] = defaultdict(lambda: defaultdict(int))
     for run in doc["runs"]:

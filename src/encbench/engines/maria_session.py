@@ -400,7 +400,11 @@ class MariaSession:
         if found == (self.variant.get("encryption") == "on"):
             raise CheckFailedError(f"the backup of an encryption={self.variant.get('encryption')} table "
                                    f"{'holds' if found else 'lacks'} its plaintext rows")
-        return {"backup_encrypted": int(not found)}
+        # what the stream holds besides the table: the system tablespace (undo logs of earlier
+        # runs make it grow) and the redo log since the checkpoint
+        sizes = {"table_file_bytes": _size(self.handle.datadir / self.schema / f"{self.table_name}.ibd"),
+                 "system_tablespace_bytes": _size(self.handle.datadir / "ibdata1")}
+        return {"backup_encrypted": int(not found), **{k: v for k, v in sizes.items() if v is not None}}
 
     # -- in transit ---------------------------------------------------------------------
     def storm(self, messages: int, send: bool) -> dict:
@@ -497,6 +501,13 @@ def copy_rows(cur, source: str, dest: str, max_id: int, chunk: int = 10_000) -> 
 def _sql(sql: str) -> str:
     """The workloads' portable '?' placeholders in PyMySQL's format style (a literal % doubled)."""
     return sql.replace("%", "%%").replace("?", "%s")
+
+
+def _size(path: Path) -> int | None:
+    try:
+        return path.stat().st_size
+    except OSError:
+        return None
 
 
 def _file_contains(path: Path, needle: bytes, chunk: int = 1 << 20) -> bool:
