@@ -18,9 +18,10 @@ COMPARED_METRICS = (
     "read_bytes", "write_bytes", "pages_read",
     "client_cpu_s", "client_ctx_voluntary", "client_ctx_involuntary", "system_ctx_switches",
     "write_syscall_bytes", "read_syscall_bytes", "qps", "mb_per_s", "connections_per_s",
-    "latency_p50_ms", "latency_p95_ms", "latency_p99_ms",
+    "latency_p50_ms", "latency_p95_ms", "latency_p99_ms", "rows_per_s",
     "net_bytes_sent", "net_bytes_received", "net_segments_out", "net_segments_in",
-    *(f"{p}_us_per_{u}" for _, u in (("queries", "query"), ("messages", "message"), ("connections", "connection"))
+    *(f"{p}_us_per_{u}" for _, u in (("queries", "query"), ("messages", "message"), ("connections", "connection"),
+                                      ("rows_hashed", "row"))
       for p in ("cpu", "client_cpu")),
 )
 VERDICT_METRICS = (("cpu_s", "CPU"), ("client_cpu_s", "client CPU"), ("wall_s", "elapsed"))
@@ -74,7 +75,7 @@ def collect(doc: dict) -> dict[tuple[str, str, str], dict[str, list[float]]]:
 
 
 # extra counts that make a per-unit cost: CPU per query, per message, per connection
-PER_UNIT = (("queries", "query"), ("messages", "message"), ("connections", "connection"))
+PER_UNIT = (("queries", "query"), ("messages", "message"), ("connections", "connection"), ("rows_hashed", "row"))
 
 
 def per_unit(bucket: dict, metrics: dict, extra: dict) -> None:
@@ -322,13 +323,119 @@ def attribution(doc: dict, groups, comps: list[dict]) -> list[dict]:
     return out
 
 
+CLIENT_BOUND_SHARE = 0.25  # the client's CPU above this share of client + server CPU: it may be the bottleneck
+
+
+def _mean(values) -> float | None:
+    return sum(values) / len(values) if values else None
+
+
+def scaling(doc: dict, groups) -> list[dict]:
+    """Seed 004: per hash function, operation and sessions level, throughput against 1 session.
+
+    efficiency = throughput(k) / (min(k, cores) x throughput(1)); degradation = wall(k) /
+    wall(1) for the same work per session; both with bootstrap 95% CIs (ratio of means).
+    """
+    cores = int(doc["environment"]["cpu"].get("logical_cores") or 1)
+    variants = variants_by_label(doc)
+    levels: dict[tuple[str, str], dict[int, dict]] = defaultdict(dict)
+    for (wl, op, vl), metrics in groups.items():
+        v = variants.get(vl, {})
+        if wl == "hash" and "sessions" in v and "rows_per_s" in metrics:
+            levels[(v.get("function", "?"), op)][int(v["sessions"])] = metrics
+    out = []
+    for (function, op), by_k in sorted(levels.items()):
+        one = by_k.get(1)
+        for k, m in sorted(by_k.items()):
+            entry = {"function": function, "operation": op, "sessions": k, "runs": len(m["rows_per_s"]),
+                     "throughput": _mean(m["rows_per_s"]), "throughput_ci": None,
+                     "wall_s": _mean(m.get("wall_s", [])), "server_cpu_s": _mean(m.get("cpu_s", [])),
+                     "client_cpu_s": _mean(m.get("client_cpu_s", [])),
+                     "server_cpu_us_per_row": _mean(m.get("cpu_us_per_row", [])),
+                     "efficiency": None, "efficiency_ci": None, "degradation": None, "degradation_ci": None}
+            ci = stats.mean_ci(m["rows_per_s"])
+            entry["throughput_ci"] = list(ci) if ci else None
+            if one:
+                ideal = min(k, cores)
+                thr = stats.ratio_ci(one["rows_per_s"], m["rows_per_s"])
+                if thr.value is not None:
+                    entry["efficiency"] = thr.value / ideal
+                    entry["efficiency_ci"] = [x / ideal for x in thr.ci] if thr.ci else None
+                deg = stats.ratio_ci(one.get("wall_s", []), m.get("wall_s", []))
+                entry["degradation"] = deg.value
+                entry["degradation_ci"] = list(deg.ci) if deg.ci else None
+            if entry["server_cpu_s"] and entry["client_cpu_s"] is not None:
+                entry["client_cpu_share"] = entry["client_cpu_s"] / (entry["client_cpu_s"] + entry["server_cpu_s"])
+            waits = {name[len(WAIT_PREFIX):].replace("_", "/", 1): _mean(vals) for name, vals in m.items()
+                     if name.startswith(WAIT_PREFIX)}
+            entry["waits"] = dict(sorted(((w, x) for w, x in waits.items() if x), key=lambda kv: -kv[1])[:4])
+            out.append(entry)
+    return out
+
+
+def hash_costs(doc: dict, scale: list[dict]) -> list[dict]:
+    """Per function: server CPU per row with and without it (1 session) against the raw hash speed."""
+    raw = (doc.get("calibration") or {}).get("raw_hash", {})
+    by = {(e["function"], e["operation"], e["sessions"]): e for e in scale}
+    out = []
+    for function in sorted({e["function"] for e in scale}):
+        h, b = by.get((function, "hash", 1)), by.get((function, "baseline", 1))
+        if not h or not b or h["server_cpu_us_per_row"] is None or b["server_cpu_us_per_row"] is None:
+            continue
+        entry = {"function": function, "hash_us_per_row": h["server_cpu_us_per_row"],
+                 "baseline_us_per_row": b["server_cpu_us_per_row"],
+                 "function_us_per_row": h["server_cpu_us_per_row"] - b["server_cpu_us_per_row"],
+                 "method": "server CPU per row at 1 session, with the function minus without it (means of the runs)"}
+        r = raw.get(function)
+        if r:
+            entry.update(raw_us_per_call=r["us_per_call"], raw_method=r["method"],
+                         times_raw=entry["function_us_per_row"] / r["us_per_call"] if r["us_per_call"] else None)
+        out.append(entry)
+    return out
+
+
+def profiles(doc: dict) -> list[dict]:
+    """The CPU profiles recorded during warmup runs (--profile): one per function and sessions level."""
+    out = []
+    for run in doc["runs"]:
+        for op in run.get("operations", []):
+            extra = op.get("extra", {})
+            if op.get("operation") != "profile":
+                continue
+            base = {"function": run["variant"].get("function"), "sessions": int(run["variant"].get("sessions", 0))}
+            if "profile" in extra:
+                p = extra["profile"]
+                out.append(dict(base, **{k: v for k, v in p.items() if k != "folded"}, has_folded=bool(p.get("folded"))))
+            else:
+                out.append(dict(base, error=extra.get("profile_error", "no profile")))
+    return out
+
+
 def analyze(doc: dict) -> dict:
     groups = collect(doc)
     comps = comparisons(doc, groups)
-    return {
+    scale = scaling(doc, groups)
+    out = {
         "summaries": summaries(groups),
         "comparisons": comps,
         "derived": derived(doc, groups, comps),
         "attribution": attribution(doc, groups, comps),
         "notes": notes(doc, groups),
     }
+    if scale:
+        out["scaling"] = scale
+        out["hash_costs"] = hash_costs(doc, scale)
+        out["profiles"] = profiles(doc)
+        busy = [e for e in scale if (e.get("client_cpu_share") or 0) > CLIENT_BOUND_SHARE]
+        if busy:
+            out["notes"].append("the client may be the bottleneck: its CPU is more than "
+                                f"{CLIENT_BOUND_SHARE:.0%} of client + server CPU at " + ", ".join(
+                                    f"{e['function']}/{e['operation']} {e['sessions']} sessions "
+                                    f"({e['client_cpu_share']:.0%})" for e in busy))
+        elif all("client_cpu_share" in e for e in scale):
+            top = max(e["client_cpu_share"] for e in scale)
+            out["notes"].append(f"the client is not the bottleneck: its CPU is at most {top:.1%} of client + "
+                                "server CPU at every sessions level")
+        errors = sorted({p["error"] for p in out["profiles"] if "error" in p})
+        out["notes"] += [f"CPU profile: {e}" for e in errors]
+    return out

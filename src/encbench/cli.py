@@ -64,6 +64,14 @@ def build_parser() -> argparse.ArgumentParser:
                    help="how often the wait-event sampler polls pg_stat_activity / performance_schema (default 0.1)")
     r.add_argument("--allow-reconfigure", action="store_true",
                    help="allow server-side changes (e.g. ssl_ciphers) on an external --dsn server")
+    r.add_argument("--sessions", default=None, metavar="N[,N]",
+                   help="hash workload: concurrent sessions per level, e.g. 1,2,4,8 (same as --variant sessions=...)")
+    r.add_argument("--function", default=None, metavar="NAME[,NAME]",
+                   help="hash workload: the hash function (see `encbench list`; same as --variant function=...)")
+    r.add_argument("--rows", default=None, help="hash workload: rows each session hashes (same as --param hash_rows=...)")
+    r.add_argument("--profile", action="store_true",
+                   help="hash workload: record a CPU profile of the server with perf during the warmup runs")
+    r.add_argument("--parallel", action="store_true", help="hash workload: allow parallel query (PostgreSQL)")
     r.add_argument("--setting", action="append", default=[], metavar="NAME=VALUE",
                    help="mariadb: a setting of the private server, e.g. file_key_management_encryption_algorithm=AES_CBC "
                         "or innodb_encrypt_log=OFF (repeatable)")
@@ -140,16 +148,22 @@ def cmd_run(args, argv: list[str]) -> int:
                        ("wait_interval", args.wait_interval and parse_seconds(args.wait_interval, what="--wait-interval")),
                        ("settings", args.setting and _parse_settings(args.setting)))
                       if value}
+    variants = list(args.variant) + [f"{k}={v}" for k, v in (("sessions", args.sessions),
+                                                              ("function", args.function)) if v]
+    params = list(args.param) + [f"{k}={v}" for k, v in (("hash_rows", args.rows), ("profile", args.profile and 1),
+                                                          ("parallel", args.parallel and 1)) if v]
+    if (args.sessions or args.function or args.rows or args.profile or args.parallel) and not args.workload:
+        args.workload = ["hash"]  # the hash options name their workload
     config = runner.RunConfig(
         engine=engine_name,
-        workloads=args.workload or list(engine.workloads),
-        variant_filters=args.variant,
+        workloads=args.workload or list(engine.default_workloads or engine.workloads),
+        variant_filters=variants,
         runs=runs, warmups=warmups, size_bytes=size, seed=seed, output=output,
         data_dir=Path(args.data_dir) if args.data_dir else _data_dir_default(),
         probes=args.probe or list(DEFAULT_PROBES),
         regenerate=args.regenerate, key=key, key_source=key_source, quick=args.quick,
         command=report.command_line(argv),
-        params=args.param, engine_options=engine_options,
+        params=params, engine_options=engine_options,
     )
     runner.plan(config)  # every name and value checked before anything is created
     from . import results
@@ -168,6 +182,8 @@ def cmd_run(args, argv: list[str]) -> int:
     if kept:
         print(f"encbench: the private server is kept (--keep): {kept}", file=sys.stderr)
     analysis = {k: doc.get(k, []) for k in ("summaries", "comparisons", "derived", "attribution", "notes")}
+    analysis.update({k: doc[k] for k in ("scaling", "hash_costs", "profiles") if k in doc})
+    analysis["files"] = report.write_files(doc, output)
     if args.json:
         print(report.render_json(doc, analysis))
     else:
@@ -209,8 +225,12 @@ def _emit(doc: dict, analysis: dict, fmt: str) -> None:
 def cmd_show(args) -> int:
     from . import analysis, results
 
+    from . import report
+
     doc = results.load(args.file)
-    _emit(doc, analysis.analyze(doc), "json" if args.json else args.format)
+    an = analysis.analyze(doc)
+    an["files"] = report.write_files(doc, Path(args.file), only_missing=True)
+    _emit(doc, an, "json" if args.json else args.format)
     return 0
 
 

@@ -104,7 +104,7 @@ def _reads(d: dict) -> str:
     return f"{fmt_bytes(d['read_bytes'])}{pages}"
 
 
-RATES = (("qps", "q/s"), ("mb_per_s", "MB/s"), ("connections_per_s", "conn/s"))
+RATES = (("qps", "q/s"), ("mb_per_s", "MB/s"), ("connections_per_s", "conn/s"), ("rows_per_s", "rows/s"))
 
 
 def _rate(d: dict) -> str:
@@ -121,7 +121,7 @@ def _d_rate(r: dict) -> str:
     return "-"
 
 
-PER_UNIT_CPU = ("query", "message", "connection")
+PER_UNIT_CPU = ("query", "message", "connection", "row")
 
 
 def _per_unit(prefix: str):
@@ -129,7 +129,7 @@ def _per_unit(prefix: str):
         for unit in PER_UNIT_CPU:
             key = f"{prefix}cpu_us_per_{unit}"
             if key in d:
-                return f"{d[key]:.1f} µs/{unit}"
+                return f"{d[key]:.2f} µs/{unit}" if d[key] < 10 else f"{d[key]:.1f} µs/{unit}"
         return "-"
     return fmt
 
@@ -216,6 +216,95 @@ def derived_lines(analysis: dict) -> list[str]:
                      f"({d['raw_cipher_mb_per_s_per_core']:.0f} MB/s per core)")
         out.append(line)
     return out
+
+
+def _ci_text(ci, fmt="{:.2f}") -> str:
+    return f" [{fmt.format(ci[0])}, {fmt.format(ci[1])}]" if ci else ""
+
+
+def scaling_lines(analysis: dict) -> list[str]:
+    out = []
+    for e in analysis.get("scaling", []):
+        if e["operation"] == "profile":
+            continue
+        line = (f"{e['function']}/{e['operation']} {e['sessions']} sessions: {e['throughput']:,.0f} rows/s"
+                f"{_ci_text(e['throughput_ci'], '{:,.0f}')}")
+        if e["efficiency"] is not None:
+            line += f", efficiency {e['efficiency']:.2f}{_ci_text(e['efficiency_ci'])}"
+        if e["degradation"] is not None and e["sessions"] != 1:
+            line += f", degradation {e['degradation']:.2f}x{_ci_text(e['degradation_ci'])}"
+        if e.get("server_cpu_us_per_row") is not None:
+            line += f"; server CPU {e['server_cpu_us_per_row']:.3f} µs/row"
+        if e.get("client_cpu_share") is not None:
+            line += f"; client {e['client_cpu_share']:.1%} of the CPU"
+        if e.get("waits"):
+            line += "; samples: " + ", ".join(f"{w} {x:.0%}" for w, x in e["waits"].items())
+        out.append(line + f" ({e['runs']} runs)")
+    if out:
+        out.append("efficiency = throughput(k) / (min(k, cores) x throughput(1)); degradation = wall(k) / wall(1), "
+                   "the same rows per session; ratios of means with bootstrap 95% CIs")
+    for c in analysis.get("hash_costs", []):
+        line = (f"{c['function']}: the engine spends {c['function_us_per_row']:.3f} µs of server CPU per row on the "
+                f"function ({c['hash_us_per_row']:.3f} with it, {c['baseline_us_per_row']:.3f} without, 1 session)")
+        if c.get("raw_us_per_call"):
+            line += (f"; the hash itself takes {c['raw_us_per_call']:.3f} µs on this CPU ({c['raw_method']}): "
+                     f"{c['times_raw']:.1f}x")
+        out.append(line)
+    return out
+
+
+def profile_lines(analysis: dict) -> list[str]:
+    out = []
+    for p in analysis.get("profiles", []):
+        if "error" in p:
+            continue
+        funcs = ", ".join(f"{name} {share:.0%}" for name, share in p["top_functions"][:6])
+        objs = ", ".join(f"{name.rsplit('/', 1)[-1]} {share:.0%}" for name, share in p["top_objects"][:4])
+        out.append(f"{p['function']} at {p['sessions']} sessions ({p['sample_count']} samples at {p['frequency_hz']} Hz, "
+                   f"{p['event']}): libcrypto {p['libcrypto_share']:.0%} of the server's CPU (inclusive), locks "
+                   f"{p['lock_share']:.0%}; objects: {objs}; leaf functions: {funcs}")
+    return out
+
+
+def write_files(doc: dict, result_path, *, only_missing: bool = False) -> list[str]:
+    """Plots and flame graphs next to the result file: <stem>-scaling.png/.svg, <stem>-flame-*.svg."""
+    from pathlib import Path
+
+    from . import analysis as an_mod
+
+    result_path = Path(result_path)
+    prefix = result_path.with_name(result_path.stem)
+    written: list[str] = []
+    try:
+        scale = doc.get("scaling") or an_mod.scaling(doc, an_mod.collect(doc))
+        entries = [e for e in scale if e["operation"] in ("hash", "baseline")]
+        if entries:
+            target = Path(f"{prefix}-scaling.png")
+            if only_missing and target.exists():
+                written += [str(target), str(target.with_suffix(".svg"))]
+            else:
+                from . import plots
+
+                cores = int(doc["environment"]["cpu"].get("logical_cores") or 1)
+                written += [str(p) for p in plots.scaling_plots(
+                    entries, cores, prefix, f"{doc['engine']['name']}: in-query hash under concurrency "
+                                            f"({cores} cores)")]
+        from . import flame
+
+        for run in doc["runs"]:
+            for op in run.get("operations", []):
+                folded = (op.get("extra", {}).get("profile") or {}).get("folded")
+                if op.get("operation") != "profile" or not folded:
+                    continue
+                v = run["variant"]
+                target = Path(f"{prefix}-flame-{v.get('function')}-s{v.get('sessions')}.svg")
+                if not (only_missing and target.exists()):
+                    target.write_text(flame.flamegraph_svg(
+                        folded, f"{doc['engine']['name']} server CPU: {v.get('function')}, {v.get('sessions')} sessions"))
+                written.append(str(target))
+    except OSError:
+        return written  # the results stand without their pictures
+    return sorted(set(written))
 
 
 def attribution_lines(analysis: dict) -> list[str]:
@@ -305,6 +394,9 @@ def render_text(doc: dict, analysis: dict, console: Console) -> None:
             table.add_row(*_cells(r, cols))
         console.print(table)
     _print_section(console, "Where the overhead went (mean contender minus mean baseline)", attribution_lines(analysis))
+    _print_section(console, "Scaling of the in-query hash (seed 004)", scaling_lines(analysis))
+    _print_section(console, "CPU profile of the server (perf, warmup runs)", profile_lines(analysis))
+    _print_section(console, "Files", analysis.get("files", []))
     _print_section(console, "Per-page decrypt cost (seed 003)", derived_lines(analysis) + raw_cipher_lines(doc))
     _print_section(console, "Notes", analysis["notes"])
     _print_section(console, "Warnings", warning_lines(analysis))
@@ -316,7 +408,7 @@ def _print_section(console: Console, title: str, lines: list[str]) -> None:
     if lines:
         console.print(f"[bold]{title}[/bold]")
         for line in lines:
-            console.print(f"  - {line}", highlight=False, soft_wrap=True)
+            console.print(f"  - {line}", highlight=False, soft_wrap=True, markup=False)
 
 
 def render_markdown(doc: dict, analysis: dict) -> str:
@@ -333,6 +425,9 @@ def render_markdown(doc: dict, analysis: dict) -> str:
         for r in rows(doc, analysis, t if many else None):
             out.append("| " + " | ".join(c.replace("|", "\\|") for c in _cells(r, cols)) + " |")
     for title, lines in (("Where the overhead went", attribution_lines(analysis)),
+                         ("Scaling of the in-query hash", scaling_lines(analysis)),
+                         ("CPU profile of the server", profile_lines(analysis)),
+                         ("Files", analysis.get("files", [])),
                          ("Per-page decrypt cost", derived_lines(analysis) + raw_cipher_lines(doc)),
                          ("Notes", analysis["notes"]), ("Warnings", warning_lines(analysis))):
         if lines:
@@ -354,6 +449,7 @@ def render_json(doc: dict, analysis: dict) -> str:
         "schema_version": doc["schema_version"], "status": doc["status"], "engine": doc["engine"]["name"],
         "summaries": analysis["summaries"], "comparisons": comps, "derived": analysis["derived"],
         "attribution": analysis.get("attribution", []), "notes": analysis["notes"],
+        **{k: analysis[k] for k in ("scaling", "hash_costs", "profiles", "files") if k in analysis},
     }, indent=1)
 
 

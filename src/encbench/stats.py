@@ -192,3 +192,15 @@ def verdict(metric_label: str, est: Estimate) -> str:
     if not est.significant:
         return f"no significant difference in {metric_label} ({percent(est.value)})"
     return f"{percent(est.value)} {metric_label}, significant"
+
+
+def mean_ci(values: Sequence[float], *, confidence: float = CONFIDENCE, n_resamples: int = N_RESAMPLES,
+            seed: int = 0) -> tuple[float, float] | None:
+    """Percentile bootstrap CI of a mean (None below 2 values); the seed makes it reproducible."""
+    arr = np.asarray([v for v in values if v is not None], dtype=float)
+    if arr.size < 2:
+        return None
+    rng = np.random.default_rng(seed)
+    means = arr[rng.integers(0, arr.size, size=(n_resamples, arr.size))].mean(axis=1)
+    alpha = (1 - confidence) / 2
+    return float(np.quantile(means, alpha)), float(np.quantile(means, 1 - alpha))

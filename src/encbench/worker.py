@@ -64,7 +64,8 @@ def execute(spec: dict) -> dict:
     try:
         session = engine.open_session(spec["setup"], variant, mutable=workload.mutates, scratch_dir=scratch)
         try:
-            ops = [_measure(op, session, variant, spec["probes"]) for op in workload.operations(session, scratch, spec.get("params", {}))]
+            params = dict(spec.get("params", {}), _warmup=bool(spec.get("warmup")))
+            ops = [_measure(op, session, variant, spec["probes"]) for op in workload.operations(session, scratch, params)]
         finally:
             session.close()
     finally:

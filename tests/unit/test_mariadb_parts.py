@@ -122,7 +122,8 @@ def test_two_report_tables_one_axis_each():
               "tables": [t.to_dict() for t in ENGINES.get("mariadb").tables()]}
     assert table_for(engine, "dml")["axis"] == "encryption"
     assert table_for(engine, "storm")["axis"] == "tls"
-    assert [t["axis"] for t in tables(engine)] == ["encryption", "tls"]
+    assert [t["axis"] for t in tables(engine)] == ["encryption", "tls", "sessions"]
+    assert table_for(engine, "hash")["axis_baseline"] == "1"
     old = {"axis": "tls", "axis_baseline": "off"}  # a file written before engine.tables existed
     assert table_for(old, "storm")["axis"] == "tls" and len(tables(old)) == 1
     assert all(c in report.COLUMNS for t in tables(engine) for c in t["table_columns"])

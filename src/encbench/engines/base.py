@@ -73,6 +73,7 @@ class Engine:
     axis: str = "encryption"  # the setting whose cost is measured
     axis_baseline: str = "off"
     workloads: tuple[str, ...] = ()
+    default_workloads: tuple[str, ...] | None = None  # what `run` measures without --workload (None: all)
     options: tuple[str, ...] = ()  # engine options it accepts (dsn, keep, allow_reconfigure)
     table_columns: tuple[str, ...] | None = None  # report.COLUMNS names; None: the at-rest default
     metric_words: dict[str, str] = {}  # verdict wording, e.g. {"cpu_s": "server CPU"}

@@ -20,6 +20,7 @@ from ..probes import Target
 from ..redact import redact
 from ..tls import forced, openssl_client_conf
 from ..variants import Variant
+from ..sweep import run_together as sweep_run_together
 from .maria_server import Handle
 
 # InnoDB status counters -> the pages probe's names
@@ -482,6 +483,57 @@ class MariaSession:
         pct = (lambda q: float(np.percentile(lat, q)) / 1000.0) if lat else (lambda q: None)
         return {"queries": len(lat), "qps": len(lat) / duration, "latency_p50_ms": pct(50),
                 "latency_p95_ms": pct(95), "latency_p99_ms": pct(99), "tls_checked_connections": len(outs)}
+
+    # -- the hash workload: k sessions started together -----------------------------------
+    def hash_sql(self, function: str, with_function: bool) -> str:
+        from .mariadb import HASH_FUNCTIONS
+
+        expr = HASH_FUNCTIONS[function] if with_function else "v"
+        return f"SELECT MAX({expr}) FROM {self.schema}.hashsrc"
+
+    def open_sessions(self, k: int, *, parallel: bool) -> list:
+        my = pymysql()
+        conns = []
+        try:
+            for _ in range(k):
+                conns.append(my.connect(**self.setup["_conn"], database=self.schema, autocommit=True, ssl_disabled=True))
+        except my.err.OperationalError as e:
+            self.close_sessions(conns)
+            raise EngineUnavailableError(f"cannot open {k} sessions: {first_line(e)}",
+                                         hint="use fewer --sessions, or raise max_connections") from None
+        return conns
+
+    def sessions_target(self, conns: list) -> Target:
+        ids = [c.thread_id() for c in conns]
+        threads, ps_threads = [], []
+        cur = self.conn.cursor()
+        try:
+            cur.execute("SELECT THREAD_ID, THREAD_OS_ID FROM performance_schema.threads WHERE PROCESSLIST_ID IN ("
+                        + ",".join(str(int(i)) for i in ids) + ")")
+            for ps, os_tid in cur.fetchall():
+                ps_threads.append(ps)
+                if self.server_pid and os_tid:
+                    threads.append((self.server_pid, os_tid))
+        except Exception:  # no performance_schema: the process CPU only
+            pass
+        extra: dict[str, Any] = {"wait_interval_s": self.setup["wait_interval_s"]}
+        if ps_threads and self.setup.get("performance_schema"):
+            extra["wait_sampler"] = self._sampler(ps_threads, None)
+        return Target(pids=[self.server_pid] if self.server_pid else [], client=True, client_process=True,
+                      threads=threads, extra=extra)
+
+    def run_sessions(self, conns: list, sql: str) -> tuple[list, float]:
+        def one(conn):
+            cur = conn.cursor()
+            cur.execute(sql)
+            return cur.fetchone()[0]
+
+        return sweep_run_together(conns, one)
+
+    @staticmethod
+    def close_sessions(conns: list) -> None:
+        for c in conns:
+            c.close()
 
     def close(self) -> None:
         try:

@@ -20,7 +20,7 @@ import time
 from pathlib import Path
 from urllib.parse import parse_qs, unquote, urlparse
 
-from .. import datagen, rawcipher
+from .. import datagen, rawcipher, sweep
 from ..errors import BadValueError, EngineUnavailableError, UsageError
 from ..probes.waits import DEFAULT_INTERVAL_S
 from ..redact import redact
@@ -31,6 +31,7 @@ from .base import Engine, PrepareContext, Session, Table
 from .maria_session import RT_ROWS, MariaSession, check_table, copy_rows, first_line, pymysql
 
 AT_REST = ("scan-like", "scan-eq", "dml", "rebuild", "backup")
+HASH_FUNCTIONS = {"sha2-256": "SHA2(v, 256)", "sha2-512": "SHA2(v, 512)", "md5": "MD5(v)", "sha1": "SHA1(v)"}
 IN_TRANSIT = ("storm", "roundtrip", "bulk", "connect")
 TABLES = {"off": "plain", "on": "enc"}
 INNODB_ROW_BYTES = 420  # stored bytes per generated row in InnoDB (pages, index), to size the buffer pool
@@ -46,6 +47,8 @@ VARIANT_KEYS = (
                "client offers)", DEFAULT_TLS, validate=check_tls, workloads=IN_TRANSIT),
     VariantKey("clients", "concurrent client connections", ("1", "2"),
                validate=int_validator("clients", lambda n: 1 <= n <= 256, "use 1 to 256"), workloads=("roundtrip",)),
+    sweep.function_key(HASH_FUNCTIONS, "sha2-256"),
+    sweep.sessions_key(),
 )
 
 # which file holds what, and the setting that encrypts it
@@ -108,7 +111,8 @@ class MariaDBEngine(Engine):
     description = ("MariaDB: InnoDB encryption at rest (encrypted vs plain table, cold vs warm buffer pool) and TLS "
                    "in transit (private server on loopback, or --dsn mysql://...)")
     variant_keys = VARIANT_KEYS
-    workloads = AT_REST + IN_TRANSIT
+    workloads = AT_REST + IN_TRANSIT + ("hash",)
+    default_workloads = AT_REST + IN_TRANSIT
     options = ("dsn", "keep", "allow_reconfigure", "wait_interval", "settings")
 
     def __init__(self) -> None:
@@ -122,6 +126,8 @@ class MariaDBEngine(Engine):
             Table("Encryption in transit: TLS vs none", "tls", "off", IN_TRANSIT,
                   ("workload", "op", "variant", "elapsed", "d_elapsed", "server_cpu", "d_server_cpu", "client_cpu",
                    "d_client_cpu", "server_per_unit", "server_ctx", "net", "rate", "d_rate", "verdict"),
+                  {"cpu_s": "server CPU", "client_cpu_s": "client CPU"}),
+            Table("In-query hash: k concurrent sessions vs 1", "sessions", "1", ("hash",), sweep.TABLE_COLUMNS,
                   {"cpu_s": "server CPU", "client_cpu_s": "client CPU"}),
         )
 
@@ -141,6 +147,8 @@ class MariaDBEngine(Engine):
         wanted_workloads = set(ctx.params)
         rows = datagen.row_count_for(ctx.size_bytes) if at_rest else 0
         bulk_rows = int(ctx.params.get("bulk", {}).get("rows", 0))
+        hashing = [v for v in ctx.variants if "sessions" in v]
+        hash_rows = int(ctx.params["hash"]["hash_rows"]) if hashing else 0
         dsn_params = parse_dsn(dsn) if dsn else None
         if dsn:
             if opts.get("keep"):
@@ -160,7 +168,7 @@ class MariaDBEngine(Engine):
             conn_params = dict(dsn_params)
             admin_params = dict(conn_params)
         else:
-            pool_mb = 128 + (3 * rows * INNODB_ROW_BYTES + bulk_rows * 1300) // (1 << 20)
+            pool_mb = 128 + (3 * rows * INNODB_ROW_BYTES + bulk_rows * 1300 + hash_rows * 80) // (1 << 20)
             pool_mb = -(-pool_mb // 128) * 128
             ctx.progress(f"starting a private MariaDB server (buffer pool {pool_mb} MB)")
             server = maria_server.start(settings, base=maria_server.BENCH, buffer_pool_mb=pool_mb, tls=True,
@@ -205,17 +213,26 @@ class MariaDBEngine(Engine):
                 if transit:
                     ctx.progress("creating the in-transit tables")
                     _create_transit(cur, schema, bulk_rows)
+                if hashing:
+                    cur.execute("SELECT @@max_connections")
+                    sweep.check_sessions_fit(max(int(v["sessions"]) for v in hashing), int(cur.fetchone()[0]))
+                    ctx.progress(f"creating the hash table ({hash_rows:,} rows)")
+                    _create_hash_table(cur, schema, hash_rows)
+                    setup["hash_rows"] = hash_rows
+                    setup["hash_functions"] = sorted({v["function"] for v in hashing})
             finally:
                 admin.close()
             if server is not None:  # a checkpoint: the data load's redo is not in any backup or restart
                 ctx.progress("restarting the private server (checkpoint after the data load)")
                 server.handle.restart()
-            if transit:  # the in-transit tables are read from the buffer pool, never from storage
+            if transit or hashing:  # these tables are read from the buffer pool, never from storage
                 admin = _connect(my, admin_params, "the MariaDB server")
                 try:
                     cur = admin.cursor()
-                    cur.execute(f"SELECT COUNT(*), SUM(LENGTH(payload)) FROM {schema}.bulk")
-                    cur.execute(f"SELECT COUNT(*), SUM(LENGTH(v)) FROM {schema}.rt")
+                    for table, col in (("bulk", "payload"), ("rt", "v"), ("hashsrc", "v")):
+                        if table == "hashsrc" and not hashing or table != "hashsrc" and not transit:
+                            continue
+                        cur.execute(f"SELECT COUNT(*), SUM(LENGTH({col})) FROM {schema}.{table}")
                 finally:
                     admin.close()
         except my.err.MySQLError as e:
@@ -285,12 +302,15 @@ class MariaDBEngine(Engine):
             pass
 
     def calibrate(self, setup: dict) -> dict:
+        out = {}
+        if setup.get("hash_functions"):
+            out["raw_hash"] = {f: sweep.raw_hash(f) for f in setup["hash_functions"]}
         if "on" not in setup.get("tables", {}):
-            return {}
+            return out
         algo = (setup.get("instance_settings") or {}).get("file_key_management_encryption_algorithm", "AES_CTR")
         mode = "CBC" if algo.upper() == "AES_CBC" else "CTR"
         ps = setup["page_size"]
-        return {"raw_cipher": {str(ps): rawcipher.aes_page(ps, mode)}}
+        return dict(out, raw_cipher={str(ps): rawcipher.aes_page(ps, mode)})
 
     def open_session(self, setup: dict, variant: Variant, *, mutable: bool, scratch_dir: Path) -> Session:
         return MariaSession(setup, variant, scratch_dir, mutable=mutable)
@@ -373,6 +393,15 @@ def _server_facts(cur) -> dict:
         "buffer_pool_bytes": int(var("innodb_buffer_pool_size") or 0),
         "host": cur.connection.host, "port": cur.connection.port,
     }
+
+
+def _create_hash_table(cur, schema: str, rows: int) -> None:
+    """hashsrc: one 10-character value per row (seed 004's ID VARCHAR(10)), loaded in chunks."""
+    cur.execute(f"CREATE TABLE {schema}.hashsrc (id INT NOT NULL PRIMARY KEY, v VARCHAR(16) NOT NULL) ENGINE=InnoDB")
+    for lo in range(1, rows + 1, 50_000):
+        hi = min(rows, lo + 49_999)
+        cur.execute(f"INSERT INTO {schema}.hashsrc SELECT seq, LPAD(seq, {sweep.VALUE_BYTES}, '0') "
+                    f"FROM {schema}.seq_{lo}_to_{hi}")
 
 
 def _create_transit(cur, schema: str, bulk_rows: int) -> None:

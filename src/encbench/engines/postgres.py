@@ -23,21 +23,35 @@ from ..probes.waits import DEFAULT_INTERVAL_S
 from ..redact import redact
 from ..tls import DEFAULT_TLS, TLS_RE, check_tls, openssl_client_conf  # noqa: F401 (re-exported)
 from ..variants import Variant, VariantKey, int_validator
+from .. import sweep
 from . import pg_server
-from .base import Engine, PrepareContext, Session
+from .base import Engine, PrepareContext, Session, Table
 
 _TLS_RE = TLS_RE
 SSL_SETTINGS = ("ssl_ciphers", "ssl_min_protocol_version", "ssl_max_protocol_version")
 RT_ROWS = 10_000
 
 
+IN_TRANSIT = ("storm", "roundtrip", "bulk", "connect")
+# hash workload: what each function name runs per row (pgcrypto for digest and hmac)
+HASH_FUNCTIONS = {
+    "sha256": "sha256(v::bytea)",
+    "sha512": "sha512(v::bytea)",
+    "md5": "md5(v)",
+    "digest-sha256": "digest(v, 'sha256')",
+    "hmac-sha256": f"hmac(v, '{sweep.HMAC_KEY}', 'sha256')",
+}
+PGCRYPTO = ("digest-sha256", "hmac-sha256")
+
 VARIANT_KEYS = (
     VariantKey("tls", "TLS on the connection: off, on (as negotiated) or PROTOCOL:SUITE (the only suite the client "
                "offers; on a private server the only one the server accepts too)",
-               DEFAULT_TLS, validate=check_tls),
+               DEFAULT_TLS, validate=check_tls, workloads=IN_TRANSIT),
     VariantKey("clients", "concurrent client connections", ("1", "2"),
                validate=int_validator("clients", lambda n: 1 <= n <= 256, "use 1 to 256"),
                workloads=("roundtrip",)),
+    sweep.function_key(HASH_FUNCTIONS, "sha256"),
+    sweep.sessions_key(),
 )
 
 
@@ -260,6 +274,40 @@ class PgSession(Session):
                                    hint="use a longer --param seconds")
         return list(seen.values())
 
+    # -- the hash workload: k sessions started together ----------------------------
+    def hash_sql(self, function: str, with_function: bool) -> str:
+        expr = HASH_FUNCTIONS[function] if with_function else "v"
+        return f"SELECT count({expr}) FROM {self.schema}.hashsrc"
+
+    def open_sessions(self, k: int, *, parallel: bool) -> list:
+        conns = []
+        try:
+            for _ in range(k):
+                conn = self.psycopg.connect(**conninfo_of(self.setup), sslmode="disable", autocommit=True,
+                                            application_name="encbench-hash")
+                conns.append(conn)
+                if not parallel:  # one session is one CPU
+                    conn.execute("SET max_parallel_workers_per_gather = 0")
+        except self.psycopg.OperationalError as e:
+            self.close_sessions(conns)
+            raise EngineUnavailableError(f"cannot open {k} sessions: {_first_line(e)}",
+                                         hint="use fewer --sessions, or raise max_connections") from None
+        return conns
+
+    def sessions_target(self, conns: list) -> Target:
+        pids = [c.info.backend_pid for c in conns]
+        sampler = _sampler_factory(self.setup, pids=pids, application_name=None)
+        return Target(pids=[p for p in pids if _is_local_postgres(p)], client=True, client_process=True,
+                      extra={"wait_sampler": sampler, "wait_interval_s": self.setup["wait_interval_s"]})
+
+    def run_sessions(self, conns: list, sql: str) -> tuple[list, float]:
+        return sweep.run_together(conns, lambda c: c.execute(sql).fetchone()[0])
+
+    @staticmethod
+    def close_sessions(conns: list) -> None:
+        for c in conns:
+            c.close()
+
     def close(self) -> None:
         self.conn.close()
 
@@ -359,7 +407,8 @@ class PostgresEngine(Engine):
     description = "PostgreSQL over TCP with TLS off, on and forced suites (private server on loopback, or --dsn)"
     variant_keys = VARIANT_KEYS
     axis, axis_baseline = "tls", "off"
-    workloads = ("storm", "roundtrip", "bulk", "connect")
+    workloads = IN_TRANSIT + ("hash",)
+    default_workloads = IN_TRANSIT
     options = ("dsn", "keep", "allow_reconfigure", "wait_interval")
     table_columns = ("workload", "op", "variant", "elapsed", "d_elapsed", "server_cpu", "d_server_cpu",
                      "client_cpu", "d_client_cpu", "server_per_unit", "server_ctx", "net", "rate", "d_rate",
@@ -368,6 +417,12 @@ class PostgresEngine(Engine):
 
     def __init__(self) -> None:
         self._servers: dict[str, pg_server.PgServer | None] = {}
+
+    def tables(self) -> tuple[Table, ...]:
+        return (Table("Encryption in transit: TLS vs none", "tls", "off", IN_TRANSIT, self.table_columns,
+                      dict(self.metric_words)),
+                Table("In-query hash: k concurrent sessions vs 1", "sessions", "1", ("hash",), sweep.TABLE_COLUMNS,
+                      dict(self.metric_words)))
 
     def check_available(self) -> None:
         _psycopg()
@@ -406,6 +461,17 @@ class PostgresEngine(Engine):
             setup["_original_auto_conf"] = _auto_conf_settings(admin)
             ctx.progress("creating the benchmark tables")
             _create_objects(admin, setup["schema"], ctx.params.get("bulk", {}).get("rows", 0))
+            hashing = [v for v in ctx.variants if "sessions" in v]
+            if hashing:
+                sweep.check_sessions_fit(max(int(v["sessions"]) for v in hashing),
+                                         int(admin.execute("SHOW max_connections").fetchone()[0]))
+                if any(v["function"] in PGCRYPTO for v in hashing):
+                    _ensure_pgcrypto(admin, managed or reconfigure)
+                rows = ctx.params["hash"]["hash_rows"]
+                ctx.progress(f"creating the hash table ({rows:,} rows)")
+                _create_hash_table(admin, setup["schema"], rows)
+                setup["hash_rows"] = rows
+                setup["hash_functions"] = sorted({v["function"] for v in hashing})
             admin.close()
             setup["pgbench"] = _find_pgbench(server)
             setup["versions"] = {"postgresql_server": setup["server"]["version"]}
@@ -451,7 +517,8 @@ class PostgresEngine(Engine):
             server.stop()
 
     def calibrate(self, setup: dict) -> dict:
-        return {}
+        functions = setup.get("hash_functions") or []
+        return {"raw_hash": {f: sweep.raw_hash(f) for f in functions}} if functions else {}
 
     def open_session(self, setup: dict, variant: Variant, *, mutable: bool, scratch_dir: Path) -> Session:
         return PgSession(setup, variant, scratch_dir)
@@ -546,6 +613,29 @@ def _create_objects(conn, schema: str, bulk_rows: int) -> None:
     conn.execute(f"VACUUM ANALYZE {schema}.rt")
     conn.execute(f"VACUUM ANALYZE {schema}.bulk")
     conn.execute(f"SELECT count(*) FROM {schema}.bulk")  # into shared buffers / OS cache
+
+
+def _ensure_pgcrypto(conn, may_create: bool) -> None:
+    if conn.execute("SELECT 1 FROM pg_extension WHERE extname = 'pgcrypto'").fetchone():
+        return
+    if not may_create:
+        raise EngineUnavailableError("the pgcrypto extension is not installed on this server (digest, hmac)",
+                                     hint="run CREATE EXTENSION pgcrypto; in the database (Debian: the postgresql "
+                                          "package ships it), or pass --allow-reconfigure, or use --function sha256")
+    try:
+        conn.execute("CREATE EXTENSION IF NOT EXISTS pgcrypto")
+    except Exception as e:  # psycopg.Error; not importable at module level here
+        raise EngineUnavailableError(f"cannot create the pgcrypto extension: {_first_line(e)}",
+                                     hint="install the PostgreSQL contrib modules, or use --function sha256") from None
+
+
+def _create_hash_table(conn, schema: str, rows: int) -> None:
+    """hashsrc: one 10-character value per row (seed 004's ID VARCHAR(10)), read into shared buffers."""
+    conn.execute(f"CREATE TABLE {schema}.hashsrc (v text NOT NULL)")
+    conn.execute(f"INSERT INTO {schema}.hashsrc SELECT lpad(i::text, {sweep.VALUE_BYTES}, '0') "
+                 f"FROM generate_series(1, {int(rows)}) i")
+    conn.execute(f"VACUUM ANALYZE {schema}.hashsrc")
+    conn.execute(f"SELECT count(v) FROM {schema}.hashsrc")
 
 
 def _auto_conf_settings(conn) -> dict[str, str]:

@@ -34,6 +34,7 @@ class Target:
     client: bool = False
     reaped_children: bool = False
     threads: list[tuple[int, int]] = field(default_factory=list)  # (pid, tid): the connection's own server thread
+    client_process: bool = False  # the client is the whole worker (sessions in threads), not the calling thread
 
     @property
     def is_self(self) -> bool:

@@ -69,9 +69,10 @@ def _threads_ns(threads: list[tuple[int, int]]) -> int:
     return total
 
 
-def _client_times() -> tuple[float, float]:
-    """The calling thread (the workload's client) plus waited-for children (e.g. pgbench)."""
-    me = resource.getrusage(resource.RUSAGE_THREAD)
+def _client_times(process: bool = False) -> tuple[float, float]:
+    """The calling thread (the workload's client) plus waited-for children (e.g. pgbench); with
+    process=True the whole worker (clients in threads: the hash sessions; the sampler too)."""
+    me = resource.getrusage(resource.RUSAGE_SELF if process else resource.RUSAGE_THREAD)
     kids = resource.getrusage(resource.RUSAGE_CHILDREN)
     return me.ru_utime + kids.ru_utime, me.ru_stime + kids.ru_stime
 
@@ -100,12 +101,12 @@ class CpuProbe(Probe):
         if target.threads:
             self._t0 = _threads_ns(target.threads)
         if target.client:
-            self._cu0, self._cs0 = _client_times()
+            self._cu0, self._cs0 = _client_times(target.client_process)
 
     def stop(self, target: Target) -> dict[str, float]:
         out = {}
         if target.client:
-            cu, cs = _client_times()
+            cu, cs = _client_times(target.client_process)
             du, ds = cu - self._cu0, cs - self._cs0
             out = {"client_cpu_user_s": du, "client_cpu_sys_s": ds, "client_cpu_s": du + ds}
         if not target.pids:  # a server on another machine: nothing local to measure

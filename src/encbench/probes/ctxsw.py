@@ -34,14 +34,14 @@ class ContextSwitchProbe(Probe):
     )
 
     @staticmethod
-    def _client() -> tuple[int, int]:
-        me = resource.getrusage(resource.RUSAGE_THREAD)
+    def _client(process: bool = False) -> tuple[int, int]:
+        me = resource.getrusage(resource.RUSAGE_SELF if process else resource.RUSAGE_THREAD)
         kids = resource.getrusage(resource.RUSAGE_CHILDREN)
         return me.ru_nvcsw + kids.ru_nvcsw, me.ru_nivcsw + kids.ru_nivcsw
 
     def start(self, target: Target) -> None:
         if target.client:
-            self._client0 = self._client()
+            self._client0 = self._client(target.client_process)
         if target.is_self:
             ru = resource.getrusage(resource.RUSAGE_SELF)  # all threads, exited ones included
             self._self0 = (ru.ru_nvcsw, ru.ru_nivcsw)
@@ -51,7 +51,7 @@ class ContextSwitchProbe(Probe):
     def stop(self, target: Target) -> dict[str, float]:
         out = {}
         if target.client:
-            v, i = self._client()
+            v, i = self._client(target.client_process)
             out = {"client_ctx_voluntary": v - self._client0[0], "client_ctx_involuntary": i - self._client0[1]}
         # a postmaster's reaped children take their switch counts with them: none reported
         engine = {} if target.reaped_children or not target.pids else self._engine(target)

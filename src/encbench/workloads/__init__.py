@@ -8,6 +8,7 @@ from .base import Operation, Workload
 from .bulk import Bulk
 from .connect import Connect
 from .dml import Dml
+from .hash import Hash
 from .rebuild import Rebuild
 from .roundtrip import Roundtrip
 from .scan_eq import ScanEq
@@ -15,7 +16,7 @@ from .scan_like import ScanLike
 from .storm import Storm
 
 WORKLOADS: Registry[Workload] = Registry("workload")
-for _cls in (ScanLike, ScanEq, Dml, Rebuild, Backup, Storm, Roundtrip, Bulk, Connect):
+for _cls in (ScanLike, ScanEq, Dml, Rebuild, Backup, Storm, Roundtrip, Bulk, Connect, Hash):
     WORKLOADS.register(_cls.name, _cls())
 
 __all__ = ["WORKLOADS", "Workload", "Operation"]

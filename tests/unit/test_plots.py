@@ -1,0 +1,96 @@
+"""encbench.plots: scaling figure (throughput and efficiency vs sessions)."""
+
+from __future__ import annotations
+
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+from encbench.plots import scaling_plots
+
+PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
+TITLE = "sha256 scaling on testbox"
+
+
+def _entry(function: str, sessions: int, tp: float, cores: int = 4, ci: bool = True) -> dict:
+    base = 1.0e6
+    eff = tp / (min(sessions, cores) * base)
+    return {
+        "function": function,
+        "operation": "hash",
+        "sessions": sessions,
+        "throughput": tp,
+        "throughput_ci": [tp * 0.9, tp * 1.1] if ci else None,
+        "efficiency": eff,
+        "efficiency_ci": [eff * 0.9, eff * 1.1] if ci else None,
+        "degradation": sessions / (tp / base),
+        "degradation_ci": None,
+    }
+
+
+def _entries(function: str = "sha256", levels=(1, 2, 4, 8), ci: bool = True) -> list[dict]:
+    tps = {1: 1.0e6, 2: 1.8e6, 4: 1.9e6, 8: 2.0e6, 16: 2.0e6}
+    return [_entry(function, k, tps[k], ci=ci) for k in levels]
+
+
+def _svg_text(path: Path) -> str:
+    root = ET.parse(path).getroot()
+    return " ".join(t for el in root.iter() for t in (el.text, el.tail) if t)
+
+
+def test_writes_png_and_svg(tmp_path: Path) -> None:
+    prefix = tmp_path / "run-20260101"
+    paths = scaling_plots(_entries(), 4, prefix, TITLE)
+    assert paths == [tmp_path / "run-20260101-scaling.png", tmp_path / "run-20260101-scaling.svg"]
+    for p in paths:
+        assert p.is_file() and p.stat().st_size > 0
+    assert paths[0].read_bytes().startswith(PNG_SIGNATURE)
+    text = _svg_text(paths[1])
+    assert TITLE in text
+    assert "ideal" in text
+    assert "cores" in text
+
+
+def test_empty_entries_write_nothing(tmp_path: Path) -> None:
+    assert scaling_plots([], 4, tmp_path / "run", TITLE) == []
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_missing_single_session_level(tmp_path: Path) -> None:
+    entries = _entries(levels=(2, 4, 8))
+    for e in entries:  # without a baseline the analysis may not know efficiency
+        e["efficiency"] = None
+        e["efficiency_ci"] = None
+    paths = scaling_plots(entries, 4, tmp_path / "run", TITLE)
+    assert len(paths) == 2 and all(p.stat().st_size > 0 for p in paths)
+    text = _svg_text(paths[1])
+    assert "sha256 / hash" in text
+    assert "ideal (sha256 / hash)" not in text  # no per-pair ideal line without sessions=1
+
+
+def test_without_ci(tmp_path: Path) -> None:
+    paths = scaling_plots(_entries(ci=False), 2, tmp_path / "run", TITLE)
+    assert all(p.stat().st_size > 0 for p in paths)
+
+
+def test_two_functions_two_series(tmp_path: Path) -> None:
+    entries = _entries("sha256") + _entries("md5", levels=(1, 2, 4, 8, 16))
+    paths = scaling_plots(entries, 4, tmp_path / "run", TITLE)
+    text = _svg_text(paths[1])
+    for label in ("sha256 / hash", "md5 / hash", "ideal (sha256 / hash)", "ideal (md5 / hash)"):
+        assert label in text
+    assert "16" in text  # tick for the extra level
+
+
+def test_svg_is_deterministic(tmp_path: Path) -> None:
+    entries = _entries("sha256") + _entries("md5")
+    first = scaling_plots(entries, 4, tmp_path / "a", TITLE)
+    second = scaling_plots(list(reversed(entries)), 4, tmp_path / "b", TITLE)
+    assert first[1].read_bytes() == second[1].read_bytes()
+
+
+def test_no_figures_left_open(tmp_path: Path) -> None:
+    import matplotlib.pyplot as plt
+
+    before = plt.get_fignums()
+    scaling_plots(_entries(), 4, tmp_path / "run", TITLE)
+    assert plt.get_fignums() == before
