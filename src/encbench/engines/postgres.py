@@ -466,7 +466,7 @@ class PostgresEngine(Engine):
                 sweep.check_sessions_fit(max(int(v["sessions"]) for v in hashing),
                                          int(admin.execute("SHOW max_connections").fetchone()[0]))
                 if any(v["function"] in PGCRYPTO for v in hashing):
-                    _ensure_pgcrypto(admin, managed or reconfigure)
+                    setup["created_pgcrypto"] = _ensure_pgcrypto(admin, managed or reconfigure)
                 rows = ctx.params["hash"]["hash_rows"]
                 ctx.progress(f"creating the hash table ({rows:,} rows)")
                 _create_hash_table(admin, setup["schema"], rows)
@@ -506,6 +506,8 @@ class PostgresEngine(Engine):
             admin = _connect_admin(psycopg, setup["_conninfo"])
             try:
                 admin.execute(f"DROP SCHEMA IF EXISTS {setup['schema']} CASCADE")
+                if setup.get("created_pgcrypto"):  # left as it was found
+                    admin.execute("DROP EXTENSION IF EXISTS pgcrypto")
                 if setup.get("_applied") and setup["_applied"] != setup.get("original_ssl_settings"):
                     _apply_ssl_settings(setup, setup["original_ssl_settings"], admin=admin, restore=True)
             finally:
@@ -615,15 +617,17 @@ def _create_objects(conn, schema: str, bulk_rows: int) -> None:
     conn.execute(f"SELECT count(*) FROM {schema}.bulk")  # into shared buffers / OS cache
 
 
-def _ensure_pgcrypto(conn, may_create: bool) -> None:
+def _ensure_pgcrypto(conn, may_create: bool) -> bool:
+    """True when encbench created it (and drops it again in cleanup)."""
     if conn.execute("SELECT 1 FROM pg_extension WHERE extname = 'pgcrypto'").fetchone():
-        return
+        return False
     if not may_create:
         raise EngineUnavailableError("the pgcrypto extension is not installed on this server (digest, hmac)",
                                      hint="run CREATE EXTENSION pgcrypto; in the database (Debian: the postgresql "
                                           "package ships it), or pass --allow-reconfigure, or use --function sha256")
     try:
         conn.execute("CREATE EXTENSION IF NOT EXISTS pgcrypto")
+        return True
     except Exception as e:  # psycopg.Error; not importable at module level here
         raise EngineUnavailableError(f"cannot create the pgcrypto extension: {_first_line(e)}",
                                      hint="install the PostgreSQL contrib modules, or use --function sha256") from None
