@@ -436,6 +436,8 @@ def analyze(doc: dict) -> dict:
             top = max(e["client_cpu_share"] for e in scale)
             out["notes"].append(f"the client is not the bottleneck: its CPU is at most {top:.1%} of client + "
                                 "server CPU at every sessions level")
+        if (doc.get("workloads", {}).get("hash", {}).get("params") or {}).get("profile") and not out["profiles"]:
+            out["notes"].append("--profile records during the warmup runs, and there were none: use --warmups 1")
         errors = sorted({p["error"] for p in out["profiles"] if "error" in p})
         out["notes"] += [f"CPU profile: {e}" for e in errors]
     return out

@@ -210,6 +210,15 @@ def inclusive_share(samples: Iterable[Sample], pattern: str, by: By = "sym") -> 
     return hit / total if total > 0 else 0.0
 
 
+def _named(sample: Sample) -> Sample:
+    """The sample with an unsymbolized leaf named after its object: '[unknown] in libcrypto.so.3'."""
+    leaf = sample.frames[-1] if sample.frames else None
+    if leaf is None or leaf.sym != UNKNOWN or leaf.dso == UNKNOWN:
+        return sample
+    named = Frame(f"{UNKNOWN} in {leaf.dso.rsplit('/', 1)[-1]}", leaf.dso)
+    return Sample(sample.comm, sample.pid, sample.tid, sample.frames[:-1] + [named], sample.period)
+
+
 def summarize(samples: Iterable[Sample]) -> dict:
     """Total weight, top leaf functions and objects, libcrypto and lock shares."""
     samples = list(samples)
@@ -218,7 +227,7 @@ def summarize(samples: Iterable[Sample]) -> dict:
     crypto_self = sum(w for d, w in dso_weights.items() if rx.search(d))
     return {
         "samples": total,
-        "top_functions": self_shares(samples, by="sym"),
+        "top_functions": self_shares([_named(x) for x in samples], by="sym"),
         "top_objects": self_shares(samples, by="dso"),
         "libcrypto_share": inclusive_share(samples, LIBCRYPTO_PATTERN, by="dso"),
         "libcrypto_self_share": crypto_self / total if total > 0 else 0.0,
