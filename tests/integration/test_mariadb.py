@@ -106,7 +106,12 @@ def test_per_page_cost_against_raw_aes_ctr(managed_run):
     assert "AES-256-CTR" in raw["cipher"] and raw["mb_per_s_per_core"] > 0
     derived = {(d["workload"], d["page_size"]) for d in doc["derived"]}
     assert ("scan-eq", 16384) in derived and ("scan-like", 16384) in derived
-    assert all("percent_of_raw_cipher" in d for d in doc["derived"])
+    for d in doc["derived"]:  # at this tiny size the added CPU can come out <= 0: then no speed is claimed
+        assert d["pages_basis"] == "pages_decrypted" and d["pages_read"] > 0
+        if d["per_page_cpu_s"] > 0:
+            assert d["percent_of_raw_cipher"] > 0 and d["raw_cipher_mb_per_s_per_core"] == raw["mb_per_s_per_core"]
+        else:
+            assert d["decrypt_mb_per_s_per_core"] is None and "percent_of_raw_cipher" not in d
 
 
 def test_backups_encrypted_as_their_table(managed_run):
