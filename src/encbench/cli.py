@@ -95,6 +95,24 @@ def build_parser() -> argparse.ArgumentParser:
     lc.add_argument("--setting", action="append", default=[], metavar="NAME=VALUE",
                     help="mariadb: a server setting of the private server, e.g. innodb_encrypt_log=OFF (repeatable)")
 
+    ts = sub.add_parser("tls-scan", help="what TLS a database server accepts (protocols, suites, groups, certificate)")
+    ts.add_argument("target", nargs="?", default=None,
+                    help="postgresql://host:port or mysql://host:port (credentials only needed for --measure)")
+    ts.add_argument("--engine", default=None, choices=("postgres", "mariadb"),
+                    help="scan a private server encbench starts (no TARGET needed)")
+    ts.add_argument("--setting", action="append", default=[], metavar="NAME=VALUE",
+                    help="a setting of that private server, e.g. ssl_ciphers=... (repeatable)")
+    ts.add_argument("--json", action="store_true", help="print the scan as JSON")
+    ts.add_argument("--save-baseline", default=None, metavar="FILE", help="save the scan as a baseline")
+    ts.add_argument("--baseline", default=None, metavar="FILE",
+                    help=f"compare with a saved baseline: exit {errors.EXIT_DRIFT} on any change")
+    ts.add_argument("--measure", action="store_true",
+                    help="run storm, bulk and connect under every accepted suite and rank them by measured cost")
+    ts.add_argument("--top", default=None, help="--measure: only the first N suites (TLS 1.3 first, server order)")
+    ts.add_argument("--runs", default="3", help="--measure: measured runs per suite (default 3)")
+    ts.add_argument("--quick", action="store_true", help="--measure: small workload sizes")
+    ts.add_argument("-o", "--output", default=None, help="--measure: result file of the measuring run")
+
     lst = sub.add_parser("list", help="list engines, workloads, variants and probes")
     lst.add_argument("--json", action="store_true")
     return p
@@ -279,6 +297,111 @@ def cmd_leak_check(args) -> int:
     return errors.EXIT_LEAK if report.leaks else 0
 
 
+def cmd_tls_scan(args, argv: list[str]) -> int:
+    import json
+
+    from . import tlsbaseline, tlsscan
+    from .units import parse_positive_int
+
+    if bool(args.target) == bool(args.engine):
+        raise errors.UsageError("give either a TARGET (postgresql://host:port, mysql://host:port) or --engine",
+                                hint="e.g. encbench tls-scan --engine postgres")
+    if args.setting and not args.engine:
+        raise errors.UsageError("--setting configures a private server: use it with --engine")
+    top = parse_positive_int(args.top, what="--top", maximum=1000) if args.top else None
+    runs = parse_positive_int(args.runs, what="--runs", maximum=1000)
+    baseline = tlsbaseline.load(Path(args.baseline)) if args.baseline else None  # bad files fail before any scan
+    if args.save_baseline:
+        from . import results
+
+        results.check_writable(Path(args.save_baseline))
+    settings = _parse_settings(args.setting) if args.setting else {}
+    server = None
+    try:
+        if args.engine == "postgres":
+            from .engines import pg_server
+
+            server = pg_server.start(settings=settings)
+            endpoint = tlsscan.Endpoint("postgres", "127.0.0.1", server.port)
+        elif args.engine == "mariadb":
+            from .engines import maria_server
+
+            server = maria_server.start(settings, base=maria_server.BENCH, tls=True)
+            endpoint = tlsscan.Endpoint("mysql", "127.0.0.1", server.port)
+        else:
+            endpoint = tlsscan.parse_target(args.target)
+        result = tlsscan.scan(endpoint)
+        if args.engine:
+            result["managed"] = f"a private {args.engine} server started by encbench" + (
+                " with " + ", ".join(f"{k}={v}" for k, v in settings.items()) if settings else "")
+    finally:
+        if server is not None:
+            server.stop()
+    if args.save_baseline:
+        tlsbaseline.save(result, Path(args.save_baseline))
+    changes = tlsbaseline.diff(baseline, result) if baseline else []
+    measured = None
+    if args.measure:
+        measured = _tls_measure(args, result, top, runs, argv)
+    if args.json:
+        out = dict(result, drift=changes if baseline else None)
+        if measured:
+            out["measure"] = measured
+        print(json.dumps(out, indent=1))
+    else:
+        for line in tlsscan.summary_lines(result):
+            print(line)
+        if args.save_baseline:
+            print(f"baseline saved to {args.save_baseline}")
+        if baseline is not None:
+            real = [c for c in changes if not c.startswith("note:")]
+            print(f"compared with the baseline {args.baseline}: " + ("no change" if not real else
+                                                                     f"{len(real)} change(s)"))
+            for line in changes:
+                print(f"  {line}" if line.startswith("note:") else f"  DRIFT  {line}")
+        if measured:
+            _print_tls_ranking(measured)
+    return errors.EXIT_DRIFT if changes else 0
+
+
+def _tls_measure(args, scan: dict, top, runs, argv) -> dict:
+    from . import report, tlsmeasure
+
+    engine = args.engine or {"postgres": "postgres", "mysql": "mariadb"}[scan["engine"]]
+    dsn = None
+    if not args.engine:
+        from urllib.parse import urlparse
+
+        if not urlparse(args.target).username:
+            raise errors.UsageError("--measure on a server needs credentials in TARGET",
+                                    hint="e.g. postgresql://user:password@host:port/db, or use --engine for a private one")
+        dsn = args.target
+    output = Path(args.output) if args.output else Path("encbench-results") / f"tls-measure-{time.strftime('%Y%m%d-%H%M%S')}.json"
+    doc = tlsmeasure.run(scan, engine, dsn=dsn, top=top, runs=runs, quick=args.quick, output=output,
+                         data_dir=_data_dir_default(), command=report.command_line(argv))
+    rows = tlsmeasure.ranking(doc, scan, top)
+    return {"result_file": str(output), "engine": engine, "runs": runs, "ranking": rows,
+            "recommendation": tlsmeasure.recommendation(rows),
+            "note": "a private server of the same engine is measured (the scanned one is not changed)"
+                    if args.engine else "the scanned server is measured through TARGET's credentials"}
+
+
+def _print_tls_ranking(m: dict) -> None:
+    def cell(x) -> str:
+        if not x or x["ratio"] is None:
+            return "-"
+        text = f"{(x['ratio'] - 1) * 100:+.0f}%"
+        return text + (f" [{(x['ci'][0] - 1) * 100:+.0f}, {(x['ci'][1] - 1) * 100:+.0f}]" if x["ci"] else "")
+
+    print(f"measured ({m['runs']} runs per suite, vs no TLS; {m['note']}; results in {m['result_file']}):")
+    print(f"  {'suite':<44} grade  {'storm elapsed':<20} {'bulk MB/s':<20} connections/s")
+    for r in m["ranking"]:
+        print(f"  {r['tls']:<44} {r['grade']:<6} {cell(r['storm elapsed']):<20} {cell(r['bulk MB/s']):<20} "
+              f"{cell(r['connections/s'])}")
+    if m["recommendation"]:
+        print(m["recommendation"])
+
+
 def cmd_list(args) -> int:
     import json
 
@@ -320,7 +443,8 @@ def main(argv: list[str] | None = None) -> int:
             return 0
         handler = {"run": lambda: cmd_run(args, argv), "show": lambda: cmd_show(args),
                    "compare": lambda: cmd_compare(args), "list": lambda: cmd_list(args),
-                   "leak-check": lambda: cmd_leak_check(args)}[args.command]
+                   "leak-check": lambda: cmd_leak_check(args),
+                   "tls-scan": lambda: cmd_tls_scan(args, argv)}[args.command]
         return handler()
     except errors.EncbenchError as e:
         print(f"encbench: error: {e.one_line()}", file=sys.stderr)

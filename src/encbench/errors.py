@@ -91,8 +91,21 @@ class CheckFailedError(EncbenchError):
     exit_code = 12
 
 
+class NoTLSError(EngineUnavailableError):
+    """tls-scan: the server answers but offers no TLS at all."""
+
+    exit_code = 15
+
+
+class NotADatabaseError(EngineUnavailableError):
+    """tls-scan: something answers on that port, but not the database protocol named."""
+
+    exit_code = 16
+
+
 EXIT_INTERRUPTED = 130
 EXIT_LEAK = 13  # leak-check: plaintext found on disk
+EXIT_DRIFT = 14  # tls-scan --baseline: the server's TLS differs from the baseline
 
 EXIT_CODES = {
     0: "success",
@@ -109,5 +122,8 @@ EXIT_CODES = {
     RunFailedError.exit_code: "a run failed (partial results kept)",
     CheckFailedError.exit_code: "a run was not in the requested state (e.g. not encrypted)",
     EXIT_LEAK: "leak-check: the canary was found in plaintext on disk",
+    EXIT_DRIFT: "tls-scan --baseline: the server's TLS configuration differs from the baseline",
+    NoTLSError.exit_code: "tls-scan: the server offers no TLS",
+    NotADatabaseError.exit_code: "tls-scan: the port does not speak the database protocol named",
     EXIT_INTERRUPTED: "interrupted (Ctrl-C); results so far kept",
 }

@@ -1,0 +1,83 @@
+"""tls-scan baselines: save a scan, and tell later what changed (for cron or CI).
+
+A baseline is the scan's JSON (kind "encbench-tls-scan", version 1). Drift is any change
+in: the protocols accepted, the suites accepted per protocol, their order when the server
+chooses (or who chooses), the key exchange groups, and the certificate (by fingerprint,
+with key and expiry named). The scan time and handshake count are not compared.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from pathlib import Path
+
+from .errors import OutputError, ResultFileError, SchemaVersionError
+from .tlsscan import SCAN_VERSION
+
+
+def save(result: dict, path: Path) -> None:
+    path = Path(path)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=".encbench-", dir=path.parent)
+        with os.fdopen(fd, "w") as f:
+            json.dump(result, f, indent=1)
+        os.replace(tmp, path)
+    except OSError as e:
+        raise OutputError(f"cannot write the baseline {path}: {e.strerror or e}",
+                          hint="choose a writable path for --save-baseline") from None
+
+
+def load(path: Path) -> dict:
+    path = Path(path)
+    try:
+        doc = json.loads(path.read_text())
+    except FileNotFoundError:
+        raise ResultFileError(f"baseline {path} does not exist", hint="make one with --save-baseline") from None
+    except (OSError, ValueError) as e:
+        raise ResultFileError(f"baseline {path} is not a readable JSON file ({type(e).__name__})",
+                              hint="make a new one with --save-baseline") from None
+    if not isinstance(doc, dict) or doc.get("kind") != "encbench-tls-scan":
+        raise ResultFileError(f"{path} is not a tls-scan baseline", hint="make one with --save-baseline")
+    if doc.get("version") != SCAN_VERSION:
+        raise SchemaVersionError(f"baseline {path} has version {doc.get('version')!r}; this encbench reads {SCAN_VERSION}",
+                                 hint="make a new one with --save-baseline")
+    for key in ("protocols", "suites", "order", "groups"):
+        if key not in doc:
+            raise ResultFileError(f"baseline {path} lacks {key!r}", hint="make a new one with --save-baseline")
+    return doc
+
+
+def _names(doc: dict, proto: str) -> list[str]:
+    return [s["suite"] if isinstance(s, dict) else s for s in doc.get("suites", {}).get(proto, [])]
+
+
+def diff(baseline: dict, now: dict) -> list[str]:
+    """Readable lines, one per change; [] when nothing changed."""
+    out = []
+    if baseline.get("target") != now.get("target"):
+        out.append(f"note: target {baseline.get('target')} -> {now.get('target')} (compared anyway)")
+    b, n = set(baseline["protocols"]), set(now["protocols"])
+    out += [f"protocol added: {p}" for p in sorted(n - b)] + [f"protocol removed: {p}" for p in sorted(b - n)]
+    for proto in sorted(set(baseline["suites"]) | set(now["suites"])):
+        old, new = _names(baseline, proto), _names(now, proto)
+        out += [f"{proto}: suite added: {s}" for s in new if s not in old]
+        out += [f"{proto}: suite removed: {s}" for s in old if s not in new]
+        who_b, who_n = baseline["order"].get(proto), now["order"].get(proto)
+        if who_b != who_n and who_b and who_n:
+            out.append(f"{proto}: the order is now the {who_n}'s choice (was the {who_b}'s)")
+        common_old = [s for s in old if s in new]
+        common_new = [s for s in new if s in old]
+        if who_n == "server" and who_b == "server" and common_old != common_new:
+            out.append(f"{proto}: server preference changed: {', '.join(common_old[:4])}... -> "
+                       f"{', '.join(common_new[:4])}...")
+    bg, ng = baseline.get("groups", []), now.get("groups", [])
+    out += [f"group added: {g}" for g in ng if g not in bg] + [f"group removed: {g}" for g in bg if g not in ng]
+    bc, nc = baseline.get("certificate") or {}, now.get("certificate") or {}
+    if bc.get("sha256_fingerprint") != nc.get("sha256_fingerprint"):
+        out.append(f"certificate changed: {bc.get('key_type')} {bc.get('key_bits')} until {str(bc.get('not_after'))[:10]}"
+                   f" -> {nc.get('key_type')} {nc.get('key_bits')} until {str(nc.get('not_after'))[:10]}")
+    changes = [line for line in out if not line.startswith("note:")]
+    return out if changes else []

@@ -1,0 +1,388 @@
+"""`encbench tls-scan`: what TLS a database server accepts, over its own wire protocol.
+
+A TLS scanner for HTTPS cannot talk to a database: PostgreSQL wants an SSLRequest
+before the handshake, MariaDB/MySQL a TLS upgrade inside its own handshake. This module
+does that preamble on a plain socket, then hands the socket to Python's ssl module with
+one protocol, suite or group offered at a time: what completes is what the server
+accepts. The server's preference is read by offering every accepted suite and removing
+the one it picks, again and again; if the pick follows the client's order instead, the
+order is "client's choice".
+"""
+
+from __future__ import annotations
+
+import ctypes
+import datetime
+import socket
+import ssl
+import struct
+from dataclasses import dataclass, field
+from typing import Callable
+from urllib.parse import urlparse
+
+from .errors import BadValueError, EngineUnavailableError, NotADatabaseError, NoTLSError
+
+SCAN_VERSION = 1
+PROTOCOLS = (("TLSv1", ssl.TLSVersion.TLSv1), ("TLSv1.1", ssl.TLSVersion.TLSv1_1),
+             ("TLSv1.2", ssl.TLSVersion.TLSv1_2), ("TLSv1.3", ssl.TLSVersion.TLSv1_3))
+TLS13_SUITES = ("TLS_AES_256_GCM_SHA384", "TLS_CHACHA20_POLY1305_SHA256", "TLS_AES_128_GCM_SHA256",
+                "TLS_AES_128_CCM_SHA256", "TLS_AES_128_CCM_8_SHA256")
+GROUPS = ("X25519", "X448", "prime256v1", "secp384r1", "secp521r1", "ffdhe2048", "ffdhe3072", "ffdhe4096")
+SSL_CTRL_SET_GROUPS_LIST = 92
+PG_SSLREQUEST = struct.pack("!II", 8, 80877103)
+MYSQL_CLIENT_SSL = 0x800
+MYSQL_CLIENT_PROTOCOL_41 = 0x200
+TIMEOUT_S = 10.0
+
+
+@dataclass
+class Endpoint:
+    kind: str  # "postgres" | "mysql"
+    host: str
+    port: int
+
+    @property
+    def label(self) -> str:
+        return f"{self.kind}://{self.host}:{self.port}"
+
+
+def parse_target(text: str) -> Endpoint:
+    """postgresql://host:port or mysql://host:port (user, password and database are ignored)."""
+    u = urlparse(text)
+    kind = {"postgresql": "postgres", "postgres": "postgres", "mysql": "mysql", "mariadb": "mysql"}.get(u.scheme)
+    if kind is None or not u.hostname:
+        raise BadValueError(f"{text!r} is not a postgresql:// or mysql:// address",
+                            hint="e.g. encbench tls-scan postgresql://db1:5432 or mysql://db2:3306")
+    try:
+        port = u.port or (5432 if kind == "postgres" else 3306)
+    except ValueError:
+        raise BadValueError(f"{text!r} has a port that is not a number") from None
+    return Endpoint(kind, u.hostname, port)
+
+
+# -- the database protocols' TLS preamble ---------------------------------------------------
+
+def _recv_exact(sock: socket.socket, n: int) -> bytes:
+    buf = b""
+    while len(buf) < n:
+        chunk = sock.recv(n - len(buf))
+        if not chunk:
+            raise ConnectionError("the server closed the connection")
+        buf += chunk
+    return buf
+
+
+def _pg_preamble(sock: socket.socket, ep: Endpoint) -> None:
+    sock.sendall(PG_SSLREQUEST)
+    answer = _recv_exact(sock, 1)
+    if answer == b"N":
+        raise NoTLSError(f"{ep.label} answers the SSLRequest with 'N': the server has TLS off",
+                            hint="set ssl=on (and a certificate) on the server")
+    if answer != b"S":
+        raise NotADatabaseError(f"{ep.label} does not answer like a PostgreSQL server (got {answer!r})",
+                                     hint="check the port, or use mysql:// for MariaDB/MySQL")
+
+
+def _mysql_preamble(sock: socket.socket, ep: Endpoint) -> None:
+    header = _recv_exact(sock, 4)
+    length = int.from_bytes(header[:3], "little")
+    if length <= 0 or length > 1 << 16:
+        raise NotADatabaseError(f"{ep.label} does not answer like a MySQL/MariaDB server",
+                                hint="check the port, or use postgresql:// for PostgreSQL")
+    payload = _recv_exact(sock, length)
+    if payload[:1] == b"\xff":  # an error packet: e.g. host not allowed
+        msg = payload[3:].decode(errors="replace").lstrip("#")[5:] if len(payload) > 3 else "?"
+        raise EngineUnavailableError(f"{ep.label} refused the connection: {msg}")
+    if payload[:1] != b"\x0a":
+        raise NotADatabaseError(f"{ep.label} does not answer like a MySQL/MariaDB server (protocol {payload[:1]!r})",
+                                hint="check the port, or use postgresql:// for PostgreSQL")
+    try:
+        end = payload.index(b"\x00", 1)  # server version, NUL-terminated
+        pos = end + 1 + 4 + 8 + 1  # thread id, auth data part 1, filler
+        caps = int.from_bytes(payload[pos:pos + 2], "little")
+    except ValueError:
+        raise NotADatabaseError(f"{ep.label} sent a malformed MySQL handshake") from None
+    if not caps & MYSQL_CLIENT_SSL:
+        raise NoTLSError(f"{ep.label} does not offer TLS (no CLIENT_SSL in its handshake)",
+                            hint="configure ssl_cert and ssl_key on the server")
+    flags = MYSQL_CLIENT_SSL | MYSQL_CLIENT_PROTOCOL_41
+    body = struct.pack("<IIB", flags, 1 << 24, 33) + b"\x00" * 23
+    sock.sendall(len(body).to_bytes(3, "little") + b"\x01" + body)
+
+
+PREAMBLES: dict[str, Callable[[socket.socket, Endpoint], None]] = {"postgres": _pg_preamble, "mysql": _mysql_preamble}
+
+
+def _connect(ep: Endpoint) -> socket.socket:
+    try:
+        return socket.create_connection((ep.host, ep.port), timeout=TIMEOUT_S)
+    except OSError as e:
+        raise EngineUnavailableError(f"cannot reach {ep.label}: {e.strerror or e}",
+                                     hint="check the host and port, and that the server listens there") from None
+
+
+# -- one handshake with exactly what we offer -------------------------------------------------
+
+@dataclass
+class Offer:
+    protocol: str | None = None  # pin one protocol version
+    suites12: str | None = None  # OpenSSL cipher string for TLS <= 1.2, in order
+    suites13: str | None = None  # TLS 1.3 suites, in order
+    group: str | None = None
+
+
+def _ctx_handle(ctx: ssl.SSLContext) -> int:
+    return ctypes.c_void_p.from_address(id(ctx) + object.__basicsize__).value
+
+
+def _libssl():
+    return ctypes.CDLL(ssl._ssl.__file__)
+
+
+def _context(offer: Offer) -> ssl.SSLContext:
+    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+    ctx.check_hostname = False
+    ctx.verify_mode = ssl.CERT_NONE
+    ctx.set_ciphers((offer.suites12 or "ALL:COMPLEMENTOFALL") + ":@SECLEVEL=0")  # old protocols too: we only look
+    if offer.protocol:
+        version = dict(PROTOCOLS)[offer.protocol]
+        ctx.minimum_version = ctx.maximum_version = version
+    else:
+        ctx.minimum_version = ssl.TLSVersion.TLSv1
+    lib = _libssl()
+    if offer.suites13:
+        fn = lib.SSL_CTX_set_ciphersuites
+        fn.argtypes, fn.restype = [ctypes.c_void_p, ctypes.c_char_p], ctypes.c_int
+        if fn(_ctx_handle(ctx), offer.suites13.encode()) != 1:
+            raise BadValueError(f"this client's OpenSSL does not know the TLS 1.3 suites {offer.suites13}")
+    if offer.group:
+        fn = lib.SSL_CTX_ctrl
+        fn.argtypes, fn.restype = [ctypes.c_void_p, ctypes.c_int, ctypes.c_long, ctypes.c_char_p], ctypes.c_long
+        if fn(_ctx_handle(ctx), SSL_CTRL_SET_GROUPS_LIST, 0, offer.group.encode()) != 1:
+            raise ValueError(f"unknown group {offer.group}")
+    return ctx
+
+
+@dataclass
+class Handshake:
+    ok: bool
+    protocol: str | None = None
+    cipher: str | None = None
+    bits: int | None = None
+    cert_der: bytes | None = None
+    error: str | None = None
+
+
+def handshake(ep: Endpoint, offer: Offer) -> Handshake:
+    """One connection: the protocol's preamble, then a TLS handshake offering only `offer`."""
+    try:
+        ctx = _context(offer)
+    except ValueError as e:
+        return Handshake(False, error=str(e))
+    sock = _connect(ep)
+    try:
+        try:
+            PREAMBLES[ep.kind](sock, ep)
+        except socket.timeout:
+            raise NotADatabaseError(f"{ep.label}: no {ep.kind} protocol answer within {TIMEOUT_S:.0f} s",
+                                    hint="check the port and the scheme (postgresql:// or mysql://)") from None
+        try:
+            tls = ctx.wrap_socket(sock, server_hostname=None, do_handshake_on_connect=True)
+        except (ssl.SSLError, ConnectionError, OSError) as e:
+            return Handshake(False, error=str(e).splitlines()[0] if str(e) else type(e).__name__)
+        name, proto, bits = tls.cipher()
+        out = Handshake(True, protocol=proto, cipher=name, bits=bits, cert_der=tls.getpeercert(binary_form=True))
+        tls.close()
+        return out
+    except (ConnectionError, socket.timeout) as e:
+        raise EngineUnavailableError(f"{ep.label} closed the connection before TLS could start: {e}") from None
+    finally:
+        sock.close()
+
+
+# -- what this client can offer ---------------------------------------------------------------
+
+def client_tls12_suites() -> list[str]:
+    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+    ctx.set_ciphers("ALL:COMPLEMENTOFALL:@SECLEVEL=0")
+    return [c["name"] for c in ctx.get_ciphers() if c["protocol"] != "TLSv1.3"]
+
+
+# -- grading ------------------------------------------------------------------------------------
+
+def grade(suite: str, protocol: str) -> dict:
+    """A: forward secrecy + AEAD; B: forward secrecy, CBC with SHA-2; C: SHA-1 MAC, no forward
+    secrecy, or a protocol below TLS 1.2; F: broken (NULL, export, RC4, DES/3DES, anonymous)."""
+    s = suite.upper()
+    tls13 = protocol == "TLSv1.3" or s.startswith("TLS_")
+    fs = tls13 or s.startswith(("ECDHE", "DHE", "EDH"))
+    aead = tls13 or any(x in s for x in ("GCM", "CHACHA20", "CCM"))
+    sha1 = not aead and (s.endswith("-SHA") or s.endswith("_SHA"))
+    broken = any(x in s for x in ("NULL", "EXP", "RC4", "DES", "ANON", "ADH", "AECDH", "MD5"))
+    reasons = []
+    if broken:
+        letter = "F"
+        reasons.append("broken primitive")
+    elif not fs or sha1 or protocol in ("TLSv1", "TLSv1.1"):
+        letter = "C"
+    elif not aead:
+        letter = "B"
+    else:
+        letter = "A"
+    if not fs:
+        reasons.append("no forward secrecy")
+    reasons.append("AEAD" if aead else "CBC")
+    if sha1:
+        reasons.append("SHA-1 MAC")
+    if protocol in ("TLSv1", "TLSv1.1"):
+        reasons.append(f"{protocol} is obsolete")
+    return {"grade": letter, "forward_secrecy": fs, "aead": aead, "sha1": sha1, "notes": reasons}
+
+
+def certificate(der: bytes | None) -> dict | None:
+    if not der:
+        return None
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes
+    from cryptography.hazmat.primitives.asymmetric import ec, ed448, ed25519, rsa
+
+    cert = x509.load_der_x509_certificate(der)
+    key = cert.public_key()
+    kind, size = "other", None
+    if isinstance(key, rsa.RSAPublicKey):
+        kind, size = "RSA", key.key_size
+    elif isinstance(key, ec.EllipticCurvePublicKey):
+        kind, size = f"EC {key.curve.name}", key.curve.key_size
+    elif isinstance(key, (ed25519.Ed25519PublicKey, ed448.Ed448PublicKey)):
+        kind = type(key).__name__.replace("PublicKey", "")
+    not_after = cert.not_valid_after_utc
+    return {
+        "subject": cert.subject.rfc4514_string(), "issuer": cert.issuer.rfc4514_string(),
+        "key_type": kind, "key_bits": size,
+        "signature": cert.signature_hash_algorithm.name if cert.signature_hash_algorithm else "none",
+        "not_after": not_after.isoformat(),
+        "days_left": (not_after - datetime.datetime.now(datetime.timezone.utc)).days,
+        "self_signed": cert.issuer == cert.subject,
+        "sha256_fingerprint": cert.fingerprint(hashes.SHA256()).hex(),
+    }
+
+
+# -- the scan ---------------------------------------------------------------------------------
+
+@dataclass
+class ScanProgress:
+    report: Callable[[str], None] = lambda msg: None
+    handshakes: int = 0
+    notes: list[str] = field(default_factory=list)
+
+
+def _preference(ep: Endpoint, accepted: list[str], make: Callable[[list[str]], Offer], p: ScanProgress) -> tuple[list[str], str]:
+    """(order, 'server' | 'client'): offer all, remove the pick, repeat; compare with the reversed offer."""
+    if len(accepted) < 2:
+        return list(accepted), "server" if accepted else "none"
+    first = handshake(ep, make(accepted))
+    reverse = handshake(ep, make(list(reversed(accepted))))
+    p.handshakes += 2
+    if first.ok and reverse.ok and first.cipher != reverse.cipher and first.cipher == accepted[0] \
+            and reverse.cipher == accepted[-1]:
+        return list(accepted), "client"
+    order, left = [], list(accepted)
+    while left:
+        hs = handshake(ep, make(left))
+        p.handshakes += 1
+        if not hs.ok or hs.cipher not in left:
+            order += left  # should not happen: keep the rest as offered
+            break
+        order.append(hs.cipher)
+        left.remove(hs.cipher)
+    return order, "server"
+
+
+def scan(ep: Endpoint, progress: ScanProgress | None = None) -> dict:
+    """Everything the server accepts; raises EngineUnavailableError when it cannot be scanned."""
+    p = progress or ScanProgress()
+    first = handshake(ep, Offer())  # whatever both sides like best: proves TLS works at all
+    p.handshakes += 1
+    if not first.ok:
+        raise EngineUnavailableError(f"{ep.label}: the TLS handshake failed: {first.error}",
+                                     hint="the server offers TLS but no handshake completes with this client")
+    protocols = []
+    for name, _ in PROTOCOLS:
+        p.report(f"protocol {name}")
+        hs = handshake(ep, Offer(protocol=name))
+        p.handshakes += 1
+        if hs.ok:
+            protocols.append(name)
+    suites: dict[str, list[str]] = {}
+    order: dict[str, str] = {}
+    pre12 = [x for x in protocols if x != "TLSv1.3"]
+    if pre12:
+        top = pre12[-1]  # suites are listed for the highest protocol below 1.3
+        accepted = []
+        for suite in client_tls12_suites():
+            p.report(f"{top} {suite}")
+            hs = handshake(ep, Offer(protocol=top, suites12=suite))
+            p.handshakes += 1
+            if hs.ok and hs.cipher == suite:
+                accepted.append(suite)
+        suites[top], order[top] = _preference(ep, accepted, lambda s, t=top: Offer(protocol=t, suites12=":".join(s)), p)
+    if "TLSv1.3" in protocols:
+        accepted = []
+        for suite in TLS13_SUITES:
+            p.report(f"TLSv1.3 {suite}")
+            try:
+                hs = handshake(ep, Offer(protocol="TLSv1.3", suites13=suite))
+            except BadValueError:
+                continue  # this client's OpenSSL cannot offer it
+            p.handshakes += 1
+            if hs.ok and hs.cipher == suite:
+                accepted.append(suite)
+        suites["TLSv1.3"], order["TLSv1.3"] = _preference(
+            ep, accepted, lambda s: Offer(protocol="TLSv1.3", suites13=":".join(s)), p)
+    groups = []
+    top_proto = protocols[-1] if protocols else None
+    for g in GROUPS:
+        p.report(f"group {g}")
+        hs = handshake(ep, Offer(protocol=top_proto, group=g))
+        p.handshakes += 1
+        if hs.ok:
+            groups.append(g)
+    graded = {proto: [dict(suite=s, **grade(s, proto)) for s in names] for proto, names in suites.items()}
+    return {
+        "kind": "encbench-tls-scan", "version": SCAN_VERSION, "target": ep.label, "engine": ep.kind,
+        "scanned_at": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "client_library": ssl.OPENSSL_VERSION,
+        "protocols": protocols,
+        "suites": graded, "order": order,
+        "groups": groups, "groups_protocol": top_proto,
+        "default": {"protocol": first.protocol, "cipher": first.cipher, "bits": first.bits},
+        "certificate": certificate(first.cert_der),
+        "handshakes": p.handshakes,
+        "limits": [f"suites are those this client's OpenSSL knows ({ssl.OPENSSL_VERSION}); "
+                   "suites below TLS 1.2 are listed for the highest such protocol only"],
+    }
+
+
+def summary_lines(result: dict) -> list[str]:
+    out = [f"{result['target']}: protocols {', '.join(result['protocols']) or 'none'}; "
+           f"by default {result['default']['protocol']} {result['default']['cipher']}"]
+    for proto, suites in result["suites"].items():
+        how = {"server": "server's order of preference", "client": "client's choice", "none": ""}[result["order"][proto]]
+        out.append(f"{proto}: {len(suites)} suites ({how})")
+        for s in suites:
+            out.append(f"  {s['grade']}  {s['suite']:<34} {', '.join(s['notes'])}")
+    out.append(f"key exchange groups ({result['groups_protocol']}): {', '.join(result['groups']) or 'none found'}")
+    c = result.get("certificate")
+    if c:
+        out.append(f"certificate: {c['key_type']} {c['key_bits'] or ''} bits, signed {c['signature']}, "
+                   f"expires {c['not_after'][:10]} ({c['days_left']} days){', self-signed' if c['self_signed'] else ''}; "
+                   f"{c['subject']}")
+    grades = [s["grade"] for ss in result["suites"].values() for s in ss]
+    worst = max(grades, default="-", key=lambda g: "ABCF".index(g) if g in "ABCF" else -1)
+    weak = [s["suite"] for ss in result["suites"].values() for s in ss if s["grade"] in ("C", "F")]
+    verdict = (f"summary: {len(grades)} suites accepted, worst grade {worst}"
+               + (f"; weak ones a client could end up on: {', '.join(weak)}" if weak else "; every suite is strong"))
+    if any(p in result["protocols"] for p in ("TLSv1", "TLSv1.1")):
+        verdict += "; obsolete protocols accepted (TLS 1.0/1.1)"
+    out.append(verdict)
+    return out

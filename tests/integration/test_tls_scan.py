@@ -1,0 +1,179 @@
+"""`encbench tls-scan` against real PostgreSQL and MariaDB servers with restricted TLS
+settings (the scan must report exactly them), baseline drift, --measure, and bad input."""
+
+from __future__ import annotations
+
+import json
+import socket
+import threading
+import time
+
+import pytest
+
+from encbench.engines import maria_server, pg_server
+from integration_helpers import assert_one_line_error
+
+pytestmark = pytest.mark.integration
+
+try:
+    pg_server.find_bindir()
+    HAVE_PG = True
+except Exception:  # noqa: BLE001
+    HAVE_PG = False
+try:
+    maria_server.binaries()
+    HAVE_MARIADB = True
+except Exception:  # noqa: BLE001
+    HAVE_MARIADB = False
+needs_pg = pytest.mark.skipif(not HAVE_PG, reason="PostgreSQL server binaries not installed")
+needs_mariadb = pytest.mark.skipif(not HAVE_MARIADB, reason="MariaDB server binaries not installed")
+
+PG_SUITES = ["ECDHE-RSA-AES256-GCM-SHA384", "ECDHE-RSA-AES128-SHA256", "ECDHE-RSA-CHACHA20-POLY1305"]
+
+
+def _suites(scan: dict, proto: str) -> list[str]:
+    return [s["suite"] for s in scan["suites"].get(proto, [])]
+
+
+@needs_pg
+def test_managed_postgres_scan_matches_its_configuration(encbench):
+    res = encbench("tls-scan", "--engine", "postgres", "--json", "--setting", f"ssl_ciphers={':'.join(PG_SUITES)}",
+                   "--setting", "ssl_min_protocol_version=TLSv1.2", "--setting", "ssl_max_protocol_version=TLSv1.2")
+    assert res.returncode == 0, str(res)
+    scan = json.loads(res.stdout)
+    assert scan["protocols"] == ["TLSv1.2"]
+    assert _suites(scan, "TLSv1.2") == PG_SUITES  # exactly these, in the server's order
+    assert scan["order"]["TLSv1.2"] == "server"  # PostgreSQL prefers its own order (ssl_prefer_server_ciphers)
+    assert [s["grade"] for s in scan["suites"]["TLSv1.2"]] == ["A", "B", "A"]
+    assert scan["groups"] == ["prime256v1"]  # ssl_ecdh_curve
+    assert scan["certificate"]["key_type"] == "RSA" and scan["certificate"]["key_bits"] == 2048
+
+
+@needs_mariadb
+def test_managed_mariadb_scan_matches_its_configuration(encbench):
+    suites = ["ECDHE-RSA-AES128-GCM-SHA256", "ECDHE-RSA-AES256-SHA384"]
+    res = encbench("tls-scan", "--engine", "mariadb", "--json", "--setting", f"ssl_cipher={':'.join(suites)}",
+                   "--setting", "tls_version=TLSv1.2", timeout=300)
+    assert res.returncode == 0, str(res)
+    scan = json.loads(res.stdout)
+    assert scan["protocols"] == ["TLSv1.2"]
+    assert sorted(_suites(scan, "TLSv1.2")) == sorted(suites)
+    assert {s["suite"]: s["aead"] for s in scan["suites"]["TLSv1.2"]} == {suites[0]: True, suites[1]: False}
+
+
+@pytest.fixture
+def external_pg():
+    if not HAVE_PG:
+        pytest.skip("PostgreSQL server binaries not installed")
+    server = pg_server.start()
+    _set_ciphers(server, ":".join(PG_SUITES))  # in postgresql.auto.conf: a later ALTER SYSTEM can change it
+    yield server
+    server.stop()
+
+
+def _set_ciphers(server, value: str) -> None:
+    import psycopg
+
+    with psycopg.connect(**server.conninfo(), sslmode="disable", autocommit=True) as c:
+        c.execute(f"ALTER SYSTEM SET ssl_ciphers = '{value}'")
+        c.execute("SELECT pg_reload_conf()")
+    for _ in range(100):  # the reload is asynchronous: until a new connection sees it
+        with psycopg.connect(**server.conninfo(), sslmode="disable") as c:
+            if c.execute("SHOW ssl_ciphers").fetchone()[0] == value:
+                return
+        time.sleep(0.05)
+
+
+def test_drift_detected_and_no_drift_when_unchanged(encbench, tmp_path, external_pg):
+    url = f"postgresql://127.0.0.1:{external_pg.port}"
+    base = tmp_path / "baseline.json"
+    res = encbench("tls-scan", url, "--save-baseline", str(base))
+    assert res.returncode == 0 and base.exists(), str(res)
+    res = encbench("tls-scan", url, "--baseline", str(base))
+    assert res.returncode == 0 and "no change" in res.stdout, str(res)
+    _set_ciphers(external_pg, f"{PG_SUITES[0]}:{PG_SUITES[2]}")
+    res = encbench("tls-scan", url, "--baseline", str(base))
+    assert res.returncode == 14, str(res)
+    assert f"DRIFT  TLSv1.2: suite removed: {PG_SUITES[1]}" in res.stdout
+    assert res.stdout.count("DRIFT") == 1, res.stdout  # nothing else changed
+
+
+@needs_pg
+def test_measure_ranks_suites_by_cost(encbench, tmp_path):
+    out = tmp_path / "m.json"
+    res = encbench("tls-scan", "--engine", "postgres", "--measure", "--top", "5", "--runs", "2", "--quick",
+                   "--json", "-o", str(out), timeout=900)
+    assert res.returncode == 0, str(res)
+    m = json.loads(res.stdout)["measure"]
+    rows = m["ranking"]
+    assert len(rows) == 5 and all(r["storm elapsed"]["ratio"] > 0 for r in rows)
+    ratios = [r["storm elapsed"]["ratio"] for r in rows]
+    assert ratios == sorted(ratios)  # ranked, cheapest first
+    assert m["recommendation"].startswith("cheapest strong suite: ")
+    doc = json.loads(out.read_text())  # an ordinary result file: every connection checked in pg_stat_ssl
+    assert doc["status"] == "complete" and {r["workload"] for r in doc["runs"]} == {"storm", "bulk", "connect"}
+
+
+def _listener(behaviour):
+    """A local TCP server that answers one connection at a time with `behaviour(conn)`."""
+    srv = socket.socket()
+    srv.bind(("127.0.0.1", 0))
+    srv.listen(8)
+
+    def loop():
+        while True:
+            try:
+                conn, _ = srv.accept()
+            except OSError:
+                return
+            try:
+                behaviour(conn)
+            finally:
+                conn.close()
+
+    threading.Thread(target=loop, daemon=True).start()
+    return srv
+
+
+def test_bad_input(encbench, tmp_path):
+    res = encbench("tls-scan")
+    assert_one_line_error(res, 2)
+    res = encbench("tls-scan", "http://example:80")
+    assert_one_line_error(res, 4)
+    free = socket.socket()
+    free.bind(("127.0.0.1", 0))
+    port = free.getsockname()[1]
+    free.close()
+    res = encbench("tls-scan", f"postgresql://127.0.0.1:{port}")
+    assert "cannot reach" in assert_one_line_error(res, 10)
+    http = _listener(lambda c: (c.recv(64), c.sendall(b"HTTP/1.1 400 Bad Request\r\n\r\n")))
+    res = encbench("tls-scan", f"postgresql://127.0.0.1:{http.getsockname()[1]}")
+    assert "does not answer like a PostgreSQL server" in assert_one_line_error(res, 16)
+    res = encbench("tls-scan", f"mysql://127.0.0.1:{http.getsockname()[1]}", timeout=60)
+    assert_one_line_error(res, 16)  # no MySQL greeting: not a MySQL server
+    http.close()
+    half = _listener(lambda c: (c.recv(64), c.sendall(b"S")))  # says yes to TLS, then hangs up
+    res = encbench("tls-scan", f"postgresql://127.0.0.1:{half.getsockname()[1]}")
+    assert "TLS handshake failed" in assert_one_line_error(res, 10)
+    half.close()
+    bad = tmp_path / "bad.json"
+    bad.write_text("{not json")
+    res = encbench("tls-scan", "postgresql://127.0.0.1:1", "--baseline", str(bad))
+    assert_one_line_error(res, 6)  # checked before anything is scanned
+    bad.write_text(json.dumps({"kind": "something else"}))
+    res = encbench("tls-scan", "postgresql://127.0.0.1:1", "--baseline", str(bad))
+    assert_one_line_error(res, 6)
+
+
+@pytest.fixture
+def no_tls_pg():
+    if not HAVE_PG:
+        pytest.skip("PostgreSQL server binaries not installed")
+    server = pg_server.start(settings={"ssl": "off"})
+    yield server
+    server.stop()
+
+
+def test_server_without_tls(encbench, no_tls_pg):
+    res = encbench("tls-scan", f"postgresql://127.0.0.1:{no_tls_pg.port}")
+    assert "TLS off" in assert_one_line_error(res, 15)

@@ -1,0 +1,75 @@
+"""tls-scan's pure parts: targets, grades, baseline files and drift lines."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from encbench import tlsbaseline, tlsscan
+from encbench.errors import BadValueError, ResultFileError, SchemaVersionError
+
+
+def test_targets():
+    assert tlsscan.parse_target("postgresql://db1") == tlsscan.Endpoint("postgres", "db1", 5432)
+    assert tlsscan.parse_target("mysql://u:p@db2:3307/x") == tlsscan.Endpoint("mysql", "db2", 3307)
+    assert tlsscan.parse_target("mariadb://db3").port == 3306
+    for bad in ("https://x", "db1:5432", "postgresql://h:port"):
+        with pytest.raises(BadValueError):
+            tlsscan.parse_target(bad)
+
+
+@pytest.mark.parametrize("suite,proto,letter", [
+    ("TLS_AES_256_GCM_SHA384", "TLSv1.3", "A"),
+    ("ECDHE-RSA-AES256-GCM-SHA384", "TLSv1.2", "A"),
+    ("ECDHE-RSA-CHACHA20-POLY1305", "TLSv1.2", "A"),
+    ("ECDHE-RSA-AES256-SHA384", "TLSv1.2", "B"),
+    ("ECDHE-RSA-AES256-SHA", "TLSv1.2", "C"),
+    ("AES256-GCM-SHA384", "TLSv1.2", "C"),
+    ("ECDHE-RSA-AES256-GCM-SHA384", "TLSv1.1", "C"),
+    ("DES-CBC3-SHA", "TLSv1.2", "F"),
+    ("ECDHE-RSA-NULL-SHA", "TLSv1.2", "F"),
+])
+def test_grades(suite, proto, letter):
+    assert tlsscan.grade(suite, proto)["grade"] == letter
+
+
+def _scan(**over):
+    base = {"kind": "encbench-tls-scan", "version": 1, "target": "postgres://h:1", "protocols": ["TLSv1.2", "TLSv1.3"],
+            "suites": {"TLSv1.2": [{"suite": "A1"}, {"suite": "B1"}], "TLSv1.3": [{"suite": "T1"}]},
+            "order": {"TLSv1.2": "server", "TLSv1.3": "server"}, "groups": ["X25519"],
+            "certificate": {"sha256_fingerprint": "aa", "key_type": "RSA", "key_bits": 2048, "not_after": "2030-01-01"}}
+    base.update(over)
+    return base
+
+
+def test_no_drift_when_equal():
+    assert tlsbaseline.diff(_scan(), _scan(scanned_at="later", handshakes=9)) == []
+
+
+def test_every_kind_of_drift_is_named():
+    now = _scan(protocols=["TLSv1.3"], suites={"TLSv1.2": [{"suite": "B1"}, {"suite": "A1"}, {"suite": "C1"}],
+                                                 "TLSv1.3": [{"suite": "T1"}]},
+                groups=["X25519", "secp384r1"], certificate={"sha256_fingerprint": "bb", "key_type": "EC"})
+    lines = tlsbaseline.diff(_scan(), now)
+    assert "protocol removed: TLSv1.2" in lines
+    assert "TLSv1.2: suite added: C1" in lines
+    assert any(line.startswith("TLSv1.2: server preference changed") for line in lines)
+    assert "group added: secp384r1" in lines
+    assert any(line.startswith("certificate changed") for line in lines)
+    who = tlsbaseline.diff(_scan(), _scan(order={"TLSv1.2": "client", "TLSv1.3": "server"}))
+    assert who == ["TLSv1.2: the order is now the client's choice (was the server's)"]
+
+
+def test_baseline_files(tmp_path):
+    path = tmp_path / "b.json"
+    tlsbaseline.save(_scan(), path)
+    assert tlsbaseline.load(path)["groups"] == ["X25519"]
+    for text, err in (("{", ResultFileError), (json.dumps({"kind": "x"}), ResultFileError),
+                      (json.dumps(_scan(version=9)), SchemaVersionError),
+                      (json.dumps({k: v for k, v in _scan().items() if k != "order"}), ResultFileError)):
+        path.write_text(text)
+        with pytest.raises(err):
+            tlsbaseline.load(path)
+    with pytest.raises(ResultFileError):
+        tlsbaseline.load(tmp_path / "missing.json")
