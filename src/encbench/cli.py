@@ -85,6 +85,9 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("a")
     c.add_argument("b")
     c.add_argument("--force", action="store_true", help="compare even if the environments differ")
+    c.add_argument("--fail-if", action="append", default=[], metavar="COND",
+                   help="regression gate, e.g. 'overhead>5%%' or 'cpu>=10%%': exit 17 when B is significantly "
+                        "worse than A by more than that (repeatable)")
     c.add_argument("--format", choices=("table", "markdown", "json"), default="table")
     c.add_argument("--json", action="store_true", help="same as --format json")
 
@@ -112,6 +115,17 @@ def build_parser() -> argparse.ArgumentParser:
     ts.add_argument("--runs", default="3", help="--measure: measured runs per suite (default 3)")
     ts.add_argument("--quick", action="store_true", help="--measure: small workload sizes")
     ts.add_argument("-o", "--output", default=None, help="--measure: result file of the measuring run")
+
+    es = sub.add_parser("estimate", help="the CPU at-rest encryption would add to a server, from a measured per-page cost")
+    es.add_argument("--from", dest="source", required=True, metavar="RESULTS", help="a result file with cold at-rest runs")
+    es.add_argument("--read-rate", default=None, metavar="RATE", help="the server's physical read rate, e.g. 25MB/s")
+    es.add_argument("--live", default=None, metavar="DSN",
+                    help="sample the read rate of a running server instead (postgresql:// or mysql://)")
+    es.add_argument("--seconds", default="60", help="--live: how long to sample (default 60)")
+    es.add_argument("--cores", default=None, help="the server's cores (default: this machine's)")
+    es.add_argument("--workload", default=None, help="whose per-page cost to use (default scan-eq, else the first)")
+    es.add_argument("--write-rate", default=None, metavar="RATE", help="the write side (needs a measured write cost)")
+    es.add_argument("--json", action="store_true")
 
     lst = sub.add_parser("list", help="list engines, workloads, variants and probes")
     lst.add_argument("--json", action="store_true")
@@ -255,11 +269,22 @@ def cmd_show(args) -> int:
 def cmd_compare(args) -> int:
     from . import compare, results
 
+    from . import gate
+
+    conditions = [gate.parse(c) for c in args.fail_if]  # a bad condition fails before the files are read
     a, b = results.load(args.a), results.load(args.b)
     out = compare.compare(a, b, force=args.force)
+    failed = gate.check(conditions, out["comparisons"]) if conditions else []
+    if conditions:
+        out["gate"] = {"conditions": [c.text for c in conditions], "failed": failed}
     fmt = "json" if args.json else args.format
     print(compare.render(out, fmt, args.a, args.b)) if fmt != "table" else compare.render_table(out, args.a, args.b, _console())
-    return 0
+    if conditions and fmt != "json":
+        for line in failed:
+            print(f"FAIL  {line}")
+        print(f"gate: {'FAILED' if failed else 'passed'} ({', '.join(c.text for c in conditions)}; "
+              f"{len(out['comparisons'])} comparisons checked)")
+    return errors.EXIT_GATE if failed else 0
 
 
 def cmd_leak_check(args) -> int:
@@ -402,6 +427,47 @@ def _print_tls_ranking(m: dict) -> None:
         print(m["recommendation"])
 
 
+def cmd_estimate(args) -> int:
+    import json
+
+    from . import estimate, results
+    from .units import fmt_bytes, parse_positive_int, parse_seconds
+
+    if bool(args.read_rate) == bool(args.live):
+        raise errors.UsageError("give either --read-rate RATE or --live DSN", hint="e.g. --read-rate 25MB/s")
+    if args.write_rate:
+        estimate.parse_rate(args.write_rate, what="--write-rate")
+        raise errors.BadValueError("--write-rate: encbench measures no per-page write (encrypt) cost yet, so the "
+                                   "write side cannot be estimated honestly", hint="drop --write-rate")
+    cores = parse_positive_int(args.cores, what="--cores", maximum=4096) if args.cores else (os.cpu_count() or 1)
+    rate = estimate.parse_rate(args.read_rate, what="--read-rate") if args.read_rate else None
+    seconds = parse_seconds(args.seconds, what="--seconds", minimum=0.1, maximum=3600) if args.live else None
+    doc = results.load(args.source)
+    entry = estimate.pick(doc, args.workload)
+    live = None
+    if args.live:
+        live = estimate.live_rate(args.live, seconds)
+        rate = live["read_bytes_per_s"]
+        source = f"sampled for {live['seconds']:.1f} s from the live server ({live['source']})"
+    else:
+        source = f"given: --read-rate {args.read_rate}"
+    out = estimate.estimate(entry, rate, cores, source=source)
+    if live:
+        out["live"] = live
+    if args.json:
+        print(json.dumps(out, indent=1))
+        return 0
+    ci = out["share_ci"]
+    print(f"at-rest encryption would add {out['added_cores']:.4f} cores of CPU = {out['share_of_server'] * 100:.2f}% "
+          f"of {cores} cores" + (f" (95% CI {ci[0] * 100:.2f}% to {ci[1] * 100:.2f}%)" if ci else ""))
+    print(f"  formula: {out['formula']}")
+    print(f"  read rate: {fmt_bytes(rate)}/s, {source}")
+    if live:
+        print(f"  (the server also wrote {fmt_bytes(live['write_bytes_per_s'])}/s: not estimated, no write cost measured)")
+    print(f"  per-page cost from {args.source}: {out['from']}; assumes {out['assumption']}")
+    return 0
+
+
 def cmd_list(args) -> int:
     import json
 
@@ -444,7 +510,7 @@ def main(argv: list[str] | None = None) -> int:
         handler = {"run": lambda: cmd_run(args, argv), "show": lambda: cmd_show(args),
                    "compare": lambda: cmd_compare(args), "list": lambda: cmd_list(args),
                    "leak-check": lambda: cmd_leak_check(args),
-                   "tls-scan": lambda: cmd_tls_scan(args, argv)}[args.command]
+                   "tls-scan": lambda: cmd_tls_scan(args, argv), "estimate": lambda: cmd_estimate(args)}[args.command]
         return handler()
     except errors.EncbenchError as e:
         print(f"encbench: error: {e.one_line()}", file=sys.stderr)

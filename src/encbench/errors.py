@@ -106,6 +106,7 @@ class NotADatabaseError(EngineUnavailableError):
 EXIT_INTERRUPTED = 130
 EXIT_LEAK = 13  # leak-check: plaintext found on disk
 EXIT_DRIFT = 14  # tls-scan --baseline: the server's TLS differs from the baseline
+EXIT_GATE = 17  # compare --fail-if: B is significantly worse than A by more than allowed
 
 EXIT_CODES = {
     0: "success",
@@ -124,6 +125,7 @@ EXIT_CODES = {
     EXIT_LEAK: "leak-check: the canary was found in plaintext on disk",
     EXIT_DRIFT: "tls-scan --baseline: the server's TLS configuration differs from the baseline",
     NoTLSError.exit_code: "tls-scan: the server offers no TLS",
+    EXIT_GATE: "compare --fail-if: a contender is worse than allowed",
     NotADatabaseError.exit_code: "tls-scan: the port does not speak the database protocol named",
     EXIT_INTERRUPTED: "interrupted (Ctrl-C); results so far kept",
 }

@@ -1,0 +1,164 @@
+"""`encbench estimate`: the CPU that at-rest encryption would add to a server (seed 003).
+
+Encryption at rest costs about a fixed amount of CPU per page read from storage, so:
+
+    added CPU (cores) = read rate (bytes/s) / page size (bytes/page) x CPU per page (s/page)
+
+with the per-page cost (and its bootstrap CI) taken from a result file's cold encrypted
+vs cold plain runs (`derived`). The read rate is given (`--read-rate 25MB/s`) or sampled
+from a live server (`--live DSN`). The measured cost is per page of the measured engine's
+size; the estimate assumes the same cipher cost per byte on the target server.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+
+from .errors import BadValueError, EngineUnavailableError, UsageError
+from .redact import redact
+from .units import _UNITS, fmt_bytes
+
+_RATE_RE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([a-zA-Z]*)\s*(?:/\s*s)?\s*$")
+PREFERRED = ("scan-eq", "scan-like")  # scan-eq: the lightest query, its added CPU is all decryption
+
+
+def parse_rate(text: str, *, what: str) -> float:
+    """'25MB/s' -> 25e6 bytes per second (MB = 10^6, MiB = 2^20); a plain number is bytes/s."""
+    m = _RATE_RE.match(str(text))
+    if not m or m.group(2).lower() not in _UNITS:
+        raise BadValueError(f"{what} {text!r} is not a rate", hint="use e.g. 25MB/s, 200MiB/s or 1GB/s (>= 0)")
+    return float(m.group(1)) * _UNITS[m.group(2).lower()]
+
+
+def pick(doc: dict, workload: str | None = None) -> dict:
+    """The per-page cost entry to use: the workload asked for, else scan-eq, else the first."""
+    derived = [d for d in doc.get("derived") or [] if d.get("per_page_cpu_s") is not None]
+    if not derived:
+        raise BadValueError("the result file has no per-page decrypt cost (no cold at-rest runs with both "
+                            "encryption=off and on)",
+                            hint="run e.g. `encbench run --workload scan-eq --variant cache=cold` and use that file")
+    if workload:
+        chosen = [d for d in derived if d["workload"] == workload]
+        if not chosen:
+            raise BadValueError(f"the result file has no per-page cost for workload {workload!r}",
+                                hint=f"it has: {', '.join(sorted({d['workload'] for d in derived}))}")
+        return chosen[0]
+    for name in PREFERRED:
+        for d in derived:
+            if d["workload"] == name:
+                return d
+    return derived[0]
+
+
+def estimate(entry: dict, read_rate: float, cores: int, *, source: str) -> dict:
+    if read_rate < 0:
+        raise BadValueError("the read rate is negative", hint="give a rate >= 0")
+    if cores < 1:
+        raise BadValueError("--cores must be at least 1")
+    page = int(entry["page_size"])
+    per_page = entry["per_page_cpu_s"]
+    ci = entry.get("per_page_cpu_ci")
+    pages_per_s = read_rate / page
+    added = pages_per_s * per_page  # CPU-seconds per second = cores busy
+    added_ci = [pages_per_s * x for x in ci] if ci else None
+    out = {
+        "read_rate_bytes_per_s": read_rate, "rate_source": source, "page_size": page,
+        "pages_per_s": pages_per_s, "per_page_cpu_s": per_page, "per_page_cpu_ci": ci,
+        "added_cores": added, "added_cores_ci": added_ci, "cores": cores,
+        "share_of_server": added / cores, "share_ci": [x / cores for x in added_ci] if added_ci else None,
+        "from": f"{entry['workload']}/{entry['operation']} {entry['contender']} vs {entry['baseline']}",
+        "assumption": f"the same decrypt cost per byte as measured ({per_page * 1e6:.2f} µs per {page}-byte page)",
+    }
+    out["formula"] = (f"{fmt_bytes(read_rate)}/s / {page:,} B per page = {pages_per_s:,.0f} pages/s; "
+                      f"x {per_page * 1e6:.2f} µs per page{_ci_us(ci)} = {added:.4f} CPU-seconds per second"
+                      f"{_ci_plain(added_ci, '{:.4f}')} = {added * 100:.2f}% of one core = "
+                      f"{added / cores * 100:.2f}% of {cores} cores{_ci_pct(out['share_ci'])}")
+    return out
+
+
+def _ci_us(ci) -> str:
+    return f" [{ci[0] * 1e6:.2f}, {ci[1] * 1e6:.2f}]" if ci else ""
+
+
+def _ci_plain(ci, fmt) -> str:
+    return f" [{fmt.format(ci[0])}, {fmt.format(ci[1])}]" if ci else ""
+
+
+def _ci_pct(ci) -> str:
+    return f" [{ci[0] * 100:.2f}%, {ci[1] * 100:.2f}%]" if ci else ""
+
+
+# -- a live server's physical read rate ------------------------------------------------------
+
+def live_rate(dsn: str, seconds: float, *, sleep=time.sleep) -> dict:
+    """Bytes per second the server read from (and wrote to) storage over `seconds`."""
+    scheme = dsn.split(":", 1)[0].lower()
+    if scheme in ("postgresql", "postgres") or "=" in dsn and "://" not in dsn:
+        reader = _pg_reader(dsn)
+    elif scheme in ("mysql", "mariadb"):
+        reader = _maria_reader(dsn)
+    else:
+        raise UsageError(f"--live {redact(dsn)!r} is not a postgresql:// or mysql:// DSN")
+    try:
+        r0, w0, source = reader()
+        t0 = time.monotonic()
+        sleep(seconds)
+        r1, w1, _ = reader()
+        dt = time.monotonic() - t0
+    finally:
+        reader.close()
+    return {"read_bytes_per_s": max(0.0, (r1 - r0) / dt), "write_bytes_per_s": max(0.0, (w1 - w0) / dt),
+            "seconds": dt, "source": source}
+
+
+class _Reader:
+    def __init__(self, conn, fn):
+        self.conn, self.fn = conn, fn
+
+    def __call__(self):
+        return self.fn(self.conn)
+
+    def close(self):
+        self.conn.close()
+
+
+def _pg_reader(dsn: str) -> _Reader:
+    import psycopg
+
+    try:
+        conn = psycopg.connect(dsn, autocommit=True, connect_timeout=10)
+    except psycopg.Error as e:
+        raise EngineUnavailableError(f"cannot connect to --live: {redact(str(e).splitlines()[0])}") from None
+    version = int(conn.execute("SHOW server_version_num").fetchone()[0])
+
+    def read(c):
+        if version >= 160000:  # pg_stat_io: reads and writes in bytes, every backend type
+            r, w = c.execute("SELECT coalesce(sum(reads * op_bytes), 0), coalesce(sum(writes * op_bytes), 0) "
+                             "FROM pg_stat_io").fetchone()
+            return float(r), float(w), "pg_stat_io reads/writes x op_bytes"
+        block = int(c.execute("SHOW block_size").fetchone()[0])
+        r = c.execute("SELECT coalesce(sum(blks_read), 0) FROM pg_stat_database").fetchone()[0]
+        w = c.execute("SELECT buffers_checkpoint + buffers_clean + buffers_backend FROM pg_stat_bgwriter").fetchone()[0]
+        return float(r) * block, float(w) * block, f"pg_stat_database.blks_read x {block} B (pg_stat_bgwriter writes)"
+
+    return _Reader(conn, read)
+
+
+def _maria_reader(dsn: str) -> _Reader:
+    from .engines.mariadb import parse_dsn
+    from .engines.maria_session import first_line, pymysql
+
+    my = pymysql()
+    try:
+        conn = my.connect(**parse_dsn(dsn), autocommit=True, connect_timeout=10)
+    except my.err.MySQLError as e:
+        raise EngineUnavailableError(f"cannot connect to --live: {first_line(e)}") from None
+
+    def read(c):
+        cur = c.cursor()
+        cur.execute("SHOW GLOBAL STATUS WHERE Variable_name IN ('Innodb_data_read', 'Innodb_data_written')")
+        got = {k: float(v) for k, v in cur.fetchall()}
+        return got.get("Innodb_data_read", 0.0), got.get("Innodb_data_written", 0.0), "Innodb_data_read / _written"
+
+    return _Reader(conn, read)
