@@ -36,6 +36,14 @@ if [ "${1:-}" = "--test" ]; then
   if ! command -v mariadbd >/dev/null 2>&1 && [ ! -x /usr/sbin/mariadbd ] || ! command -v mariadb-backup >/dev/null 2>&1; then
     apt_install mariadb-server mariadb-backup
   fi
+  # the hash profile (perf), its raw reference (openssl speed), the HTML report's render test (chromium)
+  missing=()
+  command -v perf >/dev/null 2>&1 || missing+=(linux-perf)
+  command -v openssl >/dev/null 2>&1 || missing+=(openssl)
+  command -v chromium >/dev/null 2>&1 || missing+=(chromium)
+  if [ ${#missing[@]} -gt 0 ]; then
+    apt_install "${missing[@]}"
+  fi
 fi
 .venv/bin/python -m pip install --disable-pip-version-check -q -e ".${extras}"
 echo "setup: ready ($(.venv/bin/encbench --version))" >&2

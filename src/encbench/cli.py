@@ -116,6 +116,10 @@ def build_parser() -> argparse.ArgumentParser:
     ts.add_argument("--quick", action="store_true", help="--measure: small workload sizes")
     ts.add_argument("-o", "--output", default=None, help="--measure: result file of the measuring run")
 
+    rp = sub.add_parser("report", help="one self-contained HTML file from result files (tables, plots, flame graphs)")
+    rp.add_argument("files", nargs="+", metavar="RESULTS")
+    rp.add_argument("-o", "--output", default="encbench-report.html", help="the HTML file (default encbench-report.html)")
+
     es = sub.add_parser("estimate", help="the CPU at-rest encryption would add to a server, from a measured per-page cost")
     es.add_argument("--from", dest="source", required=True, metavar="RESULTS", help="a result file with cold at-rest runs")
     es.add_argument("--read-rate", default=None, metavar="RATE", help="the server's physical read rate, e.g. 25MB/s")
@@ -427,6 +431,15 @@ def _print_tls_ranking(m: dict) -> None:
         print(m["recommendation"])
 
 
+def cmd_report(args) -> int:
+    from . import html_report, results
+
+    docs = [(Path(f), results.load(f)) for f in args.files]  # every file checked before anything is written
+    out = html_report.write(docs, Path(args.output))
+    print(f"report written to {out} ({out.stat().st_size:,} bytes, self-contained)")
+    return 0
+
+
 def cmd_estimate(args) -> int:
     import json
 
@@ -510,7 +523,8 @@ def main(argv: list[str] | None = None) -> int:
         handler = {"run": lambda: cmd_run(args, argv), "show": lambda: cmd_show(args),
                    "compare": lambda: cmd_compare(args), "list": lambda: cmd_list(args),
                    "leak-check": lambda: cmd_leak_check(args),
-                   "tls-scan": lambda: cmd_tls_scan(args, argv), "estimate": lambda: cmd_estimate(args)}[args.command]
+                   "tls-scan": lambda: cmd_tls_scan(args, argv), "estimate": lambda: cmd_estimate(args),
+                   "report": lambda: cmd_report(args)}[args.command]
         return handler()
     except errors.EncbenchError as e:
         print(f"encbench: error: {e.one_line()}", file=sys.stderr)

@@ -154,9 +154,18 @@ class Profiler:
         self.error: str | None = None
         self.data = scratch / "perf.data"
 
+    _checked: str | None | bool = False
+
+    @classmethod
+    def available(cls) -> str | None:
+        """None when perf can sample here (tried once, on a tiny command), else why not (one line)."""
+        if cls._checked is not False:
+            return cls._checked
+        cls._checked = cls._try()
+        return cls._checked
+
     @staticmethod
-    def available() -> str | None:
-        """None when perf can be used, else why not (one line)."""
+    def _try() -> str | None:
         if not shutil.which("perf"):
             return "perf not found (apt-get install linux-perf): no CPU profile"
         try:
@@ -166,6 +175,17 @@ class Profiler:
         if os.geteuid() != 0 and paranoid > 1:
             return (f"perf may not sample other processes (kernel.perf_event_paranoid={paranoid}, not root): "
                     "no CPU profile")
+        import tempfile
+
+        with tempfile.TemporaryDirectory() as tmp:
+            try:
+                done = subprocess.run(["perf", "record", "-q", "-e", "cpu-clock", "-g", "-o", f"{tmp}/t.data",
+                                       "--", "sleep", "0.01"], capture_output=True, text=True, timeout=30)
+            except (OSError, subprocess.SubprocessError) as e:
+                return f"perf cannot run here ({e}): no CPU profile"
+        if done.returncode != 0:
+            last = (done.stderr.strip().splitlines() or ["?"])[-1]
+            return f"perf may not sample here ({last[:120]}): no CPU profile"
         return None
 
     def start(self, pids: list[int]) -> None:
