@@ -448,15 +448,16 @@ def cmd_estimate(args) -> int:
 
     if bool(args.read_rate) == bool(args.live):
         raise errors.UsageError("give either --read-rate RATE or --live DSN", hint="e.g. --read-rate 25MB/s")
-    if args.write_rate:
-        estimate.parse_rate(args.write_rate, what="--write-rate")
-        raise errors.BadValueError("--write-rate: encbench measures no per-page write (encrypt) cost yet, so the "
-                                   "write side cannot be estimated honestly", hint="drop --write-rate")
     cores = parse_positive_int(args.cores, what="--cores", maximum=4096) if args.cores else (os.cpu_count() or 1)
     rate = estimate.parse_rate(args.read_rate, what="--read-rate") if args.read_rate else None
     seconds = parse_seconds(args.seconds, what="--seconds", minimum=0.1, maximum=3600) if args.live else None
+    from . import analysis
+
     doc = results.load(args.source)
+    doc["derived"] = analysis.analyze(doc)["derived"]  # re-analysed: an older file gains what this version derives
     entry = estimate.pick(doc, args.workload)
+    write_entry = estimate.pick(doc, kind="write") if args.write_rate else None
+    write_rate = estimate.parse_rate(args.write_rate, what="--write-rate") if args.write_rate else None
     live = None
     if args.live:
         live = estimate.live_rate(args.live, seconds)
@@ -467,6 +468,9 @@ def cmd_estimate(args) -> int:
     out = estimate.estimate(entry, rate, cores, source=source)
     if live:
         out["live"] = live
+    if write_entry is not None:
+        out["write"] = estimate.estimate(write_entry, write_rate, cores, source=f"given: --write-rate {args.write_rate}")
+        out["total_added_cores"] = out["added_cores"] + out["write"]["added_cores"]
     if args.json:
         print(json.dumps(out, indent=1))
         return 0
@@ -476,8 +480,14 @@ def cmd_estimate(args) -> int:
     print(f"  formula: {out['formula']}")
     print(f"  read rate: {fmt_bytes(rate)}/s, {source}")
     if live:
-        print(f"  (the server also wrote {fmt_bytes(live['write_bytes_per_s'])}/s: not estimated, no write cost measured)")
+        print(f"  (the server also wrote {fmt_bytes(live['write_bytes_per_s'])}/s; --write-rate estimates that side)")
     print(f"  per-page cost from {args.source}: {out['from']}; assumes {out['assumption']}")
+    if "write" in out:
+        w = out["write"]
+        print(f"write side: {w['added_cores']:.4f} cores = {w['share_of_server'] * 100:.2f}% of {cores} cores; "
+              f"together {out['total_added_cores']:.4f} cores")
+        print(f"  formula: {w['formula']}")
+        print(f"  per-page encrypt cost from {w['from']} (a warm rebuild: an upper bound)")
     return 0
 
 

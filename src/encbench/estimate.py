@@ -31,9 +31,17 @@ def parse_rate(text: str, *, what: str) -> float:
     return float(m.group(1)) * _UNITS[m.group(2).lower()]
 
 
-def pick(doc: dict, workload: str | None = None) -> dict:
-    """The per-page cost entry to use: the workload asked for, else scan-eq, else the first."""
-    derived = [d for d in doc.get("derived") or [] if d.get("per_page_cpu_s") is not None]
+def pick(doc: dict, workload: str | None = None, *, kind: str = "read") -> dict:
+    """The per-page cost entry to use: the workload asked for, else scan-eq, else the first.
+    kind "write": the warm rebuild's per-page encrypt cost."""
+    derived = [d for d in doc.get("derived") or [] if d.get("per_page_cpu_s") is not None
+               and d.get("kind", "read") == kind]
+    if kind == "write":
+        if not derived:
+            raise BadValueError("the result file has no per-page write cost (no warm rebuild runs with both "
+                                "encryption=off and on)", hint="run e.g. `encbench run --workload rebuild "
+                                                               "--variant cache=warm` and use that file")
+        return derived[0]
     if not derived:
         raise BadValueError("the result file has no per-page decrypt cost (no cold at-rest runs with both "
                             "encryption=off and on)",

@@ -204,6 +204,13 @@ def derived_lines(analysis: dict) -> list[str]:
     out = []
     for d in analysis["derived"]:
         ci = d["per_page_cpu_ci"]
+        if d.get("kind") == "write":
+            line = (f"write side, {d['workload']}/{d['operation']} {d['contender']}: +{fmt_seconds(d['added_cpu_s'])} "
+                    f"CPU for {d['pages_read']:,.0f} pages {d['pages_basis'].split('_')[1]} = "
+                    f"{fmt_seconds(d['per_page_cpu_s'])} per {d['page_size']}-byte page")
+            out.append(line + (f" [{fmt_seconds(ci[0])}, {fmt_seconds(ci[1])}]" if ci else "")
+                       + " (encrypt cost, upper bound)")
+            continue
         line = (f"{d['workload']}/{d['operation']} {d['contender']}: +{fmt_seconds(d['added_cpu_s'])} CPU for "
                 f"{d['pages_read']:,.0f} pages {d.get('pages_basis', 'pages_read').split('_')[1]} = "
                 f"{fmt_seconds(d['per_page_cpu_s'])} per {d['page_size']}-byte page")

@@ -106,7 +106,10 @@ def test_per_page_cost_against_raw_aes_ctr(managed_run):
     assert "AES-256-CTR" in raw["cipher"] and raw["mb_per_s_per_core"] > 0
     derived = {(d["workload"], d["page_size"]) for d in doc["derived"]}
     assert ("scan-eq", 16384) in derived and ("scan-like", 16384) in derived
-    for d in doc["derived"]:  # at this tiny size the added CPU can come out <= 0: then no speed is claimed
+    writes = [d for d in doc["derived"] if d.get("kind") == "write"]
+    # a warm rebuild's pages may be flushed (encrypted) after the operation at this size: then no write entry
+    assert all(d["workload"] == "rebuild" and d["pages_basis"] in ("pages_encrypted", "pages_written") for d in writes)
+    for d in [d for d in doc["derived"] if d.get("kind") != "write"]:  # at this tiny size the added CPU can come out <= 0: then no speed is claimed
         assert d["pages_basis"] == "pages_decrypted" and d["pages_read"] > 0
         if d["per_page_cpu_s"] > 0:
             assert d["percent_of_raw_cipher"] > 0 and d["raw_cipher_mb_per_s_per_core"] == raw["mb_per_s_per_core"]

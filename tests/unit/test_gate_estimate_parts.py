@@ -86,3 +86,12 @@ def test_live_rate_with_a_fake_reader(monkeypatch):
     assert out["read_bytes_per_s"] == pytest.approx(2.5e6) and out["write_bytes_per_s"] == pytest.approx(5e5)
     with pytest.raises(UsageError):
         estimate.live_rate("http://nope", 1.0, sleep=lambda s: None)
+
+
+def test_write_side_needs_a_warm_rebuild():
+    write = dict(ENTRY, workload="rebuild", operation="alter-force", kind="write", per_page_cpu_s=2e-5)
+    doc = {"derived": [ENTRY, write]}
+    assert estimate.pick(doc)["workload"] == "scan-eq"  # the read side never takes the write entry
+    assert estimate.pick(doc, kind="write")["workload"] == "rebuild"
+    with pytest.raises(BadValueError, match="no per-page write cost"):
+        estimate.pick({"derived": [ENTRY]}, kind="write")

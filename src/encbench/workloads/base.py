@@ -50,10 +50,12 @@ class Workload:
     description: str = ""
     mutates: bool = False  # True: each run works on its own copy of the data
     reads_only: bool = False  # True: its CPU difference is all page decryption (per-page cost basis)
+    rewrites: bool = False  # True: warm, its CPU difference is mostly page encryption (per-page write cost basis)
     params: tuple[Param, ...] = ()
 
     def describe(self) -> dict:
-        return {"description": self.description, "mutates": self.mutates, "reads_only": self.reads_only}
+        return {"description": self.description, "mutates": self.mutates, "reads_only": self.reads_only,
+                "rewrites": self.rewrites}
 
     def operations(self, session: Session, scratch: Path, params: dict) -> list[Operation]:  # pragma: no cover
         raise NotImplementedError

@@ -10,6 +10,7 @@ class Rebuild(Workload):
     description = ("index and table rebuild (SQLite: REINDEX, VACUUM; MariaDB: ALTER TABLE ... FORCE, OPTIMIZE "
                    "TABLE; seed 001's index maintenance)")
     mutates = True
+    rewrites = True
 
     def operations(self, session, scratch: Path, params: dict) -> list[Operation]:
         return [Operation(name, fn) for name, fn in session.rebuild_operations()]
