@@ -409,7 +409,12 @@ def _tls_measure(args, scan: dict, top, runs, argv) -> dict:
     doc = tlsmeasure.run(scan, engine, dsn=dsn, top=top, runs=runs, quick=args.quick, output=output,
                          data_dir=_data_dir_default(), command=report.command_line(argv))
     rows = tlsmeasure.ranking(doc, scan, top)
+    groups_out = output.with_name(output.stem + "-groups.json")
+    gdoc = tlsmeasure.run_groups(scan, engine, dsn=dsn, runs=runs, quick=args.quick, output=groups_out,
+                                 data_dir=_data_dir_default(), command=report.command_line(argv))
     return {"result_file": str(output), "engine": engine, "runs": runs, "ranking": rows,
+            "groups": tlsmeasure.group_ranking(gdoc) if gdoc else [],
+            "groups_result_file": str(groups_out) if gdoc else None,
             "recommendation": tlsmeasure.recommendation(rows),
             "note": "a private server of the same engine is measured (the scanned one is not changed)"
                     if args.engine else "the scanned server is measured through TARGET's credentials"}
@@ -429,6 +434,10 @@ def _print_tls_ranking(m: dict) -> None:
               f"{cell(r['connections/s'])}")
     if m["recommendation"]:
         print(m["recommendation"])
+    if m.get("groups"):
+        print(f"handshake cost per key-exchange group (connect, one suite, vs no TLS; {m['groups_result_file']}):")
+        for r in m["groups"]:
+            print(f"  {r['tls']:<44} connections/s {cell(r['connections/s'])}")
 
 
 def cmd_report(args) -> int:

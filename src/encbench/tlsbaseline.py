@@ -73,8 +73,16 @@ def diff(baseline: dict, now: dict) -> list[str]:
         if who_n == "server" and who_b == "server" and common_old != common_new:
             out.append(f"{proto}: server preference changed: {', '.join(common_old[:4])}... -> "
                        f"{', '.join(common_new[:4])}...")
-    bg, ng = baseline.get("groups", []), now.get("groups", [])
-    out += [f"group added: {g}" for g in ng if g not in bg] + [f"group removed: {g}" for g in bg if g not in ng]
+    bgp = baseline.get("groups_by_protocol") or {baseline.get("groups_protocol"): baseline.get("groups", [])}
+    ngp = now.get("groups_by_protocol") or {now.get("groups_protocol"): now.get("groups", [])}
+    for proto in sorted(set(bgp) | set(ngp), key=str):
+        bg, ng = bgp.get(proto, []), ngp.get(proto, [])
+        where = f"{proto}: " if len(bgp) > 1 or len(ngp) > 1 else ""
+        out += [f"{where}group added: {g}" for g in ng if g not in bg]
+        out += [f"{where}group removed: {g}" for g in bg if g not in ng]
+    if baseline.get("direct_tls") is not None and now.get("direct_tls") is not None \
+            and baseline["direct_tls"] != now["direct_tls"]:
+        out.append(f"direct TLS: {'now accepted' if now['direct_tls'] else 'no longer accepted'}")
     bc, nc = baseline.get("certificate") or {}, now.get("certificate") or {}
     if bc.get("sha256_fingerprint") != nc.get("sha256_fingerprint"):
         out.append(f"certificate changed: {bc.get('key_type')} {bc.get('key_bits')} until {str(bc.get('not_after'))[:10]}"

@@ -45,6 +45,47 @@ def run(scan: dict, engine: str, *, dsn: str | None, top: int | None, runs: int,
     return doc
 
 
+def group_variants(scan: dict) -> list[str]:
+    """tls=PROTOCOL:SUITE@GROUP for every accepted group, with the server's first suite of the newest
+    protocol (an ECDHE one for TLS 1.2, where the group is the curve): the handshake's cost per group."""
+    for proto in ("TLSv1.3", "TLSv1.2"):
+        groups = (scan.get("groups_by_protocol") or {}).get(proto) or []
+        suites = [s["suite"] for s in scan["suites"].get(proto, [])
+                  if proto == "TLSv1.3" or s["suite"].startswith("ECDHE")]
+        if groups and suites:
+            return [f"{proto}:{suites[0]}@{g}" for g in groups]
+    return []
+
+
+def run_groups(scan: dict, engine: str, *, dsn: str | None, runs: int, quick: bool, output: Path, data_dir: Path,
+               command: str) -> dict | None:
+    """The connect workload under each accepted group (one suite), against tls=off."""
+    from . import runner
+    from .probes import DEFAULT_PROBES
+    from .units import parse_size
+
+    chosen = group_variants(scan)
+    if not chosen:
+        return None
+    config = runner.RunConfig(
+        engine=engine, workloads=["connect"], variant_filters=["tls=off," + ",".join(chosen)],
+        runs=runs, warmups=1, size_bytes=parse_size("6MB"), seed=42, output=output, data_dir=data_dir,
+        probes=list(DEFAULT_PROBES), regenerate=False, key=None, key_source="default", quick=quick,
+        command=command, params=[], engine_options={"dsn": dsn} if dsn else {},
+    )
+    runner.plan(config)
+    return runner.execute(config)
+
+
+def group_ranking(doc: dict) -> list[dict]:
+    rows = []
+    for c in doc.get("comparisons", []):
+        if (c["workload"], c["operation"], c["metric"]) == ("connect", "connect", "connections_per_s") and "@" in c["contender"]:
+            rows.append({"tls": c["contender"].removeprefix("tls="), "group": c["contender"].rsplit("@", 1)[1],
+                         "connections/s": {"ratio": c["ratio"], "ci": c["ci"], "significant": c["significant"]}})
+    return sorted(rows, key=lambda r: -(r["connections/s"]["ratio"] or 0))
+
+
 def ranking(doc: dict, scan: dict, top: int | None) -> list[dict]:
     """One row per suite: each ranked metric's ratio vs tls=off with its CI; sorted by storm overhead."""
     graded = dict(variants_for(scan, top))

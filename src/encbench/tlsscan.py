@@ -200,6 +200,22 @@ def handshake(ep: Endpoint, offer: Offer) -> Handshake:
         sock.close()
 
 
+def direct_tls(ep: Endpoint) -> bool:
+    """PostgreSQL 17+ accepts TLS straight away (no SSLRequest) with the ALPN name 'postgresql'."""
+    ctx = _context(Offer())
+    ctx.set_alpn_protocols(["postgresql"])
+    sock = _connect(ep)
+    try:
+        tls = ctx.wrap_socket(sock, server_hostname=None, do_handshake_on_connect=True)
+        ok = tls.selected_alpn_protocol() == "postgresql"
+        tls.close()
+        return ok
+    except (ssl.SSLError, ConnectionError, OSError):
+        return False
+    finally:
+        sock.close()
+
+
 # -- what this client can offer ---------------------------------------------------------------
 
 def client_tls12_suites() -> list[str]:
@@ -339,14 +355,22 @@ def scan(ep: Endpoint, progress: ScanProgress | None = None) -> dict:
                 accepted.append(suite)
         suites["TLSv1.3"], order["TLSv1.3"] = _preference(
             ep, accepted, lambda s: Offer(protocol="TLSv1.3", suites13=":".join(s)), p)
-    groups = []
+    groups_by_protocol: dict[str, list[str]] = {}
+    for proto in [x for x in ("TLSv1.2", "TLSv1.3") if x in protocols]:  # TLS 1.3 groups apart from TLS 1.2 ones
+        found = []
+        for g in GROUPS:
+            if proto == "TLSv1.2" and g.startswith("ffdhe"):
+                continue  # TLS 1.2 DHE takes the server's own parameters: no group to negotiate
+            p.report(f"{proto} group {g}")
+            # TLS 1.2: ECDHE suites only, so a DHE or RSA key exchange cannot pass for the group
+            hs = handshake(ep, Offer(protocol=proto, group=g, suites12="ECDHE" if proto == "TLSv1.2" else None))
+            p.handshakes += 1
+            if hs.ok and (proto != "TLSv1.2" or (hs.cipher or "").startswith("ECDHE")):
+                found.append(g)
+        groups_by_protocol[proto] = found
     top_proto = protocols[-1] if protocols else None
-    for g in GROUPS:
-        p.report(f"group {g}")
-        hs = handshake(ep, Offer(protocol=top_proto, group=g))
-        p.handshakes += 1
-        if hs.ok:
-            groups.append(g)
+    groups = groups_by_protocol.get(top_proto, [])
+    direct = direct_tls(ep) if ep.kind == "postgres" else None
     graded = {proto: [dict(suite=s, **grade(s, proto)) for s in names] for proto, names in suites.items()}
     return {
         "kind": "encbench-tls-scan", "version": SCAN_VERSION, "target": ep.label, "engine": ep.kind,
@@ -354,7 +378,8 @@ def scan(ep: Endpoint, progress: ScanProgress | None = None) -> dict:
         "client_library": ssl.OPENSSL_VERSION,
         "protocols": protocols,
         "suites": graded, "order": order,
-        "groups": groups, "groups_protocol": top_proto,
+        "groups": groups, "groups_protocol": top_proto, "groups_by_protocol": groups_by_protocol,
+        "direct_tls": direct,
         "default": {"protocol": first.protocol, "cipher": first.cipher, "bits": first.bits},
         "certificate": certificate(first.cert_der),
         "handshakes": p.handshakes,
@@ -371,7 +396,10 @@ def summary_lines(result: dict) -> list[str]:
         out.append(f"{proto}: {len(suites)} suites ({how})")
         for s in suites:
             out.append(f"  {s['grade']}  {s['suite']:<34} {', '.join(s['notes'])}")
-    out.append(f"key exchange groups ({result['groups_protocol']}): {', '.join(result['groups']) or 'none found'}")
+    for proto, found in (result.get("groups_by_protocol") or {result["groups_protocol"]: result["groups"]}).items():
+        out.append(f"key exchange groups ({proto}): {', '.join(found) or 'none found'}")
+    if result.get("direct_tls") is not None:
+        out.append("direct TLS (PostgreSQL 17+, no SSLRequest): " + ("accepted" if result["direct_tls"] else "not offered"))
     c = result.get("certificate")
     if c:
         out.append(f"certificate: {c['key_type']} {c['key_bits'] or ''} bits, signed {c['signature']}, "

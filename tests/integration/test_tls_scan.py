@@ -110,6 +110,8 @@ def test_measure_ranks_suites_by_cost(encbench, tmp_path):
     ratios = [r["storm elapsed"]["ratio"] for r in rows]
     assert ratios == sorted(ratios)  # ranked, cheapest first
     assert m["recommendation"].startswith("cheapest strong suite: ")
+    assert [g["group"] for g in m["groups"]] == ["prime256v1"]  # PostgreSQL 15 offers one curve (ssl_ecdh_curve)
+    assert m["groups"][0]["connections/s"]["ratio"] < 1  # a handshake costs connections per second
     doc = json.loads(out.read_text())  # an ordinary result file: every connection checked in pg_stat_ssl
     assert doc["status"] == "complete" and {r["workload"] for r in doc["runs"]} == {"storm", "bulk", "connect"}
 

@@ -73,3 +73,13 @@ def test_baseline_files(tmp_path):
             tlsbaseline.load(path)
     with pytest.raises(ResultFileError):
         tlsbaseline.load(tmp_path / "missing.json")
+
+
+def test_tls_variant_with_a_group():
+    from encbench import tls
+
+    assert tls.check_tls("TLSv1.3:TLS_AES_256_GCM_SHA384@X25519") == "TLSv1.3:TLS_AES_256_GCM_SHA384@X25519"
+    assert tls.forced("TLSv1.3:TLS_AES_256_GCM_SHA384@X25519") == ("TLSv1.3", "TLS_AES_256_GCM_SHA384")
+    assert tls.group_of("TLSv1.2:ECDHE-RSA-AES256-GCM-SHA384@prime256v1") == "prime256v1"
+    assert tls.group_of("TLSv1.2:ECDHE-RSA-AES256-GCM-SHA384") is None
+    assert "Groups = X25519" in tls.openssl_client_conf("TLSv1.3:TLS_AES_256_GCM_SHA384@X25519")

@@ -18,7 +18,7 @@ from typing import Any, Callable
 from ..errors import BadValueError, CheckFailedError, EngineUnavailableError
 from ..probes import Target
 from ..redact import redact
-from ..tls import forced, openssl_client_conf
+from ..tls import forced, group_of, openssl_client_conf
 from ..variants import Variant
 from ..sweep import run_together as sweep_run_together
 from .maria_server import Handle
@@ -70,7 +70,28 @@ def tls_params(tls: str) -> dict:
                                     hint="`openssl ciphers -v` lists the suites it knows") from None
         else:
             _only_tls13_suite(ctx, f[1], tls)
+        group = group_of(tls)
+        if group:
+            _only_group(ctx, group, tls)
     return {"ssl": ctx}
+
+
+def _only_group(ctx, group: str, tls: str) -> None:
+    """Offer one key-exchange group (SSL_CTX_set1_groups_list, through SSL_CTX_ctrl): the handshake then
+    uses it or fails, so a completed connection used it."""
+    import ctypes
+    import ssl
+
+    try:
+        fn = ctypes.CDLL(ssl._ssl.__file__).SSL_CTX_ctrl
+        fn.argtypes, fn.restype = [ctypes.c_void_p, ctypes.c_int, ctypes.c_long, ctypes.c_char_p], ctypes.c_long
+        handle = ctypes.c_void_p.from_address(id(ctx) + object.__basicsize__).value
+        ok = bool(handle) and fn(handle, 92, 0, group.encode()) == 1  # SSL_CTRL_SET_GROUPS_LIST
+    except (OSError, AttributeError, ValueError):
+        ok = False
+    if not ok:
+        raise BadValueError(f"tls={tls}: this client's OpenSSL does not know the group {group}",
+                            hint="e.g. X25519, prime256v1, secp384r1, ffdhe2048")
 
 
 def _only_tls13_suite(ctx, suite: str, tls: str) -> None:

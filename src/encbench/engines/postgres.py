@@ -68,7 +68,7 @@ def server_settings(tls: str) -> dict[str, str] | None:
     m = _TLS_RE.match(tls)
     if not m:
         return None
-    proto, suite = m.groups()
+    proto, suite = m.group(1), m.group(2)
     out = {"ssl_min_protocol_version": proto, "ssl_max_protocol_version": proto}
     if proto == "TLSv1.2":
         out["ssl_ciphers"] = suite
