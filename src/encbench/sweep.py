@@ -145,6 +145,11 @@ def run_together(conns: list, execute: Callable[[Any], Any]) -> tuple[list, floa
     return results, max(ends) - t0
 
 
+def close_all(conns: list) -> None:
+    for c in conns:
+        c.close()
+
+
 class Profiler:
     """perf record -g on some processes while an operation runs; perf script after."""
 

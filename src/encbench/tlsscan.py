@@ -11,7 +11,6 @@ order is "client's choice".
 
 from __future__ import annotations
 
-import ctypes
 import datetime
 import socket
 import ssl
@@ -20,6 +19,7 @@ from dataclasses import dataclass, field
 from typing import Callable
 from urllib.parse import urlparse
 
+from . import sslctl
 from .errors import BadValueError, EngineUnavailableError, NotADatabaseError, NoTLSError
 
 SCAN_VERSION = 1
@@ -28,7 +28,7 @@ PROTOCOLS = (("TLSv1", ssl.TLSVersion.TLSv1), ("TLSv1.1", ssl.TLSVersion.TLSv1_1
 TLS13_SUITES = ("TLS_AES_256_GCM_SHA384", "TLS_CHACHA20_POLY1305_SHA256", "TLS_AES_128_GCM_SHA256",
                 "TLS_AES_128_CCM_SHA256", "TLS_AES_128_CCM_8_SHA256")
 GROUPS = ("X25519", "X448", "prime256v1", "secp384r1", "secp521r1", "ffdhe2048", "ffdhe3072", "ffdhe4096")
-SSL_CTRL_SET_GROUPS_LIST = 92
+
 PG_SSLREQUEST = struct.pack("!II", 8, 80877103)
 MYSQL_CLIENT_SSL = 0x800
 MYSQL_CLIENT_PROTOCOL_41 = 0x200
@@ -131,14 +131,6 @@ class Offer:
     group: str | None = None
 
 
-def _ctx_handle(ctx: ssl.SSLContext) -> int:
-    return ctypes.c_void_p.from_address(id(ctx) + object.__basicsize__).value
-
-
-def _libssl():
-    return ctypes.CDLL(ssl._ssl.__file__)
-
-
 def _context(offer: Offer) -> ssl.SSLContext:
     ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
     ctx.check_hostname = False
@@ -149,17 +141,10 @@ def _context(offer: Offer) -> ssl.SSLContext:
         ctx.minimum_version = ctx.maximum_version = version
     else:
         ctx.minimum_version = ssl.TLSVersion.TLSv1
-    lib = _libssl()
-    if offer.suites13:
-        fn = lib.SSL_CTX_set_ciphersuites
-        fn.argtypes, fn.restype = [ctypes.c_void_p, ctypes.c_char_p], ctypes.c_int
-        if fn(_ctx_handle(ctx), offer.suites13.encode()) != 1:
-            raise BadValueError(f"this client's OpenSSL does not know the TLS 1.3 suites {offer.suites13}")
-    if offer.group:
-        fn = lib.SSL_CTX_ctrl
-        fn.argtypes, fn.restype = [ctypes.c_void_p, ctypes.c_int, ctypes.c_long, ctypes.c_char_p], ctypes.c_long
-        if fn(_ctx_handle(ctx), SSL_CTRL_SET_GROUPS_LIST, 0, offer.group.encode()) != 1:
-            raise ValueError(f"unknown group {offer.group}")
+    if offer.suites13 and not sslctl.set_tls13_suites(ctx, offer.suites13):
+        raise BadValueError(f"this client's OpenSSL does not know the TLS 1.3 suites {offer.suites13}")
+    if offer.group and not sslctl.set_groups(ctx, offer.group):
+        raise ValueError(f"unknown group {offer.group}")
     return ctx
 
 

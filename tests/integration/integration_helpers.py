@@ -52,3 +52,37 @@ def process_command_lines(word: str) -> list[str]:
         if word in line:
             out.append(line)
     return out
+
+
+def _have(check) -> bool:
+    try:
+        check()
+        return True
+    except Exception:  # noqa: BLE001 - any reason means: not installed here
+        return False
+
+
+def _pg_bindir() -> None:
+    from encbench.engines import pg_server
+
+    pg_server.find_bindir()
+
+
+def _maria_binaries() -> None:
+    from encbench.engines import maria_server
+
+    maria_server.binaries()
+
+
+HAVE_PG = _have(_pg_bindir)
+HAVE_MARIADB = _have(_maria_binaries)
+
+
+def _skipif(missing: bool, reason: str):
+    import pytest
+
+    return pytest.mark.skipif(missing, reason=reason)
+
+
+needs_pg = _skipif(not HAVE_PG, "PostgreSQL server binaries not installed")
+needs_mariadb = _skipif(not HAVE_MARIADB, "MariaDB server binaries not installed")

@@ -8,22 +8,12 @@ from pathlib import Path
 
 import pytest
 
-from encbench.engines import maria_server, pg_server
+from encbench.engines import pg_server
 from encbench.sweep import Profiler
-from integration_helpers import assert_one_line_error, process_command_lines
+from integration_helpers import HAVE_MARIADB, HAVE_PG, assert_one_line_error, process_command_lines
 
 pytestmark = pytest.mark.integration
 
-try:
-    pg_server.find_bindir()
-    HAVE_PG = True
-except Exception:  # noqa: BLE001
-    HAVE_PG = False
-try:
-    maria_server.binaries()
-    HAVE_MARIADB = True
-except Exception:  # noqa: BLE001
-    HAVE_MARIADB = False
 PERF = Profiler.available()  # None: perf can sample here
 
 SMALL = ["--rows", "20000", "--runs", "2", "--warmups", "1"]

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from test_postgres import needs_pg
+from integration_helpers import needs_pg
 
 pytestmark = pytest.mark.integration
 

@@ -7,17 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from encbench.engines import maria_server
-from integration_helpers import process_command_lines
+from integration_helpers import needs_mariadb, process_command_lines
 
 pytestmark = pytest.mark.integration
 
-try:
-    maria_server.binaries()
-    HAVE_MARIADB = True
-except Exception:  # noqa: BLE001
-    HAVE_MARIADB = False
-needs_mariadb = pytest.mark.skipif(not HAVE_MARIADB, reason="MariaDB server binaries not installed")
 
 
 def _leftovers(before: set[str]) -> set[str]:

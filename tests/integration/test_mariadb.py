@@ -15,16 +15,10 @@ from pathlib import Path
 import pytest
 
 from encbench.engines import maria_server
-from integration_helpers import assert_one_line_error, encbench_command, process_command_lines
+from integration_helpers import HAVE_MARIADB, assert_one_line_error, encbench_command, needs_mariadb, process_command_lines
 
 pytestmark = pytest.mark.integration
 
-try:
-    maria_server.binaries()
-    HAVE_MARIADB = True
-except Exception:  # noqa: BLE001
-    HAVE_MARIADB = False
-needs_mariadb = pytest.mark.skipif(not HAVE_MARIADB, reason="MariaDB server binaries not installed")
 
 SMALL = ["--size", "2MB", "--param", "messages=2000", "--param", "rows=2000", "--param", "connections=8",
          "--param", "seconds=1"]

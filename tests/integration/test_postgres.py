@@ -15,16 +15,10 @@ from pathlib import Path
 import pytest
 
 from encbench.engines import pg_server
-from integration_helpers import assert_one_line_error, encbench_command, process_command_lines
+from integration_helpers import HAVE_PG, assert_one_line_error, encbench_command, needs_pg, process_command_lines
 
 pytestmark = pytest.mark.integration
 
-try:
-    pg_server.find_bindir()
-    HAVE_PG = True
-except Exception:  # noqa: BLE001
-    HAVE_PG = False
-needs_pg = pytest.mark.skipif(not HAVE_PG, reason="PostgreSQL server binaries not installed")
 
 SMALL = ["--param", "messages=3000", "--param", "rows=2000", "--param", "connections=8", "--param", "seconds=1"]
 

@@ -10,23 +10,11 @@ import time
 
 import pytest
 
-from encbench.engines import maria_server, pg_server
-from integration_helpers import assert_one_line_error
+from encbench.engines import pg_server
+from integration_helpers import HAVE_PG, assert_one_line_error, needs_mariadb, needs_pg
 
 pytestmark = pytest.mark.integration
 
-try:
-    pg_server.find_bindir()
-    HAVE_PG = True
-except Exception:  # noqa: BLE001
-    HAVE_PG = False
-try:
-    maria_server.binaries()
-    HAVE_MARIADB = True
-except Exception:  # noqa: BLE001
-    HAVE_MARIADB = False
-needs_pg = pytest.mark.skipif(not HAVE_PG, reason="PostgreSQL server binaries not installed")
-needs_mariadb = pytest.mark.skipif(not HAVE_MARIADB, reason="MariaDB server binaries not installed")
 
 PG_SUITES = ["ECDHE-RSA-AES256-GCM-SHA384", "ECDHE-RSA-AES128-SHA256", "ECDHE-RSA-CHACHA20-POLY1305"]
 

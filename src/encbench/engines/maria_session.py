@@ -20,6 +20,8 @@ from ..probes import Target
 from ..redact import redact
 from ..tls import forced, group_of, openssl_client_conf
 from ..variants import Variant
+from .. import sslctl
+from ..sweep import close_all
 from ..sweep import run_together as sweep_run_together
 from .maria_server import Handle
 
@@ -79,17 +81,7 @@ def tls_params(tls: str) -> dict:
 def _only_group(ctx, group: str, tls: str) -> None:
     """Offer one key-exchange group (SSL_CTX_set1_groups_list, through SSL_CTX_ctrl): the handshake then
     uses it or fails, so a completed connection used it."""
-    import ctypes
-    import ssl
-
-    try:
-        fn = ctypes.CDLL(ssl._ssl.__file__).SSL_CTX_ctrl
-        fn.argtypes, fn.restype = [ctypes.c_void_p, ctypes.c_int, ctypes.c_long, ctypes.c_char_p], ctypes.c_long
-        handle = ctypes.c_void_p.from_address(id(ctx) + object.__basicsize__).value
-        ok = bool(handle) and fn(handle, 92, 0, group.encode()) == 1  # SSL_CTRL_SET_GROUPS_LIST
-    except (OSError, AttributeError, ValueError):
-        ok = False
-    if not ok:
+    if not sslctl.set_groups(ctx, group):
         raise BadValueError(f"tls={tls}: this client's OpenSSL does not know the group {group}",
                             hint="e.g. X25519, prime256v1, secp384r1, ffdhe2048")
 
@@ -99,23 +91,12 @@ def _only_tls13_suite(ctx, suite: str, tls: str) -> None:
     OpenSSL first starts in the process, often before us): call SSL_CTX_set_ciphersuites on
     the context's SSL_CTX (the first field after the object header), then check the context
     now offers exactly that suite. Never a silent fallback: an error if it does not."""
-    import ctypes
-    import ssl
-
     def offered() -> list[str]:
         return [c["name"] for c in ctx.get_ciphers() if c.get("protocol") == "TLSv1.3"]
 
     if offered() == [suite]:
         return
-    try:
-        lib = ctypes.CDLL(ssl._ssl.__file__)
-        fn = lib.SSL_CTX_set_ciphersuites
-        fn.argtypes, fn.restype = [ctypes.c_void_p, ctypes.c_char_p], ctypes.c_int
-        handle = ctypes.c_void_p.from_address(id(ctx) + object.__basicsize__).value
-        ok = bool(handle) and fn(handle, suite.encode()) == 1
-    except (OSError, AttributeError, ValueError):
-        ok = False
-    if not ok or offered() != [suite]:
+    if not sslctl.set_tls13_suites(ctx, suite) or offered() != [suite]:
         raise BadValueError(f"tls={tls}: cannot make this client offer only {suite}",
                             hint="use a TLS 1.3 suite OpenSSL knows (TLS_AES_256_GCM_SHA384, TLS_AES_128_GCM_SHA256, "
                                  "TLS_CHACHA20_POLY1305_SHA256)")
@@ -551,10 +532,7 @@ class MariaSession:
 
         return sweep_run_together(conns, one)
 
-    @staticmethod
-    def close_sessions(conns: list) -> None:
-        for c in conns:
-            c.close()
+    close_sessions = staticmethod(close_all)
 
     def close(self) -> None:
         try:

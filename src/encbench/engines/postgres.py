@@ -303,10 +303,7 @@ class PgSession(Session):
     def run_sessions(self, conns: list, sql: str) -> tuple[list, float]:
         return sweep.run_together(conns, lambda c: c.execute(sql).fetchone()[0])
 
-    @staticmethod
-    def close_sessions(conns: list) -> None:
-        for c in conns:
-            c.close()
+    close_sessions = staticmethod(sweep.close_all)
 
     def close(self) -> None:
         self.conn.close()
