@@ -428,20 +428,24 @@ def hash_costs(doc: dict, scale: list[dict]) -> list[dict]:
     return out
 
 
+def profiled(doc: dict):
+    """(variant, extra) of every `profile` operation: the warmup runs recorded with --profile."""
+    for run in doc["runs"]:
+        for op in run.get("operations", []):
+            if op.get("operation") == "profile":
+                yield run["variant"], op.get("extra", {})
+
+
 def profiles(doc: dict) -> list[dict]:
     """The CPU profiles recorded during warmup runs (--profile): one per function and sessions level."""
     out = []
-    for run in doc["runs"]:
-        for op in run.get("operations", []):
-            extra = op.get("extra", {})
-            if op.get("operation") != "profile":
-                continue
-            base = {"function": run["variant"].get("function"), "sessions": int(run["variant"].get("sessions", 0))}
-            if "profile" in extra:
-                p = extra["profile"]
-                out.append(dict(base, **{k: v for k, v in p.items() if k != "folded"}, has_folded=bool(p.get("folded"))))
-            else:
-                out.append(dict(base, error=extra.get("profile_error", "no profile")))
+    for variant, extra in profiled(doc):
+        base = {"function": variant.get("function"), "sessions": int(variant.get("sessions", 0))}
+        if "profile" in extra:
+            p = extra["profile"]
+            out.append(dict(base, **{k: v for k, v in p.items() if k != "folded"}, has_folded=bool(p.get("folded"))))
+        else:
+            out.append(dict(base, error=extra.get("profile_error", "no profile")))
     return out
 
 

@@ -219,7 +219,7 @@ def cmd_run(args, argv: list[str]) -> int:
         print(f"encbench: the private server is kept (--keep): {kept}", file=sys.stderr)
     analysis = {k: doc.get(k, []) for k in ("summaries", "comparisons", "derived", "attribution", "notes")}
     analysis.update({k: doc[k] for k in ("scaling", "hash_costs", "profiles") if k in doc})
-    analysis["files"] = report.write_files(doc, output)
+    analysis["files"] = report.write_files(doc, output, analysis.get("scaling", []))
     if args.json:
         print(report.render_json(doc, analysis))
     else:
@@ -265,7 +265,7 @@ def cmd_show(args) -> int:
 
     doc = results.load(args.file)
     an = analysis.analyze(doc)
-    an["files"] = report.write_files(doc, Path(args.file), only_missing=True)
+    an["files"] = report.write_files(doc, Path(args.file), an.get("scaling", []), only_missing=True)
     _emit(doc, an, "json" if args.json else args.format)
     return 0
 

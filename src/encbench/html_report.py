@@ -22,7 +22,7 @@ CSS = """
 body{font-family:system-ui,-apple-system,'Segoe UI',sans-serif;margin:0 auto;max-width:1200px;padding:1.2em;color:#1d1d1f}
 h1{font-size:1.6em;margin:.2em 0} h2{font-size:1.3em;margin-top:1.6em;border-bottom:2px solid #ddd;padding-bottom:.2em}
 h3{font-size:1.05em;margin-top:1.2em} .meta{color:#555;font-size:.9em} .meta li{margin:.15em 0}
-table{border-collapse:collapse;width:100%;font-size:.82em;margin:.6em 0} th,td{border:1px solid #ccc;padding:.3em .45em;vertical-align:top;overflow-wrap:anywhere}
+table{border-collapse:collapse;width:100%;font-size:.82em;margin:.6em 0} th,td{border:1px solid #ccc;padding:.3em .45em;vertical-align:top;overflow-wrap:break-word}
 th{background:#f2f2f5;text-align:left} tr:nth-child(even) td{background:#fafafa}
 .sig{font-weight:600} .plot svg{max-width:100%;height:auto} .flame svg{width:100%;height:auto;border:1px solid #eee}
 code,pre{font-family:ui-monospace,Menlo,Consolas,monospace;font-size:.85em} pre{background:#f6f6f8;padding:.6em;overflow-x:auto;white-space:pre-wrap}
@@ -59,14 +59,17 @@ def overhead_chart(rows: list[dict], metric: str, word: str, title: str) -> str 
         return None
     labels = [d[0] for d in data]
     vals = [(d[1]["ratio"] - 1) * 100 for d in data]
-    lo = [v - ((d[1]["ci"][0] - 1) * 100) if d[1]["ci"] else 0 for v, d in zip(vals, data)]
-    hi = [((d[1]["ci"][1] - 1) * 100) - v if d[1]["ci"] else 0 for v, d in zip(vals, data)]
     colors = ["#c0392b" if d[1]["significant"] and v > 0 else "#27ae60" if d[1]["significant"] else "#bbbbbb"
               for v, d in zip(vals, data)]
     with matplotlib.rc_context({"svg.hashsalt": "encbench", "svg.fonttype": "none"}):
         fig, ax = plt.subplots(figsize=(9, 0.32 * len(data) + 1.2))
         y = list(range(len(data)))[::-1]
-        ax.barh(y, vals, xerr=[lo, hi], color=colors, capsize=3, error_kw={"elinewidth": 1})
+        ax.barh(y, vals, color=colors)
+        cis = [(yy, (d[1]["ci"][0] - 1) * 100, (d[1]["ci"][1] - 1) * 100) for yy, d in zip(y, data) if d[1]["ci"]]
+        if cis:  # each CI drawn as the interval it is (a bootstrap CI need not contain the mean)
+            cy, lo, hi = zip(*cis)
+            ax.hlines(cy, lo, hi, color="#222", linewidth=1)
+            ax.plot(lo + hi, cy + cy, linestyle="none", marker="|", markersize=7, color="#222")
         ax.set_yticks(y, labels, fontsize=8)
         ax.axvline(0, color="#333", linewidth=0.8)
         ax.set_xlabel(f"Δ {word}, contender vs baseline (%), 95% CI; grey: not significant")
@@ -135,12 +138,8 @@ def section(doc: dict, path: Path, index: int) -> str:
 def _scaling_figure(doc: dict, scale: list[dict]) -> str:
     import tempfile
 
-    from . import plots
-
-    entries = [e for e in scale if e["operation"] in ("hash", "baseline")]
-    cores = int(doc["environment"]["cpu"].get("logical_cores") or 1)
     with tempfile.TemporaryDirectory() as tmp:
-        paths = plots.scaling_plots(entries, cores, Path(tmp) / "s", f"{doc['engine']['name']}: in-query hash")
+        paths = report.plot_scaling(doc, scale, Path(tmp) / "s")
         svg = next((p for p in paths if p.suffix == ".svg"), None)
         text = svg.read_text() if svg else ""
     text = text[text.index("<svg"):] if "<svg" in text else ""
@@ -148,19 +147,11 @@ def _scaling_figure(doc: dict, scale: list[dict]) -> str:
 
 
 def _flames(doc: dict) -> str:
-    from . import flame
-
     out = []
-    for run in doc["runs"]:
-        for op in run.get("operations", []):
-            folded = (op.get("extra", {}).get("profile") or {}).get("folded")
-            if op.get("operation") != "profile" or not folded:
-                continue
-            v = run["variant"]
-            svg = flame.flamegraph_svg(folded, f"{v.get('function')}, {v.get('sessions')} sessions")
-            svg = svg[svg.index("<svg"):] if "<svg" in svg else svg
-            out.append(f"<figure class=\"flame\">{svg}<figcaption>server CPU, {_e(v.get('function'))} at "
-                       f"{_e(v.get('sessions'))} sessions (perf, warmup run)</figcaption></figure>")
+    for v, svg in report.flame_graphs(doc):
+        svg = svg[svg.index("<svg"):] if "<svg" in svg else svg
+        out.append(f"<figure class=\"flame\">{svg}<figcaption>server CPU, {_e(v.get('function'))} at "
+                   f"{_e(v.get('sessions'))} sessions (perf, warmup run)</figcaption></figure>")
     return "<h3>Flame graphs</h3>" + "".join(out) if out else ""
 
 

@@ -42,15 +42,15 @@ def _ci(value: Any) -> tuple[float, float] | None:
     return lo_f, hi_f
 
 
-def _series(
-    rows: list[dict], key: str, scale: float = 1.0
-) -> tuple[list[int], list[float], list[float], list[float], bool]:
-    """Points (x, y, err_below, err_above) for one metric; has_ci says whether any CI exists."""
+def _series(rows: list[dict], key: str, scale: float = 1.0) -> tuple[list[int], list[float], list[tuple]]:
+    """Points (x, y) for one metric, and the CIs as (x, low, high) where there is one.
+
+    The CI is drawn as the interval it is (a bootstrap CI need not be centred on the mean,
+    nor even contain it), never as distances from the mean that would have to be clamped.
+    """
     xs: list[int] = []
     ys: list[float] = []
-    lower: list[float] = []
-    upper: list[float] = []
-    has_ci = False
+    cis: list[tuple] = []
     for row in rows:
         y = _num(row.get(key))
         if y is None:
@@ -58,15 +58,17 @@ def _series(
         xs.append(int(row["sessions"]))
         ys.append(y / scale)
         ci = _ci(row.get(f"{key}_ci"))
-        if ci is None:
-            lower.append(0.0)
-            upper.append(0.0)
-        else:
-            has_ci = True
-            lo, hi = ci[0] / scale, ci[1] / scale
-            lower.append(max(0.0, ys[-1] - lo))
-            upper.append(max(0.0, hi - ys[-1]))
-    return xs, ys, lower, upper, has_ci
+        if ci is not None:
+            cis.append((xs[-1], ci[0] / scale, ci[1] / scale))
+    return xs, ys, cis
+
+
+def _draw(ax: Any, xs: list[int], ys: list[float], cis: list[tuple], color: str, label: str) -> None:
+    ax.plot(xs, ys, color=color, marker="o", label=label)
+    if cis:
+        cx, lo, hi = zip(*cis)
+        ax.vlines(cx, lo, hi, color=color, linewidth=1)
+        ax.plot(cx + cx, lo + hi, linestyle="none", marker="_", markersize=8, color=color)
 
 
 def _group(entries: list[dict]) -> dict[Pair, list[dict]]:
@@ -122,12 +124,9 @@ def scaling_plots(entries: list[dict], cores: int, out_prefix: Path, title: str)
                 label = f"{pair[0]} / {pair[1]}"
 
                 # Left: throughput in millions of rows per second.
-                xs, ys, lo, hi, has_ci = _series(rows, "throughput", million)
+                xs, ys, cis = _series(rows, "throughput", million)
                 if xs:
-                    ax_tp.errorbar(
-                        xs, ys, yerr=[lo, hi] if has_ci else None,
-                        color=color, marker="o", capsize=3, label=label,
-                    )
+                    _draw(ax_tp, xs, ys, cis, color, label)
                 base = next((r for r in rows if int(r["sessions"]) == 1), None)
                 base_tp = _num(base.get("throughput")) if base is not None else None
                 if base_tp is not None:
@@ -137,14 +136,10 @@ def scaling_plots(entries: list[dict], cores: int, out_prefix: Path, title: str)
                                label=f"ideal ({label})")
 
                 # Right: efficiency.
-                xs, ys, lo, hi, has_ci = _series(rows, "efficiency")
+                xs, ys, cis = _series(rows, "efficiency")
                 if xs:
-                    ax_eff.errorbar(
-                        xs, ys, yerr=[lo, hi] if has_ci else None,
-                        color=color, marker="o", capsize=3, label=label,
-                    )
-                    tops = [y + h for y, h in zip(ys, hi)]
-                    eff_top = max(eff_top, max(tops) + 0.1)
+                    _draw(ax_eff, xs, ys, cis, color, label)
+                    eff_top = max(eff_top, max(ys + [c[2] for c in cis]) + 0.1)
 
             if min(levels) <= cores <= max(levels):
                 ax_tp.axvline(cores, color="grey", linestyle=":", label=f"cores ({cores})")

@@ -273,42 +273,46 @@ def profile_lines(analysis: dict) -> list[str]:
     return out
 
 
-def write_files(doc: dict, result_path, *, only_missing: bool = False) -> list[str]:
+def plot_scaling(doc: dict, scale: list[dict], prefix) -> list:
+    """The scaling plots (<prefix>-scaling.png and .svg) of a hash sweep's hash and baseline levels."""
+    from . import plots
+
+    entries = [e for e in scale if e["operation"] in ("hash", "baseline")]
+    cores = int(doc["environment"]["cpu"].get("logical_cores") or 1)
+    return plots.scaling_plots(entries, cores, prefix,
+                               f"{doc['engine']['name']}: in-query hash under concurrency ({cores} cores)")
+
+
+def flame_graphs(doc: dict):
+    """(variant, SVG text) of every recorded profile that has folded stacks."""
+    from . import flame
+
+    for v, extra in an.profiled(doc):
+        folded = (extra.get("profile") or {}).get("folded")
+        if folded:
+            yield v, flame.flamegraph_svg(
+                folded, f"{doc['engine']['name']} server CPU: {v.get('function')}, {v.get('sessions')} sessions")
+
+
+def write_files(doc: dict, result_path, scale: list[dict], *, only_missing: bool = False) -> list[str]:
     """Plots and flame graphs next to the result file: <stem>-scaling.png/.svg, <stem>-flame-*.svg."""
     from pathlib import Path
-
-    from . import analysis as an_mod
 
     result_path = Path(result_path)
     prefix = result_path.with_name(result_path.stem)
     written: list[str] = []
     try:
-        scale = doc.get("scaling") or an_mod.scaling(doc, an_mod.collect(doc))
-        entries = [e for e in scale if e["operation"] in ("hash", "baseline")]
-        if entries:
+        if any(e["operation"] in ("hash", "baseline") for e in scale):
             target = Path(f"{prefix}-scaling.png")
             if only_missing and target.exists():
                 written += [str(target), str(target.with_suffix(".svg"))]
             else:
-                from . import plots
-
-                cores = int(doc["environment"]["cpu"].get("logical_cores") or 1)
-                written += [str(p) for p in plots.scaling_plots(
-                    entries, cores, prefix, f"{doc['engine']['name']}: in-query hash under concurrency "
-                                            f"({cores} cores)")]
-        from . import flame
-
-        for run in doc["runs"]:
-            for op in run.get("operations", []):
-                folded = (op.get("extra", {}).get("profile") or {}).get("folded")
-                if op.get("operation") != "profile" or not folded:
-                    continue
-                v = run["variant"]
-                target = Path(f"{prefix}-flame-{v.get('function')}-s{v.get('sessions')}.svg")
-                if not (only_missing and target.exists()):
-                    target.write_text(flame.flamegraph_svg(
-                        folded, f"{doc['engine']['name']} server CPU: {v.get('function')}, {v.get('sessions')} sessions"))
-                written.append(str(target))
+                written += [str(p) for p in plot_scaling(doc, scale, prefix)]
+        for v, svg in flame_graphs(doc):
+            target = Path(f"{prefix}-flame-{v.get('function')}-s{v.get('sessions')}.svg")
+            if not (only_missing and target.exists()):
+                target.write_text(svg)
+            written.append(str(target))
     except OSError:
         return written  # the results stand without their pictures
     return sorted(set(written))

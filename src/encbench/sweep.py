@@ -10,6 +10,7 @@ import hmac
 import os
 import shutil
 import signal
+import ssl
 import subprocess
 import threading
 import time
@@ -72,7 +73,7 @@ def raw_hash(function: str, size: int = VALUE_BYTES, *, seconds: float = 0.2, re
     median = per_call[len(per_call) // 2]
     out = {"function": function, "algorithm": ("HMAC-" if "hmac" in function else "") + algo.upper(),
            "input_bytes": size, "hashlib_us_per_call": median * 1e6,
-           "hashlib_library": f"Python hashlib with {__import__('ssl').OPENSSL_VERSION}",
+           "hashlib_library": f"Python hashlib with {ssl.OPENSSL_VERSION}",
            "hashlib_method": f"{repeats} repeats of >= {seconds / repeats:.2f} s CPU, median; includes Python's "
                              "per-call overhead"}
     c = _openssl_speed(algo, size, hmac_mode="hmac" in function)

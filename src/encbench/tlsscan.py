@@ -15,7 +15,7 @@ import datetime
 import socket
 import ssl
 import struct
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Callable
 from urllib.parse import urlparse
 
@@ -274,7 +274,6 @@ def certificate(der: bytes | None) -> dict | None:
 class ScanProgress:
     report: Callable[[str], None] = lambda msg: None
     handshakes: int = 0
-    notes: list[str] = field(default_factory=list)
 
 
 def _preference(ep: Endpoint, accepted: list[str], make: Callable[[list[str]], Offer], p: ScanProgress) -> tuple[list[str], str]:

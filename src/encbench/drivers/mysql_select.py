@@ -18,10 +18,6 @@ import time
 from ..engines.maria_session import pymysql, server_tls_state, tls_params
 
 
-def decode(latencies: list[int]) -> list[int]:
-    return latencies
-
-
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="encbench.drivers.mysql_select")
     ap.add_argument("--tls", required=True)
