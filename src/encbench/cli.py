@@ -46,6 +46,14 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--warmups", default="1", help="warmup runs per variant, stored but never in statistics (default 1)")
     r.add_argument("--size", default=None, help=f"data size, e.g. 50MB, 1GB (default {DEFAULT_SIZE}, --quick {QUICK_SIZE})")
     r.add_argument("--quick", action="store_true", help="smoke run: small data, few runs")
+    r.add_argument("--precision", default=None, metavar="P%",
+                   help="after the planned runs, add rounds until every elapsed/CPU comparison's CI is within "
+                        "±P points (or --max-time is up; default cap 10m); at least 6 runs per variant")
+    r.add_argument("--max-time", default=None, metavar="DURATION",
+                   help="time budget of the whole run, e.g. 120s or 5m: rounds are added until it is used "
+                        "(or --precision is reached)")
+    r.add_argument("--no-pin", dest="pin", action="store_false",
+                   help="do not pin the worker to a CPU of its own (default: pinned when 2+ CPUs are available)")
     r.add_argument("--seed", default=str(DEFAULT_SEED), help="data generation seed")
     r.add_argument("-o", "--output", default=None, help="result file (default encbench-results/<engine>-<time>.json)")
     r.add_argument("--json", action="store_true", help="print the summaries as JSON instead of the table")
@@ -172,7 +180,16 @@ def cmd_run(args, argv: list[str]) -> int:
 
     engine_name = args.engine or DEFAULT_ENGINE
     engine = ENGINES.get(engine_name)
-    runs = parse_positive_int(args.runs or (QUICK_RUNS if args.quick else DEFAULT_RUNS), what="--runs", maximum=1000)
+    from . import precision
+
+    target = precision.parse_points(args.precision) if args.precision else None
+    max_time = precision.parse_duration(args.max_time) if args.max_time else None
+    adaptive = target is not None or max_time is not None
+    runs = parse_positive_int(args.runs or (precision.MIN_RUNS if adaptive else QUICK_RUNS if args.quick
+                                            else DEFAULT_RUNS), what="--runs", maximum=1000)
+    if adaptive and runs < precision.MIN_RUNS:
+        raise errors.BadValueError(f"--runs {runs} is below the {precision.MIN_RUNS} runs per variant a verdict needs "
+                                   "with --precision/--max-time", hint=f"use --runs {precision.MIN_RUNS} or more")
     warmups = parse_count(args.warmups, what="--warmups", maximum=100)
     size = parse_size(args.size or (QUICK_SIZE if args.quick else DEFAULT_SIZE))
     seed = parse_positive_int(args.seed, what="--seed", maximum=2**31)
@@ -200,6 +217,7 @@ def cmd_run(args, argv: list[str]) -> int:
         regenerate=args.regenerate, key=key, key_source=key_source, quick=args.quick,
         command=report.command_line(argv),
         params=params, engine_options=engine_options,
+        precision=target, max_time_s=max_time, pin=args.pin,
     )
     runner.plan(config)  # every name and value checked before anything is created
     from . import results
@@ -224,6 +242,10 @@ def cmd_run(args, argv: list[str]) -> int:
         print(report.render_json(doc, analysis))
     else:
         report.render_text(doc, analysis, _console())
+        from . import runctx
+
+        for line in precision.lines(doc) + runctx.lines(doc):
+            print(line)
         print(f"results written to {output} (encbench show {output})", file=sys.stderr)
     return 0
 

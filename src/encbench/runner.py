@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
-from . import __version__, analysis, environment, interrupts, results, worker
+from . import __version__, analysis, environment, interrupts, placement, precision, results, runctx
 from .redact import redact
 from .engines import ENGINES, PrepareContext
 from .errors import EncbenchError, RunFailedError, UnknownNameError, UsageError
@@ -43,6 +43,9 @@ class RunConfig:
     command: str = ""
     params: list[str] = field(default_factory=list)
     engine_options: dict = field(default_factory=dict)  # --dsn, --keep, ... (secrets never stored)
+    precision: float | None = None  # --precision: target CI half-width of each headline comparison, in points
+    max_time_s: float | None = None  # --max-time: rounds are added until the precision or this time is reached
+    pin: bool = True  # --no-pin: False
 
     def public(self) -> dict:
         return {
@@ -51,6 +54,7 @@ class RunConfig:
             "data_dir": str(self.data_dir), "probes": self.probes, "quick": self.quick,
             "key_source": self.key_source, "command": self.command, "params": self.params,
             "engine_options": {k: redact(v) if isinstance(v, str) else v for k, v in self.engine_options.items()},
+            "precision_points": self.precision, "max_time_s": self.max_time_s, "pin": self.pin,
         }
 
 
@@ -61,6 +65,7 @@ class Plan:
     variants: list[Variant]
     items: list[dict]
     params: dict[str, dict]
+    by_workload: dict[str, list[Variant]] = field(default_factory=dict)  # each workload's variants, matrix order
 
 
 def plan(config: RunConfig) -> Plan:
@@ -86,16 +91,42 @@ def plan(config: RunConfig) -> Plan:
     filters = parse_filters(config.variant_filters, engine.variant_keys)
     params = resolve_params(workloads, config.params, quick=config.quick,
                             engine_workloads=[WORKLOADS.get(n) for n in engine.workloads])
-    items, variants = [], []
+    items, variants, by_workload = [], [], {}
     for wl in workloads:
         wl_variants = matrix(engine.variant_keys, filters, wl.name)
         variants += [v for v in wl_variants if v not in variants]
+        by_workload[wl.name] = wl_variants
         for w in range(config.warmups):
             items += [{"workload": wl.name, "variant": v, "round": w, "warmup": True} for v in wl_variants]
         for r in range(config.runs):
             order = wl_variants if r % 2 == 0 else wl_variants[::-1]  # A B B A: drift cancels out
             items += [{"workload": wl.name, "variant": v, "round": r, "warmup": False} for v in order]
-    return Plan(engine, workloads, variants, items, params)
+    return Plan(engine, workloads, variants, items, params, by_workload)
+
+
+def round_items(p: Plan, workload: str, r: int) -> list[dict]:
+    """Measured round r of a workload: its variants in matrix order for even r, reversed for odd (A B B A)."""
+    order = p.by_workload[workload] if r % 2 == 0 else p.by_workload[workload][::-1]
+    return [{"workload": workload, "variant": v, "round": r, "warmup": False} for v in order]
+
+
+def measured_rounds(doc: dict, p: Plan) -> dict[str, int]:
+    """Complete measured rounds so far per workload (the fewest runs of any of its variants)."""
+    counts = {wl: {label(v): 0 for v in vs} for wl, vs in p.by_workload.items()}
+    for run in doc["runs"]:
+        if not run.get("warmup") and run["variant_label"] in counts.get(run["workload"], {}):
+            counts[run["workload"]][run["variant_label"]] += 1
+    return {wl: min(c.values(), default=0) for wl, c in counts.items()}
+
+
+def round_costs(doc: dict, p: Plan) -> dict[str, float]:
+    """Seconds one more round of each workload takes, from its measured runs' durations so far."""
+    out = {}
+    for wl, vs in p.by_workload.items():
+        durations = [r["context"]["duration_s"] for r in doc["runs"] if r["workload"] == wl and not r.get("warmup")
+                     and isinstance(r.get("context"), dict) and "duration_s" in r["context"]]
+        out[wl] = len(vs) * sum(durations) / len(durations) if durations else 0.0
+    return out
 
 
 def new_document(config: RunConfig, p: Plan, env: dict) -> dict:
@@ -127,9 +158,19 @@ def new_document(config: RunConfig, p: Plan, env: dict) -> dict:
     }
 
 
+def runs_per_variant(doc: dict) -> dict[str, int]:
+    """The fewest measured runs of any variant, per workload."""
+    counts: dict[str, dict[str, int]] = {}
+    for run in doc["runs"]:
+        if not run.get("warmup"):
+            c = counts.setdefault(run["workload"], {})
+            c[run["variant_label"]] = c.get(run["variant_label"], 0) + 1
+    return {wl: min(c.values()) for wl, c in counts.items()}
+
+
 def _context():
     ctx = multiprocessing.get_context("forkserver")
-    ctx.set_forkserver_preload(["encbench.worker"])
+    ctx.set_forkserver_preload(["encbench.worker", "encbench.placement"])
     return ctx
 
 
@@ -145,7 +186,7 @@ def run_in_fresh_process(ctx, spec: dict) -> dict:
     interrupts.STOP is set and waits for it, then kills it if it does not stop.
     """
     receiver, sender = ctx.Pipe(duplex=False)
-    proc = ctx.Process(target=worker.child_main, args=(spec, sender), daemon=True)
+    proc = ctx.Process(target=placement.child_main, args=(spec, sender), daemon=True)
     proc.start()
     sender.close()
     try:
@@ -174,6 +215,7 @@ def run_in_fresh_process(ctx, spec: dict) -> dict:
 
 def execute(config: RunConfig, *, on_progress: Callable[[str, int, int], None] = lambda *a: None) -> dict:
     """Run the whole plan. The result file is up to date after every run, whatever happens."""
+    budget = precision.Budget(config.precision, config.max_time_s)  # the clock starts here: the user's wait
     p = plan(config)
     p.engine.check_available()
     results.check_writable(config.output)
@@ -181,6 +223,8 @@ def execute(config: RunConfig, *, on_progress: Callable[[str, int, int], None] =
     doc = new_document(config, p, environment.collect(p.engine.versions(), config.data_dir))
     scratch = Path(tempfile.mkdtemp(prefix="scratch-", dir=config.data_dir))
     setup = None
+    placed = placement.apply(placement.choose(config.pin))  # before prepare: a private server inherits it
+    doc["placement"] = placed.describe()
     try:
         results.write_atomic(config.output, doc)
         ctx = PrepareContext(
@@ -198,13 +242,18 @@ def execute(config: RunConfig, *, on_progress: Callable[[str, int, int], None] =
         doc["calibration"] = p.engine.calibrate(setup)
         results.write_atomic(config.output, doc)
         ctx = _context()
-        for i, item in enumerate(p.items):
+        sources = runctx.Sources()
+        total = [len(p.items)]
+
+        def one(item: dict) -> None:
+            i = len(doc["runs"])
             interrupts.raise_if_stopped()
             on_progress(f"{item['workload']} {label(item['variant'])}{' (warmup)' if item['warmup'] else ''}",
-                        i, len(p.items))
+                        i, total[0])
+            before = sources.snapshot()
             server = p.engine.apply_variant(setup, item["variant"], item["workload"])
             spec = dict(item, engine=p.engine.name, setup=setup, probes=config.probes, scratch_dir=str(scratch),
-                        params=p.params[item["workload"]])
+                        params=p.params[item["workload"]], cpus=placed.worker_cpus if placed.pinned else None)
             with interrupts.deferred():
                 try:
                     out = run_in_fresh_process(ctx, spec)
@@ -213,9 +262,24 @@ def execute(config: RunConfig, *, on_progress: Callable[[str, int, int], None] =
                 except Exception as e:
                     raise RunFailedError(f"run {i + 1} ({item['workload']} {label(item['variant'])}) failed: "
                                          f"{type(e).__name__}: {e}") from None
-                doc["runs"].append(dict(item, variant_label=label(item["variant"]), server_config=server, **out))
+                context = runctx.delta(before, sources.snapshot(),
+                                       worker_cpus=placed.worker_cpus if placed.pinned else None)
+                doc["runs"].append(dict(item, variant_label=label(item["variant"]), server_config=server, **out,
+                                        context=context))
                 results.write_atomic(config.output, doc)
-        on_progress("done", len(p.items), len(p.items))
+
+        for item in p.items:
+            one(item)
+        while True:  # --precision / --max-time: more rounds where a comparison is still too wide
+            chosen = budget.next_round(precision.rows(doc), round_costs(doc, p))
+            if not chosen:
+                break
+            done = measured_rounds(doc, p)
+            extra = [item for wl in chosen for item in round_items(p, wl, done[wl])]
+            total[0] += len(extra)
+            for item in extra:
+                one(item)
+        on_progress("done", len(doc["runs"]), len(doc["runs"]))
         doc["status"] = "complete"
     except KeyboardInterrupt:
         doc["status"] = "interrupted"
@@ -228,9 +292,17 @@ def execute(config: RunConfig, *, on_progress: Callable[[str, int, int], None] =
         with interrupts.deferred():  # a second Ctrl-C must not cut the clean-up short
             if setup is not None:
                 p.engine.cleanup(setup)
+            placement.restore(placed)
             shutil.rmtree(scratch, ignore_errors=True)
             if doc["status"] == "running":
                 doc["status"] = "failed"
+            if budget.stopped_because is None:
+                budget.stopped_because = doc["status"]  # interrupted or failed before the plan was done
+            try:
+                doc["run_context"] = runctx.summary(doc["runs"])
+                doc["precision"] = precision.document(precision.rows(doc), budget, runs_per_variant(doc))
+            except Exception as e:  # as below: the raw runs matter more
+                doc["analysis_error"] = f"{type(e).__name__}: {e}"
             try:
                 doc.update(analysis.analyze(doc))
             except Exception as e:  # the raw runs matter more than their summary: keep them
