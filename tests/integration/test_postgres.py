@@ -259,3 +259,153 @@ def test_protocol_outside_the_server_range_is_refused(encbench, tmp_path, tls13_
                    *SMALL, "-o", str(tmp_path / "x.json"))
     line = assert_one_line_error(res, 4)
     assert "refused" in line
+
+
+# -- issue 11: --allow-reconfigure leaves the server byte for byte as found; plain roles work ---------------
+
+FORCED = ["--variant", "tls=off,TLSv1.2:ECDHE-RSA-AES256-SHA384", "--workload", "connect", "--quick", "--runs", "1",
+          "--warmups", "0", "--param", "connections=2"]
+
+
+def test_allow_reconfigure_leaves_auto_conf_as_found(encbench, tmp_path, external, cli_env):
+    """ALTER SYSTEM RESET of what was not there before, not the old value written back (issue 11, item 2)."""
+    from server_state import diff, journals, pg_state
+
+    before = pg_state(external)
+    res = encbench("run", "--engine", "postgres", "--dsn", _dsn(external), "--allow-reconfigure", *FORCED,
+                   "--runs", "2", "-o", str(tmp_path / "r.json"), timeout=300)  # rounds A B, B A: tls=off last
+    assert res.returncode == 0, str(res)
+    doc = json.loads((tmp_path / "r.json").read_text())
+    assert [r["server_config"]["ssl_max_protocol_version"] for r in doc["runs"]
+            if r["variant"]["tls"] != "off"] == ["TLSv1.2"] * 2  # it was really changed during the run
+    assert doc["runs"][-1]["variant"]["tls"] == "off"
+    after = pg_state(external)
+    assert after["auto_conf"] == before["auto_conf"], after["auto_conf"].decode()
+    assert diff(before, after) == {}
+    assert journals(cli_env) == []  # deleted once the restore was verified
+
+
+def test_allow_reconfigure_restores_an_existing_auto_conf_line(encbench, tmp_path, external, cli_env):
+    """A setting already in postgresql.auto.conf gets its old value back, in its place."""
+    import psycopg
+
+    from server_state import diff, pg_state
+
+    with psycopg.connect(**external.conninfo(), sslmode="disable", autocommit=True) as c:
+        c.execute("ALTER SYSTEM SET ssl_ciphers = 'HIGH:!aNULL:!MD5'")
+        c.execute("SELECT pg_reload_conf()")
+    try:
+        time.sleep(0.3)
+        before = pg_state(external)
+        assert b"ssl_ciphers = 'HIGH:!aNULL:!MD5'" in before["auto_conf"]
+        res = encbench("run", "--engine", "postgres", "--dsn", _dsn(external), "--allow-reconfigure", *FORCED,
+                       "--runs", "2", "-o", str(tmp_path / "r.json"), timeout=300)
+        assert res.returncode == 0, str(res)
+        assert diff(before, pg_state(external)) == {}
+    finally:
+        with psycopg.connect(**external.conninfo(), sslmode="disable", autocommit=True) as c:
+            c.execute("ALTER SYSTEM RESET ssl_ciphers")
+            c.execute("SELECT pg_reload_conf()")
+        time.sleep(0.3)
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
+def test_signal_inside_the_reconfiguration_window(tmp_path, cli_env, external, sig):
+    """The signal lands between the first ALTER SYSTEM and pg_reload_conf() (issue 11, item 1)."""
+    from server_state import diff, journals, pg_state, start_encbench, wait_for_file
+
+    before = pg_state(external)
+    hook = tmp_path / "hook"
+    proc = start_encbench(["run", "--engine", "postgres", "--dsn", _dsn(external), "--allow-reconfigure", *FORCED,
+                           "-o", str(tmp_path / "i.json")], cli_env, tmp_path,
+                          env={"ENCBENCH_TEST_HOOK_RECONFIGURE": f"pause:{hook}"})
+    try:
+        wait_for_file(hook, proc)
+        proc.send_signal(sig)
+        _, stderr = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 130, stderr
+    assert "Traceback" not in stderr
+    assert diff(before, pg_state(external)) == {}
+    assert journals(cli_env) == []
+
+
+def test_sigkill_inside_the_window_is_restored_by_the_next_run(encbench, tmp_path, cli_env, external):
+    """No clean-up runs after SIGKILL: the journal written before the change lets the next run restore."""
+    from server_state import diff, journals, pg_state, start_encbench, wait_for_file
+
+    before = pg_state(external)
+    hook = tmp_path / "hook"
+    proc = start_encbench(["run", "--engine", "postgres", "--dsn", _dsn(external), "--allow-reconfigure", *FORCED,
+                           "-o", str(tmp_path / "k.json")], cli_env, tmp_path,
+                          env={"ENCBENCH_TEST_HOOK_RECONFIGURE": f"pause:{hook}"})
+    wait_for_file(hook, proc)
+    proc.kill()
+    proc.communicate(timeout=60)
+    changed = diff(before, pg_state(external))
+    assert "auto_conf" in changed and "schemas" in changed  # left changed: nothing could run after SIGKILL
+    [journal] = journals(cli_env)
+    assert oct(journal.stat().st_mode & 0o777) == "0o600"
+    text = journal.read_text()
+    assert external.password not in text and '"port"' in text and "ssl_max_protocol_version" in text
+    res = encbench("run", "--engine", "postgres", "--dsn", _dsn(external), "--workload", "connect", "--quick",
+                   "--runs", "1", "--warmups", "0", "--variant", "tls=off", "-o", str(tmp_path / "n.json"))
+    assert res.returncode == 0, str(res)
+    assert "restored what an earlier encbench run left" in res.stderr, str(res)
+    assert diff(before, pg_state(external)) == {}
+    assert journals(cli_env) == []
+
+
+@pytest.fixture(scope="module")
+def plain_role(external):
+    """An ordinary login role: no superuser, no pg_read_all_settings, no pg_checkpoint."""
+    import psycopg
+
+    with psycopg.connect(**external.conninfo(), sslmode="disable", autocommit=True) as c:
+        c.execute("CREATE ROLE bench LOGIN PASSWORD 'bench-Pw-7731'")
+        c.execute("GRANT CREATE ON DATABASE postgres TO bench")
+    yield f"postgresql://bench:bench-Pw-7731@127.0.0.1:{external.port}/postgres"
+    with psycopg.connect(**external.conninfo(), sslmode="disable", autocommit=True) as c:
+        c.execute("REVOKE CREATE ON DATABASE postgres FROM bench")
+        c.execute("DROP ROLE bench")
+
+
+def test_plain_role_runs_with_what_it_may_read(encbench, tmp_path, external, plain_role):
+    """Issue 11, item 6: not exit 1; what cannot be read is reported as not taken, with its GRANT."""
+    from server_state import diff, pg_state
+
+    before = pg_state(external)
+    out = tmp_path / "plain.json"
+    res = encbench("run", "--engine", "postgres", "--dsn", plain_role, "--allow-reconfigure", *FORCED, "-o", str(out),
+                   timeout=300)
+    assert res.returncode == 0, str(res)
+    assert "GRANT pg_read_all_settings TO bench" in res.stderr, str(res)
+    assert "--allow-reconfigure not used" in res.stderr and "GRANT ALTER SYSTEM ON PARAMETER" in res.stderr
+    doc = json.loads(out.read_text())
+    assert doc["status"] == "complete" and doc["dataset"]["original_ssl_settings"]["ssl_ciphers"] is None
+    assert any("pg_read_all_settings" in n for n in doc["dataset"]["not_taken"])
+    forced = [r for r in doc["runs"] if r["variant"]["tls"] != "off"]
+    assert forced and all(r["session"]["tls"]["cipher"] == "ECDHE-RSA-AES256-SHA384" for r in forced)
+    assert "bench-Pw-7731" not in out.read_text() + res.stdout + res.stderr
+    assert diff(before, pg_state(external)) == {}
+
+
+def test_plain_role_leak_check_says_what_was_not_forced(encbench, external, plain_role):
+    res = encbench("leak-check", "--engine", "postgres", "--dsn", plain_role)
+    assert res.returncode == 13, str(res)  # the dump holds the canary: a leak, found with the role's privileges
+    assert "GRANT pg_checkpoint TO bench" in res.stdout and "GRANT pg_read_all_settings TO bench" in res.stdout
+    assert "Traceback" not in res.stdout + res.stderr
+    import psycopg
+
+    with psycopg.connect(**external.conninfo(), sslmode="disable", autocommit=True) as c:
+        c.execute("GRANT pg_read_all_settings TO bench")
+        try:
+            res = encbench("leak-check", "--engine", "postgres", "--dsn", plain_role)
+        finally:
+            c.execute("REVOKE pg_read_all_settings FROM bench")
+    assert res.returncode == 13, str(res)
+    assert "GRANT pg_checkpoint TO bench" in res.stdout and "pg_read_all_settings" not in res.stdout, str(res)
+    assert "table data" in res.stdout or "WAL" in res.stdout  # the data directory was scanned this time
+    assert _schemas(external) == []

@@ -76,6 +76,7 @@ class PgServer:
     user: tuple[str, int, int] | None
     proc: subprocess.Popen | None = None
     keep: bool = False
+    args: list[str] = field(default_factory=list, repr=False)  # the postgres command line, for restart()
 
     @property
     def datadir(self) -> Path:
@@ -97,6 +98,21 @@ class PgServer:
         return (f"psql 'host=127.0.0.1 port={self.port} user=postgres dbname=postgres' "
                 f"(password in {self.root / 'pwfile'}); stop: kill -INT {self.proc.pid if self.proc else '?'} "
                 f"&& rm -rf {self.root}")
+
+    def restart(self) -> None:
+        """Start the same server again (same data, port and settings) after it stopped or was killed."""
+        if self.proc is not None and self.proc.poll() is None:
+            raise EngineUnavailableError("the server is still running")
+        self._spawn()
+        ok, error = _wait_ready(self)
+        if not ok:
+            raise EngineUnavailableError(f"the PostgreSQL server did not restart: {error}")
+
+    def _spawn(self) -> None:
+        log = open(self.logfile, "ab")
+        self.proc = subprocess.Popen(self.args, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                     start_new_session=True, **_as_user(self.user))
+        log.close()
 
     def stop(self) -> None:
         """Fast shutdown, then delete the directory. Idempotent; a no-op with keep=True."""
@@ -148,10 +164,8 @@ def start(*, keep: bool = False, settings: dict | None = None) -> PgServer:
             args = [str(bindir / "postgres"), "-D", str(server.datadir), "-c", f"port={server.port}"]
             for k, v in conf.items():
                 args += ["-c", f"{k}={v}"]
-            log = open(server.logfile, "ab")
-            server.proc = subprocess.Popen(args, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                           start_new_session=True, **_as_user(user))
-            log.close()
+            server.args = args
+            server._spawn()
             ok, last_error = _wait_ready(server)
             if ok:
                 server.keep = keep

@@ -13,18 +13,19 @@ import re
 import secrets
 import shutil
 import subprocess
+import sys
 import time
 from pathlib import Path
 from typing import Any, Callable
 
-from ..errors import BadValueError, CheckFailedError, EngineUnavailableError, UsageError
+from ..errors import BadValueError, CheckFailedError, EncbenchError, EngineUnavailableError, UsageError
 from ..probes import Target
 from ..probes.waits import DEFAULT_INTERVAL_S
 from ..redact import redact
 from ..tls import DEFAULT_TLS, TLS_RE, check_tls, openssl_client_conf  # noqa: F401 (re-exported)
 from ..variants import Variant, VariantKey, int_validator
-from .. import sweep
-from . import pg_server
+from .. import interrupts, restore_journal, sweep
+from . import pg_server, pg_state
 from .base import Engine, PrepareContext, Session, Table
 
 _TLS_RE = TLS_RE
@@ -451,11 +452,26 @@ class PostgresEngine(Engine):
         try:
             admin = _connect_admin(psycopg, conninfo)
             setup["server"] = _server_facts(admin)
+            journal = _open_journal(psycopg, admin, conninfo, managed=managed, reconfigure=reconfigure)
+            setup["_journal"] = journal
             if setup["server"]["ssl"] != "on" and any(v.get("tls", "off") != "off" for v in ctx.variants):
                 raise EngineUnavailableError("the server has TLS off (ssl=off): TLS variants cannot run",
                                              hint="enable ssl on the server, or run with --variant tls=off")
-            setup["original_ssl_settings"] = {k: admin.execute(f"SHOW {k}").fetchone()[0] for k in SSL_SETTINGS}
-            setup["_original_auto_conf"] = _auto_conf_settings(admin)
+            not_taken = _privilege_notes(admin, setup)
+            if reconfigure and not managed:
+                blockers = pg_state.reconfigure_blockers(admin, SSL_SETTINGS)
+                for b in blockers:
+                    not_taken.append(f"--allow-reconfigure not used (the client still offers only the variant's "
+                                     f"suite): {b.text()}")
+                reconfigure = setup["reconfigure"] = not blockers
+            if reconfigure:  # what must be restored, written down before anything changes
+                journal.data["settings"] = pg_state.snapshot(admin, SSL_SETTINGS)
+            setup["not_taken"] = not_taken
+            for line in not_taken:
+                _note(line)
+            setup["_applied"] = {k: None for k in SSL_SETTINGS}  # None: as found
+            journal.data["schema"] = setup["schema"]
+            journal.save()
             ctx.progress("creating the benchmark tables")
             _create_objects(admin, setup["schema"], ctx.params.get("bulk", {}).get("rows", 0))
             hashing = [v for v in ctx.variants if "sessions" in v]
@@ -463,6 +479,9 @@ class PostgresEngine(Engine):
                 sweep.check_sessions_fit(max(int(v["sessions"]) for v in hashing),
                                          int(admin.execute("SHOW max_connections").fetchone()[0]))
                 if any(v["function"] in PGCRYPTO for v in hashing):
+                    if not admin.execute("SELECT 1 FROM pg_extension WHERE extname = 'pgcrypto'").fetchone():
+                        journal.data["drop_extension"] = "pgcrypto"
+                        journal.save()
                     setup["created_pgcrypto"] = _ensure_pgcrypto(admin, managed or reconfigure)
                 rows = ctx.params["hash"]["hash_rows"]
                 ctx.progress(f"creating the hash table ({rows:,} rows)")
@@ -472,12 +491,12 @@ class PostgresEngine(Engine):
             admin.close()
             setup["pgbench"] = _find_pgbench(server)
             setup["versions"] = {"postgresql_server": setup["server"]["version"]}
-            setup["_applied"] = dict(setup["original_ssl_settings"])
             setup["dsn"] = redact(dsn) if dsn else None
             if server is not None and server.keep:
                 setup["kept_server"] = server.how_to_connect()
         except BaseException:
-            self.cleanup(setup)
+            with interrupts.deferred():  # a second signal must not cut the restore short
+                self.cleanup(setup)
             raise
         return setup
 
@@ -486,34 +505,23 @@ class PostgresEngine(Engine):
         tls = variant.get("tls", "off")
         if not setup["reconfigure"]:
             return {"server_side": "unchanged (the client offers only the variant's suite)"}
-        wanted = server_settings(tls) or setup["original_ssl_settings"]
-        wanted = {k: wanted.get(k, setup["original_ssl_settings"][k]) for k in SSL_SETTINGS}
-        if wanted != setup["_applied"]:
-            _apply_ssl_settings(setup, wanted)
-            setup["_applied"] = wanted
-        return dict(wanted)
+        forced = server_settings(tls) or {}
+        target = {k: forced.get(k) for k in SSL_SETTINGS}  # None: as found
+        if target != setup["_applied"]:
+            _change_ssl_settings(setup, target)
+        return _running_values(setup, target)
 
     def cleanup(self, setup: dict) -> None:
-        server = self._servers.get(setup.get("schema"))
-        if server is not None and server.keep:
-            self._servers.pop(setup["schema"], None)
-            return  # --keep: the server and its tables stay for inspection
-        psycopg = _psycopg()
-        try:
-            admin = _connect_admin(psycopg, setup["_conninfo"])
-            try:
-                admin.execute(f"DROP SCHEMA IF EXISTS {setup['schema']} CASCADE")
-                if setup.get("created_pgcrypto"):  # left as it was found
-                    admin.execute("DROP EXTENSION IF EXISTS pgcrypto")
-                if setup.get("_applied") and setup["_applied"] != setup.get("original_ssl_settings"):
-                    _apply_ssl_settings(setup, setup["original_ssl_settings"], admin=admin, restore=True)
-            finally:
-                admin.close()
-        except (psycopg.Error, EngineUnavailableError, KeyError):
-            pass  # a managed server is deleted below anyway
+        """Called once, whatever happened (inside interrupts.deferred): an external server as it was found."""
         server = self._servers.pop(setup.get("schema"), None)
         if server is not None:
-            server.stop()
+            if server.keep:
+                return  # --keep: the server and its tables stay for inspection
+            server.stop()  # a private server: deleted with everything in it
+            return
+        journal = setup.get("_journal")
+        if journal is not None and "_conninfo" in setup:
+            _restore(_psycopg(), setup["_conninfo"], journal)
 
     def calibrate(self, setup: dict) -> dict:
         functions = setup.get("hash_functions") or []
@@ -534,37 +542,64 @@ class PostgresEngine(Engine):
         schema = f"encbench_leak_{secrets.token_hex(4)}"
         report = leakcheck.LeakReport("postgres", "community PostgreSQL (no encryption at rest exists to turn on)",
                                       len(canary))
-        admin = None
+        admin = journal = None
         try:
             admin = _connect_admin(psycopg, conninfo)
-            datadir = Path(admin.execute("SHOW data_directory").fetchone()[0])
-            if not os.access(datadir, os.R_OK):
-                raise EngineUnavailableError(f"cannot read the server's data directory {datadir}",
-                                             hint="run leak-check on the server's machine, as root or its owner")
+            journal = _open_journal(psycopg, admin, conninfo, managed=server is not None, reconfigure=False)
+            targets = _leak_targets(admin, report)
+            journal.data["schema"] = schema
+            journal.save()
             admin.execute(f"CREATE SCHEMA {schema}")
             admin.execute(f"CREATE TABLE {schema}.leak (v text NOT NULL)")
             admin.execute(f"INSERT INTO {schema}.leak SELECT %s || ' ' || i FROM generate_series(1, 200) i", (canary,))
-            admin.execute("CHECKPOINT")  # data pages to their files; the WAL already has them
+            _checkpoint(admin, report)  # data pages to their files; the WAL already has them
             dump = workdir / "backup.sql"
             _pg_dump(server, conninfo, f"{schema}.leak", dump)
             fix = "none in community PostgreSQL: encrypt the volume (e.g. LUKS/dm-crypt) or use a build with TDE"
-            leakcheck.scan([leakcheck.ScanTarget(str(datadir), "data directory", fix),
-                            leakcheck.ScanTarget(str(dump), "backup (pg_dump)", fix)], canary, report)
+            leakcheck.scan([leakcheck.ScanTarget(str(path), role, fix) for path, role in targets]
+                           + [leakcheck.ScanTarget(str(dump), "backup (pg_dump)", fix)], canary, report)
+            datadir = targets[0][0] if targets else None
             for f in report.findings:
-                rel = Path(f.path).relative_to(datadir).parts if f.path.startswith(str(datadir)) else ()
+                rel = Path(f.path).relative_to(datadir).parts if datadir and f.path.startswith(str(datadir)) else ()
                 f.role = {"base": "table data", "pg_wal": "WAL", "global": "global catalog"}.get(
                     rel[0] if rel else "", f.role)
             report.notes.append("community PostgreSQL has no encryption at rest: the canary is stored in plaintext "
                                 "wherever the table's data goes (table files, WAL, dumps)")
         finally:
-            if admin is not None:
-                try:
-                    admin.execute(f"DROP SCHEMA IF EXISTS {schema} CASCADE")
-                finally:
+            with interrupts.deferred():
+                if admin is not None:
                     admin.close()
-            if server is not None:
-                server.stop()
+                if journal is not None and server is None:
+                    _restore(psycopg, conninfo, journal)
+                if server is not None:
+                    server.stop()  # with everything in it
         return report
+
+
+def _leak_targets(admin, report) -> list[tuple[Path, str]]:
+    """The data directory to scan, when this role may learn where it is and this machine may read it."""
+    datadir = pg_state.read_setting(admin, "data_directory")
+    if isinstance(datadir, pg_state.Denied):
+        report.notes.append(f"the data directory (table files, WAL) was not scanned, only the pg_dump output: "
+                            f"its location is not readable by this role (enable with: {datadir.grant})")
+        return []
+    if not os.access(datadir, os.R_OK):
+        raise EngineUnavailableError(f"cannot read the server's data directory {datadir}",
+                                     hint="run leak-check on the server's machine, as root or its owner")
+    return [(Path(datadir), "data directory")]
+
+
+def _checkpoint(admin, report) -> None:
+    """CHECKPOINT needs pg_checkpoint (PostgreSQL 15+) or superuser: without it, say what was not forced."""
+    try:
+        admin.execute("CHECKPOINT")
+    except Exception as e:  # psycopg.Error
+        if not pg_state.is_denied(e):
+            raise
+        role = pg_state.quote_ident(pg_state.current_user(admin))
+        report.notes.append(f"the data pages were not forced to the table files (CHECKPOINT: {_first_line(e)}; "
+                            f"enable with: GRANT pg_checkpoint TO {role}): the canary may reach them only at the "
+                            f"server's next checkpoint; the WAL and the dump are scanned as usual")
 
 
 def _parse_dsn(psycopg, dsn: str) -> dict:
@@ -594,10 +629,14 @@ def _server_facts(conn) -> dict:
     return {
         "version": conn.execute("SHOW server_version").fetchone()[0],
         "ssl": conn.execute("SHOW ssl").fetchone()[0],
-        "ssl_library": conn.execute("SELECT current_setting('ssl_library', true)").fetchone()[0],
+        "ssl_library": _readable(pg_state.read_setting(conn, "ssl_library")),
         "host": conn.info.host,
         "port": conn.info.port,
     }
+
+
+def _readable(value):
+    return value if isinstance(value, str) else None
 
 
 def _create_objects(conn, schema: str, bulk_rows: int) -> None:
@@ -639,53 +678,118 @@ def _create_hash_table(conn, schema: str, rows: int) -> None:
     conn.execute(f"SELECT count(v) FROM {schema}.hashsrc")
 
 
-def _auto_conf_settings(conn) -> dict[str, str]:
-    """The ssl settings an earlier ALTER SYSTEM put in postgresql.auto.conf (restored as they were)."""
+def _note(text: str) -> None:
+    print(f"encbench: note: {text}", file=sys.stderr)
+
+
+def _privilege_notes(admin, setup: dict) -> list[str]:
+    """The ssl settings as found, each one this role may read; what it may not is a note with its GRANT."""
+    denied: dict[str, list[str]] = {}  # grant -> settings it would let this role read
+    found: dict[str, str | None] = {}
+    for k in SSL_SETTINGS:
+        value = pg_state.read_setting(admin, k)
+        if isinstance(value, pg_state.Denied):
+            denied.setdefault(value.grant, []).append(k)
+            value = None
+        found[k] = value
+    setup["original_ssl_settings"] = found
+    return [f"the server's {', '.join(names)} not taken (recorded as null: reading them needs "
+            f"superuser or pg_read_all_settings; enable with: {grant})" for grant, names in denied.items()]
+
+
+def _open_journal(psycopg, admin, conninfo: dict, *, managed: bool, reconfigure: bool) -> restore_journal.Journal:
+    """This run's journal; first, what earlier runs against this server left behind is restored."""
+    ident = {"host": admin.info.host, "port": admin.info.port, "dbname": admin.info.dbname, "user": admin.info.user}
+    if managed:
+        return restore_journal.new("postgres", ident, persist=False)
+    datadir = pg_state.read_setting(admin, "data_directory")
+    datadir = datadir if isinstance(datadir, str) else None
+    dead, live, bad = restore_journal.existing("postgres", ident["host"], ident["port"])
+    for path in bad:
+        _note(f"{path} is not a restore journal this encbench can read: look at it, then delete it")
+    unrestored = []
+    for old in dead:
+        if old.data.get("data_directory") and datadir and old.data["data_directory"] != datadir:
+            continue  # another server that once listened on this port: not this one's to restore
+        if _restore(psycopg, conninfo, old, earlier=True):
+            continue
+        if old.data.get("changed"):
+            unrestored.append(old)
+    if reconfigure:
+        busy = [j for j in live if j.data.get("settings")]
+        if busy or unrestored:
+            j = (busy or unrestored)[0]
+            why = (f"another encbench run ({j.describe()}) is reconfiguring this server" if busy else
+                   f"an earlier run's changes ({j.describe()}) are not restored yet (journal {j.path})")
+            raise EngineUnavailableError(f"--allow-reconfigure refused: {why}",
+                                         hint="wait for it to finish, or run again with --dsn as a role that can "
+                                              "restore it (a superuser); or drop --allow-reconfigure")
+    journal = restore_journal.new("postgres", ident)
+    journal.data["data_directory"] = datadir
+    return journal
+
+
+def _restore(psycopg, conninfo: dict, journal: restore_journal.Journal, *, earlier: bool = False) -> bool:
+    """Undo a journal's changes, verified, then delete it; on failure say so and keep it for the next run."""
+    def connect():
+        return _connect_admin(psycopg, conninfo)
+
+    whose = f"an earlier encbench run left on {journal.describe()}" if earlier else "this run changed"
     try:
-        rows = conn.execute("SELECT name, setting FROM pg_file_settings "
-                            "WHERE sourcefile LIKE '%%postgresql.auto.conf' AND name = ANY(%s)",
-                            (list(SSL_SETTINGS),)).fetchall()
-    except Exception:  # pg_file_settings needs superuser: then nothing is known to restore
-        return {}
-    return dict(rows)
+        done = pg_state.restore(connect, journal.data)
+    except (psycopg.Error, EncbenchError) as e:
+        msg = e.one_line() if isinstance(e, EncbenchError) else _first_line(e)
+        where = f"; {journal.path} keeps what must be restored: the next `encbench run --dsn` against " \
+                f"this server restores it first" if journal.path else ""
+        _note(f"could not restore what {whose}: {msg}{where}")
+        return False
+    journal.discard()
+    if earlier:
+        _note(f"restored what {whose}: {', '.join(done) or 'nothing was left changed'}")
+    return True
 
 
-def _apply_ssl_settings(setup: dict, wanted: dict, admin=None, *, restore: bool = False) -> None:
+def _running_values(setup: dict, target: dict) -> dict:
+    found = setup["_journal"].data["settings"]
+    return {k: found[k]["effective"] if target[k] is None else str(target[k]) for k in SSL_SETTINGS}
+
+
+def _change_ssl_settings(setup: dict, target: dict) -> None:
     """ALTER SYSTEM + pg_reload_conf, then wait until a new connection sees the values.
 
-    With restore=True, settings that were not in postgresql.auto.conf before are RESET
-    (removed from it) rather than set: the server is left as it was found.
+    Signals are deferred throughout: the change is whole or not begun. The journal says
+    what to restore before the first statement; a setting going back to as found is RESET
+    when it was not in postgresql.auto.conf, set to its old value when it was.
     """
     psycopg = _psycopg()
-    from psycopg import sql
+    journal = setup["_journal"]
+    found = journal.data["settings"]
+    changes: dict[str, str | None] = {}
+    for k in SSL_SETTINGS:
+        if target[k] != setup["_applied"][k]:
+            as_found = found[k]["value"] if found[k]["in_auto_conf"] else None
+            changes[k] = as_found if target[k] is None else str(target[k])
 
-    own = admin is None
-    admin = admin or _connect_admin(psycopg, setup["_conninfo"])
-    try:
-        for k, v in wanted.items():
-            if restore and k not in setup.get("_original_auto_conf", {}):
-                admin.execute(sql.SQL("ALTER SYSTEM RESET {}").format(sql.Identifier(k)))
-            else:
-                admin.execute(sql.SQL("ALTER SYSTEM SET {} = {}").format(sql.Identifier(k), sql.Literal(str(v))))
-        admin.execute("SELECT pg_reload_conf()")
-        deadline = time.monotonic() + 10
-        while time.monotonic() < deadline:  # the reload is asynchronous: wait until it shows
-            probe = _connect_admin(psycopg, setup["_conninfo"])
-            try:
-                now = {k: probe.execute(sql.SQL("SHOW {}").format(sql.Identifier(k))).fetchone()[0] for k in wanted}
-            finally:
-                probe.close()
-            if now == {k: str(v) for k, v in wanted.items()}:
-                return
-            time.sleep(0.05)
-        raise EngineUnavailableError(f"the server did not take the ssl settings {wanted}",
-                                     hint="check the server log: the cipher or protocol may be unknown to it")
-    except psycopg.Error as e:
-        raise BadValueError(f"the server rejected the ssl settings {wanted}: {_first_line(e)}",
-                            hint="use a cipher suite and protocol the server's OpenSSL knows") from None
-    finally:
-        if own:
+    def applied(name: str) -> None:
+        setup["_applied"][name] = target[name]
+
+    with interrupts.deferred():
+        if not journal.data.get("changed"):
+            journal.data["changed"] = True
+            journal.save()
+        admin = _connect_admin(psycopg, setup["_conninfo"])
+        try:
+            pg_state.alter_system(admin, changes, on_each=applied)
+            pg_state.wait_running(lambda: _connect_admin(psycopg, setup["_conninfo"]), _running_values(setup, target))
+        except psycopg.OperationalError as e:
+            raise EngineUnavailableError(f"the server went away while its ssl settings were changed: {_first_line(e)}",
+                                         hint="check that it is running; the next run against it restores them") from None
+        except psycopg.Error as e:
+            raise BadValueError(f"the server rejected the ssl settings {changes}: {_first_line(e)}",
+                                hint="use a cipher suite and protocol the server's OpenSSL knows") from None
+        finally:
             admin.close()
+    interrupts.raise_if_stopped()
 
 
 def _pg_dump(server, conninfo: dict, table: str, out: Path) -> None:
