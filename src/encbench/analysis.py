@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections import defaultdict
 
 from . import stats
+from .drivers.client_share import withheld_reason
 from .probes import metric_catalog
 from .units import fmt_bytes, fmt_seconds
 from .variants import label
@@ -123,6 +124,7 @@ def comparisons(doc: dict, groups) -> list[dict]:
         base = groups.get((wl, op, label(base_variant)))
         if not base:
             continue
+        withheld = withheld_reason(base, metrics)  # a saturated client: no verdict (drivers/client_share.py)
         for metric in COMPARED_METRICS:
             if metric not in metrics or metric not in base:
                 continue
@@ -132,6 +134,7 @@ def comparisons(doc: dict, groups) -> list[dict]:
                 "baseline": label(base_variant), "contender": vl,
                 "ratio": est.value, "ci": list(est.ci) if est.ci else None, "significant": est.significant,
                 "n_baseline": len(base[metric]), "n_contender": len(metrics[metric]),
+                **({"withheld": withheld} if withheld else {}),
             })
     return out
 
@@ -139,6 +142,9 @@ def comparisons(doc: dict, groups) -> list[dict]:
 def row_verdict(comps: list[dict], words: dict[str, str] | None = None) -> str:
     """'+310% CPU, significant; elapsed +45%, significant' / 'no significant difference'."""
     by_metric = {c["metric"]: c for c in comps}
+    withheld = next((c["withheld"] for c in comps if c.get("withheld")), None)
+    if withheld:  # the client was saturated: what was timed is the client, not the server
+        return withheld
     parts = []
     for metric, word in VERDICT_METRICS:
         word = (words or {}).get(metric, word)

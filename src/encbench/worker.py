@@ -42,6 +42,8 @@ def _measure(op, session, variant: dict, probe_names: list[str]) -> dict:
     check = getattr(session, "check_operation", None)
     if check is not None:  # the engine's own proof that the operation ran as its variant says
         extra.update(check(variant, metrics, cache) or {})
+    if op.check is not None:  # the workload's own reading of the metrics (e.g. the client's CPU share)
+        extra.update(op.check(metrics) or {})
     post = op.after() if op.after else None
     if isinstance(post, dict):
         extra.update(post)

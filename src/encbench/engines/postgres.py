@@ -194,6 +194,12 @@ class PgSession(Session):
             raise CheckFailedError(f"storm: {received} of {messages} notices reached the client")
         return {"messages_received": received}
 
+    def native_storm(self, messages: int, send: bool):
+        """The storm through a native C client (drivers/pg_storm.py); None where it cannot be built here."""
+        from ..drivers.pg_storm import session_storm
+
+        return session_storm(self, messages, send)
+
     def stream_out(self) -> dict:
         total = 0
         with self.conn.cursor().copy(f"COPY {self.schema}.bulk TO STDOUT") as copy:

@@ -102,12 +102,17 @@ class CpuProbe(Probe):
             self._t0 = _threads_ns(target.threads)
         if target.client:
             self._cu0, self._cs0 = _client_times(target.client_process)
+            # live client processes (a native load driver that outlives the operation): exact, from /proc
+            self._live0 = _Reading(Target(pids=target.extra["client_pids"])) if target.extra.get("client_pids") else None
 
     def stop(self, target: Target) -> dict[str, float]:
         out = {}
         if target.client:
             cu, cs = _client_times(target.client_process)
             du, ds = cu - self._cu0, cs - self._cs0
+            if self._live0 is not None:
+                lu, ls, _ = _Reading(Target(pids=target.extra["client_pids"])).minus(self._live0)
+                du, ds = du + lu, ds + ls
             out = {"client_cpu_user_s": du, "client_cpu_sys_s": ds, "client_cpu_s": du + ds}
         if not target.pids:  # a server on another machine: nothing local to measure
             return out

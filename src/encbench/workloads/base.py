@@ -36,13 +36,15 @@ class Operation:
     """One timed step of a workload. `before`/`after` run outside the timing.
 
     `run` and `after` may return a dict of extra values (rows, output bytes, checks)
-    stored with the operation.
+    stored with the operation; `check`, called with the probes' metrics once they have
+    stopped, too (e.g. the client's CPU share: drivers/client_share.py).
     """
 
     name: str
     run: Callable[[], dict | None]
     before: Callable[[], None] | None = None
     after: Callable[[], dict | None] | None = None
+    check: Callable[[dict], dict | None] | None = None
 
 
 class Workload:

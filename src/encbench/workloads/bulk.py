@@ -3,6 +3,7 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
+from ..drivers.client_share import share_extra
 from .base import Operation, Param, Workload
 
 
@@ -19,4 +20,4 @@ class Bulk(Workload):
             out["mb_per_s"] = out["bytes_received"] / (time.perf_counter() - t0) / 1e6
             return out
 
-        return [Operation("copy-out", copy_out)]
+        return [Operation("copy-out", copy_out, check=share_extra)]

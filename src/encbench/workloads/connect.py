@@ -4,6 +4,7 @@ import time
 import uuid
 from pathlib import Path
 
+from ..drivers.client_share import share_extra
 from .base import Operation, Param, Workload
 
 
@@ -27,4 +28,4 @@ class Connect(Workload):
             session.settle(pids[-1:])  # its CPU reaches the postmaster's account once reaped
             return {"connections": n, "connections_per_s": n / elapsed, "ms_per_connect": 1e3 * elapsed / n}
 
-        return [Operation("connect", run, before, lambda: session.use_target(None))]
+        return [Operation("connect", run, before, lambda: session.use_target(None), check=share_extra)]

@@ -3,6 +3,7 @@ from __future__ import annotations
 import uuid
 from pathlib import Path
 
+from ..drivers.client_share import share_extra
 from .base import Operation, Param, Workload
 
 
@@ -23,4 +24,5 @@ class Roundtrip(Workload):
         def run() -> dict:
             return session.select_load(clients=clients, seconds=params["seconds"], appname=appname, scratch=scratch)
 
-        return [Operation("select-by-pk", run, before, lambda: session.use_target(None))]
+        return [Operation("select-by-pk", run, before, lambda: session.use_target(None),
+                          check=lambda metrics: share_extra(metrics, client_cores=clients))]

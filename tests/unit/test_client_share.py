@@ -1,0 +1,73 @@
+"""The saturated-client rule: a client busy >= 90% of the wall time gets no verdict (drivers/client_share.py)."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from encbench import analysis, worker
+from encbench.drivers import client_share
+from encbench.probes import Target
+from encbench.workloads.base import Operation
+
+
+def test_share_and_flag():
+    assert client_share.share_extra({"client_cpu_s": 0.95, "wall_s": 1.0}) == {"client_share": 0.95,
+                                                                              "client_saturated": 1}
+    assert client_share.share_extra({"client_cpu_s": 0.5, "wall_s": 1.0})["client_saturated"] == 0
+    assert client_share.share_extra({"client_cpu_s": 0.9, "wall_s": 1.0})["client_saturated"] == 1  # the limit
+    assert client_share.share_extra({"wall_s": 1.0}) == {}  # client CPU not measured: nothing claimed
+    assert client_share.share_extra({"client_cpu_s": 1.5, "wall_s": 1.0}, client_cores=2)["client_saturated"] == 0
+    assert client_share.share_extra({"client_cpu_s": 1.9, "wall_s": 1.0}, client_cores=2)["client_saturated"] == 1
+
+
+def _doc(share_off: list[float], share_on: list[float]) -> dict:
+    """Fabricated storm runs, 6 per side: TLS 2x slower, with the given client shares."""
+    runs = []
+    for tls, shares, wall in (("off", share_off, 1.0), ("on", share_on, 2.0)):
+        for i, s in enumerate(shares):
+            w = wall * (1 + 0.01 * i)
+            metrics = {"wall_s": w, "cpu_s": 0.5 * w, "client_cpu_s": s * w}
+            runs.append({"workload": "storm", "variant": {"tls": tls}, "variant_label": f"tls={tls}", "warmup": False,
+                         "operations": [{"operation": "messages", "metrics": metrics,
+                                         "extra": {"messages": 1000, **client_share.share_extra(metrics)}}]})
+    return {"runs": runs, "environment": {"cpu": {"logical_cores": 2}},
+            "engine": {"name": "postgres", "axis": "tls", "axis_baseline": "off",
+                       "variants": [{"tls": "off"}, {"tls": "on"}],
+                       "variant_keys": [{"name": "tls", "applies_when": []}]}}
+
+
+def _storm_comps(doc: dict) -> list[dict]:
+    return [c for c in analysis.analyze(doc)["comparisons"] if c["workload"] == "storm"]
+
+
+def test_saturated_client_gets_no_verdict():
+    doc = _doc([0.5] * 6, [0.5, 0.5, 0.97, 0.5, 0.5, 0.5])  # one contender run saturated
+    comps = _storm_comps(doc)
+    assert comps and all("withheld" in c for c in comps)
+    verdict = analysis.row_verdict(comps)
+    assert verdict.startswith("no verdict: the client is saturated"), verdict
+    assert "contender 1 of 6 runs" in verdict and "97%" in verdict
+    assert "baseline" not in verdict
+
+
+def test_client_below_the_limit_keeps_its_verdict():
+    doc = _doc([0.5] * 6, [0.6] * 6)
+    comps = _storm_comps(doc)
+    assert comps and not any("withheld" in c for c in comps)
+    assert not analysis.row_verdict(comps).startswith("no verdict")
+    wall = next(c for c in comps if c["metric"] == "wall_s")
+    assert wall["ratio"] == pytest.approx(2.0)
+
+
+def test_worker_stores_what_the_check_reads():
+    class Session:
+        def target(self):
+            return Target(pids=[os.getpid()], client=True)
+
+    op = Operation("busy", run=lambda: {"n": sum(range(300_000))}, check=client_share.share_extra)
+    out = worker._measure(op, Session(), {}, ["wall", "cpu"])
+    m, e = out["metrics"], out["extra"]
+    assert e["client_share"] == pytest.approx(m["client_cpu_s"] / m["wall_s"])
+    assert e["client_saturated"] in (0, 1)
