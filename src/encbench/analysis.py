@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 
-from . import stats
+from . import profiler, rawcipher, stats
 from .drivers.client_share import withheld_reason
 from .probes import metric_catalog
 from .units import fmt_bytes, fmt_seconds
@@ -198,8 +198,7 @@ def derived(doc: dict, groups, comps: list[dict]) -> list[dict]:
         }
         ref = raw.get(str(page_size))
         if ref and entry["decrypt_mb_per_s_per_core"]:
-            entry["raw_cipher_mb_per_s_per_core"] = ref["mb_per_s_per_core"]
-            entry["percent_of_raw_cipher"] = 100 * entry["decrypt_mb_per_s_per_core"] / ref["mb_per_s_per_core"]
+            rawcipher.set_beside(entry, ref)  # a contradiction (faster than the raw cipher) is flagged, not printed
         out.append(entry)
     return out + write_costs(doc, groups, comps)
 
@@ -464,7 +463,7 @@ def analyze(doc: dict) -> dict:
         "comparisons": comps,
         "derived": derived(doc, groups, comps),
         "attribution": attribution(doc, groups, comps),
-        "notes": notes(doc, groups),
+        "notes": notes(doc, groups) + profiler.notes(doc, comps),
     }
     if scale:
         out["scaling"] = scale

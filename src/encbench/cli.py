@@ -78,7 +78,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="hash workload: the hash function (see `encbench list`; same as --variant function=...)")
     r.add_argument("--rows", default=None, help="hash workload: rows each session hashes (same as --param hash_rows=...)")
     r.add_argument("--profile", action="store_true",
-                   help="hash workload: record a CPU profile of the server with perf during the warmup runs")
+                   help="record a CPU profile (perf) of the engine during the warmup runs, any workload: shares, flame "
+                        "graphs next to the results, what an overhead is spent on")
     r.add_argument("--parallel", action="store_true", help="hash workload: allow parallel query (PostgreSQL)")
     r.add_argument("--setting", action="append", default=[], metavar="NAME=VALUE",
                    help="mariadb: a setting of the private server, e.g. file_key_management_encryption_algorithm=AES_CBC "
@@ -205,7 +206,8 @@ def cmd_run(args, argv: list[str]) -> int:
                                                               ("function", args.function)) if v]
     params = list(args.param) + [f"{k}={v}" for k, v in (("hash_rows", args.rows), ("profile", args.profile and 1),
                                                           ("parallel", args.parallel and 1)) if v]
-    if (args.sessions or args.function or args.rows or args.profile or args.parallel) and not args.workload:
+    if (args.sessions or args.function or args.rows or args.parallel or (args.profile and "hash" in engine.workloads)) \
+            and not args.workload:
         args.workload = ["hash"]  # the hash options name their workload
     config = runner.RunConfig(
         engine=engine_name,

@@ -10,7 +10,7 @@ from rich.console import Console
 from rich.table import Table
 
 from . import analysis as an
-from . import stats
+from . import profiler, stats
 from .probes import metric_catalog
 from .redact import redact
 from .units import fmt_bytes, fmt_count, fmt_seconds
@@ -221,6 +221,7 @@ def derived_lines(analysis: dict) -> list[str]:
         if "percent_of_raw_cipher" in d:
             line += (f", {d['percent_of_raw_cipher']:.0f}% of this CPU's raw cipher speed "
                      f"({d['raw_cipher_mb_per_s_per_core']:.0f} MB/s per core)")
+        line += f"; {d['raw_cipher_flag']}" if d.get("raw_cipher_flag") else ""  # rawcipher.set_beside
         out.append(line)
     return out
 
@@ -313,6 +314,7 @@ def write_files(doc: dict, result_path, scale: list[dict], *, only_missing: bool
             if not (only_missing and target.exists()):
                 target.write_text(svg)
             written.append(str(target))
+        written += profiler.flame_files(doc, prefix, only_missing=only_missing)  # any workload's --profile
     except OSError:
         return written  # the results stand without their pictures
     return sorted(set(written))
@@ -345,7 +347,8 @@ def raw_cipher_lines(doc: dict) -> list[str]:
             ("bulk_aes_256_cbc_mb_per_s", "bulk AES-256-CBC"), ("bulk_hmac_sha512_mb_per_s", "HMAC-SHA512"),
             ("bulk_aes_256_ctr_mb_per_s", "bulk AES-256-CTR")) if key in r)
         out.append(f"raw cipher on this CPU: {r['cipher']}: {r['mb_per_s_per_core']:.0f} MB/s per core "
-                   f"({fmt_seconds(r['per_page_cpu_s'])} per page; {parts}; {r['library']})")
+                   f"({fmt_seconds(r['per_page_cpu_s'])} per page; {parts}; {r['library']})"
+                   + (f"; {r['spread']}" if r.get("spread") else ""))
     return out
 
 

@@ -9,15 +9,14 @@ import hashlib
 import hmac
 import os
 import shutil
-import signal
 import ssl
 import subprocess
 import threading
 import time
-from pathlib import Path
 from typing import Any, Callable
 
 from .errors import BadValueError
+from .profiler import Profiler  # noqa: F401  (moved to profiler.py; the hash workload imports it from here)
 from .variants import VariantKey, int_validator
 
 MAX_SESSIONS = 256
@@ -149,86 +148,6 @@ def run_together(conns: list, execute: Callable[[Any], Any]) -> tuple[list, floa
 def close_all(conns: list) -> None:
     for c in conns:
         c.close()
-
-
-class Profiler:
-    """perf record -g on some processes while an operation runs; perf script after."""
-
-    def __init__(self, scratch: Path, frequency: int = 499):
-        self.scratch, self.frequency = scratch, frequency
-        self.proc: subprocess.Popen | None = None
-        self.error: str | None = None
-        self.data = scratch / "perf.data"
-
-    _checked: str | None | bool = False
-
-    @classmethod
-    def available(cls) -> str | None:
-        """None when perf can sample here (tried once, on a tiny command), else why not (one line)."""
-        if cls._checked is not False:
-            return cls._checked
-        cls._checked = cls._try()
-        return cls._checked
-
-    @staticmethod
-    def _try() -> str | None:
-        if not shutil.which("perf"):
-            return "perf not found (apt-get install linux-perf): no CPU profile"
-        try:
-            paranoid = int(Path("/proc/sys/kernel/perf_event_paranoid").read_text())
-        except (OSError, ValueError):
-            paranoid = 2
-        if os.geteuid() != 0 and paranoid > 1:
-            return (f"perf may not sample other processes (kernel.perf_event_paranoid={paranoid}, not root): "
-                    "no CPU profile")
-        import tempfile
-
-        with tempfile.TemporaryDirectory() as tmp:
-            try:
-                done = subprocess.run(["perf", "record", "-q", "-e", "cpu-clock", "-g", "-o", f"{tmp}/t.data",
-                                       "--", "sleep", "0.01"], capture_output=True, text=True, timeout=30)
-            except (OSError, subprocess.SubprocessError) as e:
-                return f"perf cannot run here ({e}): no CPU profile"
-        if done.returncode != 0:
-            last = (done.stderr.strip().splitlines() or ["?"])[-1]
-            return f"perf may not sample here ({last[:120]}): no CPU profile"
-        return None
-
-    def start(self, pids: list[int]) -> None:
-        self.error = self.available()
-        if self.error or not pids:
-            self.error = self.error or "no local server process to profile"
-            return
-        cmd = ["perf", "record", "-q", "-F", str(self.frequency), "-g", "-e", "cpu-clock", "-o", str(self.data),
-               "-p", ",".join(str(p) for p in pids)]
-        self.proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-        time.sleep(0.3)  # perf attaches to every thread before the sessions start
-        if self.proc.poll() is not None:
-            self.error = f"perf record failed: {(self.proc.stderr.read().strip().splitlines() or ['?'])[-1]}"
-            self.proc = None
-
-    def stop(self) -> dict:
-        from . import flame
-
-        if self.proc is None:
-            return {"profile_error": self.error or "not started"}
-        self.proc.send_signal(signal.SIGINT)
-        try:
-            _, err = self.proc.communicate(timeout=60)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            _, err = self.proc.communicate()
-        if not self.data.exists():
-            return {"profile_error": f"perf record wrote nothing: {(err or '').strip()[:200]}"}
-        done = subprocess.run(["perf", "script", "-i", str(self.data)], capture_output=True, text=True, timeout=300)
-        self.data.unlink(missing_ok=True)
-        samples = flame.parse_perf_script(done.stdout)
-        if not samples:
-            return {"profile_error": "perf recorded no samples"}
-        folded = flame.fold(samples, dso_for_unknown=True)
-        top = dict(sorted(folded.items(), key=lambda kv: -kv[1])[:3000])  # the file stays small
-        return {"profile": dict(flame.summarize(samples), folded=top, frequency_hz=self.frequency,
-                                event="cpu-clock", sample_count=len(samples))}
 
 
 def check_sessions_fit(max_sessions: int, max_connections: int, reserved: int = 5) -> None:

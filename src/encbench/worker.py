@@ -16,6 +16,7 @@ from pathlib import Path
 from .engines import ENGINES
 from .errors import EncbenchError
 from .probes import PROBES
+from .profiler import with_profiles
 from .workloads import WORKLOADS
 
 
@@ -67,7 +68,8 @@ def execute(spec: dict) -> dict:
         session = engine.open_session(spec["setup"], variant, mutable=workload.mutates, scratch_dir=scratch)
         try:
             params = dict(spec.get("params", {}), _warmup=bool(spec.get("warmup")))
-            ops = [_measure(op, session, variant, spec["probes"]) for op in workload.operations(session, scratch, params)]
+            ops = [_measure(op, session, variant, spec["probes"]) for op in with_profiles(workload, session, scratch, params,
+                                                                                  workload.operations(session, scratch, params))]
         finally:
             session.close()
     finally:

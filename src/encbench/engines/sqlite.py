@@ -380,7 +380,8 @@ class SQLiteEngine(Engine):
     def calibrate(self, setup: dict) -> dict:
         sizes = sorted({int(f["variant"].get("page_size", 4096)) for f in setup["files"].values()
                         if f["variant"].get("encryption") == "on"})
-        return {"raw_cipher": {str(ps): rawcipher.sqlcipher_page(ps) for ps in sizes}}
+        lib = _import()._sqlite3.__file__  # the OpenSSL SQLCipher links (sqlcipher3 bundles its own)
+        return {"raw_cipher": {str(ps): rawcipher.sqlcipher_page(ps, engine_lib=lib) for ps in sizes}}
 
     def leak_check(self, options: dict, workdir: Path):
         """SQLCipher with its defaults, rollback journal and WAL, plus a backup; a plain control."""

@@ -63,6 +63,11 @@ class Workload:
         raise NotImplementedError
 
 
+# any workload: a CPU profile with perf during the warmup runs (profiler.with_profiles; hash has its own)
+COMMON_PARAMS = (Param("profile", "1: record a CPU profile with perf during the warmup runs", 0, 0, minimum=0,
+                       maximum=1),)
+
+
 def resolve_params(workloads: list[Workload], given: list[str], *, quick: bool,
                    engine_workloads: list[Workload] | None = None) -> dict[str, dict]:
     """{workload: {param: value}} from defaults (or quick values) and --param NAME=VALUE.
@@ -70,7 +75,7 @@ def resolve_params(workloads: list[Workload], given: list[str], *, quick: bool,
     A parameter of another workload of the same engine is accepted (and unused), so one
     set of --param works whatever --workload narrows; any other name is an error.
     """
-    known = {p.name: p for wl in (engine_workloads or workloads) for p in wl.params}
+    known = {p.name: p for wl in (engine_workloads or workloads) for p in (*COMMON_PARAMS, *wl.params)}
     overrides: dict[str, str] = {}
     for spec in given:
         name, sep, value = spec.partition("=")
@@ -82,7 +87,7 @@ def resolve_params(workloads: list[Workload], given: list[str], *, quick: bool,
         overrides[name.strip()] = value.strip()
     return {
         wl.name: {p.name: p.parse(overrides[p.name]) if p.name in overrides else (p.quick if quick else p.default)
-                  for p in wl.params}
+                  for p in wl.params + tuple(c for c in COMMON_PARAMS if c.name in overrides)}
         for wl in workloads
     }
 
