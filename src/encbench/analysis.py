@@ -12,7 +12,7 @@ from . import profiler, rawcipher, stats
 from .drivers.client_share import withheld_reason
 from .probes import metric_catalog
 from .units import fmt_bytes, fmt_seconds
-from .variants import label
+from .variants import label, placebo_note, placebo_reference, placebo_twin
 
 COMPARED_METRICS = (
     "wall_s", "cpu_s", "cpu_user_s", "cpu_sys_s", "ctx_voluntary", "ctx_involuntary",
@@ -116,9 +116,11 @@ def summaries(groups) -> list[dict]:
 
 def comparisons(doc: dict, groups) -> list[dict]:
     engine, variants = doc["engine"], variants_by_label(doc)
+    reference = placebo_reference(list(variants.values()))
     out = []
     for (wl, op, vl), metrics in groups.items():
-        base_variant = baseline_for(variants[vl], engine, wl)
+        twin_of = placebo_twin(variants[vl], reference)  # a placebo twin: A/A, against its reference only
+        base_variant = twin_of if twin_of is not None else baseline_for(variants[vl], engine, wl)
         if base_variant is None:
             continue
         base = groups.get((wl, op, label(base_variant)))
@@ -135,6 +137,7 @@ def comparisons(doc: dict, groups) -> list[dict]:
                 "ratio": est.value, "ci": list(est.ci) if est.ci else None, "significant": est.significant,
                 "n_baseline": len(base[metric]), "n_contender": len(metrics[metric]),
                 **({"withheld": withheld} if withheld else {}),
+                **({"placebo": True} if twin_of is not None else {}),
             })
     return out
 
@@ -456,15 +459,19 @@ def profiles(doc: dict) -> list[dict]:
 
 def analyze(doc: dict) -> dict:
     groups = collect(doc)
-    comps = comparisons(doc, groups)
+    every = comparisons(doc, groups)
+    comps = [c for c in every if not c.get("placebo")]  # placebo twins (A/A) never mix with the real ones
+    placebo = [c for c in every if c.get("placebo")]
     scale = scaling(doc, groups)
     out = {
         "summaries": summaries(groups),
         "comparisons": comps,
         "derived": derived(doc, groups, comps),
         "attribution": attribution(doc, groups, comps),
-        "notes": notes(doc, groups) + profiler.notes(doc, comps),
+        "notes": notes(doc, groups) + ([placebo_note(placebo)] if placebo else []) + profiler.notes(doc, comps),
     }
+    if placebo:
+        out["placebo_comparisons"] = placebo
     if scale:
         out["scaling"] = scale
         out["hash_costs"] = hash_costs(doc, scale)

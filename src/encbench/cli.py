@@ -140,6 +140,18 @@ def build_parser() -> argparse.ArgumentParser:
     es.add_argument("--write-rate", default=None, metavar="RATE", help="the write side (needs a measured write cost)")
     es.add_argument("--json", action="store_true")
 
+    st = sub.add_parser("selftest", help="an A/A check of this machine (about a minute): false positives, noise "
+                                         "floor, cold cache, CPU placement")
+    st.add_argument("--engine", default=None, help="engine (default sqlite)")
+    st.add_argument("--workload", action="append", default=[], help="workload (repeatable; default a reduced suite)")
+    st.add_argument("--runs", default=None, help=f"measured runs per variant (default {DEFAULT_RUNS}, as `run`)")
+    st.add_argument("--warmups", default="1", help="warmup runs per variant (default 1)")
+    st.add_argument("--size", default=None, help=f"data size (default {DEFAULT_SIZE}, as `run`)")
+    st.add_argument("--data-dir", default=None, help="where generated data is kept and reused (as `run`)")
+    st.add_argument("--save-floor", default=None, metavar="FILE", help="save the noise floor for `compare`")
+    st.add_argument("--keep-results", default=None, metavar="DIR", help="keep the two result files in DIR")
+    st.add_argument("--json", action="store_true", help="print the figures as JSON")
+
     lst = sub.add_parser("list", help="list engines, workloads, variants and probes")
     lst.add_argument("--json", action="store_true")
     return p
@@ -238,7 +250,7 @@ def cmd_run(args, argv: list[str]) -> int:
     if kept:
         print(f"encbench: the private server is kept (--keep): {kept}", file=sys.stderr)
     analysis = {k: doc.get(k, []) for k in ("summaries", "comparisons", "derived", "attribution", "notes")}
-    analysis.update({k: doc[k] for k in ("scaling", "hash_costs", "profiles") if k in doc})
+    analysis.update({k: doc[k] for k in ("scaling", "hash_costs", "profiles", "placebo_comparisons") if k in doc})
     analysis["files"] = report.write_files(doc, output, analysis.get("scaling", []))
     if args.json:
         print(report.render_json(doc, analysis))
@@ -524,6 +536,36 @@ def cmd_estimate(args) -> int:
     return 0
 
 
+def cmd_selftest(args, argv: list[str]) -> int:
+    from . import report, results, runner, selftest
+    from .engines import DEFAULT_ENGINE, ENGINES
+    from .units import parse_count, parse_positive_int, parse_size
+
+    engine = ENGINES.get(args.engine or DEFAULT_ENGINE)
+    settings = selftest.Settings(
+        engine=engine.name, workloads=args.workload or selftest.workloads_for(engine),
+        runs=parse_positive_int(args.runs or DEFAULT_RUNS, what="--runs", maximum=1000),
+        warmups=parse_count(args.warmups, what="--warmups", maximum=100),
+        size_bytes=parse_size(args.size or DEFAULT_SIZE), seed=DEFAULT_SEED,
+        data_dir=Path(args.data_dir) if args.data_dir else _data_dir_default(),
+        keep_dir=Path(args.keep_results) if args.keep_results else None, command=report.command_line(argv))
+    runner.plan(selftest.config_for(settings, Path("selftest.json")))  # every name and value checked first
+    for path in ([Path(args.save_floor)] if args.save_floor else []) + (
+            [settings.keep_dir / "selftest-1.json"] if settings.keep_dir else []):
+        results.check_writable(path)
+    settings.data_dir.mkdir(parents=True, exist_ok=True)
+    r = selftest.run(settings, progress=lambda msg: print(f"selftest: {msg}", file=sys.stderr))
+    if args.save_floor:
+        selftest.save_floor(Path(args.save_floor), r["floor_file"])
+    if args.json:
+        print(selftest.to_json(r))
+    else:
+        print("\n".join(selftest.lines(r)))
+        if args.save_floor:
+            print(f"noise floor saved to {args.save_floor} (encbench compare A B --noise-floor {args.save_floor})")
+    return 0 if r["passed"] else errors.EXIT_SELFTEST
+
+
 def cmd_list(args) -> int:
     import json
 
@@ -567,7 +609,7 @@ def main(argv: list[str] | None = None) -> int:
                    "compare": lambda: cmd_compare(args), "list": lambda: cmd_list(args),
                    "leak-check": lambda: cmd_leak_check(args),
                    "tls-scan": lambda: cmd_tls_scan(args, argv), "estimate": lambda: cmd_estimate(args),
-                   "report": lambda: cmd_report(args)}[args.command]
+                   "report": lambda: cmd_report(args), "selftest": lambda: cmd_selftest(args, argv)}[args.command]
         return handler()
     except errors.EncbenchError as e:
         print(f"encbench: error: {e.one_line()}", file=sys.stderr)

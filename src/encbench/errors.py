@@ -107,6 +107,7 @@ EXIT_INTERRUPTED = 130
 EXIT_LEAK = 13  # leak-check: plaintext found on disk
 EXIT_DRIFT = 14  # tls-scan --baseline: the server's TLS differs from the baseline
 EXIT_GATE = 17  # compare --fail-if: B is significantly worse than A by more than allowed
+EXIT_SELFTEST = 18  # selftest: more A/A false positives than the 95% CIs promise
 
 EXIT_CODES = {
     0: "success",
@@ -127,5 +128,6 @@ EXIT_CODES = {
     NoTLSError.exit_code: "tls-scan: the server offers no TLS",
     EXIT_GATE: "compare --fail-if: a contender is worse than allowed",
     NotADatabaseError.exit_code: "tls-scan: the port does not speak the database protocol named",
+    EXIT_SELFTEST: "selftest: the A/A check found more false positives than the statistics promise",
     EXIT_INTERRUPTED: "interrupted (Ctrl-C); results so far kept",
 }

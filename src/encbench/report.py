@@ -463,7 +463,8 @@ def render_json(doc: dict, analysis: dict) -> str:
         "schema_version": doc["schema_version"], "status": doc["status"], "engine": doc["engine"]["name"],
         "summaries": analysis["summaries"], "comparisons": comps, "derived": analysis["derived"],
         "attribution": analysis.get("attribution", []), "notes": analysis["notes"],
-        **{k: analysis[k] for k in ("scaling", "hash_costs", "profiles", "files") if k in analysis},
+        **{k: analysis[k] for k in ("scaling", "hash_costs", "profiles", "files", "placebo_comparisons")
+           if k in analysis},
     }, indent=1)
 
 

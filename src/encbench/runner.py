@@ -19,7 +19,7 @@ from .redact import redact
 from .engines import ENGINES, PrepareContext
 from .errors import EncbenchError, RunFailedError, UnknownNameError, UsageError
 from .probes import PROBES
-from .variants import Variant, label, matrix, parse_filters
+from .variants import Variant, label, matrix, parse_filters, with_placebo
 from .workloads import WORKLOADS
 from .workloads.base import resolve_params
 
@@ -88,12 +88,13 @@ def plan(config: RunConfig) -> Plan:
             raise UnknownNameError(f"engine {engine.name} has no workload {name!r}",
                                    hint=f"valid: {', '.join(engine.workloads)}")
         workloads.append(wl)
-    filters = parse_filters(config.variant_filters, engine.variant_keys)
+    keys = with_placebo(engine.variant_keys)  # `placebo` is every engine's (variants.py)
+    filters = parse_filters(config.variant_filters, keys)
     params = resolve_params(workloads, config.params, quick=config.quick,
                             engine_workloads=[WORKLOADS.get(n) for n in engine.workloads])
     items, variants, by_workload = [], [], {}
     for wl in workloads:
-        wl_variants = matrix(engine.variant_keys, filters, wl.name)
+        wl_variants = matrix(keys, filters, wl.name)
         variants += [v for v in wl_variants if v not in variants]
         by_workload[wl.name] = wl_variants
         for w in range(config.warmups):
@@ -144,7 +145,8 @@ def new_document(config: RunConfig, p: Plan, env: dict) -> dict:
             "axis": e.axis,
             "axis_baseline": e.axis_baseline,
             "variant_keys": [{"name": k.name, "applies_when": [list(x) for x in k.applies_when],
-                              "workloads": list(k.workloads) if k.workloads else None} for k in e.variant_keys],
+                              "workloads": list(k.workloads) if k.workloads else None}
+                             for k in with_placebo(e.variant_keys)],
             "variants": p.variants,
             "table_columns": list(e.table_columns) if e.table_columns else None,
             "metric_words": dict(e.metric_words),

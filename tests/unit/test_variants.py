@@ -170,3 +170,110 @@ def test_int_validator():
     with pytest.raises(BadValueError, match="not a whole number") as ei:
         check("x")
     assert ei.value.hint == "use an even number"
+
+
+# --- placebo twins (A/A inside one run) ---------------------------------------------------------
+
+from encbench.variants import (PLACEBO_KEY, flagged, judged, placebo_note, placebo_reference,  # noqa: E402
+                               placebo_twin, with_placebo)
+
+KEYS = with_placebo(VARIANT_KEYS)
+
+
+def test_with_placebo_adds_the_key_last_and_once():
+    assert [k.name for k in KEYS] == KEY_NAMES + ["placebo"]
+    assert with_placebo(KEYS) == KEYS
+
+
+def test_placebo_changes_nothing_unless_asked():
+    assert matrix(KEYS, {}) == [OFF_COLD, OFF_WARM, ON_COLD, ON_WARM]
+
+
+def test_placebo_twins_sit_side_by_side_in_the_matrix():
+    vs = matrix(KEYS, parse_filters(["placebo=a,b"], KEYS))
+    assert vs == [dict(v, placebo=p) for v in (OFF_COLD, OFF_WARM, ON_COLD, ON_WARM) for p in ("a", "b")]
+    assert len({label(v) for v in vs}) == 8
+    assert label(vs[1]) == "encryption=off,cache=cold,page_size=4096,placebo=b"
+
+
+@pytest.mark.parametrize("spec", ["placebo=a", "placebo=a,a", "placebo=x,"])
+def test_placebo_needs_two_values(spec):
+    with pytest.raises(BadValueError, match="two or more values") as ei:
+        parse_filters([spec], KEYS)
+    assert ei.value.exit_code == 4 and "placebo=a,b" in ei.value.hint
+
+
+@pytest.mark.parametrize("value", ["a=b", "with space", "x" * 17, "é"])
+def test_placebo_values_are_short_names(value):
+    with pytest.raises(BadValueError, match="not a short name"):
+        PLACEBO_KEY.check(value)
+
+
+def test_placebo_reference_and_twin():
+    vs = matrix(KEYS, parse_filters(["placebo=ref,t1,t2"], KEYS))
+    ref = placebo_reference(vs)
+    assert ref == "ref"
+    assert placebo_reference(matrix(KEYS, {})) is None
+    assert placebo_twin(dict(ON_COLD, placebo="t2"), ref) == dict(ON_COLD, placebo="ref")
+    assert placebo_twin(dict(ON_COLD, placebo="ref"), ref) is None
+    assert placebo_twin(ON_COLD, ref) is None and placebo_twin(dict(ON_COLD, placebo="t1"), None) is None
+
+
+def test_flagged_and_judged():
+    assert flagged({"significant": True}) and not flagged({"significant": False})
+    assert flagged({"verdict": "costs", "significant": False}) and flagged({"verdict": "saves"})
+    assert not flagged({"verdict": "inconclusive", "significant": True}) and not flagged({"verdict": "no_cost"})
+    assert judged({"ratio": 1.0}) and not judged({"ratio": None})
+    assert not judged({"ratio": 1.0, "verdict": "too_few_runs"})
+
+
+def test_placebo_note():
+    rows = [{"workload": "w", "operation": "o", "contender": "placebo=b", "metric": m, "ratio": r, "significant": s}
+            for m, r, s in (("wall_s", 1.3, True), ("wall_s", 1.01, False), ("cpu_s", 0.9, False),
+                            ("ctx_voluntary", 3.0, True))]
+    note = placebo_note(rows)
+    assert note.startswith("placebo (A/A) check: 1 of 3 comparisons of identical twins")
+    assert "largest: w/o placebo=b wall_s +30.0%" in note
+
+
+# --- placebo twins in the analysis: apart from the real comparisons ---------------------------
+
+def _placebo_doc():
+    keys = [{"name": k.name, "applies_when": [list(x) for x in k.applies_when], "workloads": None} for k in KEYS]
+    variants = matrix(KEYS, parse_filters(["placebo=a,b", "cache=cold"], KEYS))
+    runs = []
+    for r in range(3):
+        for v in variants:
+            wall = (2.0 if v["encryption"] == "on" else 1.0) * (1 + 0.01 * r)
+            runs.append({"workload": "scan-eq", "variant": v, "variant_label": label(v), "warmup": False,
+                         "round": r, "operations": [{"operation": "scan", "metrics": {"wall_s": wall, "cpu_s": wall}}]})
+    return {"engine": {"name": "sqlite", "axis": "encryption", "axis_baseline": "off", "variant_keys": keys,
+                       "variants": variants, "tables": None},
+            "runs": runs, "environment": {"os_cache": {}, "cpu": {"logical_cores": 2}}, "workloads": {"scan-eq": {"reads_only": True}},
+            "calibration": None, "dataset": {}}
+
+
+def test_analysis_keeps_placebo_twins_out_of_the_real_comparisons():
+    from encbench import analysis
+
+    out = analysis.analyze(_placebo_doc())
+    real = {(c["baseline"], c["contender"]) for c in out["comparisons"]}
+    assert real == {("encryption=off,cache=cold,page_size=4096,placebo=a",
+                     "encryption=on,cache=cold,page_size=4096,kdf_iter=256000,key=passphrase,placebo=a")}
+    twins = {(c["baseline"], c["contender"]) for c in out["placebo_comparisons"]}
+    assert twins == {("encryption=off,cache=cold,page_size=4096,placebo=a", "encryption=off,cache=cold,page_size=4096,placebo=b"),
+                     ("encryption=on,cache=cold,page_size=4096,kdf_iter=256000,key=passphrase,placebo=a",
+                      "encryption=on,cache=cold,page_size=4096,kdf_iter=256000,key=passphrase,placebo=b")}
+    assert all(c["placebo"] for c in out["placebo_comparisons"])
+    assert all(c["ratio"] == pytest.approx(1.0) for c in out["placebo_comparisons"] if c["metric"] == "wall_s")
+    assert any(n.startswith("placebo (A/A) check:") for n in out["notes"])
+
+
+def test_analysis_without_placebo_has_no_placebo_section():
+    from encbench import analysis
+
+    d = _placebo_doc()
+    d["runs"] = [r for r in d["runs"] if r["variant"]["placebo"] == "a"]
+    d["engine"]["variants"] = [v for v in d["engine"]["variants"] if v["placebo"] == "a"]
+    out = analysis.analyze(d)
+    assert "placebo_comparisons" not in out and len(out["comparisons"]) >= 2
