@@ -160,6 +160,20 @@ def new_document(config: RunConfig, p: Plan, env: dict) -> dict:
     }
 
 
+def per_operation(record: dict) -> dict:
+    """Operations repeated N times in one timed interval (workloads/repeat.py): metrics divided back by N.
+
+    The totals stay as `metrics_total`, N as `repeat`; a run still gives one value per operation.
+    """
+    for op in record.get("operations", []):
+        n = (op.get("extra") or {}).pop("repeat", None)
+        if isinstance(n, int) and n > 1:
+            op["metrics_total"] = op["metrics"]
+            op["metrics"] = {k: v / n if isinstance(v, (int, float)) else v for k, v in op["metrics"].items()}
+            op["repeat"] = n
+    return record
+
+
 def runs_per_variant(doc: dict) -> dict[str, int]:
     """The fewest measured runs of any variant, per workload."""
     counts: dict[str, dict[str, int]] = {}
@@ -258,7 +272,7 @@ def execute(config: RunConfig, *, on_progress: Callable[[str, int, int], None] =
                         params=p.params[item["workload"]], cpus=placed.worker_cpus if placed.pinned else None)
             with interrupts.deferred():
                 try:
-                    out = run_in_fresh_process(ctx, spec)
+                    out = per_operation(run_in_fresh_process(ctx, spec))
                 except (EncbenchError, KeyboardInterrupt):
                     raise
                 except Exception as e:

@@ -259,3 +259,72 @@ def test_status_line_not_wrapped_for_long_paths(encbench, data_dir, tmp_path):
     lines = res.stderr.splitlines()
     assert len(lines) == 1, str(res)
     assert f"encbench show {out}" in lines[0]
+
+
+# -- 4. precision-driven runs (--precision, --max-time), placement and run context ----------------
+
+def _precision_run(encbench, data_dir, tmp_path, *args):
+    out = tmp_path / "precision.json"
+    res = encbench("run", "--size", "2MB", "--workload", "scan-eq", "--variant", "cache=warm", "--warmups", "0",
+                   *args, "--data-dir", str(data_dir), "-o", str(out))
+    assert res.returncode == 0, str(res)
+    return res, json.loads(out.read_text())
+
+
+def test_precision_run_stops_at_the_time_budget(encbench, data_dir, tmp_path):
+    res, doc = _precision_run(encbench, data_dir, tmp_path, "--precision", "0.1%", "--max-time", "12s")
+    p = doc["precision"]
+    assert p["target_points"] == 0.1 and p["max_time_s"] == 12
+    assert p["stopped_because"] == "time budget"  # ±0.1 points is out of reach in 12 s
+    measured = [r for r in doc["runs"] if not r["warmup"]]
+    per_variant = {vl: sum(1 for r in measured if r["variant_label"] == vl) for vl in {r["variant_label"] for r in measured}}
+    assert len(per_variant) == 2 and min(per_variant.values()) > 6  # rounds were added after the minimum
+    assert set(per_variant.values()) == {p["runs_per_variant"]["scan-eq"]}  # whole ABBA rounds only
+    assert p["elapsed_s"] <= 12
+    rows = {r["metric"]: r for r in p["rows"]}
+    assert set(rows) == {"wall_s", "cpu_s"}
+    for r in rows.values():
+        assert r["n_baseline"] == r["n_contender"] == p["runs_per_variant"]["scan-eq"]
+        assert r["half_width_points"] > 0.1 and r["reached"] is False
+    assert p["not_reached"] == 2
+    assert "precision: widest CI" in res.stdout and "not reached: scan-eq/scan" in res.stdout
+    rounds = [r["round"] for r in measured]
+    assert rounds == sorted(rounds)  # rounds in order, two runs each
+    for a, b in zip(measured[0::2], measured[1::2]):
+        assert a["round"] == b["round"] and a["variant_label"] != b["variant_label"]
+
+
+def test_precision_run_stops_at_the_target(encbench, data_dir, tmp_path):
+    res, doc = _precision_run(encbench, data_dir, tmp_path, "--precision", "900%", "--max-time", "5m")
+    p = doc["precision"]
+    assert p["stopped_because"] == "precision reached"
+    assert p["runs_per_variant"] == {"scan-eq": 6}  # the verdict minimum, nothing added
+    assert all(r["reached"] is True for r in p["rows"]) and p["not_reached"] == 0
+    # placement and the per-run context are recorded
+    pl = doc["placement"]
+    if len(os.sched_getaffinity(0)) >= 2:
+        assert pl["pinned"] is True and len(pl["worker_cpus"]) == 1
+        assert all(r["process"]["cpus"] == pl["worker_cpus"] for r in doc["runs"])
+    for r in doc["runs"]:
+        c = r["context"]
+        assert c["duration_s"] > 0 and isinstance(c["flags"], list)
+        assert "steal_pct" in c and "other_load_cores" in c
+    assert doc["run_context"]["runs"] == len(doc["runs"])
+    assert "placement:" in res.stdout and "run context:" in res.stdout
+
+
+def test_no_pin_and_warm_repeat_divided_back(encbench, data_dir, tmp_path):
+    _, doc = _precision_run(encbench, data_dir, tmp_path, "--runs", "1", "--no-pin", "--param", "repeat=3")
+    assert doc["placement"]["pinned"] is False and doc["placement"]["reason"] == "--no-pin"
+    assert "precision" in doc and doc["precision"]["target_points"] is None
+    for r in doc["runs"]:
+        op = r["operations"][0]
+        assert op["repeat"] == 3 and "repeat" not in op["extra"]
+        assert op["metrics"]["wall_s"] == pytest.approx(op["metrics_total"]["wall_s"] / 3)
+
+
+def test_precision_bad_values_exit_4(encbench, data_dir, tmp_path):
+    for args in (("--precision", "fine"), ("--max-time", "soon"), ("--precision", "5%", "--runs", "3")):
+        res = encbench("run", "--size", "2MB", *args, "--data-dir", str(data_dir), "-o", str(tmp_path / "x.json"))
+        assert res.returncode == 4, str(res)
+        assert "Traceback" not in res.stderr and len(res.stderr.strip().splitlines()) == 1
