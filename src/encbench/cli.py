@@ -13,6 +13,7 @@ import time
 from pathlib import Path
 
 from . import __version__, errors, interrupts
+from .redact import redact
 
 DEFAULT_SIZE = "48MB"
 DEFAULT_RUNS = 6  # the verdict minimum (stats.MIN_RUNS); with the warm repeats it keeps ~75-120 s on 2 cores
@@ -236,15 +237,17 @@ def cmd_run(args, argv: list[str]) -> int:
     runner.plan(config)  # every name and value checked before anything is created
     from . import results
 
-    results.check_writable(output)
+    results.check_writable(output, create_parent=not args.output)  # only the default directory is created
     err = _console(stderr=True)
     try:
         doc = _run_with_progress(config, err)
-    except KeyboardInterrupt:
-        print(f"encbench: interrupted: results so far kept in {output}", file=sys.stderr)
+    except KeyboardInterrupt as e:
+        kept = f"results so far kept in {output}" if getattr(e, "result_written", True) else "nothing measured yet"
+        print(f"encbench: interrupted: {kept}", file=sys.stderr)
         return errors.EXIT_INTERRUPTED
     except errors.EncbenchError as e:
-        e.hint = (e.hint + "; " if e.hint else "") + f"results so far kept in {output}"
+        if getattr(e, "result_written", True):  # a configuration error writes no file (nothing was measured)
+            e.hint = (e.hint + "; " if e.hint else "") + f"results so far kept in {output}"
         raise
     kept = (doc.get("dataset") or {}).get("kept_server")
     if kept:
@@ -299,6 +302,7 @@ def cmd_show(args) -> int:
 
     from . import report
 
+    results.check_readable(args.file)  # a FIFO or a device is refused, never opened
     doc = results.load(args.file)
     an = analysis.analyze(doc)
     an["files"] = report.write_files(doc, Path(args.file), an.get("scaling", []), only_missing=True)
@@ -312,6 +316,7 @@ def cmd_compare(args) -> int:
     from . import gate
 
     conditions = [gate.parse(c) for c in args.fail_if]  # a bad condition fails before the files are read
+    results.check_readable(args.a), results.check_readable(args.b)
     a, b = results.load(args.a), results.load(args.b)
     out = compare.compare(a, b, force=args.force)
     failed = gate.check(conditions, out["comparisons"]) if conditions else []
@@ -379,20 +384,19 @@ def cmd_tls_scan(args, argv: list[str]) -> int:
     if args.save_baseline:
         from . import results
 
-        results.check_writable(Path(args.save_baseline))
+        results.check_writable(Path(args.save_baseline), what="the baseline",
+                               hint="choose a writable regular file for --save-baseline")
+    if args.measure:
+        from . import results
+
+        results.check_writable(_tls_measure_output(args), create_parent=not args.output)
     settings = _parse_settings(args.setting) if args.setting else {}
     server = None
     try:
-        if args.engine == "postgres":
-            from .engines import pg_server
-
-            server = pg_server.start(settings=settings)
-            endpoint = tlsscan.Endpoint("postgres", "127.0.0.1", server.port)
-        elif args.engine == "mariadb":
-            from .engines import maria_server
-
-            server = maria_server.start(settings, base=maria_server.BENCH, tls=True)
-            endpoint = tlsscan.Endpoint("mysql", "127.0.0.1", server.port)
+        if args.engine:
+            server = _tls_scan_server(args.engine, settings)
+            endpoint = tlsscan.Endpoint({"postgres": "postgres", "mariadb": "mysql"}[args.engine], "127.0.0.1",
+                                        server.port)
         else:
             endpoint = tlsscan.parse_target(args.target)
         result = tlsscan.scan(endpoint)
@@ -429,6 +433,21 @@ def cmd_tls_scan(args, argv: list[str]) -> int:
     return errors.EXIT_DRIFT if changes else 0
 
 
+def _tls_scan_server(engine: str, settings: dict):
+    """The private server tls-scan --engine scans; a start failure hints at --setting, never at --keep
+    (an option of `run` that tls-scan does not have)."""
+    from .engines import maria_server, pg_server
+
+    try:
+        if engine == "postgres":
+            return pg_server.start(settings=settings)
+        return maria_server.start(settings, base=maria_server.BENCH, tls=True)
+    except errors.EngineUnavailableError as e:
+        e.hint = ("check the --setting values: the server's own complaint ends the message" if settings
+                  else "check that the server binaries work: `encbench run --engine " + engine + " --keep` keeps its log")
+        raise
+
+
 def _tls_measure(args, scan: dict, top, runs, argv) -> dict:
     from . import report, tlsmeasure
 
@@ -441,7 +460,7 @@ def _tls_measure(args, scan: dict, top, runs, argv) -> dict:
             raise errors.UsageError("--measure on a server needs credentials in TARGET",
                                     hint="e.g. postgresql://user:password@host:port/db, or use --engine for a private one")
         dsn = args.target
-    output = Path(args.output) if args.output else Path("encbench-results") / f"tls-measure-{time.strftime('%Y%m%d-%H%M%S')}.json"
+    output = _tls_measure_output(args)
     doc = tlsmeasure.run(scan, engine, dsn=dsn, top=top, runs=runs, quick=args.quick, output=output,
                          data_dir=_data_dir_default(), command=report.command_line(argv))
     rows = tlsmeasure.ranking(doc, scan, top)
@@ -454,6 +473,13 @@ def _tls_measure(args, scan: dict, top, runs, argv) -> dict:
             "recommendation": tlsmeasure.recommendation(rows),
             "note": "a private server of the same engine is measured (the scanned one is not changed)"
                     if args.engine else "the scanned server is measured through TARGET's credentials"}
+
+
+def _tls_measure_output(args) -> Path:
+    if not getattr(args, "_measure_output", None):
+        args._measure_output = Path(args.output) if args.output else Path("encbench-results") / (
+            f"tls-measure-{time.strftime('%Y%m%d-%H%M%S')}.json")
+    return args._measure_output
 
 
 def _print_tls_ranking(m: dict) -> None:
@@ -479,6 +505,9 @@ def _print_tls_ranking(m: dict) -> None:
 def cmd_report(args) -> int:
     from . import html_report, results
 
+    results.check_writable(Path(args.output), hint="choose a writable -o path")
+    for f in args.files:
+        results.check_readable(f)
     docs = [(Path(f), results.load(f)) for f in args.files]  # every file checked before anything is written
     out = html_report.write(docs, Path(args.output))
     print(f"report written to {out} ({out.stat().st_size:,} bytes, self-contained)")
@@ -495,14 +524,15 @@ def cmd_estimate(args) -> int:
         raise errors.UsageError("give either --read-rate RATE or --live DSN", hint="e.g. --read-rate 25MB/s")
     cores = parse_positive_int(args.cores, what="--cores", maximum=4096) if args.cores else (os.cpu_count() or 1)
     rate = estimate.parse_rate(args.read_rate, what="--read-rate") if args.read_rate else None
+    write_rate = estimate.parse_rate(args.write_rate, what="--write-rate") if args.write_rate else None
     seconds = parse_seconds(args.seconds, what="--seconds", minimum=0.1, maximum=3600) if args.live else None
     from . import analysis
 
+    results.check_readable(args.source)
     doc = results.load(args.source)
     doc["derived"] = analysis.analyze(doc)["derived"]  # re-analysed: an older file gains what this version derives
     entry = estimate.pick(doc, args.workload)
     write_entry = estimate.pick(doc, kind="write") if args.write_rate else None
-    write_rate = estimate.parse_rate(args.write_rate, what="--write-rate") if args.write_rate else None
     live = None
     if args.live:
         live = estimate.live_rate(args.live, seconds)
@@ -612,7 +642,7 @@ def main(argv: list[str] | None = None) -> int:
                    "report": lambda: cmd_report(args), "selftest": lambda: cmd_selftest(args, argv)}[args.command]
         return handler()
     except errors.EncbenchError as e:
-        print(f"encbench: error: {e.one_line()}", file=sys.stderr)
+        print(f"encbench: error: {redact(e.one_line())}", file=sys.stderr)
         return e.exit_code
     except KeyboardInterrupt:
         print("encbench: interrupted", file=sys.stderr)
@@ -622,7 +652,7 @@ def main(argv: list[str] | None = None) -> int:
     except Exception as e:  # a bug: still one line unless --debug
         if debug:
             raise
-        print(f"encbench: internal error: {type(e).__name__}: {e} (re-run with --debug for a traceback)",
+        print(f"encbench: internal error: {type(e).__name__}: {redact(str(e))} (re-run with --debug for a traceback)",
               file=sys.stderr)
         return 1
 

@@ -23,12 +23,23 @@ _RATE_RE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([a-zA-Z]*)\s*(?:/\s*s)?\s*$")
 PREFERRED = ("scan-eq", "scan-like")  # scan-eq: the lightest query, its added CPU is all decryption
 
 
+# The highest read or write rate accepted: 10 TB/s. Pages read from storage land in memory, and
+# the largest two-socket servers move about 1 TB/s to and from DRAM (24 DDR5 channels); even a
+# rack of NVMe drives (~14 GB/s each on PCIe 5.0) stays far below. A rate above this is a typo.
+MAX_RATE = 10e12
+
+
 def parse_rate(text: str, *, what: str) -> float:
     """'25MB/s' -> 25e6 bytes per second (MB = 10^6, MiB = 2^20); a plain number is bytes/s."""
     m = _RATE_RE.match(str(text))
     if not m or m.group(2).lower() not in _UNITS:
         raise BadValueError(f"{what} {text!r} is not a rate", hint="use e.g. 25MB/s, 200MiB/s or 1GB/s (>= 0)")
-    return float(m.group(1)) * _UNITS[m.group(2).lower()]
+    rate = float(m.group(1)) * _UNITS[m.group(2).lower()]
+    if not rate <= MAX_RATE:
+        raise BadValueError(f"{what} {text[:40]!r} is {fmt_bytes(rate) if rate < 1e30 else f'{rate:.3g} B'}/s, more than "
+                            f"any server reads or writes ({fmt_bytes(MAX_RATE)}/s: a large server's memory bandwidth "
+                            "is about 1 TB/s)", hint="give the server's physical rate, e.g. 25MB/s")
+    return rate
 
 
 def pick(doc: dict, workload: str | None = None, *, kind: str = "read") -> dict:
@@ -155,13 +166,15 @@ def _pg_reader(dsn: str) -> _Reader:
 
 def _maria_reader(dsn: str) -> _Reader:
     from .engines.mariadb import parse_dsn
-    from .engines.maria_session import first_line, pymysql
+    from .engines.maria_session import connect_bounded, first_line, pymysql, unreachable, where_of
 
     my = pymysql()
+    params = parse_dsn(dsn)
     try:
-        conn = my.connect(**parse_dsn(dsn), autocommit=True, connect_timeout=10)
+        conn = connect_bounded(params, autocommit=True)
     except my.err.MySQLError as e:
-        raise EngineUnavailableError(f"cannot connect to --live: {first_line(e)}") from None
+        raise EngineUnavailableError(f"cannot connect to --live: {unreachable(e, where_of(params)) or first_line(e)}",
+                                     hint="check the DSN (user, password, host, port) and that the server is running") from None
 
     def read(c):
         cur = c.cursor()

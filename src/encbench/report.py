@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import shlex
 from collections import defaultdict
 
 from rich.console import Console
@@ -12,7 +11,7 @@ from rich.table import Table
 from . import analysis as an
 from . import profiler, stats
 from .probes import metric_catalog
-from .redact import redact
+from .redact import command_line as redact_command_line
 from .units import fmt_bytes, fmt_count, fmt_seconds
 
 
@@ -469,5 +468,5 @@ def render_json(doc: dict, analysis: dict) -> str:
 
 
 def command_line(argv: list[str]) -> str:
-    """The command that reproduces a result, with any password hidden."""
-    return redact("encbench " + " ".join(shlex.quote(a) for a in argv))
+    """The command that reproduces a result, with any password hidden (each argument before quoting)."""
+    return redact_command_line(argv)

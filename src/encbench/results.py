@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import os
+import stat
 import tempfile
 from pathlib import Path
 
@@ -25,44 +26,100 @@ REQUIRED_KEYS = ("schema_version", "encbench_version", "environment", "engine", 
 STATUSES = ("running", "complete", "interrupted", "failed")
 
 
-def check_writable(path: Path) -> None:
-    """Fail before any work if the result file cannot be written."""
-    path = Path(path)
-    if path.exists() and path.is_dir():
-        raise OutputError(f"output {path} is a directory", hint="give a file name, e.g. -o results.json")
-    parent = path.parent if str(path.parent) else Path(".")
+_KINDS = ((stat.S_ISLNK, "a symbolic link"), (stat.S_ISFIFO, "a FIFO"), (stat.S_ISCHR, "a character device"),
+          (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket"), (stat.S_ISDIR, "a directory"))
+
+
+def _not_regular(path: Path) -> str | None:
+    """What the existing path is when it is not a regular file (symlinks are not followed), else None."""
     try:
-        parent.mkdir(parents=True, exist_ok=True)
+        mode = os.lstat(path).st_mode
+    except FileNotFoundError:
+        return None
+    except OSError as e:
+        return f"not accessible ({e.strerror or e})"
+    if stat.S_ISREG(mode):
+        return None
+    return next((kind for test, kind in _KINDS if test(mode)), "not a regular file")
+
+
+def refuse_special(path: Path, what: str = "output", hint: str = "give a regular file name, e.g. -o results.json") -> None:
+    """An existing output that is not a regular file is never replaced (a device node, FIFO or symlink)."""
+    kind = _not_regular(Path(path))
+    if kind:
+        raise OutputError(f"{what} {path} is {kind}: encbench only writes regular files", hint=hint)
+
+
+def check_writable(path: Path, *, what: str = "output", create_parent: bool = False,
+                   hint: str = "choose a writable path with -o") -> None:
+    """Fail before any work if the result file cannot be written.
+
+    The target must be a new or a regular file (never a device node, FIFO, socket, symlink or
+    directory), in a directory that exists (missing directories are an error, unless
+    `create_parent`: encbench's own default directory) and that this process can write.
+    """
+    path = Path(path)
+    refuse_special(path, what, "give a regular file name, e.g. -o results.json" if what == "output" else hint)
+    parent = path.parent if str(path.parent) else Path(".")
+    if create_parent:
+        try:
+            parent.mkdir(parents=True, exist_ok=True)
+        except OSError as e:
+            raise OutputError(f"cannot create the directory {parent}: {e.strerror or e}", hint=hint) from None
+    if not parent.is_dir():
+        raise OutputError(f"cannot write {what} {path}: the directory {parent} does not exist",
+                          hint="create it first, or " + hint)
+    try:
         fd, probe = tempfile.mkstemp(prefix=".encbench-", dir=parent)
         os.close(fd)
         os.unlink(probe)
     except OSError as e:
-        raise OutputError(
-            f"cannot write the result file {path}: {e.strerror or e}",
-            hint="choose a writable path with -o",
-        ) from None
+        raise OutputError(f"cannot write {what} {path}: {e.strerror or e}", hint=hint) from None
 
 
 def write_atomic(path: Path, doc: dict) -> None:
-    """Write to a temporary file in the same directory, then rename over the target."""
+    """Write to a temporary file in the same directory, then rename over the target
+    (which must be new or a regular file: checked again right before the rename)."""
     path = Path(path)
     data = json.dumps(doc, indent=1, sort_keys=False, default=_json_default)
+    replace_atomic(path, data + "\n", what="the result file", hint="check the path and free space")
+
+
+def replace_atomic(path: Path, data: str, *, what: str, hint: str) -> None:
+    """data to path through a temporary file and a rename; never over a non-regular file."""
+    path = Path(path)
     tmp = None
     try:
+        refuse_special(path, what)
         fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent if str(path.parent) else ".")
         os.fchmod(fd, 0o666 & ~_umask())  # as an ordinary new file, not mkstemp's 0600
         with os.fdopen(fd, "w") as f:
             f.write(data)
-            f.write("\n")
             f.flush()
             os.fsync(f.fileno())
+        refuse_special(path, what)
         os.replace(tmp, path)
         tmp = None
     except OSError as e:
-        raise OutputError(f"cannot write the result file {path}: {e.strerror or e}", hint="check the path and free space") from None
+        raise OutputError(f"cannot write {what} {path}: {e.strerror or e}", hint=hint) from None
     finally:
         if tmp is not None:
             Path(tmp).unlink(missing_ok=True)
+
+
+def check_readable(path: str | os.PathLike, what: str = "result file") -> None:
+    """A file to read must be a regular file (following symlinks): a FIFO without a writer would
+    block for ever, a device such as /dev/zero never ends. Exit code 6, before it is opened."""
+    path = Path(path)
+    try:
+        mode = os.stat(path).st_mode
+    except FileNotFoundError:
+        raise ResultFileError(f"{what} {path} does not exist") from None
+    except OSError as e:
+        raise ResultFileError(f"cannot read {what} {path}: {e.strerror or e}") from None
+    if not stat.S_ISREG(mode):
+        kind = next((k for test, k in _KINDS if test(mode)), "not a regular file")
+        raise ResultFileError(f"{what} {path} is {kind}, not a regular file", hint="give the path of a saved file")
 
 
 def _umask() -> int:

@@ -239,10 +239,10 @@ def execute(config: RunConfig, *, on_progress: Callable[[str, int, int], None] =
     doc = new_document(config, p, environment.collect(p.engine.versions(), config.data_dir))
     scratch = Path(tempfile.mkdtemp(prefix="scratch-", dir=config.data_dir))
     setup = None
+    started = False  # the file is first written once measuring can start: a configuration error leaves none
     placed = placement.apply(placement.choose(config.pin))  # before prepare: a private server inherits it
     doc["placement"] = placed.describe()
     try:
-        results.write_atomic(config.output, doc)
         ctx = PrepareContext(
             size_bytes=config.size_bytes, seed=config.seed, data_dir=config.data_dir, scratch_dir=scratch,
             variants=p.variants, regenerate=config.regenerate, key=config.key, key_source=config.key_source,
@@ -257,6 +257,7 @@ def execute(config: RunConfig, *, on_progress: Callable[[str, int, int], None] =
         on_progress("measuring raw cipher speed", 0, len(p.items))
         doc["calibration"] = p.engine.calibrate(setup)
         results.write_atomic(config.output, doc)
+        started = True
         ctx = _context()
         sources = runctx.Sources()
         total = [len(p.items)]
@@ -297,12 +298,14 @@ def execute(config: RunConfig, *, on_progress: Callable[[str, int, int], None] =
                 one(item)
         on_progress("done", len(doc["runs"]), len(doc["runs"]))
         doc["status"] = "complete"
-    except KeyboardInterrupt:
+    except KeyboardInterrupt as e:
         doc["status"] = "interrupted"
+        e.result_written = started
         raise
     except EncbenchError as e:
         doc["status"] = "failed"
-        doc["error"] = e.one_line()
+        doc["error"] = redact(e.one_line())
+        e.result_written = started
         raise
     finally:
         with interrupts.deferred():  # a second Ctrl-C must not cut the clean-up short
@@ -323,5 +326,6 @@ def execute(config: RunConfig, *, on_progress: Callable[[str, int, int], None] =
                 doc.update(analysis.analyze(doc))
             except Exception as e:  # the raw runs matter more than their summary: keep them
                 doc["analysis_error"] = f"{type(e).__name__}: {e}"
-            results.write_atomic(config.output, doc)
+            if started:
+                results.write_atomic(config.output, doc)
     return doc

@@ -9,33 +9,32 @@ with key and expiry named). The scan time and handshake count are not compared.
 from __future__ import annotations
 
 import json
-import os
-import tempfile
 from pathlib import Path
 
-from .errors import OutputError, ResultFileError, SchemaVersionError
+from .errors import ResultFileError, SchemaVersionError
 from .tlsscan import SCAN_VERSION
 
 
 def save(result: dict, path: Path) -> None:
-    path = Path(path)
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=".encbench-", dir=path.parent)
-        with os.fdopen(fd, "w") as f:
-            json.dump(result, f, indent=1)
-        os.replace(tmp, path)
-    except OSError as e:
-        raise OutputError(f"cannot write the baseline {path}: {e.strerror or e}",
-                          hint="choose a writable path for --save-baseline") from None
+    """Atomically, into an existing directory, never over a device node, FIFO or symlink."""
+    from .results import check_writable, replace_atomic
+
+    hint = "choose a writable regular file for --save-baseline"
+    check_writable(Path(path), what="the baseline", hint=hint)
+    replace_atomic(Path(path), json.dumps(result, indent=1), what="the baseline", hint=hint)
 
 
 def load(path: Path) -> dict:
+    from .results import check_readable
+
     path = Path(path)
     try:
+        check_readable(path, what="baseline")
         doc = json.loads(path.read_text())
     except FileNotFoundError:
         raise ResultFileError(f"baseline {path} does not exist", hint="make one with --save-baseline") from None
+    except ResultFileError as e:
+        raise ResultFileError(str(e), hint="make one with --save-baseline") from None
     except (OSError, ValueError) as e:
         raise ResultFileError(f"baseline {path} is not a readable JSON file ({type(e).__name__})",
                               hint="make a new one with --save-baseline") from None

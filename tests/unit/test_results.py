@@ -211,9 +211,12 @@ def test_check_writable_ok_and_leaves_nothing(tmp_path):
     assert os.listdir(tmp_path) == []
 
 
-def test_check_writable_creates_missing_parents(tmp_path):
-    results.check_writable(tmp_path / "a" / "b" / "out.json")
-    assert (tmp_path / "a" / "b").is_dir()
+def test_check_writable_refuses_missing_parents(tmp_path):  # issue 11: never creates directories asked for
+    with pytest.raises(OutputError, match="does not exist") as ei:
+        results.check_writable(tmp_path / "a" / "b" / "out.json")
+    assert ei.value.exit_code == 5
+    assert os.listdir(tmp_path) == []
+    results.check_writable(tmp_path / "a" / "b" / "out.json", create_parent=True)  # encbench's own default dir
     assert os.listdir(tmp_path / "a" / "b") == []
 
 

@@ -134,9 +134,9 @@ class Handle:
 
     def connect(self, **extra):
         """root over the private socket (authenticated by the socket's owner: no password)."""
-        import pymysql
+        from .maria_session import connect_bounded
 
-        return pymysql.connect(unix_socket=str(self.socket), user="root", autocommit=True, **extra)
+        return connect_bounded({"unix_socket": str(self.socket), "user": "root"}, autocommit=True, **extra)
 
     def tcp_params(self) -> dict:
         return {"host": "127.0.0.1", "port": self.port, "user": BENCH_USER, "password": self.password}

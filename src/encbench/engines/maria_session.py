@@ -51,6 +51,46 @@ def first_line(e: BaseException) -> str:
     return redact(text.strip().splitlines()[0] if text.strip() else type(e).__name__)
 
 
+# Connecting, the server's greeting and the login each get this long (docs/RESULTS.md). PyMySQL's
+# connect_timeout bounds the TCP connect only: the greeting is a read without any timeout, so a
+# port that accepts and never answers (or speaks another protocol) would block for ever.
+CONNECT_TIMEOUT_S = 10
+# client error codes (CR_*) that mean the server is not (or no longer) there
+_UNREACHABLE = {2002: "no server on that socket", 2003: "nothing accepts connections there"}
+_GONE = (2006, 2013, 2055)
+
+
+def connect_bounded(params: dict, **kw):
+    """A PyMySQL connection whose connect, greeting and login time out after CONNECT_TIMEOUT_S; the
+    read/write timeouts are lifted once logged in (a measured query may take as long as it takes)."""
+    my = pymysql()
+    bounded = [k for k in ("read_timeout", "write_timeout") if k not in kw]
+    kw.setdefault("connect_timeout", CONNECT_TIMEOUT_S)
+    for k in bounded:
+        kw[k] = kw["connect_timeout"]
+    conn = my.connect(**params, **kw)
+    for k in bounded:  # PyMySQL applies these before every later read/write (pinned in pyproject.toml)
+        setattr(conn, f"_{k}", None)
+    return conn
+
+
+def unreachable(e: BaseException, where: str) -> str | None:
+    """A one-line reason when a connection error means no MariaDB server answers at `where`, else None."""
+    code = e.args[0] if getattr(e, "args", None) and isinstance(e.args[0], int) else None
+    if code in _UNREACHABLE:
+        return f"{_UNREACHABLE[code]} at {where}"
+    if code in _GONE:
+        if "timed out" in str(e):
+            return (f"{where} sent no MySQL greeting within {CONNECT_TIMEOUT_S} s (a MariaDB server greets at "
+                    "once: is this the port of another service?)")
+        return f"{where} closed the connection before a MySQL greeting (not a MariaDB server, or one going down)"
+    return None
+
+
+def where_of(params: dict) -> str:
+    return params.get("unix_socket") or f"{params.get('host', 'localhost')}:{params.get('port', 3306)}"
+
+
 def tls_params(tls: str) -> dict:
     """PyMySQL arguments for a tls variant (off: no TLS at all; on: whatever is negotiated)."""
     if tls == "off":
@@ -181,7 +221,7 @@ class WaitSampler:
 
     def __init__(self, params: dict, thread_ids: list[int] | None, others_of: tuple[str, int] | None):
         """thread_ids: those threads; others_of=(user, connection id): every other connection of that user."""
-        self.conn = pymysql().connect(**params, autocommit=True, ssl_disabled=True)
+        self.conn = connect_bounded(params, autocommit=True, ssl_disabled=True)
         self.cur = self.conn.cursor()
         if thread_ids is not None:
             self.sql = self.SQL + "t.THREAD_ID IN (" + ",".join(str(int(t)) for t in thread_ids or [0]) + ")"
@@ -252,10 +292,15 @@ class MariaSession:
     def connect(self, **extra):
         my = pymysql()
         try:
-            return my.connect(**self.setup["_conn"], database=self.schema, autocommit=True,
-                              **tls_params(self.tls), **extra)
+            return connect_bounded(self.setup["_conn"], database=self.schema, autocommit=True,
+                                   **tls_params(self.tls), **extra)
         except my.err.OperationalError as e:
             msg = first_line(e)
+            gone = unreachable(e, where_of(self.setup["_conn"]))
+            if gone:  # it answered when the benchmark was prepared: not a TLS or grants problem
+                raise EngineUnavailableError(f"the server went away: {gone} ({msg})",
+                                             hint="it was reachable when the run started: was it stopped, "
+                                                  "restarted or killed?") from None
             if forced(self.tls) and ("SSL" in msg or "ssl" in msg or "handshake" in msg):
                 raise BadValueError(f"tls={self.tls} was refused: {msg}",
                                     hint="use a protocol and suite both the server and the client accept "
@@ -501,7 +546,8 @@ class MariaSession:
         conns = []
         try:
             for _ in range(k):
-                conns.append(my.connect(**self.setup["_conn"], database=self.schema, autocommit=True, ssl_disabled=True))
+                conns.append(connect_bounded(self.setup["_conn"], database=self.schema, autocommit=True,
+                                             ssl_disabled=True))
         except my.err.OperationalError as e:
             self.close_sessions(conns)
             raise EngineUnavailableError(f"cannot open {k} sessions: {first_line(e)}",

@@ -28,7 +28,8 @@ from ..tls import DEFAULT_TLS, check_tls
 from ..variants import Variant, VariantKey, int_validator
 from . import maria_server
 from .base import Engine, PrepareContext, Session, Table
-from .maria_session import RT_ROWS, MariaSession, check_table, copy_rows, first_line, pymysql
+from .maria_session import (RT_ROWS, MariaSession, check_table, connect_bounded, copy_rows, first_line, pymysql,
+                            unreachable, where_of)
 
 AT_REST = ("scan-like", "scan-eq", "dml", "rebuild", "backup")
 HASH_FUNCTIONS = {"sha2-256": "SHA2(v, 256)", "sha2-512": "SHA2(v, 512)", "md5": "MD5(v)", "sha1": "SHA1(v)"}
@@ -183,6 +184,7 @@ class MariaDBEngine(Engine):
         self._servers[schema] = server
         try:
             admin = _connect(my, admin_params, "the MariaDB server")
+            setup["_answered"] = True  # the clean-up may reconnect (never to a server that did not answer)
             try:
                 cur = admin.cursor()
                 facts = _server_facts(cur)
@@ -289,8 +291,8 @@ class MariaDBEngine(Engine):
                 return  # --keep: the server and its tables stay for inspection
             server.stop()
             return
-        if "schema" not in setup or "_admin" not in setup:
-            return
+        if "schema" not in setup or "_admin" not in setup or not setup.get("_answered"):
+            return  # nothing was created; a server that never answered is not asked again
         my = pymysql()
         try:
             admin = _connect(my, setup["_admin"], "the MariaDB server")
@@ -360,10 +362,12 @@ class MariaDBEngine(Engine):
 
 
 def _connect(my, params: dict, what: str):
+    """Connect, greet and log in within CONNECT_TIMEOUT_S each (never a hang on a silent port)."""
     try:
-        return my.connect(**params, autocommit=True, connect_timeout=10)
+        return connect_bounded(params, autocommit=True)
     except my.err.MySQLError as e:
-        raise EngineUnavailableError(f"cannot connect to {what}: {first_line(e)}",
+        why = unreachable(e, where_of(params))
+        raise EngineUnavailableError(f"cannot connect to {what}: {why or first_line(e)}",
                                      hint="check --dsn (user, password, host, port) and that the server is running") from None
 
 

@@ -133,10 +133,14 @@ class PgSession(Session):
     # -- connections --------------------------------------------------------------
     def connect(self, application_name: str = "encbench"):
         try:
-            return self.psycopg.connect(**conninfo_of(self.setup), **client_params(self.tls), autocommit=True,
-                                        application_name=application_name)
+            return self.psycopg.connect(**{"connect_timeout": CONNECT_TIMEOUT_S, **conninfo_of(self.setup)},
+                                        **client_params(self.tls), autocommit=True, application_name=application_name)
         except self.psycopg.OperationalError as e:
             msg = _first_line(e)
+            if any(s in str(e) for s in _NO_SERVER + ("server closed the connection unexpectedly",)):
+                raise EngineUnavailableError(f"the server went away: {msg}",
+                                             hint="it was reachable when the run started: was it stopped, "
+                                                  "restarted or killed?") from None
             if _TLS_RE.match(self.tls) and "SSL" in msg:
                 raise BadValueError(f"tls={self.tls} was refused: {msg}",
                                     hint="use a protocol and suite both the server and the client accept "
@@ -619,14 +623,20 @@ def _parse_dsn(psycopg, dsn: str) -> dict:
     return info
 
 
+CONNECT_TIMEOUT_S = 10  # libpq connect_timeout: the whole connection attempt (docs/RESULTS.md)
+_NO_SERVER = ("timeout expired", "Connection refused", "could not translate host name", "No such file or directory")
+
+
 def _connect_admin(psycopg, conninfo: dict):
     last = None
     for sslmode in ("prefer", "disable"):
         try:
-            return psycopg.connect(**conninfo, sslmode=sslmode, autocommit=True, connect_timeout=10,
-                                   application_name="encbench-admin")
+            return psycopg.connect(**{"connect_timeout": CONNECT_TIMEOUT_S, **conninfo}, sslmode=sslmode,
+                                   autocommit=True, application_name="encbench-admin")
         except psycopg.OperationalError as e:
             last = e
+            if any(s in str(e) for s in _NO_SERVER):
+                break  # no server answers there: without TLS it would not either (a second timeout)
     raise EngineUnavailableError(f"cannot connect to the PostgreSQL server: {_first_line(last)}",
                                  hint="check --dsn (host, port, user, password) and that the server is running")
 
