@@ -1,0 +1,140 @@
+"""An external server's full state is the same before and after encbench, whatever happens to the run.
+
+Real servers started here on 127.0.0.1 and addressed by --dsn, as a DBA's would be:
+PostgreSQL (SHOW ALL, pg_file_settings, the bytes of postgresql.auto.conf, roles, schemas,
+extensions) after (a) a successful --allow-reconfigure run, (b) 10 runs interrupted at seeded
+random moments, (c) a run whose server is killed mid-run (restarted, then the next run
+restores what the journal says); MariaDB (SHOW GLOBAL VARIABLES, schemas) after a plain run
+and 10 interrupted runs. Excluded as moving on their own: see server_state.IGNORED_MARIADB
+(the clock, GTID/binlog positions, per-session seeds); nothing is excluded on PostgreSQL.
+"""
+
+from __future__ import annotations
+
+import random
+import signal
+import time
+
+import pytest
+
+from encbench.engines import maria_server, pg_server
+from integration_helpers import HAVE_MARIADB, HAVE_PG
+from server_state import diff, journals, kill_pg, maria_state, pg_state, start_encbench, wait_for_file
+
+pytestmark = pytest.mark.integration
+
+SEED = 11
+INTERRUPTED_RUNS = 10
+TINY = ["--workload", "connect", "--quick", "--runs", "1", "--warmups", "0", "--param", "connections=2"]
+PG_FORCED = ["--allow-reconfigure", "--variant", "tls=off,TLSv1.2:ECDHE-RSA-AES256-SHA384", *TINY]
+
+
+@pytest.fixture(scope="module")
+def pg():
+    if not HAVE_PG:
+        pytest.skip("PostgreSQL server binaries not installed")
+    server = pg_server.start()
+    yield server
+    server.stop()
+
+
+@pytest.fixture(scope="module")
+def maria():
+    if not HAVE_MARIADB:
+        pytest.skip("MariaDB server binaries not installed")
+    server = maria_server.start(base=maria_server.BENCH, tls=True)
+    yield server
+    server.stop()
+
+
+def _pg_dsn(server) -> str:
+    return f"postgresql://postgres:{server.password}@127.0.0.1:{server.port}/postgres"
+
+
+def _maria_dsn(server) -> str:
+    return f"mysql://{maria_server.BENCH_USER}:{server.handle.password}@127.0.0.1:{server.handle.port}/"
+
+
+def _interrupt_at(args, cli_env, cwd, delay: float, sig: int) -> tuple[int, str]:
+    proc = start_encbench(args, cli_env, cwd)
+    try:
+        time.sleep(delay)
+        if proc.poll() is None:
+            proc.send_signal(sig)
+        _, stderr = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    return proc.returncode, stderr
+
+
+def _interrupted_runs(args, cli_env, tmp_path, snapshot, server, span: tuple[float, float]) -> list[tuple]:
+    rng = random.Random(SEED)
+    before = snapshot(server)
+    outcomes = []
+    for i in range(INTERRUPTED_RUNS):
+        delay = round(rng.uniform(*span), 3)
+        sig = rng.choice([signal.SIGINT, signal.SIGTERM])
+        code, stderr = _interrupt_at(args + ["-o", str(tmp_path / f"i{i}.json")], cli_env, tmp_path, delay, sig)
+        assert code in (0, 130), (delay, sig, code, stderr)  # 0: it ended before the signal
+        assert "Traceback" not in stderr, stderr
+        assert diff(before, snapshot(server)) == {}, (delay, sig, stderr)
+        assert journals(cli_env) == [], (delay, sig)
+        outcomes.append((delay, sig, code))
+    assert sum(code == 130 for _, _, code in outcomes) >= INTERRUPTED_RUNS // 2, outcomes
+    return outcomes
+
+
+def test_pg_successful_reconfigure_run(encbench, tmp_path, pg, cli_env):
+    before = pg_state(pg)
+    res = encbench("run", "--engine", "postgres", "--dsn", _pg_dsn(pg), *PG_FORCED, "--runs", "2",
+                   "-o", str(tmp_path / "a.json"))
+    assert res.returncode == 0, str(res)
+    assert diff(before, pg_state(pg)) == {}
+    assert journals(cli_env) == []
+
+
+def test_pg_interrupted_at_random_moments(tmp_path, pg, cli_env):
+    # a run takes ~5 s here: start-up, prepare, ALTER SYSTEM, two measured runs, restore
+    _interrupted_runs(["run", "--engine", "postgres", "--dsn", _pg_dsn(pg), *PG_FORCED], cli_env, tmp_path,
+                      pg_state, pg, (0.8, 5.0))
+
+
+def test_pg_server_killed_mid_run_is_restored_by_the_next_run(encbench, tmp_path, pg, cli_env):
+    before = pg_state(pg)
+    hook = tmp_path / "hook"
+    proc = start_encbench(["run", "--engine", "postgres", "--dsn", _pg_dsn(pg), *PG_FORCED,
+                           "-o", str(tmp_path / "c.json")], cli_env, tmp_path,
+                          env={"ENCBENCH_TEST_HOOK_RECONFIGURE": f"pause:{hook}"})
+    try:
+        wait_for_file(hook, proc)  # one ALTER SYSTEM done, the rest and the reload to come
+        kill_pg(pg)
+        _, stderr = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode not in (0, 1), stderr
+    assert "Traceback" not in stderr and "could not restore" in stderr, stderr
+    assert len(journals(cli_env)) == 1
+    pg.restart()  # the half-made change is in postgresql.auto.conf: the server starts with it
+    assert diff(before, pg_state(pg)) != {}
+    res = encbench("run", "--engine", "postgres", "--dsn", _pg_dsn(pg), *TINY, "--variant", "tls=off",
+                   "-o", str(tmp_path / "n.json"))
+    assert res.returncode == 0, str(res)
+    assert "restored what an earlier encbench run left" in res.stderr, str(res)
+    assert diff(before, pg_state(pg)) == {}
+    assert journals(cli_env) == []
+
+
+def test_maria_plain_run(encbench, tmp_path, maria):
+    before = maria_state(maria)
+    res = encbench("run", "--engine", "mariadb", "--dsn", _maria_dsn(maria), *TINY, "--variant", "tls=off,on",
+                   "-o", str(tmp_path / "m.json"))
+    assert res.returncode == 0, str(res)
+    assert diff(before, maria_state(maria)) == {}
+
+
+def test_maria_interrupted_at_random_moments(tmp_path, maria, cli_env):
+    _interrupted_runs(["run", "--engine", "mariadb", "--dsn", _maria_dsn(maria), *TINY, "--variant", "tls=off,on"],
+                      cli_env, tmp_path, maria_state, maria, (0.8, 6.0))
