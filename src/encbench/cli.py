@@ -304,9 +304,10 @@ def cmd_show(args) -> int:
 
     results.check_readable(args.file)  # a FIFO or a device is refused, never opened
     doc = results.load(args.file)
-    an = analysis.analyze(doc)
-    an["files"] = report.write_files(doc, Path(args.file), an.get("scaling", []), only_missing=True)
-    _emit(doc, an, "json" if args.json else args.format)
+    with results.reading(args.file):
+        an = analysis.analyze(doc)
+        an["files"] = report.write_files(doc, Path(args.file), an.get("scaling", []), only_missing=True)
+        _emit(doc, an, "json" if args.json else args.format)
     return 0
 
 
@@ -318,12 +319,13 @@ def cmd_compare(args) -> int:
     conditions = [gate.parse(c) for c in args.fail_if]  # a bad condition fails before the files are read
     results.check_readable(args.a), results.check_readable(args.b)
     a, b = results.load(args.a), results.load(args.b)
-    out = compare.compare(a, b, force=args.force)
-    failed = gate.check(conditions, out["comparisons"]) if conditions else []
-    if conditions:
-        out["gate"] = {"conditions": [c.text for c in conditions], "failed": failed}
-    fmt = "json" if args.json else args.format
-    print(compare.render(out, fmt, args.a, args.b)) if fmt != "table" else compare.render_table(out, args.a, args.b, _console())
+    with results.reading(args.a, args.b):
+        out = compare.compare(a, b, force=args.force)
+        failed = gate.check(conditions, out["comparisons"]) if conditions else []
+        if conditions:
+            out["gate"] = {"conditions": [c.text for c in conditions], "failed": failed}
+        fmt = "json" if args.json else args.format
+        print(compare.render(out, fmt, args.a, args.b)) if fmt != "table" else compare.render_table(out, args.a, args.b, _console())
     if conditions and fmt != "json":
         for line in failed:
             print(f"FAIL  {line}")
@@ -509,7 +511,8 @@ def cmd_report(args) -> int:
     for f in args.files:
         results.check_readable(f)
     docs = [(Path(f), results.load(f)) for f in args.files]  # every file checked before anything is written
-    out = html_report.write(docs, Path(args.output))
+    with results.reading(*args.files):
+        out = html_report.write(docs, Path(args.output))
     print(f"report written to {out} ({out.stat().st_size:,} bytes, self-contained)")
     return 0
 
@@ -530,9 +533,10 @@ def cmd_estimate(args) -> int:
 
     results.check_readable(args.source)
     doc = results.load(args.source)
-    doc["derived"] = analysis.analyze(doc)["derived"]  # re-analysed: an older file gains what this version derives
-    entry = estimate.pick(doc, args.workload)
-    write_entry = estimate.pick(doc, kind="write") if args.write_rate else None
+    with results.reading(args.source):
+        doc["derived"] = analysis.analyze(doc)["derived"]  # re-analysed: an older file gains what this version derives
+        entry = estimate.pick(doc, args.workload)
+        write_entry = estimate.pick(doc, kind="write") if args.write_rate else None
     live = None
     if args.live:
         live = estimate.live_rate(args.live, seconds)

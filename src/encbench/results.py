@@ -12,12 +12,14 @@ History of schema_version (the loader branches on it and refuses what it does no
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import stat
 import tempfile
 from pathlib import Path
 
+from . import resultschema
 from .errors import OutputError, ResultFileError, SchemaVersionError
 
 SCHEMA_VERSION = 1
@@ -136,27 +138,32 @@ def _json_default(obj):
     raise TypeError(f"not JSON serializable: {type(obj).__name__}")
 
 
-RUN_KEYS = {"workload": str, "variant": dict, "variant_label": str, "operations": list}
-OPERATION_KEYS = {"operation": str, "metrics": dict}
+def _parse(path: Path, text: str):
+    """json.loads, refusing a nesting that would exhaust the stack (or anything json cannot hold)."""
+    if resultschema.nesting_depth_exceeds(text):
+        raise ResultFileError(f"result file {path} nests deeper than {resultschema.MAX_DEPTH} levels: "
+                              "not an encbench result file", hint=_RESTORE)
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as e:
+        raise ResultFileError(
+            f"result file {path} is not valid JSON at line {e.lineno} column {e.colno} (truncated or corrupt?)",
+            hint=_RESTORE,
+        ) from None
+    except (ValueError, RecursionError) as e:  # e.g. an integer of more digits than Python converts
+        raise ResultFileError(f"result file {path} is not usable JSON: {str(e).splitlines()[0][:120]}",
+                              hint=_RESTORE) from None
 
 
-def _run_problem(run) -> str | None:
-    """What is wrong with one run record, or None."""
-    if not isinstance(run, dict):
-        return "is not an object"
-    for key, kind in RUN_KEYS.items():
-        if not isinstance(run.get(key), kind):
-            return f"has no valid {key!r}"
-    for op in run["operations"]:
-        if not isinstance(op, dict) or any(not isinstance(op.get(k), t) for k, t in OPERATION_KEYS.items()):
-            return "has a malformed operation"
-        if any(not isinstance(v, (int, float)) for v in op["metrics"].values()):
-            return "has a non-numeric metric"
-    return None
+_RESTORE = "re-run the benchmark, or restore the file"
 
 
 def load(path: str | os.PathLike) -> dict:
-    """Read and check a result file; a clear ResultFileError for anything unusable."""
+    """Read and check a result file; a clear ResultFileError for anything unusable.
+
+    After the version, the whole document is checked against what show, compare, report
+    and estimate read (resultschema): the first problem is named by its JSON path.
+    """
     path = Path(path)
     try:
         text = path.read_text()
@@ -166,13 +173,7 @@ def load(path: str | os.PathLike) -> dict:
         raise ResultFileError(f"result file {path} is a directory") from None
     except (OSError, UnicodeDecodeError) as e:
         raise ResultFileError(f"cannot read result file {path}: {e}") from None
-    try:
-        doc = json.loads(text)
-    except json.JSONDecodeError as e:
-        raise ResultFileError(
-            f"result file {path} is not valid JSON at line {e.lineno} column {e.colno} (truncated or corrupt?)",
-            hint="re-run the benchmark, or restore the file",
-        ) from None
+    doc = _parse(path, text)
     if not isinstance(doc, dict) or "schema_version" not in doc:
         raise ResultFileError(f"{path} is not an encbench result file (no schema_version)")
     version = doc["schema_version"]
@@ -183,13 +184,26 @@ def load(path: str | os.PathLike) -> dict:
         )
     missing = [k for k in REQUIRED_KEYS if k not in doc]
     if missing:
-        raise ResultFileError(f"result file {path} lacks {', '.join(missing)} (truncated or edited?)")
-    if not isinstance(doc["runs"], list):
-        raise ResultFileError(f"result file {path}: 'runs' is not a list")
-    if doc["status"] not in STATUSES:
-        raise ResultFileError(f"result file {path}: unknown status {doc['status']!r}")
-    for i, run in enumerate(doc["runs"]):
-        problem = _run_problem(run)
-        if problem:
-            raise ResultFileError(f"result file {path}: run {i + 1} {problem} (truncated or edited?)")
+        raise ResultFileError(f"result file {path} lacks {', '.join(missing)} (truncated or edited?)", hint=_RESTORE)
+    try:
+        resultschema.check(doc, version)
+    except resultschema.Problem as p:
+        raise ResultFileError(f"result file {path}: {p} (truncated or edited?)", hint=_RESTORE) from None
     return doc
+
+
+# what a value of an unexpected shape raises in the readers (analysis, report, compare, estimate)
+_SHAPE_ERRORS = (KeyError, TypeError, ValueError, AttributeError, IndexError, ZeroDivisionError, OverflowError,
+                 RecursionError)
+
+
+@contextlib.contextmanager
+def reading(*paths):
+    """Around the use of loaded result files: whatever the checks in load() missed and a reader trips
+    on is a ResultFileError (exit 6) naming the files, never a crash."""
+    try:
+        yield
+    except _SHAPE_ERRORS as e:
+        names = " and ".join(str(p) for p in paths)
+        raise ResultFileError(f"result file {names} cannot be read as expected: {type(e).__name__}: "
+                              f"{str(e)[:160]} (edited?)", hint=_RESTORE) from e

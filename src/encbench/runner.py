@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
-from . import __version__, analysis, environment, interrupts, placement, precision, results, runctx
+from . import __version__, analysis, environment, interrupts, leftovers, placement, precision, results, runctx
 from .redact import redact
 from .engines import ENGINES, PrepareContext
 from .errors import EncbenchError, RunFailedError, UnknownNameError, UsageError
@@ -231,6 +231,7 @@ def run_in_fresh_process(ctx, spec: dict) -> dict:
 
 def execute(config: RunConfig, *, on_progress: Callable[[str, int, int], None] = lambda *a: None) -> dict:
     """Run the whole plan. The result file is up to date after every run, whatever happens."""
+    leftovers.claim(config.data_dir)  # remove what killed runs left; mark what this one would leave
     budget = precision.Budget(config.precision, config.max_time_s)  # the clock starts here: the user's wait
     p = plan(config)
     p.engine.check_available()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import re
 
 from .errors import BadValueError
@@ -50,7 +51,7 @@ def _scaled(n: float, steps: tuple[tuple[str, float], ...], sep: str) -> str:
     if abs(float(f"{value:.3g}")) >= 1000 and index + 1 < len(steps):
         index += 1
         value = n / steps[index][1]
-    text = f"{value:.3g}" if abs(value) < 999.5 else f"{value:.0f}"
+    text = f"{value:.3g}" if abs(value) < 999.5 or abs(value) >= 1e6 else f"{value:.0f}"  # 1e+300: not 300 digits
     return f"{text}{sep}{steps[index][0]}"
 
 
@@ -78,13 +79,26 @@ def parse_seconds(text: str, *, what: str, minimum: float = 0.01, maximum: float
     return value
 
 
+def not_finite(x: float) -> str | None:
+    """How a value that is not a finite number is shown ("not a number", "infinite"), else None."""
+    if isinstance(x, (int, float)) and not isinstance(x, int) and not math.isfinite(x):
+        return "not a number" if math.isnan(x) else ("infinite" if x > 0 else "-infinite")
+    return None
+
+
 def fmt_bytes(n: float | None) -> str:
-    return "-" if n is None else _scaled(n, _BYTES, " ")
+    if n is None:
+        return "-"
+    return not_finite(n) or _scaled(n, _BYTES, " ")
 
 
 def fmt_seconds(s: float | None) -> str:
     if s is None:
         return "-"
+    if not_finite(s):
+        return not_finite(s)
+    if abs(s) >= 1e6:
+        return f"{s:.3g} s"
     if abs(s) >= 1:
         return f"{s:.2f} s"
     if abs(s) >= 1e-3:
@@ -95,6 +109,8 @@ def fmt_seconds(s: float | None) -> str:
 def fmt_count(n: float | None) -> str:
     if n is None:
         return "-"
+    if not_finite(n):
+        return not_finite(n)
     if abs(n) < 1e4:
         return f"{n:.0f}"
     return _scaled(n, (("k", 1e3), ("M", 1e6), ("G", 1e9)), "")

@@ -13,6 +13,7 @@ import sys
 import time
 from pathlib import Path
 
+from . import leftovers
 from .engines import ENGINES
 from .errors import EncbenchError
 from .probes import PROBES
@@ -83,19 +84,55 @@ def execute(spec: dict) -> dict:
     }
 
 
+ORPHANED_EXIT = 96  # the runner died (SIGKILL): nobody to report to, exit quietly after the clean-up
+PR_SET_PDEATHSIG = 1
+_parent = None
+
+
+class Orphaned(SystemExit):
+    def __init__(self):
+        super().__init__(ORPHANED_EXIT)
+
+
 def _exit_on_sigterm(signum, frame) -> None:
+    if _parent is not None and os.getppid() != _parent:
+        raise Orphaned()  # our parent died (PR_SET_PDEATHSIG): no one will read a result
     sys.exit(143)  # SystemExit: finally blocks close the session and remove the scratch files
+
+
+def _die_with_parent() -> None:
+    """SIGTERM when the parent (the forkserver, which exits when the runner dies) goes: the orphan
+    stops its run in order (its finally blocks) instead of finishing it for nobody."""
+    global _parent
+    _parent = os.getppid()
+    try:
+        import ctypes
+
+        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
+    except (OSError, AttributeError):  # not Linux: the broken pipe below still ends it quietly
+        pass
+    if os.getppid() != _parent:  # the parent died before the request was made
+        raise Orphaned()
+
+
+def _send(conn, message) -> None:
+    try:
+        conn.send(message)
+    except (BrokenPipeError, ConnectionResetError, EOFError):
+        raise Orphaned() from None  # the runner is gone: nothing to say, nothing to print
 
 
 def child_main(spec: dict, conn) -> None:
     """Entry point of a worker process: run, send ("ok", record) or the error back."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the runner's to handle
     signal.signal(signal.SIGTERM, _exit_on_sigterm)
+    _die_with_parent()
+    leftovers.record_owner(Path(spec["scratch_dir"]))
     try:
-        conn.send(("ok", execute(spec)))
+        _send(conn, ("ok", execute(spec)))
     except EncbenchError as e:
-        conn.send(("error", e))
+        _send(conn, ("error", e))
     except Exception as e:
-        conn.send(("exception", f"{type(e).__name__}: {e}"))
+        _send(conn, ("exception", f"{type(e).__name__}: {e}"))
     finally:
         conn.close()

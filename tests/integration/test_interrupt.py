@@ -284,3 +284,53 @@ def test_interrupt_while_spawning_a_worker(tmp_path_factory, cli_env, tmp_path):
     assert "Traceback" not in res.stderr, str(res)
     assert _load(out)["status"] == "interrupted"
     assert leftovers == []
+
+
+# -- SIGKILL: nothing to clean up in the dying process; the next run reclaims it ----------------------
+
+KILLS = 4
+
+
+def _owned(directories: list[Path]) -> dict[Path, int]:
+    """{directory: owner pid} of those holding an encbench owner record."""
+    from encbench import leftovers
+
+    return {d: o["pid"] for d in directories if (o := leftovers.read_owner(d))}
+
+
+def test_sigkill_leftovers_are_reclaimed_by_the_next_run(long_data, cli_env, tmp_path):
+    """SIGKILL of the runner mid-run, KILLS times: each time its scratch-* (data directory) and pymp-*
+    (temporary directory) stay behind with its pid recorded, the orphaned worker exits without a word,
+    and the next run removes them and says so in one line."""
+    tmp = tmp_path / "tmp"  # a private TMPDIR: multiprocessing's pymp-* directories land here
+    tmp.mkdir()
+    env = dict(cli_env, TMPDIR=str(tmp))
+    previous: dict[Path, int] = {}
+    for k in range(KILLS):
+        work = tmp_path / f"kill-{k}"
+        work.mkdir()
+        out = work / "result.json"
+        res, seen, still = interrupt(encbench_command(), [*LONG_RUN, "--data-dir", str(long_data), "-o", str(out)],
+                                     workdir=work, env=env, signum=signal.SIGKILL, group=False, when=in_a_run(out),
+                                     exit_timeout=30)
+        assert res.returncode == -signal.SIGKILL and seen >= 1
+        assert not still, f"processes of the killed run still alive 5 s later: {still}"  # the orphan stopped
+        # the orphaned worker shares the runner's stderr: not a word from it (no BrokenPipeError traceback)
+        assert "Traceback" not in res.stderr and "Error" not in res.stderr, res.stderr
+        if previous:  # this run reclaimed what the last killed one left, and said so on one line
+            lines = [line for line in res.stderr.splitlines() if "reclaimed" in line]
+            assert len(lines) == 1 and all(str(d) in lines[0] for d in previous), (res.stderr, previous)
+            assert not any(d.exists() for d in previous)
+        left = _owned(scratch_dirs(long_data) + sorted(tmp.glob("pymp-*")))  # the killed run's, pid recorded
+        assert sorted(d.name.split("-")[0] for d in left) == ["pymp", "scratch"] and len(set(left.values())) == 1, left
+        previous = left
+    done = tmp_path / "after"
+    done.mkdir()
+    res = subprocess.run(encbench_command() + ["run", "--size", "4MB", "--runs", "1", "--warmups", "0", "--workload",
+                                               "scan-eq", "--variant", "encryption=off", "--variant", "cache=warm",
+                                               "--data-dir", str(long_data), "-o", str(done / "r.json")],
+                         cwd=done, env=env, capture_output=True, text=True, timeout=WAIT)
+    assert res.returncode == 0, res.stderr
+    assert sum("reclaimed" in line for line in res.stderr.splitlines()) == 1
+    assert not scratch_dirs(long_data) and not list(tmp.glob("pymp-*"))
+

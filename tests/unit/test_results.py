@@ -19,8 +19,10 @@ GOLDEN = Path(__file__).resolve().parent.parent / "golden" / "results-v1.json"
 
 
 def _minimal(**over) -> dict:
-    doc = {"schema_version": 1, "encbench_version": "0.1.0", "environment": {}, "engine": {},
-           "config": {}, "runs": [], "status": "complete"}
+    doc = {"schema_version": 1, "encbench_version": "0.1.0",
+           "environment": {"cpu": {"model": "x", "logical_cores": 2, "flags": {}}, "kernel": "6.1"},
+           "engine": {"name": "sqlite", "axis": "encryption", "axis_baseline": "off", "variant_keys": []},
+           "config": {"size_bytes": 10**6}, "runs": [], "status": "complete"}
     doc.update(over)
     return doc
 
@@ -103,7 +105,7 @@ def test_load_missing_required_key(tmp_path, missing):
 
 
 def test_load_runs_not_a_list(tmp_path):
-    with pytest.raises(ResultFileError, match="'runs' is not a list"):
+    with pytest.raises(ResultFileError, match="runs is an object, not a list"):
         results.load(_write(tmp_path, json.dumps(_minimal(runs={}))))
 
 
@@ -140,11 +142,13 @@ def test_write_atomic_round_trip_and_no_temp_files(tmp_path):
 
 
 @pytest.mark.parametrize("run,problem", [
-    ([1], "is not an object"),
-    ({"variant": {}, "variant_label": "x", "operations": []}, "no valid 'workload'"),
-    ({"workload": "w", "variant": {}, "variant_label": "x", "operations": [{"operation": "o"}]}, "malformed operation"),
+    ([1], r"runs\[0\] is a list, not an object"),
+    ({"variant": {}, "variant_label": "x", "operations": []}, r"runs\[0\] has no 'workload'"),
+    ({"workload": "w", "variant": {}, "variant_label": "x", "operations": [{"operation": "o"}]},
+     r"runs\[0\].operations\[0\] has no 'metrics'"),
     ({"workload": "w", "variant": {}, "variant_label": "x",
-      "operations": [{"operation": "o", "metrics": {"wall_s": "fast"}}]}, "non-numeric metric"),
+      "operations": [{"operation": "o", "metrics": {"wall_s": "fast"}}]},
+     r"runs\[0\].operations\[0\].metrics.wall_s is a string, not a number"),
 ])
 def test_load_rejects_malformed_runs(tmp_path, run, problem):
     p = tmp_path / "bad.json"
