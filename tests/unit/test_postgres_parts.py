@@ -186,3 +186,62 @@ def test_wait_probe_failure_is_reported_not_swallowed():
     with pytest.raises(RuntimeError, match="connection lost"):
         p.stop(t)
     assert broken.closed
+
+
+# -- the restore journal (issue 11) ------------------------------------------------------------
+
+def test_restore_journal_is_private_and_names_no_password(tmp_path, monkeypatch):
+    from encbench import restore_journal
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    j = restore_journal.new("postgres", {"host": "127.0.0.1", "port": 5432, "dbname": "app", "user": "bench",
+                                         "password": "s3cret-pw"})
+    j.data["schema"] = "encbench_x"
+    j.save()
+    assert j.path.parent == tmp_path / "encbench" / "restore"
+    assert oct(j.path.stat().st_mode & 0o777) == "0o600"
+    assert oct(j.path.parent.stat().st_mode & 0o777) == "0o700"
+    assert "s3cret-pw" not in j.path.read_text() and "bench@127.0.0.1:5432/app" in j.describe()
+    assert restore_journal.existing("postgres", "127.0.0.1", 5432) == ([], [], [])  # our own: not "left behind"
+    j.discard()
+    j.discard()  # idempotent
+    assert not j.path.exists()
+
+
+def test_restore_journal_tells_left_behind_from_running_and_unreadable(tmp_path, monkeypatch):
+    import json
+    import subprocess
+
+    from encbench import restore_journal
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    gone = subprocess.Popen(["true"])
+    gone.wait()
+    running = subprocess.Popen(["sleep", "30"])
+    try:
+        for pid in (gone.pid, running.pid):
+            j = restore_journal.new("postgres", {"host": "h", "port": 1})
+            j.path = j.path.with_name(f"{restore_journal.server_key('postgres', 'h', 1)}-{pid}.json")
+            j.data["owner"] = dict(j.data["owner"], pid=pid, start=restore_journal._start_time(pid)
+                                   if pid == running.pid else "1")
+            j.save()
+        bad = restore_journal.directory() / f"{restore_journal.server_key('postgres', 'h', 1)}-1.json"
+        bad.write_text("{not json")
+        other = restore_journal.new("postgres", {"host": "h", "port": 2})  # another server: not listed
+        other.save()
+        dead, live, unreadable = restore_journal.existing("postgres", "h", 1)
+        assert [j.data["owner"]["pid"] for j in dead] == [gone.pid]
+        assert [j.data["owner"]["pid"] for j in live] == [running.pid]
+        assert unreadable == [str(bad)]
+        assert json.loads(dead[0].path.read_text())["server"] == {"host": "h", "port": 1, "dbname": None, "user": None}
+    finally:
+        running.kill()
+        running.wait()
+
+
+def test_pg_state_quotes_role_names_in_grants():
+    from encbench.engines.pg_state import quote_ident
+
+    assert quote_ident("bench") == "bench"
+    assert quote_ident("Bench User") == '"Bench User"'
+    assert quote_ident('a"b') == '"a""b"'
