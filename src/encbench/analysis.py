@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections import defaultdict
 
 from . import profiler, rawcipher, stats
-from .drivers.client_share import withheld_reason
+from .drivers.client_share import notes as client_notes, withheld_reason
 from .probes import metric_catalog
 from .units import fmt_bytes, fmt_seconds
 from .variants import label, placebo_note, placebo_reference, placebo_twin
@@ -472,6 +472,7 @@ def analyze(doc: dict) -> dict:
     }
     if placebo:
         out["placebo_comparisons"] = placebo
+    out["notes"] += client_notes(groups)  # in-transit: did the client set the pace?
     if scale:
         out["scaling"] = scale
         out["hash_costs"] = hash_costs(doc, scale)

@@ -12,7 +12,7 @@ import os
 
 import pytest
 
-from encbench.drivers import pg_storm
+from encbench.drivers import maria_storm, pg_storm
 from encbench.drivers.client_share import SATURATED_SHARE
 from integration_helpers import needs_mariadb, needs_pg
 
@@ -73,13 +73,24 @@ def test_pg_every_in_transit_workload_records_its_client_share(encbench, tmp_pat
 
 
 @needs_mariadb
-def test_mariadb_storm_records_its_client_share(encbench, tmp_path):
+@pytest.mark.skipif(maria_storm.client_binary() is None, reason="the mariadb command-line client is not installed")
+def test_mariadb_storm_native_client_tls_verified_share_recorded(encbench, tmp_path):
     out = tmp_path / "maria.json"
     res = encbench("run", "--engine", "mariadb", "--workload", "storm", "--runs", "1", "--warmups", "0",
-                   "--variant", "tls=off,on", "--param", "messages=3000", "-o", str(out), timeout=600)
+                   "--variant", f"tls=off,{FORCED}", "--param", "messages=5000", "-o", str(out), timeout=600)
     assert res.returncode == 0, str(res)
     doc = json.loads(out.read_text())
-    for _run, op in _ops(doc, "storm"):
+    ops = _ops(doc, "storm")
+    assert len(ops) == 4
+    for run, op in ops:
         e, m = op["extra"], op["metrics"]
+        assert e["client"] == "native (mariadb client)", e
+        want = run["variant"]["tls"]
+        # the client's own connection, as the server reports it in Ssl_version / Ssl_cipher
+        assert e["client_tls"] == ("no TLS" if want == "off" else want.replace(":", " ")), e
+        assert m["client_cpu_s"] > 0 and m["thread_cpu_s"] > 0, m  # the client process; its connection's thread
         assert e["client_share"] == pytest.approx(m["client_cpu_s"] / m["wall_s"]), e
-        assert e["client_saturated"] == int(e["client_share"] >= SATURATED_SHARE)
+        assert e["client_share"] < SATURATED_SHARE and e["client_saturated"] == 0, e
+        if op["operation"] == "messages":
+            assert e["messages_received"] == 5000
+            assert m["net_bytes_received"] > 5000 * 5, m

@@ -71,3 +71,10 @@ def test_worker_stores_what_the_check_reads():
     m, e = out["metrics"], out["extra"]
     assert e["client_share"] == pytest.approx(m["client_cpu_s"] / m["wall_s"])
     assert e["client_saturated"] in (0, 1)
+
+
+def test_notes_say_whether_the_client_set_the_pace():
+    calm = analysis.analyze(_doc([0.5] * 6, [0.6] * 6))["notes"]
+    assert any(n.startswith("the client is not the bottleneck") and "storm/messages 60%" in n for n in calm), calm
+    busy = analysis.analyze(_doc([0.5] * 6, [0.5, 0.5, 0.97, 0.5, 0.5, 0.5]))["notes"]
+    assert any(n.startswith("the client was saturated") and "storm/messages tls=on" in n for n in busy), busy

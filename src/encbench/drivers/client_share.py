@@ -55,3 +55,27 @@ def withheld_reason(base: dict, cont: dict) -> str | None:
         return None
     return (f"no verdict: the client is saturated (client CPU >= {SATURATED_SHARE:.0%} of wall) in "
             + "; ".join(parts) + ": the client, not the server, set the pace")
+
+
+def notes(groups: dict) -> list[str]:
+    """One plain line: each in-transit operation's highest client share, and whether the client set the pace.
+
+    groups: analysis.collect's (workload, operation, variant) -> metric -> per-run values.
+    """
+    top: dict[tuple[str, str], float] = {}
+    busy: list[str] = []
+    for (wl, op, vl), metrics in groups.items():
+        shares = metrics.get("client_share")
+        if not shares:
+            continue
+        top[(wl, op)] = max(top.get((wl, op), 0.0), max(shares))
+        if saturated_runs(metrics.get("client_saturated")):
+            busy.append(f"{wl}/{op} {vl}")
+    if not top:
+        return []
+    shares_text = ", ".join(f"{wl}/{op} {s:.0%}" for (wl, op), s in sorted(top.items()))
+    if busy:
+        return [f"the client was saturated (client CPU >= {SATURATED_SHARE:.0%} of wall) in {', '.join(sorted(busy))}: "
+                f"those comparisons get no verdict; highest client share per operation: {shares_text}"]
+    return [f"the client is not the bottleneck: its CPU is below {SATURATED_SHARE:.0%} of wall in every run "
+            f"(highest client share per operation: {shares_text})"]

@@ -474,6 +474,12 @@ class MariaSession:
             raise CheckFailedError(f"storm: {received} of {messages} result rows reached the client")
         return {"messages_received": received}
 
+    def native_storm(self, messages: int, send: bool):
+        """The storm through the `mariadb` client (drivers/maria_storm.py); None without it."""
+        from ..drivers.maria_storm import session_storm
+
+        return session_storm(self, messages, send)
+
     def stream_out(self) -> dict:
         my = pymysql()
         cur = self.conn.cursor(my.cursors.SSCursor)  # unbuffered: rows as they arrive

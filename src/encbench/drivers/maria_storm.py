@@ -1,0 +1,174 @@
+"""The MariaDB storm driven by the `mariadb` command-line client (C, Connector/C), not by PyMySQL.
+
+Why: measured on the 2-core lab machine (200k one-row result sets from the storm procedure),
+PyMySQL spent 3.1-4.7 s of CPU, the `mariadb` client 0.22-0.90 s (plain-TLS): PyMySQL's
+per-message work, not the server, would have been timed.
+
+Its life, one process per operation, kept until the probes have stopped:
+
+  start (untimed)  `mariadb --batch --unbuffered` connected with the variant's TLS (the
+                   worker's OPENSSL_CONF forces a suite, as for the Python client, and
+                   --tls-version/--ssl-cipher say it too); it prints Ssl_version,
+                   Ssl_cipher and its performance_schema thread: the server's view, checked
+                   against the variant (check_tls_state)
+  run (timed)      CALL storm(n, send), then a marker row; the worker counts the rows it
+                   reads from the pipe ("x" per message) until the marker
+  finish (untimed) stdin closed: the client exits and is reaped
+
+The password goes in MYSQL_PWD (the environment), never on the command line.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+
+from ..errors import CheckFailedError
+from ..redact import redact
+from ..tls import forced
+from .pg_storm import steal_socket
+
+MARKER = "encbench-storm-done"
+
+
+def client_binary() -> str | None:
+    return shutil.which("mariadb") or shutil.which("mysql")
+
+
+def tls_args(tls: str) -> list[str]:
+    if tls == "off":
+        return ["--skip-ssl"]
+    args = ["--ssl", "--ssl-verify-server-cert=0"]  # a private self-signed certificate: what is measured is the cipher
+    f = forced(tls)
+    if f:
+        args += [f"--tls-version={f[0]}", f"--ssl-cipher={f[1]}"]
+    return args
+
+
+class NativeStorm:
+    def __init__(self, binary: str, conn: dict, schema: str, tls: str, messages: int, send: bool):
+        self.messages, self.send = int(messages), send
+        self.cmd = [binary, "--no-defaults", "--batch", "--skip-column-names", "--unbuffered", "--raw",
+                    "-h", str(conn["host"]), "-P", str(conn["port"]), "-u", str(conn["user"]), *tls_args(tls), schema]
+        self.env = dict(os.environ, MYSQL_PWD=str(conn.get("password") or ""))
+        self.schema = schema
+        self.proc: subprocess.Popen | None = None
+        self.socket_fd: int | None = None
+        self.state: dict = {}
+
+    def start(self) -> dict:
+        """Connected: {ssl, version, cipher, bits, ps_thread, os_thread} as the server reports them."""
+        self.proc = subprocess.Popen(self.cmd, env=self.env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                     stderr=subprocess.PIPE, bufsize=0)
+        self._send("SELECT COALESCE(v.VARIABLE_VALUE, '-'), COALESCE(c.VARIABLE_VALUE, '-'), "
+                   "COALESCE(t.THREAD_ID, 0), COALESCE(t.THREAD_OS_ID, 0) FROM "
+                   "information_schema.SESSION_STATUS v, information_schema.SESSION_STATUS c "
+                   "LEFT JOIN performance_schema.threads t ON t.PROCESSLIST_ID = CONNECTION_ID() "
+                   "WHERE v.VARIABLE_NAME = 'SSL_VERSION' AND c.VARIABLE_NAME = 'SSL_CIPHER';\n")
+        words = self._line().split("\t")
+        if len(words) != 4:
+            self._fail(f"answered {words!r}")
+        version, cipher = (None if w in ("-", "") else w for w in words[:2])
+        self.state = {"ssl": bool(cipher), "version": version, "cipher": cipher, "bits": None,
+                      "ps_thread": int(words[2]) or None, "os_thread": int(words[3]) or None}
+        self.socket_fd = steal_socket(self.proc.pid)
+        return self.state
+
+    def run(self) -> int:
+        """The storm; returns the rows ("x") read before the marker."""
+        self._send(f"CALL {self.schema}.storm({self.messages}, {1 if self.send else 0});\nSELECT '{MARKER}';\n")
+        end = (MARKER + "\n").encode()
+        tail, lines = b"", 0
+        read = self.proc.stdout.read
+        while True:
+            block = read(1 << 16)
+            if not block:
+                self._fail("exited during the storm")
+            lines += block.count(b"\n")
+            tail = (tail + block)[-len(end):]
+            if tail == end:
+                return lines - 1
+
+    def finish(self) -> None:
+        if self.socket_fd is not None:
+            os.close(self.socket_fd)
+            self.socket_fd = None
+        proc, self.proc = self.proc, None
+        if proc is None:
+            return
+        try:
+            proc.stdin.close()
+            proc.wait(timeout=30)
+        except (OSError, subprocess.TimeoutExpired):
+            proc.kill()
+            proc.wait()
+        finally:
+            proc.stdout.close()
+            proc.stderr.close()
+
+    def _send(self, sql: str) -> None:
+        try:
+            self.proc.stdin.write(sql.encode())
+            self.proc.stdin.flush()
+        except BrokenPipeError:
+            self._fail("exited")
+
+    def _line(self) -> str:
+        line = self.proc.stdout.readline()
+        if not line:
+            self._fail("did not connect")
+        return line.decode().rstrip("\n")
+
+    def _fail(self, what: str):
+        proc = self.proc
+        proc.kill()
+        err = proc.stderr.read().decode(errors="replace") if proc.stderr else ""
+        self.finish()
+        last = (err.strip().splitlines() or ["no output"])[-1]
+        raise CheckFailedError(f"the mariadb client (storm) {what}: {redact(last)}")
+
+
+class SessionStorm:
+    """A MariaSession's storm through the `mariadb` client, as a workload's before/run/after."""
+
+    def __init__(self, session, binary: str, messages: int, send: bool):
+        self.session, self.messages, self.send = session, int(messages), send
+        self.driver = NativeStorm(binary, session.setup["_conn"], session.schema, session.tls, messages, send)
+
+    def before(self) -> None:
+        from ..engines.maria_session import check_tls_state
+
+        state = self.driver.start()
+        try:
+            check_tls_state(state, self.session.tls)
+        except CheckFailedError:
+            self.driver.finish()
+            raise
+        target = self.session.target()  # the server process, as for the Python client; then this connection's own
+        pid = target.pids[0] if target.pids else None
+        target.threads = [(pid, state["os_thread"])] if pid and state["os_thread"] else []
+        target.extra = dict(target.extra, socket_fds=[self.driver.socket_fd] if self.driver.socket_fd is not None
+                            else [], client_pids=[self.driver.proc.pid])
+        if state["ps_thread"] and "wait_sampler" in target.extra:
+            target.extra["wait_sampler"] = self.session._sampler([state["ps_thread"]], None)
+        self.session.use_target(target)
+
+    def run(self) -> dict:
+        received = self.driver.run()
+        if self.send and received != self.messages:
+            raise CheckFailedError(f"storm: {received} of {self.messages} result rows reached the client")
+        return {"messages_received": received}
+
+    def after(self) -> dict:
+        state = self.driver.state
+        self.session.use_target(None)
+        self.driver.finish()
+        tls = f"{state['version']} {state['cipher']}" if state.get("ssl") else "no TLS"
+        return {"client": "native (mariadb client)", "tls_checked_connections": 1, "client_tls": tls}
+
+
+def session_storm(session, messages: int, send: bool) -> SessionStorm | None:
+    """The native storm of a MariaSession; None without the `mariadb` client (PyMySQL drives it then)."""
+    binary = client_binary()
+    return SessionStorm(session, binary, messages, send) if binary else None
