@@ -1,12 +1,13 @@
 """Storm: the Python client vs the native C driver, interleaved (issue 12, item 9).
 
-Each round runs `encbench run --engine postgres --workload storm` once with
---param native_client=0 (psycopg in the worker) and once with native_client=1 (the C/libpq
-driver), in alternating order (ABBA), and prints per invocation: the client's CPU share
+Each round runs `encbench run --engine ENGINE --workload storm` once with
+--param native_client=0 (psycopg or PyMySQL in the worker) and once with native_client=1 (the
+C/libpq driver; the `mariadb` client), in alternating order (ABBA), and prints per invocation: the client's CPU share
 (client CPU / wall, mean of the measured runs) and client/server CPU per message for tls=off
 and the forced suite, and the TLS-vs-plain elapsed ratio with its CI and verdict.
 
     .venv/bin/python bench/storm_client.py --rounds 3 --runs 6 --messages 200000
+    .venv/bin/python bench/storm_client.py --engine mariadb --rounds 2 --runs 6 --messages 50000
 """
 
 from __future__ import annotations
@@ -23,8 +24,8 @@ FORCED = "TLSv1.3:TLS_AES_256_GCM_SHA384"
 CLIENTS = {0: "python", 1: "native"}
 
 
-def one(native: int, runs: int, messages: int, out: Path) -> dict:
-    cmd = [str(Path(sys.executable).parent / "encbench"), "run", "--engine", "postgres", "--workload", "storm",
+def one(engine: str, native: int, runs: int, messages: int, out: Path) -> dict:
+    cmd = [str(Path(sys.executable).parent / "encbench"), "run", "--engine", engine, "--workload", "storm",
            "--runs", str(runs), "--warmups", "1", "--variant", f"tls=off,{FORCED}", "--param",
            f"messages={messages}", "--param", f"native_client={native}", "-o", str(out)]
     done = subprocess.run(cmd, capture_output=True, text=True)
@@ -56,6 +57,7 @@ def facts(doc: dict) -> dict:
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--engine", default="postgres", choices=("postgres", "mariadb"))
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--runs", type=int, default=6)
     ap.add_argument("--messages", type=int, default=200_000)
@@ -66,7 +68,7 @@ def main() -> int:
         for r in range(args.rounds):
             order = (0, 1) if r % 2 == 0 else (1, 0)
             for native in order:
-                f = facts(one(native, args.runs, args.messages, Path(tmp) / f"r{r}-{native}.json"))
+                f = facts(one(args.engine, native, args.runs, args.messages, Path(tmp) / f"r{r}-{native}.json"))
                 off, tls = f["per"]["off"], f["per"][FORCED]
                 ci = f"[{f['ci'][0]:.2f}, {f['ci'][1]:.2f}]" if f["ci"] else "[-]"
                 print(f"{r:>5} {CLIENTS[native]:7} {off['share']:9.0%} {tls['share']:9.0%} "

@@ -47,7 +47,7 @@ def tls_args(tls: str) -> list[str]:
 
 
 class NativeStorm:
-    def __init__(self, binary: str, conn: dict, schema: str, tls: str, messages: int, send: bool):
+    def __init__(self, binary: str, conn: dict, schema: str, tls: str, messages: int = 0, send: bool = False):
         self.messages, self.send = int(messages), send
         self.cmd = [binary, "--no-defaults", "--batch", "--skip-column-names", "--unbuffered", "--raw",
                     "-h", str(conn["host"]), "-P", str(conn["port"]), "-u", str(conn["user"]), *tls_args(tls), schema]
@@ -77,18 +77,23 @@ class NativeStorm:
 
     def run(self) -> int:
         """The storm; returns the rows ("x") read before the marker."""
-        self._send(f"CALL {self.schema}.storm({self.messages}, {1 if self.send else 0});\nSELECT '{MARKER}';\n")
+        return self.statement(f"CALL {self.schema}.storm({self.messages}, {1 if self.send else 0})")[0]
+
+    def statement(self, sql: str) -> tuple[int, int]:
+        """(rows, bytes) the client printed for one statement, read from the pipe until the marker."""
+        self._send(f"{sql};\nSELECT '{MARKER}';\n")
         end = (MARKER + "\n").encode()
-        tail, lines = b"", 0
+        tail, lines, size = b"", 0, 0
         read = self.proc.stdout.read
         while True:
             block = read(1 << 16)
             if not block:
-                self._fail("exited during the storm")
+                self._fail("exited during the operation")
             lines += block.count(b"\n")
+            size += len(block)
             tail = (tail + block)[-len(end):]
             if tail == end:
-                return lines - 1
+                return lines - 1, size - len(end)
 
     def finish(self) -> None:
         if self.socket_fd is not None:
@@ -132,7 +137,7 @@ class NativeStorm:
 class SessionStorm:
     """A MariaSession's storm through the `mariadb` client, as a workload's before/run/after."""
 
-    def __init__(self, session, binary: str, messages: int, send: bool):
+    def __init__(self, session, binary: str, messages: int = 0, send: bool = False):
         self.session, self.messages, self.send = session, int(messages), send
         self.driver = NativeStorm(binary, session.setup["_conn"], session.schema, session.tls, messages, send)
 
