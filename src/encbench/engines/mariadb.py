@@ -14,6 +14,7 @@ counters prove the state (maria_session.MariaSession.check_operation).
 from __future__ import annotations
 
 import fnmatch
+import os
 import secrets
 import subprocess
 import time
@@ -104,7 +105,20 @@ def parse_dsn(dsn: str) -> dict:
     my_cnf = Path.home() / ".my.cnf"
     if my_cnf.exists():
         out["read_default_file"] = str(my_cnf)
+    if "password" not in out and os.environ.get("MYSQL_PWD") and not _cnf_password(my_cnf):
+        out["password"] = os.environ["MYSQL_PWD"]  # as the mysql client: the DSN, then ~/.my.cnf, then MYSQL_PWD
     return out
+
+
+def _cnf_password(path: Path) -> bool:
+    import configparser
+
+    cfg = configparser.RawConfigParser(strict=False, allow_no_value=True)
+    try:
+        cfg.read(path)
+    except (configparser.Error, OSError, UnicodeDecodeError):
+        return False
+    return cfg.has_option("client", "password")
 
 
 class MariaDBEngine(Engine):
