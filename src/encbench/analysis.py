@@ -26,6 +26,8 @@ COMPARED_METRICS = (
       for p in ("cpu", "client_cpu")),
 )
 VERDICT_METRICS = (("cpu_s", "CPU"), ("client_cpu_s", "client CPU"), ("wall_s", "elapsed"))
+VERDICT_WORDS = dict(VERDICT_METRICS)
+HIGHER_IS_BETTER = frozenset({"qps", "mb_per_s", "connections_per_s", "rows_per_s"})  # rates: less is a cost
 OPEN = ("(open)", "connect")  # workload/operation names of the connection open (key derivation)
 
 
@@ -109,12 +111,36 @@ def summaries(groups) -> list[dict]:
                 resolution = max(metrics["cpu_resolution_s"])
             warn = stats.warnings_for(values, label=f"{wl}/{op} {vl} {metric}",
                                       resolution=resolution if metric.endswith("_s") else None)
+            if s is None:  # every value was NaN or Inf: nothing to summarize, the warning says so
+                s = stats.Summary(0, None, None, None, None, None)
             out.append({"workload": wl, "operation": op, "variant": vl, "metric": metric,
                         "unit": m.unit if m else "", **s.to_dict(), "warnings": warn})
     return out
 
 
-def comparisons(doc: dict, groups) -> list[dict]:
+def judged(c: dict, margin_pct: float = stats.DEFAULT_MARGIN_PCT, word: str | None = None) -> dict:
+    """The verdict fields of a comparison (verdict, verdict_text, equivalence) for this margin."""
+    if word is None:
+        m = metric_catalog().get(c["metric"])
+        word = m.label if m else c["metric"]
+    if c.get("withheld"):  # a saturated client: what was timed is the client (drivers/client_share.py)
+        return {"verdict": stats.WITHHELD, "verdict_text": c["withheld"], "equivalence": None}
+    j = stats.judge(c["ratio"], c["ci"], c.get("ci90"), c.get("n_baseline", 0), c.get("n_contender", 0), word=word,
+                    margin_pct=margin_pct, higher_is_better=c["metric"] in HIGHER_IS_BETTER,
+                    excluded=c.get("excluded", 0))
+    return {"verdict": j.verdict, "verdict_text": j.text, "equivalence": j.equivalence}
+
+
+def rejudge(comps: list[dict], margin_pct: float) -> list[dict]:
+    """Comparisons with their verdicts for another equivalence margin (the intervals stay)."""
+    return [dict(c, **judged(c, margin_pct)) for c in comps]
+
+
+def comparisons(doc: dict, groups, margin_pct: float = stats.DEFAULT_MARGIN_PCT) -> list[dict]:
+    """Contender vs baseline per metric: ratio, 95% CI, significant (the CI excludes 1), 90% CI, verdict.
+
+    n_baseline / n_contender count the finite values used; `excluded` the NaN/Inf ones left out.
+    """
     engine, variants = doc["engine"], variants_by_label(doc)
     reference = placebo_reference(list(variants.values()))
     out = []
@@ -131,37 +157,76 @@ def comparisons(doc: dict, groups) -> list[dict]:
             if metric not in metrics or metric not in base:
                 continue
             est = stats.ratio_ci(base[metric], metrics[metric])
-            out.append({
+            c = {
                 "workload": wl, "operation": op, "metric": metric,
                 "baseline": label(base_variant), "contender": vl,
                 "ratio": est.value, "ci": list(est.ci) if est.ci else None, "significant": est.significant,
-                "n_baseline": len(base[metric]), "n_contender": len(metrics[metric]),
-                **({"withheld": withheld} if withheld else {}),
+                "n_baseline": est.n_baseline, "n_contender": est.n_contender,
+                "ci90": list(est.ci90) if est.ci90 else None, "se_log": est.se, "df": est.df,
+                "excluded": est.excluded, "method": est.method,
                 **({"placebo": True} if twin_of is not None else {}),
-            })
+                **({"withheld": withheld} if withheld else {}),
+            }
+            out.append(dict(c, **judged(c, margin_pct)))
     return out
 
 
-def row_verdict(comps: list[dict], words: dict[str, str] | None = None) -> str:
-    """'+310% CPU, significant; elapsed +45%, significant' / 'no significant difference'."""
+def row_judgements(comps: list[dict], words: dict[str, str] | None = None,
+                    margin_pct: float | None = None) -> list[tuple[str, dict]]:
+    """(metric, comparison with its verdict fields) of a row's verdict metrics: CPU, client CPU, elapsed."""
     by_metric = {c["metric"]: c for c in comps}
-    withheld = next((c["withheld"] for c in comps if c.get("withheld")), None)
-    if withheld:  # the client was saturated: what was timed is the client, not the server
-        return withheld
-    parts = []
+    out = []
     for metric, word in VERDICT_METRICS:
-        word = (words or {}).get(metric, word)
         c = by_metric.get(metric)
         if c is None:
             continue
-        est = stats.Estimate(c["ratio"], tuple(c["ci"]) if c["ci"] else None, c["significant"], 1.0)
-        if est.significant:
-            parts.append(stats.verdict(word, est))
-    if parts:
-        return "; ".join(parts)
-    if not by_metric:
+        word = (words or {}).get(metric, word)
+        if margin_pct is None and "verdict" in c and "ci90" in c and word == VERDICT_WORDS[metric]:
+            out.append((metric, c))
+        else:  # another word or margin, or a comparison stored before verdicts: judged again
+            margin = margin_pct if margin_pct is not None else (
+                (c.get("equivalence") or {}).get("margin_pct", stats.DEFAULT_MARGIN_PCT))
+            out.append((metric, dict(c, **judged(c, margin, word))))
+    return out
+
+
+def row_verdict(comps: list[dict], words: dict[str, str] | None = None, margin_pct: float | None = None) -> str:
+    """The three-way verdict of a table row from its CPU, client CPU and elapsed comparisons.
+
+    'costs +310.0% CPU [+290.1, +330.5]; costs +45.0% elapsed [...]' when any is shown to
+    cost (or save); 'no cost: within ±2% (equivalence shown)' when every one is shown
+    equivalent; else why there is no verdict: too few runs, or the first interval that is
+    too wide.
+    """
+    withheld = next((c["withheld"] for c in comps if c.get("withheld")), None)
+    if withheld:  # the client was saturated: what was timed is the client, not the server
+        return withheld
+    judged_ = row_judgements(comps, words, margin_pct)
+    if not judged_:
         return "no comparison"
-    return "no significant difference"
+    codes = [c["verdict"] for _, c in judged_]
+    shown = [c["verdict_text"] for _, c in judged_ if c["verdict"] in (stats.COSTS, stats.SAVES)]
+    if shown:
+        return "; ".join(shown)
+    if all(v == stats.NO_COST for v in codes):
+        return f"no cost: within ±{judged_[0][1]['equivalence']['margin_pct']:g}% (equivalence shown)"
+    for code in (stats.TOO_FEW_RUNS, stats.INCONCLUSIVE, stats.NO_ESTIMATE):
+        if code in codes:
+            return next(c["verdict_text"] for _, c in judged_ if c["verdict"] == code)
+    return "no comparison"
+
+
+def row_code(comps: list[dict], words: dict[str, str] | None = None, margin_pct: float | None = None) -> str:
+    """The row's verdict as one VERDICTS value (costs, saves, no_cost, too_few_runs, inconclusive, ...)."""
+    if any(c.get("withheld") for c in comps):
+        return stats.WITHHELD
+    codes = [c["verdict"] for _, c in row_judgements(comps, words, margin_pct)]
+    for code in (stats.COSTS, stats.SAVES):
+        if code in codes:
+            return code
+    if codes and all(v == stats.NO_COST for v in codes):
+        return stats.NO_COST
+    return next((c for c in (stats.TOO_FEW_RUNS, stats.INCONCLUSIVE) if c in codes), stats.NO_ESTIMATE)
 
 
 def derived(doc: dict, groups, comps: list[dict]) -> list[dict]:
@@ -196,7 +261,7 @@ def derived(doc: dict, groups, comps: list[dict]) -> list[dict]:
             "decrypt_mb_per_s_ci": ([page_size / ci[1] / 1e6, page_size / ci[0] / 1e6]
                                     if ci and ci[0] > 0 else None),
             "method": f"(mean CPU cold encrypted - mean CPU cold plain) / mean {basis.replace('_', ' ')}, "
-                      "bootstrap 95% CI",
+                      "Welch t 95% CI",
             "kind": "read",
         }
         ref = raw.get(str(page_size))
@@ -234,7 +299,7 @@ def write_costs(doc: dict, groups, comps: list[dict]) -> list[dict]:
             "per_page_cpu_s": per_page, "per_page_cpu_ci": ci,
             "decrypt_mb_per_s_per_core": None, "decrypt_mb_per_s_ci": None, "kind": "write",
             "method": f"(mean CPU warm encrypted - mean CPU warm plain) / mean {basis.replace('_', ' ')}, "
-                      "bootstrap 95% CI: a per-page encrypt cost (an upper bound: other write work is in it too)",
+                      "Welch t 95% CI: a per-page encrypt cost (an upper bound: other write work is in it too)",
         })
     return out
 
@@ -333,8 +398,8 @@ WAIT_GROWTH_PTS = 5.0  # a wait event is named when its share of samples grew by
 def attribution(doc: dict, groups, comps: list[dict]) -> list[dict]:
     """Where an elapsed overhead went: server CPU, client CPU, and the wait events that grew.
 
-    Deltas of means, contender minus baseline; CPU of two processes can overlap in time,
-    so the parts need not add up to the elapsed difference.
+    Deltas of means, contender minus baseline, each with a Welch t 95% CI (`*_ci`); CPU of
+    two processes can overlap in time, so the parts need not add up to the elapsed difference.
     """
     out = []
     pairs = {(c["workload"], c["operation"], c["baseline"], c["contender"]) for c in comps
@@ -347,7 +412,13 @@ def attribution(doc: dict, groups, comps: list[dict]) -> list[dict]:
         def delta(metric):
             if metric not in base or metric not in cont:
                 return None
-            return sum(cont[metric]) / len(cont[metric]) - sum(base[metric]) / len(base[metric])
+            return stats.difference_ci(base[metric], cont[metric]).value
+
+        def delta_ci(metric):
+            if metric not in base or metric not in cont:
+                return None
+            ci = stats.difference_ci(base[metric], cont[metric]).ci
+            return list(ci) if ci else None
 
         def share(bucket, metric):
             return 100 * sum(bucket.get(metric, [0.0])) / max(1, len(bucket.get("wall_s", [])))
@@ -358,10 +429,14 @@ def attribution(doc: dict, groups, comps: list[dict]) -> list[dict]:
             if grown >= WAIT_GROWTH_PTS:
                 waits.append({"event": metric[len(WAIT_PREFIX):].replace("_", "/", 1), "points": grown,
                               "baseline_pct": share(base, metric), "contender_pct": share(cont, metric)})
-        wall_base = sum(base["wall_s"]) / len(base["wall_s"])
+        wall_base = (stats.summarize(base["wall_s"]) or stats.Summary(0, 0.0, 0.0, None, 0.0, 0.0)).mean
+        elapsed = delta("wall_s")
         out.append({"workload": wl, "operation": op, "baseline": base_l, "contender": cont_l,
-                    "elapsed_s": delta("wall_s"), "elapsed_pct": 100 * delta("wall_s") / wall_base if wall_base else None,
-                    "server_cpu_s": delta("cpu_s"), "client_cpu_s": delta("client_cpu_s"), "waits_grown": waits})
+                    "elapsed_s": elapsed,
+                    "elapsed_pct": 100 * elapsed / wall_base if wall_base and elapsed is not None else None,
+                    "server_cpu_s": delta("cpu_s"), "client_cpu_s": delta("client_cpu_s"),
+                    "elapsed_ci": delta_ci("wall_s"), "server_cpu_ci": delta_ci("cpu_s"),
+                    "client_cpu_ci": delta_ci("client_cpu_s"), "waits_grown": waits})
     return out
 
 
@@ -376,7 +451,8 @@ def scaling(doc: dict, groups) -> list[dict]:
     """Seed 004: per hash function, operation and sessions level, throughput against 1 session.
 
     efficiency = throughput(k) / (min(k, cores) x throughput(1)); degradation = wall(k) /
-    wall(1) for the same work per session; both with bootstrap 95% CIs (ratio of means).
+    wall(1) for the same work per session; both with the 95% CIs of stats.ratio_ci (ratios of
+    trimmed geometric means, Yuen-Welch t on logs).
     """
     cores = int(doc["environment"]["cpu"].get("logical_cores") or 1)
     variants = variants_by_label(doc)
@@ -457,9 +533,10 @@ def profiles(doc: dict) -> list[dict]:
     return out
 
 
-def analyze(doc: dict) -> dict:
+def analyze(doc: dict, margin_pct: float = stats.DEFAULT_MARGIN_PCT) -> dict:
+    """Everything `show` prints, recomputed from the runs; verdicts use this equivalence margin."""
     groups = collect(doc)
-    every = comparisons(doc, groups)
+    every = comparisons(doc, groups, margin_pct)
     comps = [c for c in every if not c.get("placebo")]  # placebo twins (A/A) never mix with the real ones
     placebo = [c for c in every if c.get("placebo")]
     scale = scaling(doc, groups)

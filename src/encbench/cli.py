@@ -47,6 +47,8 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--warmups", default="1", help="warmup runs per variant, stored but never in statistics (default 1)")
     r.add_argument("--size", default=None, help=f"data size, e.g. 50MB, 1GB (default {DEFAULT_SIZE}, --quick {QUICK_SIZE})")
     r.add_argument("--quick", action="store_true", help="smoke run: small data, few runs")
+    r.add_argument("--margin", default=None, metavar="PCT",
+                   help="equivalence margin for 'no cost' verdicts, in percent (default 2: the 90%% CI within ±2%%)")
     r.add_argument("--precision", default=None, metavar="P%",
                    help="after the planned runs, add rounds until every elapsed/CPU comparison's CI is within "
                         "±P points (or --max-time is up; default cap 10m); at least 6 runs per variant")
@@ -90,14 +92,22 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("file")
     s.add_argument("--format", choices=("table", "markdown", "json"), default="table")
     s.add_argument("--json", action="store_true", help="same as --format json")
+    s.add_argument("--margin", default=None, metavar="PCT",
+                   help="equivalence margin for 'no cost' verdicts, in percent (default 2: the 90%% CI within ±2%%)")
 
     c = sub.add_parser("compare", help="compare the same workload/variant across two result files (B vs A)")
     c.add_argument("a")
     c.add_argument("b")
     c.add_argument("--force", action="store_true", help="compare even if the environments differ")
     c.add_argument("--fail-if", action="append", default=[], metavar="COND",
-                   help="regression gate, e.g. 'overhead>5%%' or 'cpu>=10%%': exit 17 when B is significantly "
-                        "worse than A by more than that (repeatable)")
+                   help="regression gate, e.g. 'overhead>5%%' (the encryption overhead, B's against A's), "
+                        "'elapsed>10%%' or 'cpu>=10%%' (the same variant's time, beyond the noise floor): exit 17 "
+                        "when B is shown to be worse than A by more than that (repeatable)")
+    c.add_argument("--noise-floor", default=None, metavar="FILE",
+                   help="the between-invocation noise floor written by `encbench selftest --save-floor FILE` "
+                        "(default: a conservative ±25%% for absolute elapsed/CPU)")
+    c.add_argument("--margin", default=None, metavar="PCT",
+                   help="equivalence margin for 'no cost' verdicts, in percent (default 2: the 90%% CI within ±2%%)")
     c.add_argument("--format", choices=("table", "markdown", "json"), default="table")
     c.add_argument("--json", action="store_true", help="same as --format json")
 
@@ -254,6 +264,10 @@ def cmd_run(args, argv: list[str]) -> int:
         print(f"encbench: the private server is kept (--keep): {kept}", file=sys.stderr)
     analysis = {k: doc.get(k, []) for k in ("summaries", "comparisons", "derived", "attribution", "notes")}
     analysis.update({k: doc[k] for k in ("scaling", "hash_costs", "profiles", "placebo_comparisons") if k in doc})
+    if args.margin is not None:  # the file's verdicts use the default margin: judged again (the CIs stay)
+        from . import analysis as an_mod
+
+        analysis["comparisons"] = an_mod.rejudge(analysis["comparisons"], _margin(args))
     analysis["files"] = report.write_files(doc, output, analysis.get("scaling", []))
     if args.json:
         print(report.render_json(doc, analysis))
@@ -305,7 +319,7 @@ def cmd_show(args) -> int:
     results.check_readable(args.file)  # a FIFO or a device is refused, never opened
     doc = results.load(args.file)
     with results.reading(args.file):
-        an = analysis.analyze(doc)
+        an = analysis.analyze(doc, margin_pct=_margin(args))
         an["files"] = report.write_files(doc, Path(args.file), an.get("scaling", []), only_missing=True)
         _emit(doc, an, "json" if args.json else args.format)
     return 0
@@ -317,21 +331,37 @@ def cmd_compare(args) -> int:
     from . import gate
 
     conditions = [gate.parse(c) for c in args.fail_if]  # a bad condition fails before the files are read
+    margin = _margin(args)
+    floor = gate.load_floor(args.noise_floor) if args.noise_floor else None
     results.check_readable(args.a), results.check_readable(args.b)
     a, b = results.load(args.a), results.load(args.b)
     with results.reading(args.a, args.b):
-        out = compare.compare(a, b, force=args.force)
-        failed = gate.check(conditions, out["comparisons"]) if conditions else []
-        if conditions:
-            out["gate"] = {"conditions": [c.text for c in conditions], "failed": failed}
+        out = compare.compare(a, b, force=args.force, margin_pct=margin, floor=floor)
+        verdict = gate.evaluate(conditions, out["comparisons"]) if conditions else None
+        if verdict:
+            verdict["conditions"] = [c.text for c in conditions]
+            verdict["nothing_judged"] = verdict["checked"] == 0 and bool(verdict["not_judged"])
+            out["gate"] = verdict
         fmt = "json" if args.json else args.format
         print(compare.render(out, fmt, args.a, args.b)) if fmt != "table" else compare.render_table(out, args.a, args.b, _console())
-    if conditions and fmt != "json":
-        for line in failed:
+    failed = bool(verdict and (verdict["failed"] or verdict["nothing_judged"]))
+    if verdict and fmt != "json":
+        for line in verdict["failed"]:
             print(f"FAIL  {line}")
-        print(f"gate: {'FAILED' if failed else 'passed'} ({', '.join(c.text for c in conditions)}; "
-              f"{len(out['comparisons'])} comparisons checked)")
+        if verdict["not_judged"]:
+            print(f"not judged: {len(verdict['not_judged'])} comparisons ({verdict['not_judged'][0]}"
+                  + (", ..." if len(verdict["not_judged"]) > 1 else "") + ")")
+        state = ("FAILED: nothing could be judged, so the build is not vouched for (use more runs)"
+                 if verdict["nothing_judged"] else "FAILED" if verdict["failed"] else "passed")
+        print(f"gate: {state} ({', '.join(c.text for c in conditions)}; {verdict['checked']} comparisons checked, "
+              f"{verdict['method']})")
     return errors.EXIT_GATE if failed else 0
+
+
+def _margin(args) -> float:
+    from . import gate
+
+    return gate.parse_margin(args.margin)
 
 
 def cmd_leak_check(args) -> int:
@@ -605,7 +635,6 @@ def cmd_list(args) -> int:
 
     from .engines import ENGINES
     from .probes import PROBES
-    from .variants import PLACEBO_KEY
     from .workloads import WORKLOADS
 
     data = {
@@ -613,8 +642,7 @@ def cmd_list(args) -> int:
         "workloads": {n: w.description for n, w in WORKLOADS.items()},
         "variants": {f"{n}:{k.name}": f"{k.description} (default {','.join(k.default)})"
                      + (f"; workloads {','.join(k.workloads)}" if k.workloads else "")
-                     for n, e in ENGINES.items() for k in e.variant_keys}
-                    | {"*:placebo": PLACEBO_KEY.description},
+                     for n, e in ENGINES.items() for k in e.variant_keys},
         "params": {f"{w.name}:{p.name}": f"{p.description} (default {p.default}, --quick {p.quick})"
                    for n, w in WORKLOADS.items() for p in w.params},
         "probes": {n: p.description for n, p in PROBES.items()},

@@ -31,6 +31,14 @@ ul.lines li{margin:.2em 0} nav ul{columns:2}
  th,tr:nth-child(even) td,pre{background:none} a{color:inherit;text-decoration:none} nav{display:none}}
 """
 
+VERDICT_COLOURS = {"costs": "#c0392b", "saves": "#27ae60", "no_cost": "#2e86c1"}
+SHOWN = ("costs", "saves", "no_cost")  # verdicts that claim something: set in bold
+
+
+def _verdict(c: dict) -> str:
+    return c["verdict"] if "verdict" in c and "ci90" in c else an.judged(c)["verdict"]
+
+
 # the headline metric of each table's bar chart: (metric, what it is)
 HEADLINE = {"encryption": ("cpu_s", "CPU"), "tls": ("wall_s", "elapsed"), "sessions": ("wall_s", "elapsed")}
 
@@ -47,7 +55,7 @@ def _svg(fig) -> str:
 
 
 def overhead_chart(rows: list[dict], metric: str, word: str, title: str) -> str | None:
-    """Horizontal bars: Δ metric (%) per row with its 95% CI as error bars; significant bars filled."""
+    """Horizontal bars: Δ metric (%) per row with its 95% CI as error bars; coloured by the metric's verdict."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -59,20 +67,20 @@ def overhead_chart(rows: list[dict], metric: str, word: str, title: str) -> str 
         return None
     labels = [d[0] for d in data]
     vals = [(d[1]["ratio"] - 1) * 100 for d in data]
-    colors = ["#c0392b" if d[1]["significant"] and v > 0 else "#27ae60" if d[1]["significant"] else "#bbbbbb"
-              for v, d in zip(vals, data)]
+    colors = [VERDICT_COLOURS.get(_verdict(d[1]), "#bbbbbb") for d in data]
     with matplotlib.rc_context({"svg.hashsalt": "encbench", "svg.fonttype": "none"}):
         fig, ax = plt.subplots(figsize=(9, 0.32 * len(data) + 1.2))
         y = list(range(len(data)))[::-1]
         ax.barh(y, vals, color=colors)
         cis = [(yy, (d[1]["ci"][0] - 1) * 100, (d[1]["ci"][1] - 1) * 100) for yy, d in zip(y, data) if d[1]["ci"]]
-        if cis:  # each CI drawn as the interval it is (a bootstrap CI need not contain the mean)
+        if cis:  # each CI drawn as the interval it is (the estimate is a trimmed geometric mean, not the mean)
             cy, lo, hi = zip(*cis)
             ax.hlines(cy, lo, hi, color="#222", linewidth=1)
             ax.plot(lo + hi, cy + cy, linestyle="none", marker="|", markersize=7, color="#222")
         ax.set_yticks(y, labels, fontsize=8)
         ax.axvline(0, color="#333", linewidth=0.8)
-        ax.set_xlabel(f"Δ {word}, contender vs baseline (%), 95% CI; grey: not significant")
+        ax.set_xlabel(f"Δ {word}, contender vs baseline (%), 95% CI; red: costs, green: saves, blue: no cost "
+                      "(equivalence shown), grey: inconclusive or too few runs")
         ax.set_title(title, fontsize=10)
         ax.grid(axis="x", alpha=0.3)
         text = _svg(fig)
@@ -88,7 +96,7 @@ def _table_html(doc: dict, analysis: dict, t: dict, many: bool) -> tuple[str, li
     for r in rows:
         cells = report._cells(r, cols)
         body.append("<tr>" + "".join(
-            f"<td class=\"{'sig' if c == 'verdict' and 'significant' in v else ''}\">{_e(v)}</td>"
+            f"<td class=\"{'sig' if c == 'verdict' and r['verdict_code'] in SHOWN else ''}\">{_e(v)}</td>"
             for c, v in zip(cols, cells)) + "</tr>")
     return f"<table class=\"results\"><thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>", rows
 
@@ -102,7 +110,7 @@ def _lines(title: str, lines: list[str], cls: str) -> str:
 def section(doc: dict, path: Path, index: int) -> str:
     analysis = an.analyze(doc)
     out = [f"<section id=\"file-{index}\" class=\"result\"><h2>{_e(path.name)}: {_e(doc['engine']['name'])}</h2>",
-           "<ul class=\"meta\">" + "".join(f"<li>{_e(x)}</li>" for x in report.header_lines(doc)) + "</ul>"]
+           "<ul class=\"meta\">" + "".join(f"<li>{_e(x)}</li>" for x in report.header_lines(doc, analysis)) + "</ul>"]
     tables = report._tables(doc)
     many = len(tables) > 1
     for t in tables:
@@ -114,7 +122,8 @@ def section(doc: dict, path: Path, index: int) -> str:
         chart = overhead_chart(rows, metric, word, t.get("title") or f"{t['axis']} vs {t['axis_baseline']}")
         if chart:
             out.append(f"<figure class=\"plot overhead\">{chart}<figcaption>Δ {_e(word)} per row with its "
-                       "bootstrap 95% CI (red: significantly more, green: significantly less)</figcaption></figure>")
+                       "95% CI (red: costs, green: saves, blue: no cost, equivalence shown; grey: no verdict)"
+                       "</figcaption></figure>")
     scale = analysis.get("scaling") or []
     if scale:
         out.append(_scaling_figure(doc, scale))
@@ -162,8 +171,9 @@ def render(docs: list[tuple[Path, dict]]) -> str:
     return (f"<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\">"
             f"<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\"><title>encbench report</title>"
             f"<style>{CSS}</style></head><body><header><h1>encbench report</h1>"
-            f"<p class=\"meta\">{len(docs)} result file(s). Δ = contender vs baseline, ratio of means with a bootstrap "
-            f"95% CI; 'significant' = the CI excludes 0%.</p><nav><ul>{nav}</ul></nav></header>"
+            f"<p class=\"meta\">{len(docs)} result file(s). Δ = contender vs baseline, ratio of trimmed geometric "
+            f"means with a Yuen-Welch t 95% CI; costs / saves = the CI excludes 0%, no cost = equivalence shown "
+            f"(the 90% CI within the margin), inconclusive = run longer.</p><nav><ul>{nav}</ul></nav></header>"
             f"{sections}</body></html>\n")
 
 

@@ -10,7 +10,6 @@ from rich.table import Table
 
 from . import analysis as an
 from . import profiler, stats
-from .probes import metric_catalog
 from .redact import command_line as redact_command_line
 from .units import fmt_bytes, fmt_count, fmt_seconds
 
@@ -65,6 +64,7 @@ def rows(doc: dict, analysis: dict, table: dict | None = None) -> list[dict]:
             "workload": wl, "operation": op, "setting": setting, "baseline": base, "contender": cont,
             "n": n, "base": b, "cont": c, "comparisons": by_metric,
             "verdict": an.row_verdict(cs, t.get("metric_words")),
+            "verdict_code": an.row_code(cs, t.get("metric_words")),
         })
     out.sort(key=lambda r: (order.index(r["workload"]) if r["workload"] in order else len(order),
                             r["workload"], r["setting"]))
@@ -249,7 +249,7 @@ def scaling_lines(analysis: dict) -> list[str]:
         out.append(line + f" ({e['runs']} runs)")
     if out:
         out.append("efficiency = throughput(k) / (min(k, cores) x throughput(1)); degradation = wall(k) / wall(1), "
-                   "the same rows per session; ratios of means with bootstrap 95% CIs")
+                   "the same rows per session; ratios of trimmed geometric means with Yuen-Welch t 95% CIs")
     for c in analysis.get("hash_costs", []):
         line = (f"{c['function']}: the engine spends {c['function_us_per_row']:.3f} µs of server CPU per row on the "
                 f"function ({c['hash_us_per_row']:.3f} with it, {c['baseline_us_per_row']:.3f} without, 1 session)")
@@ -328,8 +328,11 @@ def attribution_lines(analysis: dict) -> list[str]:
         if a["waits_grown"]:
             parts.append("waits grown: " + ", ".join(
                 f"{w['event']} {w['baseline_pct']:.0f}% → {w['contender_pct']:.0f}% of samples" for w in a["waits_grown"]))
-        out.append(f"{a['workload']}/{a['operation']} {a['contender']}: elapsed {_signed_seconds(a['elapsed_s'])}"
-                   f" ({a['elapsed_pct']:+.0f}%): " + ", ".join(parts))
+        ci = a.get("elapsed_ci")
+        ci = f" [{_signed_seconds(ci[0])}, {_signed_seconds(ci[1])}]" if ci else ""
+        pct = f" ({a['elapsed_pct']:+.0f}%)" if a.get("elapsed_pct") is not None else ""
+        out.append(f"{a['workload']}/{a['operation']} {a['contender']}: elapsed {_signed_seconds(a['elapsed_s'])}{ci}"
+                   f"{pct}: " + ", ".join(parts))
     return out
 
 
@@ -357,15 +360,24 @@ def warning_lines(analysis: dict, limit: int = 8) -> list[str]:
             for v in (c["baseline"], c["contender"]) if (c["workload"], c["operation"]) != an.OPEN}
     shown = [s for s in analysis["summaries"] if s["metric"] in ("wall_s", "cpu_s")
              and (s["workload"], s["operation"], s["variant"]) in keys]
-    few = sorted({s["n"] for s in shown if s["n"] < 5})
-    warns = [f"only {', '.join(map(str, few))} run(s) per variant: the CIs are rough; use --runs 10"] if few else []
+    few = sorted({s["n"] for s in shown if s["n"] < stats.MIN_RUNS})
+    warns = [f"only {', '.join(map(str, few))} run(s) per variant: too few for a verdict (it takes "
+             f"{stats.MIN_RUNS} per side); use --runs 10"] if few else []
     warns += [w for s in shown for w in s["warnings"] if " runs (< " not in w]
     if len(warns) > limit:
         return warns[:limit] + [f"... and {len(warns) - limit} more warnings (see `encbench show FILE --json`)"]
     return warns
 
 
-def header_lines(doc: dict) -> list[str]:
+def _margin(analysis: dict | None) -> float:
+    """The equivalence margin the analysis' verdicts were judged with."""
+    for c in (analysis or {}).get("comparisons", []):
+        if c.get("equivalence"):
+            return c["equivalence"]["margin_pct"]
+    return stats.DEFAULT_MARGIN_PCT
+
+
+def header_lines(doc: dict, analysis: dict | None = None) -> list[str]:
     env, cfg, ds = doc["environment"], doc["config"], doc.get("dataset") or {}
     flags = ",".join(k for k, v in env["cpu"]["flags"].items() if v) or "none"
     versions = ", ".join(f"{k} {v}" for k, v in env.get("engine_versions", {}).items())
@@ -386,7 +398,10 @@ def header_lines(doc: dict) -> list[str]:
         f"CPU {env['cpu']['model']}, {env['cpu']['logical_cores']} cores, flags {flags}; kernel {env['kernel']}",
         f"{data}; {runs} measured runs + {warm} warmups (each a fresh process and connection), status {doc['status']}",
         f"{'; '.join(_axis_line(t) for t in _tables(doc))}; Δ = contender vs baseline, "
-        f"ratio of means with a bootstrap 95% CI; 'significant' = the CI excludes 0%",
+        f"ratio of trimmed geometric means with a Yuen-Welch t 95% CI",
+        f"verdicts: 'costs' / 'saves' = the 95% CI excludes 0%; 'no cost' = the 90% CI lies within ±{_margin(analysis):g}% "
+        f"(equivalence shown by two one-sided tests); 'inconclusive' = neither, run longer; none below "
+        f"{stats.MIN_RUNS} runs per side",
     ]
     if params:
         lines.append(f"workload settings: {params}")
@@ -394,7 +409,7 @@ def header_lines(doc: dict) -> list[str]:
 
 
 def render_text(doc: dict, analysis: dict, console: Console) -> None:
-    for line in header_lines(doc):
+    for line in header_lines(doc, analysis):
         console.print(line, highlight=False)
     many = len(_tables(doc)) > 1
     for t in _tables(doc):
@@ -426,7 +441,7 @@ def _print_section(console: Console, title: str, lines: list[str]) -> None:
 
 def render_markdown(doc: dict, analysis: dict) -> str:
     out = ["# encbench results\n"]
-    out += [f"- {line}" for line in header_lines(doc)]
+    out += [f"- {line}" for line in header_lines(doc, analysis)]
     many = len(_tables(doc)) > 1
     for t in _tables(doc):
         out.append("")
@@ -451,13 +466,8 @@ def render_markdown(doc: dict, analysis: dict) -> str:
 
 
 def render_json(doc: dict, analysis: dict) -> str:
-    catalog = metric_catalog()
-
-    def verdict(c: dict) -> str:
-        est = stats.Estimate(c["ratio"], tuple(c["ci"]) if c["ci"] else None, c["significant"], 1.0)
-        return stats.verdict(catalog[c["metric"]].label if c["metric"] in catalog else c["metric"], est)
-
-    comps = [dict(c, verdict=verdict(c)) for c in analysis["comparisons"]]
+    # each comparison carries `verdict` (one of stats.VERDICTS), `verdict_text` and `equivalence`
+    comps = [c if "verdict" in c and "ci90" in c else dict(c, **an.judged(c)) for c in analysis["comparisons"]]
     return json.dumps({
         "schema_version": doc["schema_version"], "status": doc["status"], "engine": doc["engine"]["name"],
         "summaries": analysis["summaries"], "comparisons": comps, "derived": analysis["derived"],

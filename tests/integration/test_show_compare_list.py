@@ -11,7 +11,9 @@ from integration_helpers import assert_one_line_error
 pytestmark = pytest.mark.integration
 
 SUMMARY_KEYS = {"workload", "operation", "variant", "metric", "n", "mean", "median", "stdev", "min", "max"}
-COMPARISON_KEYS = {"workload", "operation", "metric", "baseline", "contender", "ratio", "ci", "significant", "verdict"}
+COMPARISON_KEYS = {"workload", "operation", "metric", "baseline", "contender", "ratio", "ci", "significant", "verdict",
+                   "verdict_text", "equivalence", "ci90"}
+VERDICTS = {"costs", "saves", "no_cost", "inconclusive", "too_few_runs", "no_estimate", "withheld"}
 
 
 # -- show ---------------------------------------------------------------------------------
@@ -48,11 +50,27 @@ def test_show_json(encbench, happy, flags):
     for c in shown["comparisons"]:
         assert COMPARISON_KEYS <= set(c), c
     scans = [c for c in shown["comparisons"] if c["workload"] in ("scan-eq", "scan-like")]
-    assert scans and all(c["verdict"] for c in scans)
+    assert scans and all(c["verdict"] in VERDICTS for c in scans)
+    # 3 runs per variant: the interval is shown, the verdict is not given (a --quick run gets none either)
+    assert {c["verdict"] for c in scans} <= {"too_few_runs", "no_estimate"}
+    assert all(c["verdict_text"].startswith("too few runs for a verdict: 3 per side, need 6")
+               for c in scans if c["verdict"] == "too_few_runs")
     # recomputed from the runs, the same comparisons as stored in the file
     key = lambda c: (c["workload"], c["operation"], c["metric"], c["contender"])  # noqa: E731
     assert sorted(map(key, shown["comparisons"])) == sorted(map(key, doc["comparisons"]))
     assert len(shown["derived"]) == len(doc["derived"])
+
+
+def test_show_margin(encbench, happy):
+    _, _, path = happy
+    res = encbench("show", str(path), "--json", "--margin", "5")
+    assert res.returncode == 0, str(res)
+    margins = {c["equivalence"]["margin_pct"] for c in json.loads(res.stdout)["comparisons"] if c["equivalence"]}
+    assert margins <= {5.0}
+    res = encbench("show", str(path), "--margin", "5")
+    assert "too few runs for a verdict" in res.stdout and "costs +" not in res.stdout.replace("\n", "")
+    assert "within ±5%" in res.stdout  # the header explains the verdicts with the margin in force
+    assert_one_line_error(encbench("show", str(path), "--margin", "abc"), 4)
 
 
 # -- list ---------------------------------------------------------------------------------
@@ -97,9 +115,12 @@ def test_compare_same_data_json(encbench, happy, second):
     rows = out["comparisons"]
     assert rows and all(r["workload"] != "scan-like" for r in rows)
     for r in rows:
-        assert {"workload", "operation", "variant", "metric", "ratio", "ci", "significant", "verdict"} <= set(r)
+        assert {"workload", "operation", "variant", "metric", "kind", "ratio", "ci", "significant", "verdict"} <= set(r)
+        assert r["kind"] in ("absolute", "overhead") and r["verdict"] in VERDICTS
         if r["workload"] == "scan-eq":
             assert (r["n_a"], r["n_b"]) == (3, 2), r  # the warmups of A left out
+            assert r["verdict"] == "too_few_runs"
+    assert any(r["kind"] == "overhead" for r in rows)
     assert any(x.startswith("scan-like/scan") for x in out["only_in_a"])
 
 

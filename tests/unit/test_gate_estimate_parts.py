@@ -2,16 +2,22 @@
 
 from __future__ import annotations
 
+import json
+import math
+
 import pytest
 
-from encbench import estimate, gate
-from encbench.errors import BadValueError, UnknownNameError, UsageError
+from encbench import estimate, gate, stats
+from encbench.errors import BadValueError, ResultFileError, SchemaVersionError, UnknownNameError, UsageError
 
 
 def test_conditions_parse():
     c = gate.parse("overhead>5%")
-    assert (c.metric, c.op, c.percent) == ("wall_s", ">", 5.0)
-    assert gate.parse(" cpu >= 10.5 % ").metric == "cpu_s"
+    assert (c.kind, c.metric, c.op, c.percent) == ("overhead", "wall_s", ">", 5.0)
+    assert (gate.parse(" cpu >= 10.5 % ").kind, gate.parse(" cpu >= 10.5 % ").metric) == ("absolute", "cpu_s")
+    assert (gate.parse("cpu_overhead>3%").kind, gate.parse("cpu_overhead>3%").metric) == ("overhead", "cpu_s")
+    assert gate.parse("elapsed>5%").kind == "absolute"
+    assert c.threshold() == pytest.approx(1.05) and c.threshold(10) == pytest.approx(1.155)
     with pytest.raises(UnknownNameError):
         gate.parse("latency>5%")
     for bad in ("overhead>5", "overhead<5%", "5%>overhead", ""):
@@ -19,19 +25,79 @@ def test_conditions_parse():
             gate.parse(bad)
 
 
-def _comp(metric, ratio, significant, ci=None):
-    return {"workload": "w", "operation": "o", "variant": "v", "metric": metric, "ratio": ratio,
-            "ci": ci, "significant": significant}
+def _comp(metric, ratio, se, df=10.0, kind="absolute", verdict="costs", floor=0.0, workload="w"):
+    lo, hi = (ratio * math.exp(-2.2 * se), ratio * math.exp(2.2 * se)) if se is not None else (None, None)
+    return {"workload": workload, "operation": "o", "variant": "v", "metric": metric, "kind": kind, "ratio": ratio,
+            "ci": [lo, hi] if se is not None else None, "se_log": se, "df": df, "verdict": verdict,
+            "floor_pct": floor, "verdict_text": verdict}
 
 
-def test_gate_fails_only_on_significant_excess():
+def test_gate_fails_only_when_shown_beyond_the_threshold():
     cond = [gate.parse("overhead>5%")]
-    assert gate.check(cond, [_comp("wall_s", 1.04, True)]) == []  # within the allowance
-    assert gate.check(cond, [_comp("wall_s", 1.20, False)]) == []  # worse, but it could be noise
-    assert gate.check(cond, [_comp("cpu_s", 1.50, True)]) == []  # another metric
-    failed = gate.check(cond, [_comp("wall_s", 1.20, True, [1.1, 1.3])])
-    assert len(failed) == 1 and "+20.0% [+10.0, +30.0]" in failed[0]
-    assert gate.check([gate.parse("cpu>=20%")], [_comp("cpu_s", 1.20, True)])
+    ov = dict(kind="overhead")
+    assert gate.check(cond, [_comp("wall_s", 1.04, 0.01, **ov)]) == []  # within the allowance
+    assert gate.check(cond, [_comp("wall_s", 1.20, 0.10, **ov)]) == []  # worse, but it could be noise
+    assert gate.check(cond, [_comp("wall_s", 1.08, 0.02, **ov)]) == []  # above 5%, not shown to be (p ~ 0.09)
+    assert gate.check(cond, [_comp("cpu_s", 1.50, 0.01, **ov)]) == []  # another metric
+    assert gate.check(cond, [_comp("wall_s", 1.50, 0.01)]) == []  # the absolute kind is another condition
+    failed = gate.check(cond, [_comp("wall_s", 1.30, 0.02, **ov)])
+    assert len(failed) == 1 and "w/o v wall_s (overhead) +30.0% [" in failed[0] and "Holm over 1 tests" in failed[0]
+    assert gate.check([gate.parse("cpu>=20%")], [_comp("cpu_s", 1.60, 0.02)])
+
+
+def test_gate_absolute_judged_beyond_the_noise_floor():
+    cond = [gate.parse("elapsed>5%")]
+    assert gate.check(cond, [_comp("wall_s", 1.20, 0.02, floor=gate.DEFAULT_ABSOLUTE_FLOOR_PCT)]) == []
+    assert gate.check(cond, [_comp("wall_s", 1.20, 0.02, floor=5.0)])  # 1.2 > 1.05 x 1.05, clearly
+    failed = gate.check(cond, [_comp("wall_s", 1.60, 0.02, floor=25.0)])
+    assert failed and "on top of a ±25% noise floor" in failed[0]
+
+
+def test_gate_holm_over_the_family():
+    # twenty rows each just past the threshold: one alone fails, the family of twenty does not
+    cond = [gate.parse("overhead>5%")]
+    one = _comp("wall_s", 1.12, 0.03, kind="overhead")
+    p = stats.p_above(1.12, 0.03, 10.0, 1.05)
+    assert 0.0025 < p < 0.05
+    assert gate.check(cond, [one])
+    assert gate.check(cond, [dict(one, workload=f"w{i}") for i in range(20)]) == []
+
+
+def test_gate_does_not_judge_too_few_runs():
+    cond = [gate.parse("overhead>5%")]
+    rows = [_comp("wall_s", 2.0, 0.01, kind="overhead", verdict="too_few_runs")]
+    out = gate.evaluate(cond, rows)
+    assert out["failed"] == [] and out["checked"] == 0 and len(out["not_judged"]) == 1
+
+
+def test_margin():
+    assert gate.parse_margin(None) == stats.DEFAULT_MARGIN_PCT == 2.0
+    assert gate.parse_margin("1.5") == 1.5 and gate.parse_margin("3%") == 3.0
+    for bad in ("0", "-1", "100", "x", "nan"):
+        with pytest.raises(BadValueError):
+            gate.parse_margin(bad)
+
+
+def test_floor_file(tmp_path):
+    path = tmp_path / "floor.json"
+    path.write_text(json.dumps(gate.floor_document({"wall_s": 7.5, "cpu_s": 6}, {"wall_s": 1.0}, machine="x")))
+    floor = gate.load_floor(path)
+    assert floor["absolute"] == {"wall_s": 7.5, "cpu_s": 6.0} and floor["overhead"] == {"wall_s": 1.0}
+    # selftest's richer entries load too: only floor_pct is read
+    path.write_text(json.dumps({"schema": 1, "metrics": {"wall_s": {"floor_pct": 3.2, "rows": 9, "method": "m"}}}))
+    assert gate.load_floor(path)["absolute"] == {"wall_s": 3.2}
+    for doc, error in (({"schema": 2, "metrics": {}}, SchemaVersionError), ([1], SchemaVersionError),
+                       ({"schema": 1, "metrics": {"wall_s": {"floor_pct": -1}}}, BadValueError),
+                       ({"schema": 1, "metrics": {"wall_s": {"floor_pct": "7"}}}, BadValueError),
+                       ({"schema": 1, "metrics": {}}, BadValueError)):
+        path.write_text(json.dumps(doc))
+        with pytest.raises(error):
+            gate.load_floor(path)
+    path.write_text("{not json")
+    with pytest.raises(ResultFileError):
+        gate.load_floor(path)
+    with pytest.raises(ResultFileError):
+        gate.load_floor(tmp_path / "missing.json")
 
 
 def test_rates():
