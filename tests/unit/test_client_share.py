@@ -78,3 +78,26 @@ def test_notes_say_whether_the_client_set_the_pace():
     assert any(n.startswith("the client is not the bottleneck") and "storm/messages 60%" in n for n in calm), calm
     busy = analysis.analyze(_doc([0.5] * 6, [0.5, 0.5, 0.97, 0.5, 0.5, 0.5]))["notes"]
     assert any(n.startswith("the client was saturated") and "storm/messages tls=on" in n for n in busy), busy
+
+
+def test_native_storm_driver_is_built_once_into_the_cache(tmp_path, monkeypatch):
+    from encbench.drivers import pg_storm
+
+    if pg_storm.unavailable_reason():
+        pytest.skip(pg_storm.unavailable_reason())
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    binary, why = pg_storm.build()
+    assert why == "" and binary.parent == tmp_path / "encbench" / "drivers" and os.access(binary, os.X_OK)
+    mtime = binary.stat().st_mtime_ns
+    assert pg_storm.build() == (binary, "") and binary.stat().st_mtime_ns == mtime  # cached, not rebuilt
+    assert sorted(p.name for p in binary.parent.iterdir()) == [binary.name]  # no source or temp file left
+
+
+def test_without_a_compiler_the_python_client_drives_the_storm(monkeypatch):
+    from encbench.drivers import pg_storm
+
+    monkeypatch.setattr(pg_storm.shutil, "which", lambda name: None)
+    monkeypatch.setattr(pg_storm, "cache_dir", lambda: __import__("pathlib").Path("/nonexistent"))
+    assert pg_storm.unavailable_reason() == "no C compiler"
+    assert pg_storm.build() == (None, "no C compiler")
+    assert pg_storm.session_storm(object(), 10, True) is None

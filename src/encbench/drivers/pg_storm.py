@@ -30,7 +30,7 @@ import shutil
 import subprocess
 from pathlib import Path
 
-from ..errors import CheckFailedError, EngineUnavailableError
+from ..errors import CheckFailedError
 from ..redact import redact
 
 C_SOURCE = r"""
@@ -235,9 +235,10 @@ class NativeStorm:
 
 
 def unavailable_reason() -> str | None:
-    """Why the native driver cannot run here (None: it can)."""
-    binary, why = build()
-    return None if binary else why
+    """Why the native driver cannot be built here (None: it can); builds nothing."""
+    if not (shutil.which(os.environ.get("CC", "cc")) or shutil.which("gcc")):
+        return "no C compiler"
+    return None if _include_dir() else "no libpq headers (libpq-fe.h)"
 
 
 class SessionStorm:
