@@ -225,8 +225,14 @@ def run_in_fresh_process(ctx, spec: dict) -> dict:
     if kind == "error":
         raise payload
     if kind == "exception":
-        raise RunFailedError(payload)
+        gone = any(sign in payload for sign in SERVER_GONE)
+        raise RunFailedError(f"the server went away during the run: {payload}" if gone else payload)
     return payload
+
+
+# a driver's words for a connection whose server stopped, restarted or was killed (psycopg, PyMySQL)
+SERVER_GONE = ("server closed the connection unexpectedly", "terminating connection due to administrator command",
+               "Lost connection to", "server has gone away", "Connection refused", "connection is lost")
 
 
 def execute(config: RunConfig, *, on_progress: Callable[[str, int, int], None] = lambda *a: None) -> dict:

@@ -303,14 +303,15 @@ def _run_and_kill(cli_env, sandbox, args: list[str], out: Path, kill) -> tuple[i
 
 
 @needs_pg
-def test_postgres_killed_mid_run_is_the_server_going_away(cli_env, sandbox, tmp_path):
+@pytest.mark.parametrize("workload", ["connect", "storm"])  # killed while connecting, or inside a query
+def test_postgres_killed_mid_run_is_the_server_going_away(cli_env, sandbox, tmp_path, workload):
     from encbench.engines import pg_server
 
     server = pg_server.start()
     try:
         dsn = f"postgresql://postgres:{server.password}@127.0.0.1:{server.port}/postgres"
         code, err = _run_and_kill(cli_env, sandbox, ["run", "--engine", "postgres", "--dsn", dsn, "--workload",
-                                                     "connect", "--runs", "40", "--warmups", "0", "--quick",
+                                                     workload, "--runs", "40", "--warmups", "0", "--quick",
                                                      "--variant", "tls=on"],
                                   tmp_path / "r.json", lambda: os.kill(server.proc.pid, signal.SIGKILL))
     finally:
