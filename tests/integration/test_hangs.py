@@ -342,3 +342,24 @@ def test_mariadb_killed_mid_run_is_the_server_going_away(cli_env, sandbox, tmp_p
     assert "the server went away" in err, err
     assert "TLS settings" not in err and "have_ssl" not in err, err
     assert json.loads((tmp_path / "r.json").read_text())["status"] == "failed"
+
+
+@needs_mariadb
+def test_mariadb_timeouts_bound_the_login_only(monkeypatch):
+    """The read timeout that bounds the greeting is lifted once logged in: a measured query longer
+    than it is never cut (here with a 1 s bound and a 2 s query)."""
+    from encbench.engines import maria_server, maria_session
+
+    monkeypatch.setattr(maria_session, "CONNECT_TIMEOUT_S", 1)
+    server = maria_server.start(base=maria_server.BENCH)
+    try:
+        conn = maria_session.connect_bounded(server.handle.tcp_params(), ssl_disabled=True)
+        try:
+            cur = conn.cursor()
+            t0 = time.monotonic()
+            cur.execute("SELECT SLEEP(2)")
+            assert cur.fetchone()[0] == 0 and time.monotonic() - t0 >= 2
+        finally:
+            conn.close()
+    finally:
+        server.stop()
