@@ -166,8 +166,18 @@ def short(label: str) -> str:
     return ",".join(keep) or label
 
 
+def wilson(k: int, n: int, z: float = 1.959964) -> tuple[float, float]:
+    """The Wilson 95% interval of a proportion k / n (a rate from few trials is rough: say how rough)."""
+    p = k / n
+    centre, half = p + z * z / (2 * n), z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n))
+    return max(0.0, (centre - half) / (1 + z * z / n)), min(1.0, (centre + half) / (1 + z * z / n))
+
+
 def rate_text(k: int, n: int) -> str:
-    return f"{k}/{n} = {k / n:.1%}" if n else f"{k}/0 (nothing judged)"
+    if not n:
+        return f"{k}/0 (nothing judged)"
+    lo, hi = wilson(k, n)
+    return f"{k}/{n} = {k / n:.1%} [95% CI {lo:.1%}, {hi:.1%}]"
 
 
 def goal(ok: bool | None) -> str:

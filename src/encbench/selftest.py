@@ -434,6 +434,7 @@ def run(settings: Settings, *, progress: Callable[[str], None] = lambda msg: Non
         "warmups": settings.warmups, "size_bytes": settings.size_bytes, "placebo_values": list(PLACEBO_VALUES),
         "invocation_s": seconds, "within_run": within, "cross_run": cross, "noise_floor": floors,
         "overhead_floor": overhead, "cold_cache": cache, "placement": place, "load": load, "machine": machine,
+        "placement_used": (docs[0].get("placement") or {}).get("text"),
         "result_files": [str(work / f"selftest-{i}.json") for i in (1, 2)] if settings.keep_dir else None,
         "verdict": text, "passed": passed, "floor_file": floor,
     }
@@ -508,6 +509,8 @@ def lines(r: dict) -> list[str]:
           if p.get("cgroup_v2") else "no cgroup v2")
     out.append(f"CPU placement: CPUs {p.get('allowed_cpus')}; sched_setaffinity "
                f"{'works' if p.get('sched_setaffinity') else 'does NOT work'}; {v1}; {v2}")
+    if r.get("placement_used"):
+        out.append(f"  the runs here: {r['placement_used']}")
     ld = r["load"]
     if ld.get("busy_share") is not None:
         out.append(f"while it ran: CPUs {ld['busy_share']:.0%} busy, steal {ld['steal_share']:.1%}, "
