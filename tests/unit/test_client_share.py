@@ -101,3 +101,18 @@ def test_without_a_compiler_the_python_client_drives_the_storm(monkeypatch):
     assert pg_storm.unavailable_reason() == "no C compiler"
     assert pg_storm.build() == (None, "no C compiler")
     assert pg_storm.session_storm(object(), 10, True) is None
+
+
+def test_mariadb_client_command_line_mirrors_the_pymysql_arguments():
+    from encbench.drivers import maria_storm
+
+    tcp = maria_storm.NativeStorm("/usr/bin/mariadb", {"host": "127.0.0.1", "port": 3307, "user": "bench",
+                                                       "password": "s3cret"}, "db", "TLSv1.2:ECDHE-RSA-AES256-GCM-SHA384")
+    assert tcp.cmd[:6] == ["/usr/bin/mariadb", "--no-defaults", "--host=127.0.0.1", "--port=3307", "--user=bench",
+                           "--protocol=TCP"]
+    assert {"--tls-version=TLSv1.2", "--ssl-cipher=ECDHE-RSA-AES256-GCM-SHA384"} <= set(tcp.cmd)
+    assert "s3cret" not in " ".join(tcp.cmd) and tcp.env["MYSQL_PWD"] == "s3cret"  # never on the command line
+    cnf = maria_storm.NativeStorm("mariadb", {"host": "localhost", "port": 3306, "unix_socket": "/run/m.sock",
+                                              "read_default_file": "/root/.my.cnf"}, "db", "off")
+    assert cnf.cmd[1] == "--defaults-file=/root/.my.cnf" and "--socket=/run/m.sock" in cnf.cmd
+    assert "--protocol=SOCKET" in cnf.cmd and "--skip-ssl" in cnf.cmd and not any("--user" in a for a in cnf.cmd)

@@ -37,6 +37,20 @@ def client_binary() -> str | None:
     return shutil.which("mariadb") or shutil.which("mysql")
 
 
+def connection_args(conn: dict) -> list[str]:
+    """The command line of the PyMySQL arguments (the password stays in MYSQL_PWD): the same server, user
+    and option file (--dsn: ~/.my.cnf [client] as PyMySQL's read_default_file; else no option file)."""
+    args = [f"--defaults-file={conn['read_default_file']}"] if conn.get("read_default_file") else ["--no-defaults"]
+    for key, flag in (("host", "--host"), ("port", "--port"), ("unix_socket", "--socket"), ("user", "--user")):
+        if conn.get(key) is not None:
+            args.append(f"{flag}={conn[key]}")
+    if conn.get("unix_socket"):
+        args.append("--protocol=SOCKET")
+    elif conn.get("host"):
+        args.append("--protocol=TCP")
+    return args
+
+
 def tls_args(tls: str) -> list[str]:
     if tls == "off":
         return ["--skip-ssl"]
@@ -53,9 +67,8 @@ class NativeStorm:
         # no --unbuffered: it flushes stdout after every result set, a write per message (and a read of 2
         # bytes in the worker): the client's CPU per message grew about sixfold. Output stays in stdio's
         # buffer; a padding row after each answer the worker waits for pushes it through the pipe.
-        self.cmd = [binary, "--no-defaults", "--batch", "--skip-column-names", "--raw",
-                    "-h", str(conn["host"]), "-P", str(conn["port"]), "-u", str(conn["user"]), *tls_args(tls), schema]
-        self.env = dict(os.environ, MYSQL_PWD=str(conn.get("password") or ""))
+        self.cmd = [binary, *connection_args(conn), "--batch", "--skip-column-names", "--raw", *tls_args(tls), schema]
+        self.env = dict(os.environ, **({"MYSQL_PWD": str(conn["password"])} if conn.get("password") is not None else {}))
         self.schema = schema
         self.proc: subprocess.Popen | None = None
         self.socket_fd: int | None = None
