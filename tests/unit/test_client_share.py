@@ -116,3 +116,18 @@ def test_mariadb_client_command_line_mirrors_the_pymysql_arguments():
                                               "read_default_file": "/root/.my.cnf"}, "db", "off")
     assert cnf.cmd[1] == "--defaults-file=/root/.my.cnf" and "--socket=/run/m.sock" in cnf.cmd
     assert "--protocol=SOCKET" in cnf.cmd and "--skip-ssl" in cnf.cmd and not any("--user" in a for a in cnf.cmd)
+
+
+def test_a_driver_whose_server_died_says_the_server_went_away():
+    from encbench.drivers.pg_storm import driver_failure
+    from encbench.errors import CheckFailedError, EngineUnavailableError
+
+    e = driver_failure("the native storm driver the storm failed",
+                       "storm: server closed the connection unexpectedly\n\tThis probably means the server "
+                       "terminated abnormally\n\tbefore or while processing the request.\n")
+    assert isinstance(e, EngineUnavailableError) and "the server went away: storm: server closed" in str(e)
+    e = driver_failure("the mariadb client (storm) exited", "ERROR 2013 (HY000) at line 2: Lost connection to server "
+                       "during query\n")
+    assert isinstance(e, EngineUnavailableError)
+    e = driver_failure("the native storm driver the storm failed", "storm: ERROR:  permission denied\n")
+    assert isinstance(e, CheckFailedError) and "permission denied" in str(e)

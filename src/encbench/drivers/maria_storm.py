@@ -25,9 +25,8 @@ import shutil
 import subprocess
 
 from ..errors import CheckFailedError
-from ..redact import redact
 from ..tls import forced
-from .pg_storm import steal_socket
+from .pg_storm import _stderr_of, driver_failure, steal_socket
 
 MARKER = "encbench-storm-done"
 PAD = "SELECT REPEAT('-', 16384);\n"  # more than stdio's buffer: what was printed before it reaches the pipe
@@ -147,12 +146,7 @@ class NativeStorm:
         return out[:out.index(b"\n")].decode()
 
     def _fail(self, what: str):
-        proc = self.proc
-        proc.kill()
-        err = proc.stderr.read().decode(errors="replace") if proc.stderr else ""
-        self.finish()
-        last = (err.strip().splitlines() or ["no output"])[-1]
-        raise CheckFailedError(f"the mariadb client (storm) {what}: {redact(last)}")
+        raise driver_failure(f"the mariadb client (storm) {what}", _stderr_of(self.proc, self.finish))
 
 
 class SessionStorm:

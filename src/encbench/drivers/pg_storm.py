@@ -32,7 +32,7 @@ import shutil
 import subprocess
 from pathlib import Path
 
-from ..errors import CheckFailedError
+from ..errors import CheckFailedError, EngineUnavailableError
 from ..redact import redact
 
 C_SOURCE = r"""
@@ -264,12 +264,34 @@ class NativeStorm:
         return line
 
     def _fail(self, what: str):
-        proc = self.proc
+        raise driver_failure(f"the native storm driver {what}", _stderr_of(self.proc, self.finish))
+
+
+# what a client prints when the server is not there any more (runner.SERVER_GONE, plus the mariadb client's words)
+GONE_SIGNS = ("server closed the connection unexpectedly", "terminating connection due to administrator command",
+              "Lost connection to", "server has gone away", "Connection refused", "connection is lost",
+              "Can't connect to")
+
+
+def _stderr_of(proc: subprocess.Popen, finish) -> str:
+    """What a failed driver said: it is given a moment to exit (and finish writing) before it is killed."""
+    try:
+        proc.wait(timeout=2)
+    except subprocess.TimeoutExpired:
         proc.kill()
-        err = proc.stderr.read() if proc.stderr else ""
-        self.finish()
-        last = (err.strip().splitlines() or ["no output"])[-1]
-        raise CheckFailedError(f"the native storm driver {what}: {redact(last)}")
+    err = proc.stderr.read() if proc.stderr else ""
+    finish()
+    return err.decode(errors="replace") if isinstance(err, bytes) else err
+
+
+def driver_failure(what: str, err: str) -> Exception:
+    """The server went away (EngineUnavailableError, as the Python client says it), else a failed check."""
+    lines = [x.strip() for x in err.strip().splitlines() if x.strip()] or ["no output"]
+    first = redact(lines[0])
+    if any(sign in err for sign in GONE_SIGNS):
+        return EngineUnavailableError(f"the server went away: {first}",
+                                      hint="it was reachable when the run started: was it stopped, restarted or killed?")
+    return CheckFailedError(f"{what}: {first}")
 
 
 def unavailable_reason() -> str | None:
