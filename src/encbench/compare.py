@@ -16,6 +16,7 @@ from rich.table import Table
 
 from . import analysis as an
 from . import gate, stats
+from .drivers.client_share import saturated_runs
 from .errors import IncomparableError
 from .units import fmt_seconds
 
@@ -59,19 +60,32 @@ def _floor_of(floor: dict | None, kind: str, metric: str) -> tuple[float, str]:
 
 
 def _row(key: tuple[str, str, str], metric: str, word: str, kind: str, est: stats.Estimate, *, margin_pct: float,
-         floor: dict | None, **extra) -> dict:
+         floor: dict | None, withheld: str | None = None, **extra) -> dict:
     wl, op, vl = key
     floor_pct, source = _floor_of(floor, kind, metric)
     j = stats.judge_estimate(est, word=f"{word} overhead" if kind == "overhead" else word, margin_pct=margin_pct,
                              floor_pct=floor_pct)
+    verdict, text = j.verdict, j.text
+    if withheld:
+        verdict, text = stats.WITHHELD, withheld
     return {
         "workload": wl, "operation": op, "variant": vl, "metric": metric, "kind": kind,
         "baseline": "A", "contender": "B", "n_a": est.n_baseline, "n_b": est.n_contender, **extra,
         "ratio": est.value, "ci": list(est.ci) if est.ci else None, "significant": est.significant,
         "ci90": list(est.ci90) if est.ci90 else None, "se_log": est.se, "df": est.df, "excluded": est.excluded,
         "method": est.method, "floor_pct": floor_pct, "floor_source": source,
-        "verdict": j.verdict, "verdict_text": j.text, "equivalence": j.equivalence,
+        "verdict": verdict, "verdict_text": text, "equivalence": None if withheld else j.equivalence,
+        **({"withheld": withheld} if withheld else {}),
     }
+
+
+def _withheld(*groups: tuple[str, dict]) -> str | None:
+    """Why a cross-file row gets no verdict: a saturated client in any of its groups (drivers/client_share)."""
+    busy = [f"{where} {n} of {len(g['client_saturated'])} runs" for where, g in groups
+            if (n := saturated_runs(g.get("client_saturated")))]
+    if not busy:
+        return None
+    return "no verdict: the client was saturated in " + "; ".join(busy) + ": the client, not the server, set the pace"
 
 
 def _mean(values: list[float]) -> float | None:
@@ -107,7 +121,8 @@ def compare(a: dict, b: dict, *, force: bool = False, margin_pct: float = stats.
             if not va or not vb:
                 continue
             rows.append(_row(key, metric, word, "absolute", stats.ratio_ci(va, vb), margin_pct=margin_pct,
-                             floor=floor, mean_a=_mean(va), mean_b=_mean(vb)))
+                             floor=floor, mean_a=_mean(va), mean_b=_mean(vb),
+                             withheld=_withheld((f"A {vl}", ga[key]), (f"B {vl}", gb[key]))))
         base_variant = an.baseline_for(variants[vl], a["engine"], wl) if vl in variants else None
         base_key = (wl, op, an.label(base_variant)) if base_variant is not None else None
         if base_key is None or base_key not in ga or base_key not in gb:
@@ -119,6 +134,8 @@ def compare(a: dict, b: dict, *, force: bool = False, margin_pct: float = stats.
             est = stats.ratio_of_ratios_ci(*groups)
             over_a, over_b = stats.ratio_ci(groups[0], groups[1]).value, stats.ratio_ci(groups[2], groups[3]).value
             rows.append(_row(key, metric, word, "overhead", est, margin_pct=margin_pct, floor=floor,
+                             withheld=_withheld((f"A {base_key[2]}", ga[base_key]), (f"A {vl}", ga[key]),
+                                                (f"B {base_key[2]}", gb[base_key]), (f"B {vl}", gb[key])),
                              baseline_variant=base_key[2], overhead_a=over_a, overhead_b=over_b,
                              n_a=min(len(stats.finite(g)[0]) for g in groups[:2]),
                              n_b=min(len(stats.finite(g)[0]) for g in groups[2:]),

@@ -41,7 +41,7 @@ ALPHA = 0.05  # the family-wise false-alarm rate of the whole gate
 DEFAULT_ABSOLUTE_FLOOR_PCT = 25.0  # without a measured floor: absolute changes below this are not judged
 FLOOR_SCHEMA = 1
 _COND = re.compile(r"^\s*([A-Za-z_]+)\s*(>=|>)\s*([0-9]+(?:\.[0-9]+)?)\s*%\s*$")
-UNJUDGED = (stats.TOO_FEW_RUNS, stats.NO_ESTIMATE)
+UNJUDGED = (stats.TOO_FEW_RUNS, stats.NO_ESTIMATE, stats.WITHHELD)  # withheld: a saturated client
 
 
 @dataclass(frozen=True)

@@ -131,3 +131,27 @@ def test_a_driver_whose_server_died_says_the_server_went_away():
     assert isinstance(e, EngineUnavailableError)
     e = driver_failure("the native storm driver the storm failed", "storm: ERROR:  permission denied\n")
     assert isinstance(e, CheckFailedError) and "permission denied" in str(e)
+
+
+def test_compare_and_gate_do_not_judge_a_saturated_client():
+    from encbench import compare, gate
+
+    def file(shares_on: list[float], slowdown: float) -> dict:
+        doc = _doc([0.5] * 6, shares_on)
+        for run in doc["runs"]:
+            if run["variant"]["tls"] == "on":  # the encrypted runs slowed down: a gate would fail on it
+                run["operations"][0]["metrics"]["wall_s"] *= slowdown
+        doc["dataset"] = {"rows": 1}
+        doc["environment"]["cpu"]["model"] = "x"
+        return doc
+
+    a = file([0.5] * 6, 1.0)
+    out = compare.compare(a, file([0.5, 0.5, 0.97, 0.5, 0.5, 0.5], 1.5))
+    rows = [r for r in out["comparisons"] if r["variant"] == "tls=on" and r["metric"] == "wall_s"]
+    assert {r["kind"] for r in rows} == {"absolute", "overhead"}
+    assert all(r["verdict"] == "withheld" and "B tls=on 1 of 6 runs" in r["verdict_text"] for r in rows), rows
+    res = gate.evaluate([gate.parse("overhead>5%")], out["comparisons"])
+    assert not res["failed"] and any("client was saturated" in line for line in res["not_judged"]), res
+    # the same slowdown with the client below the limit is judged, and fails the gate
+    calm = compare.compare(a, file([0.5] * 6, 1.5))["comparisons"]
+    assert gate.evaluate([gate.parse("overhead>5%")], calm)["failed"]
