@@ -36,11 +36,15 @@ if [ "${1:-}" = "--test" ]; then
   if ! command -v mariadbd >/dev/null 2>&1 && [ ! -x /usr/sbin/mariadbd ] || ! command -v mariadb-backup >/dev/null 2>&1; then
     apt_install mariadb-server mariadb-backup
   fi
-  # the hash profile (perf), its raw reference (openssl speed), the HTML report's render test (chromium)
+  # the CPU profiles (perf), the raw references (openssl speed), the HTML report's render test (chromium)
   missing=()
   command -v perf >/dev/null 2>&1 || missing+=(linux-perf)
   command -v openssl >/dev/null 2>&1 || missing+=(openssl)
   command -v chromium >/dev/null 2>&1 || missing+=(chromium)
+  # the native storm clients: a small C/libpq driver built on first use, and the mariadb client
+  command -v cc >/dev/null 2>&1 || missing+=(gcc)
+  [ -f /usr/include/postgresql/libpq-fe.h ] || missing+=(libpq-dev)
+  command -v mariadb >/dev/null 2>&1 || missing+=(mariadb-client)
   if [ ${#missing[@]} -gt 0 ]; then
     apt_install "${missing[@]}"
   fi
