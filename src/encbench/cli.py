@@ -635,6 +635,7 @@ def cmd_list(args) -> int:
 
     from .engines import ENGINES
     from .probes import PROBES
+    from .variants import PLACEBO_KEY
     from .workloads import WORKLOADS
 
     data = {
@@ -642,7 +643,8 @@ def cmd_list(args) -> int:
         "workloads": {n: w.description for n, w in WORKLOADS.items()},
         "variants": {f"{n}:{k.name}": f"{k.description} (default {','.join(k.default)})"
                      + (f"; workloads {','.join(k.workloads)}" if k.workloads else "")
-                     for n, e in ENGINES.items() for k in e.variant_keys},
+                     for n, e in ENGINES.items() for k in e.variant_keys}
+                    | {"*:placebo": PLACEBO_KEY.description},
         "params": {f"{w.name}:{p.name}": f"{p.description} (default {p.default}, --quick {p.quick})"
                    for n, w in WORKLOADS.items() for p in w.params},
         "probes": {n: p.description for n, p in PROBES.items()},
