@@ -8,8 +8,8 @@ is gone, leaves the others alone (a live run, or a directory of another program 
 our record), and says what it reclaimed in one stderr line.
 
 Who writes the record: `claim()` (called by runner.execute first) for the pymp directory,
-which it creates ahead of the forkserver; the worker (`record_owner`) for the scratch
-directory it is given, naming the runner from ENCBENCH_RUNNER, which `claim()` sets.
+which it creates ahead of the forkserver; the runner for the scratch directory, as soon as
+it makes it.
 """
 
 from __future__ import annotations
@@ -24,7 +24,6 @@ from pathlib import Path
 import psutil
 
 OWNER_FILE = ".encbench-owner"
-RUNNER_ENV = "ENCBENCH_RUNNER"  # "pid:start_time" of the runner, inherited by the forkserver and workers
 PATTERNS = ("scratch-*",)  # in the data directory
 TEMP_PATTERNS = ("pymp-*",)  # in the temporary directory
 
@@ -72,21 +71,6 @@ def alive(owner: dict) -> bool:
     return not isinstance(recorded, (int, float)) or abs(started - recorded) < 1.0
 
 
-def runner_from_env() -> dict | None:
-    pid, _, start = os.environ.get(RUNNER_ENV, "").partition(":")
-    try:
-        return {"pid": int(pid), "start": float(start) if start else None}
-    except ValueError:
-        return None
-
-
-def record_owner(scratch_dir: Path) -> None:
-    """In a worker: the scratch directory belongs to the runner that started us."""
-    owner = runner_from_env()
-    if owner is not None:
-        write_owner(scratch_dir, owner)
-
-
 def _candidates(data_dir: Path) -> list[Path]:
     found = []
     for base, patterns in ((Path(data_dir), PATTERNS), (Path(tempfile.gettempdir()), TEMP_PATTERNS)):
@@ -121,14 +105,12 @@ def _claim_pymp_dir(owner: dict) -> None:
 
 def claim(data_dir: Path) -> list[tuple[Path, int]]:
     """At the start of a run: reclaim what dead runs left (one stderr line), then mark what this run
-    will leave if it is killed: its pymp directory now, its scratch directory through the workers."""
+    will leave if it is killed: its pymp directory now (the runner marks its scratch directory)."""
     removed = reclaim(data_dir)
     if removed:
         pids = sorted({pid for _, pid in removed})
         print(f"encbench: reclaimed {len(removed)} director{'y' if len(removed) == 1 else 'ies'} left by dead "
               f"run{'s' if len(pids) > 1 else ''} (pid {', '.join(map(str, pids))}): "
               + ", ".join(str(d) for d, _ in removed), file=sys.stderr)
-    owner = me()
-    os.environ[RUNNER_ENV] = f"{owner['pid']}:{owner['start']}"
-    _claim_pymp_dir(owner)
+    _claim_pymp_dir(me())
     return removed

@@ -43,6 +43,22 @@ def command_line(argv: list[str], program: str = "encbench") -> str:
     return " ".join([program, *(shlex.quote(redact(a)) for a in argv)])
 
 
+def stored_command(text: str) -> str:
+    """A command line as a result file stores it, redacted again argument by argument.
+
+    Files written before arguments were redacted ahead of quoting may hold a quoted
+    key=value password: split the line back into arguments (shell rules) and redact each.
+    A line that does not split is redacted whole.
+    """
+    try:
+        argv = shlex.split(text)
+    except ValueError:
+        return redact(text)
+    if not argv:
+        return text
+    return command_line(argv[1:], argv[0])
+
+
 def _redact_uris(text: str) -> str:
     starts = [m.end() for m in _SCHEME.finditer(text)]
     if not starts:

@@ -21,6 +21,7 @@ from pathlib import Path
 
 from . import resultschema
 from .errors import OutputError, ResultFileError, SchemaVersionError
+from .redact import stored_command
 
 SCHEMA_VERSION = 1
 KNOWN_VERSIONS = (1,)
@@ -189,6 +190,8 @@ def load(path: str | os.PathLike) -> dict:
         resultschema.check(doc, version)
     except resultschema.Problem as p:
         raise ResultFileError(f"result file {path}: {p} (truncated or edited?)", hint=_RESTORE) from None
+    if isinstance(doc["config"].get("command"), str):  # an older file may hold what redaction then missed
+        doc["config"]["command"] = stored_command(doc["config"]["command"])
     return doc
 
 

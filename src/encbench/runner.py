@@ -245,6 +245,7 @@ def execute(config: RunConfig, *, on_progress: Callable[[str, int, int], None] =
     config.data_dir.mkdir(parents=True, exist_ok=True)
     doc = new_document(config, p, environment.collect(p.engine.versions(), config.data_dir))
     scratch = Path(tempfile.mkdtemp(prefix="scratch-", dir=config.data_dir))
+    leftovers.write_owner(scratch, leftovers.me())  # reclaimable by the next run if this one is killed
     setup = None
     started = False  # the file is first written once measuring can start: a configuration error leaves none
     placed = placement.apply(placement.choose(config.pin))  # before prepare: a private server inherits it

@@ -13,7 +13,6 @@ import sys
 import time
 from pathlib import Path
 
-from . import leftovers
 from .engines import ENGINES
 from .errors import EncbenchError
 from .probes import PROBES
@@ -127,7 +126,6 @@ def child_main(spec: dict, conn) -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the runner's to handle
     signal.signal(signal.SIGTERM, _exit_on_sigterm)
     _die_with_parent()
-    leftovers.record_owner(Path(spec["scratch_dir"]))
     try:
         _send(conn, ("ok", execute(spec)))
     except EncbenchError as e:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import shlex
 import time
+from pathlib import Path
 
 import pytest
 
@@ -85,3 +86,25 @@ def test_linear_time(kind):
     small, large = _seconds(make(250_000)), _seconds(make(1_000_000))
     assert large < 5, (kind, large)
     assert large / max(small, 1e-3) < 9, (kind, small, large)
+
+
+def test_a_command_stored_by_an_older_version_is_redacted_on_load(tmp_path):
+    """Before arguments were redacted ahead of quoting, a quoted key=value password reached config.command."""
+    import json
+    import shutil
+
+    from encbench import results
+    from encbench.redact import stored_command
+
+    leaked = ("encbench run --engine postgres --dsn 'host=127.0.0.1 user=bench2 password='\"'\"'Pw9z Qunique7731'\"'\"' "
+              "dbname=app' -o x.json")
+    assert "Qunique7731" not in stored_command(leaked)
+    assert stored_command(leaked) == ("encbench run --engine postgres --dsn 'host=127.0.0.1 user=bench2 "
+                                      "password=<hidden> dbname=app' -o x.json")
+    assert stored_command("encbench run --quick") == "encbench run --quick"  # nothing to hide: unchanged
+    golden = Path(__file__).parents[1] / "golden" / "results-v1.json"
+    doc = json.loads(golden.read_text())
+    doc["config"]["command"] = leaked
+    path = tmp_path / "old.json"
+    path.write_text(json.dumps(doc))
+    assert "Qunique7731" not in results.load(path)["config"]["command"]
