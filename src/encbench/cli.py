@@ -686,6 +686,9 @@ def main(argv: list[str] | None = None) -> int:
     except BrokenPipeError:
         return 0
     except Exception as e:  # a bug: still one line unless --debug
+        if interrupts.STOP.is_set():  # a signal landed inside an import or a library, which turned it into this
+            print("encbench: interrupted", file=sys.stderr)
+            return errors.EXIT_INTERRUPTED
         if debug:
             raise
         print(f"encbench: internal error: {type(e).__name__}: {redact(str(e))} (re-run with --debug for a traceback)",
@@ -693,5 +696,22 @@ def main(argv: list[str] | None = None) -> int:
         return 1
 
 
+def entry() -> None:
+    """The `encbench` command: main(), then exit without a late signal undoing a finished run.
+
+    Once main() has returned, everything is written and cleaned up. Python's shutdown puts
+    the default handlers back, so a SIGINT/SIGTERM arriving in those last milliseconds
+    would kill the process with the signal's status instead of main()'s: block both.
+    """
+    import signal
+
+    try:
+        code = main()
+    except KeyboardInterrupt:  # a signal between main()'s return and the block below
+        code = errors.EXIT_INTERRUPTED
+    signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT, signal.SIGTERM})
+    sys.exit(code)
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    entry()

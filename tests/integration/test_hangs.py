@@ -307,6 +307,8 @@ def _run_and_kill(cli_env, sandbox, args: list[str], out: Path, kill) -> tuple[i
 def test_postgres_killed_mid_run_is_the_server_going_away(cli_env, sandbox, tmp_path, workload):
     from encbench.engines import pg_server
 
+    cli_env = dict(cli_env, XDG_CACHE_HOME=str(tmp_path / "xdg"))  # the journal it leaves is this test's
+
     server = pg_server.start()
     try:
         dsn = f"postgresql://postgres:{server.password}@127.0.0.1:{server.port}/postgres"
@@ -326,6 +328,8 @@ def test_postgres_killed_mid_run_is_the_server_going_away(cli_env, sandbox, tmp_
 @needs_mariadb
 def test_mariadb_killed_mid_run_is_the_server_going_away(cli_env, sandbox, tmp_path):
     from encbench.engines import maria_server
+
+    cli_env = dict(cli_env, XDG_CACHE_HOME=str(tmp_path / "xdg"))  # the journal it leaves is this test's
 
     server = maria_server.start(base=maria_server.BENCH, tls=True)
     try:

@@ -334,3 +334,25 @@ def test_sigkill_leftovers_are_reclaimed_by_the_next_run(long_data, cli_env, tmp
     assert sum("reclaimed" in line for line in res.stderr.splitlines()) == 1
     assert not scratch_dirs(long_data) and not list(tmp.glob("pymp-*"))
 
+
+
+@pytest.mark.parametrize("delay", [0.05, 0.15, 0.3, 0.5])
+def test_a_signal_in_the_first_moments_is_an_interruption(cli_env, tmp_path, delay):
+    """Early on, a signal can land inside an import that turns KeyboardInterrupt into another error
+    (numpy: 'ImportError: initialization failed'): still exit 130, never 'internal error' / exit 1.
+
+    Before the interpreter reaches encbench's code no handler exists yet: the signal's default
+    action ends the process (-SIGTERM), silently and before anything was made."""
+    proc = subprocess.Popen(encbench_command() + ["run", "--quick", "--workload", "scan-eq", "--runs", "1",
+                                                  "--warmups", "0", "--data-dir", str(tmp_path / "d"),
+                                                  "-o", str(tmp_path / "r.json")],
+                            cwd=tmp_path, env=cli_env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                            text=True, preexec_fn=_reset_signals)
+    time.sleep(delay)
+    proc.send_signal(signal.SIGTERM)
+    _, err = proc.communicate(timeout=WAIT)
+    if proc.returncode == -signal.SIGTERM:  # still starting Python: nothing done, nothing to report
+        assert err == "" and not (tmp_path / "r.json").exists() and not (tmp_path / "d").exists(), err
+    else:
+        assert proc.returncode in (0, 130), (proc.returncode, err)
+    assert "internal error" not in err and "Traceback" not in err, err

@@ -249,6 +249,7 @@ def test_other_workloads_extras(other_workloads):
 
 def test_status_line_not_wrapped_for_long_paths(encbench, data_dir, tmp_path):
     deep = tmp_path.joinpath(*["a-rather-long-directory-name"] * 5)
+    deep.mkdir(parents=True)  # -o never creates directories
     out = deep / "result.json"
     assert len(str(out)) > 150
     res = encbench("run", "--size", "2MB", "--runs", "1", "--warmups", "0", "--workload", "scan-eq",
