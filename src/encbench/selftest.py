@@ -88,7 +88,9 @@ def excess_p(k: int, n: int, rate: float = NOMINAL_FP) -> float | None:
     """P(X >= k) for X ~ Binomial(n, rate): how likely k or more false positives are by chance alone."""
     if n == 0:
         return None
-    return float(min(1.0, sum(math.comb(n, i) * rate ** i * (1 - rate) ** (n - i) for i in range(k, n + 1))))
+    from scipy.stats import binom  # exact for any n (a sum of math.comb terms overflows a float past n ~ 1,000)
+
+    return float(binom.sf(k - 1, n, rate))
 
 
 def log_stats(doc: dict) -> dict[tuple[str, str, str], dict[str, tuple[float, float]]]:

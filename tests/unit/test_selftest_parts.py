@@ -61,6 +61,7 @@ def test_excess_p_is_the_binomial_upper_tail():
     assert selftest.excess_p(8, 40) == pytest.approx(tail)
     assert selftest.excess_p(8, 40) < selftest.EXCESS_P < selftest.excess_p(4, 40)
     assert selftest.excess_p(3, 0) is None
+    assert 0.0 <= selftest.excess_p(120, 2000) <= 1.0  # a sum of math.comb terms overflowed a float here
 
 
 # --- from runs to rows ---------------------------------------------------------------------
