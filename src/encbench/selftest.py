@@ -41,7 +41,6 @@ EXCESS_P = 0.01  # a false-positive count this unlikely under the nominal rate f
 FLOOR_Z = 1.959964  # two-sided 95%
 POWER_Z = 0.841621  # 80% power: an effect of (FLOOR_Z + POWER_Z) / FLOOR_Z x the floor is caught 4 times in 5
 FLOOR_SCHEMA = 1
-OPEN = ("(open)", "connect")  # the connection open: timed apart, left out of the floor (analysis.OPEN)
 
 
 @dataclass
@@ -100,7 +99,7 @@ def log_stats(doc: dict) -> dict[tuple[str, str, str], dict[str, tuple[float, fl
 
     out: dict = {}
     for key, metrics in analysis.collect(doc).items():
-        if key[:2] == OPEN:
+        if key[:2] == analysis.OPEN:
             continue
         for metric, _ in HEADLINE:
             values = metrics.get(metric) or []

@@ -70,6 +70,21 @@ def test_gate_does_not_judge_too_few_runs():
     assert out["failed"] == [] and out["checked"] == 0 and len(out["not_judged"]) == 1
 
 
+def test_no_overhead_row_for_the_connection_open():
+    """The open's overhead is key derivation over a sub-millisecond plain open: a ratio in the hundreds
+    whose denominator is noise (it failed an A/A gate, +41.5% on an unchanged build). Its absolute
+    time is still compared."""
+    from pathlib import Path
+
+    from encbench import compare
+
+    doc = json.loads((Path(__file__).parents[1] / "golden" / "results-v1.json").read_text())
+    rows = compare.compare(doc, doc)["comparisons"]
+    kinds = {r["kind"] for r in rows if r["workload"] == "(open)"}
+    assert kinds == {"absolute"}
+    assert any(r["kind"] == "overhead" for r in rows)
+
+
 def test_margin():
     assert gate.parse_margin(None) == stats.DEFAULT_MARGIN_PCT == 2.0
     assert gate.parse_margin("1.5") == 1.5 and gate.parse_margin("3%") == 3.0
