@@ -667,6 +667,13 @@ def main(argv: list[str] | None = None) -> int:
     debug = "--debug" in argv
     interrupts.install()
     try:
+        return _main(argv, debug)
+    finally:
+        interrupts.quiet()  # the work is done: a late signal must not turn it into an interruption
+
+
+def _main(argv: list[str], debug: bool) -> int:
+    try:
         args = build_parser().parse_args(argv)
         if args.command is None:
             build_parser().print_help()
@@ -699,17 +706,19 @@ def main(argv: list[str] | None = None) -> int:
 def entry() -> None:
     """The `encbench` command: main(), then exit without a late signal undoing a finished run.
 
-    Once main() has returned, everything is written and cleaned up. Python's shutdown puts
-    the default handlers back, so a SIGINT/SIGTERM arriving in those last milliseconds
-    would kill the process with the signal's status instead of main()'s: block both.
+    Once main() has returned, everything is written and cleaned up, and the handlers no
+    longer raise (interrupts.quiet). Python's shutdown then puts the default handlers back,
+    so a SIGINT/SIGTERM arriving in those last milliseconds (to any thread) would kill the
+    process with the signal's status instead of main()'s: ignore both from here on.
     """
     import signal
 
     try:
         code = main()
-    except KeyboardInterrupt:  # a signal between main()'s return and the block below
+    except KeyboardInterrupt:  # raised in main()'s own error handling, before it went quiet
         code = errors.EXIT_INTERRUPTED
-    signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT, signal.SIGTERM})
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
     sys.exit(code)
 
 

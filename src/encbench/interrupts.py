@@ -15,18 +15,30 @@ import threading
 
 STOP = threading.Event()
 _deferring = 0
+_quiet = False
 
 
 def _handler(signum, frame) -> None:
     STOP.set()
-    if _deferring == 0:
+    if _deferring == 0 and not _quiet:
         raise KeyboardInterrupt
 
 
 def install() -> None:
+    global _quiet
+    _quiet = False
     STOP.clear()
     signal.signal(signal.SIGINT, _handler)
     signal.signal(signal.SIGTERM, _handler)
+
+
+def quiet() -> None:
+    """The command's work is done (written, cleaned up): from now on a signal only sets STOP.
+
+    Raising KeyboardInterrupt then would only turn a finished run into an interrupted one.
+    """
+    global _quiet
+    _quiet = True
 
 
 @contextlib.contextmanager
