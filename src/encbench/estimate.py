@@ -166,7 +166,7 @@ def _pg_reader(dsn: str) -> _Reader:
 
 def _maria_reader(dsn: str) -> _Reader:
     from .engines.mariadb import parse_dsn
-    from .engines.maria_session import connect_bounded, first_line, pymysql, unreachable, where_of
+    from .engines.maria_client import connect_bounded, first_line, pymysql, unreachable, where_of
 
     my = pymysql()
     params = parse_dsn(dsn)

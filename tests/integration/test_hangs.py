@@ -352,12 +352,12 @@ def test_mariadb_killed_mid_run_is_the_server_going_away(cli_env, sandbox, tmp_p
 def test_mariadb_timeouts_bound_the_login_only(monkeypatch):
     """The read timeout that bounds the greeting is lifted once logged in: a measured query longer
     than it is never cut (here with a 1 s bound and a 2 s query)."""
-    from encbench.engines import maria_server, maria_session
+    from encbench.engines import maria_client, maria_server
 
-    monkeypatch.setattr(maria_session, "CONNECT_TIMEOUT_S", 1)
+    monkeypatch.setattr(maria_client, "CONNECT_TIMEOUT_S", 1)
     server = maria_server.start(base=maria_server.BENCH)
     try:
-        conn = maria_session.connect_bounded(server.handle.tcp_params(), ssl_disabled=True)
+        conn = maria_client.connect_bounded(server.handle.tcp_params(), ssl_disabled=True)
         try:
             cur = conn.cursor()
             t0 = time.monotonic()

@@ -10,6 +10,7 @@ import pytest
 from encbench import report
 from encbench.analysis import table_for, tables
 from encbench.engines import ENGINES
+from encbench.engines import maria_client as mc
 from encbench.engines import maria_session as ms
 from encbench.engines import mariadb as md
 from encbench.errors import BadValueError, CheckFailedError, UsageError
@@ -39,27 +40,27 @@ def test_placeholders_and_literal_percent():
 
 
 def test_tls_state_check():
-    ms.check_tls_state({"cipher": None, "version": None}, "off")
-    ms.check_tls_state({"cipher": "TLS_AES_256_GCM_SHA384", "version": "TLSv1.3"}, "on")
-    ms.check_tls_state({"cipher": "ECDHE-RSA-AES256-SHA384", "version": "TLSv1.2"}, "TLSv1.2:ECDHE-RSA-AES256-SHA384")
+    mc.check_tls_state({"cipher": None, "version": None}, "off")
+    mc.check_tls_state({"cipher": "TLS_AES_256_GCM_SHA384", "version": "TLSv1.3"}, "on")
+    mc.check_tls_state({"cipher": "ECDHE-RSA-AES256-SHA384", "version": "TLSv1.2"}, "TLSv1.2:ECDHE-RSA-AES256-SHA384")
     for state, tls in (({"cipher": None}, "on"), ({"cipher": "X", "version": "TLSv1.2"}, "off"),
                        ({"cipher": "ECDHE-RSA-AES256-GCM-SHA384", "version": "TLSv1.2"},
                         "TLSv1.2:ECDHE-RSA-AES256-SHA384")):
         with pytest.raises(CheckFailedError):
-            ms.check_tls_state(state, tls)
+            mc.check_tls_state(state, tls)
 
 
 def test_client_offers_only_the_forced_suite():
-    assert ms.tls_params("off") == {"ssl_disabled": True}
-    ctx = ms.tls_params("TLSv1.2:ECDHE-RSA-AES256-SHA384")["ssl"]
+    assert mc.tls_params("off") == {"ssl_disabled": True}
+    ctx = mc.tls_params("TLSv1.2:ECDHE-RSA-AES256-SHA384")["ssl"]
     assert ctx.maximum_version == ctx.minimum_version == ssl.TLSVersion.TLSv1_2
     assert [c["name"] for c in ctx.get_ciphers() if c["protocol"] == "TLSv1.2"] == ["ECDHE-RSA-AES256-SHA384"]
-    ctx = ms.tls_params("TLSv1.3:TLS_CHACHA20_POLY1305_SHA256")["ssl"]
+    ctx = mc.tls_params("TLSv1.3:TLS_CHACHA20_POLY1305_SHA256")["ssl"]
     assert [c["name"] for c in ctx.get_ciphers() if c["protocol"] == "TLSv1.3"] == ["TLS_CHACHA20_POLY1305_SHA256"]
     with pytest.raises(BadValueError):
-        ms.tls_params("TLSv1.2:NOT-A-SUITE")
+        mc.tls_params("TLSv1.2:NOT-A-SUITE")
     with pytest.raises(BadValueError):
-        ms.tls_params("TLSv1.3:TLS_NOT_A_SUITE")
+        mc.tls_params("TLSv1.3:TLS_NOT_A_SUITE")
 
 
 class FakeCursor:

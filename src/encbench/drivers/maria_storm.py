@@ -10,7 +10,7 @@ Its life, one process per operation, kept until the probes have stopped:
                    worker's OPENSSL_CONF forces a suite, as for the Python client, and
                    --tls-version/--ssl-cipher say it too); it prints Ssl_version,
                    Ssl_cipher and its performance_schema thread: the server's view, checked
-                   against the variant (check_tls_state)
+                   against the variant (the session's check_client_tls)
   run (timed)      CALL storm(n, send), then a marker row; the worker counts the rows it
                    reads from the pipe ("x" per message) until the marker
   finish (untimed) stdin closed: the client exits and is reaped
@@ -157,11 +157,9 @@ class SessionStorm:
         self.driver = NativeStorm(binary, session.setup["_conn"], session.schema, session.tls, messages, send)
 
     def before(self) -> None:
-        from ..engines.maria_session import check_tls_state
-
         state = self.driver.start()
         try:
-            check_tls_state(state, self.session.tls)
+            self.session.check_client_tls(state)
         except CheckFailedError:
             self.driver.finish()
             raise

@@ -15,7 +15,7 @@ import random
 import sys
 import time
 
-from ..engines.maria_session import pymysql, server_tls_state, tls_params
+from ..engines.maria_client import pymysql, server_tls_state, tls_params
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -305,24 +305,20 @@ class SessionStorm:
     """A PgSession's storm through the native driver, as a workload's before/run/after.
 
     The driver's own connection is the measured one: its TLS state is checked against the
-    variant (check_connection: a mismatch fails the run), its backend is the server target.
+    variant (the session's check_client_tls: a mismatch fails the run), its backend is the server target.
     """
 
     def __init__(self, session, binary: Path, messages: int, send: bool):
-        from ..engines.postgres import client_params, conninfo_of
-
         self.session, self.messages, self.send = session, int(messages), send
-        env = libpq_env(conninfo_of(session.setup), client_params(session.tls), "encbench-storm")
+        env = libpq_env(*session.libpq_params(), "encbench-storm")
         level = "notice" if send else "warning"
         loop = f"DO $$ BEGIN FOR i IN 1..{self.messages} LOOP RAISE NOTICE 'x'; END LOOP; END $$"
         self.driver = NativeStorm(binary, env, f"SET client_min_messages = {level}", loop)
 
     def before(self) -> None:
-        from ..engines.postgres import check_connection
-
         state = self.driver.start()
         try:
-            check_connection(state, self.session.tls)
+            self.session.check_client_tls(state)
         except CheckFailedError:
             self.driver.finish()
             raise

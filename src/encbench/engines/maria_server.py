@@ -27,6 +27,7 @@ from pathlib import Path
 from .. import certs, ports
 from ..errors import BadValueError, EngineUnavailableError
 from .local_server import last_log_line, run_tool, unprivileged_user
+from .maria_client import connect_bounded
 
 INSTALL_HINT = "install it with: apt-get install mariadb-server mariadb-backup"
 START_TIMEOUT_S = 60
@@ -134,8 +135,6 @@ class Handle:
 
     def connect(self, **extra):
         """root over the private socket (authenticated by the socket's owner: no password)."""
-        from .maria_session import connect_bounded
-
         return connect_bounded({"unix_socket": str(self.socket), "user": "root"}, autocommit=True, **extra)
 
     def tcp_params(self) -> dict:

@@ -29,11 +29,10 @@ from ..tls import DEFAULT_TLS, check_tls
 from ..variants import Variant, VariantKey, int_validator
 from . import maria_server
 from .base import Engine, PrepareContext, Session, Table
-from .maria_session import (RT_ROWS, MariaSession, check_table, connect_bounded, copy_rows, first_line, pymysql,
-                            unreachable, where_of)
+from .maria_client import connect_bounded, first_line, pymysql, unreachable, where_of
+from .maria_session import HASH_FUNCTIONS, RT_ROWS, MariaSession, check_table, copy_rows
 
 AT_REST = ("scan-like", "scan-eq", "dml", "rebuild", "backup")
-HASH_FUNCTIONS = {"sha2-256": "SHA2(v, 256)", "sha2-512": "SHA2(v, 512)", "md5": "MD5(v)", "sha1": "SHA1(v)"}
 IN_TRANSIT = ("storm", "roundtrip", "bulk", "connect")
 TABLES = {"off": "plain", "on": "enc"}
 INNODB_ROW_BYTES = 420  # stored bytes per generated row in InnoDB (pages, index), to size the buffer pool

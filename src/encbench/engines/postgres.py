@@ -198,6 +198,14 @@ class PgSession(Session):
             raise CheckFailedError(f"storm: {received} of {messages} notices reached the client")
         return {"messages_received": received}
 
+    def libpq_params(self) -> tuple[dict, dict]:
+        """(conninfo, TLS parameters) for a client driver's own connection with this variant."""
+        return conninfo_of(self.setup), client_params(self.tls)
+
+    def check_client_tls(self, state: dict) -> None:
+        """A client driver's connection, as pg_stat_ssl sees it, against this variant."""
+        check_connection(state, self.tls)
+
     def native_storm(self, messages: int, send: bool):
         """The storm through a native C client (drivers/pg_storm.py); None where it cannot be built here."""
         from ..drivers.pg_storm import session_storm

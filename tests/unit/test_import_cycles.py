@@ -1,0 +1,102 @@
+"""No import cycle in src/encbench (issue 13): the imports are read with `ast`, nothing is imported."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+SRC = Path(__file__).resolve().parents[2] / "src"
+PKG = SRC / "encbench"
+
+
+def _modules() -> dict[str, tuple[Path, bool]]:
+    """Dotted module name -> (file, is a package's __init__)."""
+    out = {}
+    for path in sorted(PKG.rglob("*.py")):
+        parts = list(path.relative_to(SRC).with_suffix("").parts)
+        is_pkg = parts[-1] == "__init__"
+        out[".".join(parts[:-1] if is_pkg else parts)] = (path, is_pkg)
+    return out
+
+
+def _imports(name: str, path: Path, is_pkg: bool, modules) -> dict[str, int]:
+    """The encbench modules `name` imports -> the line of the first such import.
+
+    Every import counts, at module level or inside a function: an import moved into a function
+    does not remove a cycle, it only hides it until that function runs (issue 13 names a cycle
+    held together by such a late import). `from pkg import x` is an edge to the module pkg.x
+    when x is a module, else to pkg. Importing a submodule also runs its parent packages'
+    __init__, but that edge is not counted: a package's modules import their siblings (and
+    __init__ imports them) by construction.
+    """
+    out: dict[str, int] = {}
+
+    def add(target: str, line: int) -> None:
+        if target in modules and target != name:
+            out.setdefault(target, line)
+
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                add(alias.name, node.lineno)
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = name.split(".") if is_pkg else name.split(".")[:-1]
+                base = base[:len(base) - (node.level - 1)]
+                mod = ".".join(base + ([node.module] if node.module else []))
+            else:
+                mod = node.module or ""
+            for alias in node.names:
+                add(f"{mod}.{alias.name}" if f"{mod}.{alias.name}" in modules else mod, node.lineno)
+    return out
+
+
+def _cycles(graph: dict[str, dict[str, int]]) -> list[list[str]]:
+    """Strongly connected components with more than one module (Tarjan), each sorted."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[list[str]] = []
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on_stack.add(v)
+        for w in graph[v]:
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on_stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            comp = []
+            while True:
+                w = stack.pop()
+                on_stack.discard(w)
+                comp.append(w)
+                if w == v:
+                    break
+            if len(comp) > 1:
+                found.append(sorted(comp))
+
+    for v in graph:
+        if v not in index:
+            visit(v)
+    return found
+
+
+def test_no_import_cycle():
+    modules = _modules()
+    graph = {name: _imports(name, path, is_pkg, modules) for name, (path, is_pkg) in modules.items()}
+    cycles = _cycles(graph)
+    lines = [f"{a} -> {b} (line {graph[a][b]})" for comp in cycles for a in comp for b in graph[a] if b in comp]
+    assert not cycles, "import cycles in src/encbench:\n  " + "\n  ".join(lines)
+
+
+def test_the_cycle_finder_finds_a_late_import_cycle(tmp_path):
+    (tmp_path / "a.py").write_text("from . import b\n")
+    (tmp_path / "b.py").write_text("def f():\n    from .a import x\n")
+    mods = {"p.a": (tmp_path / "a.py", False), "p.b": (tmp_path / "b.py", False)}
+    graph = {n: _imports(n, p, k, mods) for n, (p, k) in mods.items()}
+    assert _cycles(graph) == [["p.a", "p.b"]]
