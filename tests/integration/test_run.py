@@ -296,7 +296,9 @@ def test_precision_run_stops_at_the_time_budget(encbench, data_dir, tmp_path):
 
 
 def test_precision_run_stops_at_the_target(encbench, data_dir, tmp_path):
-    res, doc = _precision_run(encbench, data_dir, tmp_path, "--precision", "900%", "--max-time", "5m")
+    # a target any CI meets (a 2 MB cold scan-eq ratio of ~5x has a CI of several hundred points on a busy
+    # machine): the stopping rule, not the machine, is under test
+    res, doc = _precision_run(encbench, data_dir, tmp_path, "--precision", "100000%", "--max-time", "5m")
     p = doc["precision"]
     assert p["stopped_because"] == "precision reached"
     assert p["runs_per_variant"] == {"scan-eq": 6}  # the verdict minimum, nothing added
