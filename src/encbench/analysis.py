@@ -10,6 +10,7 @@ from collections import defaultdict
 
 from . import profiler, rawcipher, stats
 from .drivers.client_share import notes as client_notes, withheld_reason
+from .engines import engine_named
 from .probes import metric_catalog
 from .units import fmt_bytes, fmt_seconds
 from .variants import label, placebo_note, placebo_reference, placebo_twin
@@ -357,7 +358,8 @@ def notes(doc: dict, groups) -> list[str]:
             axis = table_for(doc["engine"], run["workload"])["axis"]
             negotiated[f'{axis}={run["variant"].get(axis, "?")}'][key] += 1
     if negotiated:
-        view = "Ssl_version/Ssl_cipher" if doc["engine"]["name"] == "mariadb" else "pg_stat_ssl"
+        engine = engine_named(doc["engine"]["name"])
+        view = engine.tls_view if engine and engine.tls_view else "the server's own view"
         out.append(f"negotiated, as the server reports it in {view} (every measured connection is checked; "
                    "a run fails on any mismatch), per measured run: " + "; ".join(
             f"{v}: " + ", ".join(f"{k} in {n} runs" for k, n in seen.items())

@@ -32,6 +32,22 @@ def _data_dir_default() -> Path:
     return Path(base) / "encbench" / "data"
 
 
+class _TlsScanEngines:
+    """tls-scan --engine's choices, from the engine registry, read only when argparse needs them (so that
+    building the parser imports no engine)."""
+
+    def _names(self) -> list[str]:
+        from .engines import tls_scan_engines
+
+        return [e.name for e in tls_scan_engines()]
+
+    def __iter__(self):
+        return iter(self._names())
+
+    def __contains__(self, name) -> bool:
+        return name in self._names()
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = _Parser(prog="encbench", description="Measure what encryption costs a database, side by side.")
     p.add_argument("--version", action="version", version=f"encbench {__version__}")
@@ -121,7 +137,7 @@ def build_parser() -> argparse.ArgumentParser:
     ts = sub.add_parser("tls-scan", help="what TLS a database server accepts (protocols, suites, groups, certificate)")
     ts.add_argument("target", nargs="?", default=None,
                     help="postgresql://host:port or mysql://host:port (credentials only needed for --measure)")
-    ts.add_argument("--engine", default=None, choices=("postgres", "mariadb"),
+    ts.add_argument("--engine", default=None, choices=_TlsScanEngines(),
                     help="scan a private server encbench starts (no TARGET needed)")
     ts.add_argument("--setting", action="append", default=[], metavar="NAME=VALUE",
                     help="a setting of that private server, e.g. ssl_ciphers=... (repeatable)")
@@ -191,7 +207,7 @@ def _read_key(args) -> tuple[str | None, str]:
 
 
 def _parse_settings(specs: list[str]) -> dict[str, str]:
-    from .engines.mariadb import parse_settings
+    from .engines.local_server import parse_settings
 
     return parse_settings(specs)
 
@@ -403,6 +419,7 @@ def cmd_tls_scan(args, argv: list[str]) -> int:
     import json
 
     from . import tlsbaseline, tlsscan
+    from .engines import ENGINES
     from .units import parse_positive_int
 
     if bool(args.target) == bool(args.engine):
@@ -427,8 +444,7 @@ def cmd_tls_scan(args, argv: list[str]) -> int:
     try:
         if args.engine:
             server = _tls_scan_server(args.engine, settings)
-            endpoint = tlsscan.Endpoint({"postgres": "postgres", "mariadb": "mysql"}[args.engine], "127.0.0.1",
-                                        server.port)
+            endpoint = tlsscan.Endpoint(ENGINES.get(args.engine).wire_protocol, "127.0.0.1", server.port)
         else:
             endpoint = tlsscan.parse_target(args.target)
         result = tlsscan.scan(endpoint)
@@ -468,12 +484,10 @@ def cmd_tls_scan(args, argv: list[str]) -> int:
 def _tls_scan_server(engine: str, settings: dict):
     """The private server tls-scan --engine scans; a start failure hints at --setting, never at --keep
     (an option of `run` that tls-scan does not have)."""
-    from .engines import maria_server, pg_server
+    from .engines import ENGINES
 
     try:
-        if engine == "postgres":
-            return pg_server.start(settings=settings)
-        return maria_server.start(settings, base=maria_server.BENCH, tls=True)
+        return ENGINES.get(engine).start_scan_server(settings)
     except errors.EngineUnavailableError as e:
         e.hint = ("check the --setting values: the server's own complaint ends the message" if settings
                   else "check that the server binaries work: `encbench run --engine " + engine + " --keep` keeps its log")
@@ -481,9 +495,9 @@ def _tls_scan_server(engine: str, settings: dict):
 
 
 def _tls_measure(args, scan: dict, top, runs, argv) -> dict:
-    from . import report, tlsmeasure
+    from . import report, tlsmeasure, tlsscan
 
-    engine = args.engine or {"postgres": "postgres", "mysql": "mariadb"}[scan["engine"]]
+    engine = args.engine or tlsscan.engine_of(scan["engine"]).name
     dsn = None
     if not args.engine:
         from urllib.parse import urlparse

@@ -15,7 +15,7 @@ from __future__ import annotations
 import re
 import time
 
-from .errors import BadValueError, EngineUnavailableError, UsageError
+from .errors import BadValueError, UsageError
 from .redact import redact
 from .units import _UNITS, fmt_bytes
 
@@ -112,13 +112,13 @@ def _ci_pct(ci) -> str:
 
 def live_rate(dsn: str, seconds: float, *, sleep=time.sleep) -> dict:
     """Bytes per second the server read from (and wrote to) storage over `seconds`."""
-    scheme = dsn.split(":", 1)[0].lower()
-    if scheme in ("postgresql", "postgres") or "=" in dsn and "://" not in dsn:
-        reader = _pg_reader(dsn)
-    elif scheme in ("mysql", "mariadb"):
-        reader = _maria_reader(dsn)
-    else:
-        raise UsageError(f"--live {redact(dsn)!r} is not a postgresql:// or mysql:// DSN")
+    from .engines import ENGINES, engine_for_dsn
+
+    engine = engine_for_dsn(dsn)
+    if engine is None:
+        schemes = " or ".join(f"{e.dsn_schemes[0]}://" for _, e in ENGINES.items() if e.dsn_schemes)
+        raise UsageError(f"--live {redact(dsn)!r} is not a {schemes} DSN")
+    reader = engine.live_io_reader(dsn)
     try:
         r0, w0, source = reader()
         t0 = time.monotonic()
@@ -129,57 +129,3 @@ def live_rate(dsn: str, seconds: float, *, sleep=time.sleep) -> dict:
         reader.close()
     return {"read_bytes_per_s": max(0.0, (r1 - r0) / dt), "write_bytes_per_s": max(0.0, (w1 - w0) / dt),
             "seconds": dt, "source": source}
-
-
-class _Reader:
-    def __init__(self, conn, fn):
-        self.conn, self.fn = conn, fn
-
-    def __call__(self):
-        return self.fn(self.conn)
-
-    def close(self):
-        self.conn.close()
-
-
-def _pg_reader(dsn: str) -> _Reader:
-    import psycopg
-
-    try:
-        conn = psycopg.connect(dsn, autocommit=True, connect_timeout=10)
-    except psycopg.Error as e:
-        raise EngineUnavailableError(f"cannot connect to --live: {redact(str(e).splitlines()[0])}") from None
-    version = int(conn.execute("SHOW server_version_num").fetchone()[0])
-
-    def read(c):
-        if version >= 160000:  # pg_stat_io: reads and writes in bytes, every backend type
-            r, w = c.execute("SELECT coalesce(sum(reads * op_bytes), 0), coalesce(sum(writes * op_bytes), 0) "
-                             "FROM pg_stat_io").fetchone()
-            return float(r), float(w), "pg_stat_io reads/writes x op_bytes"
-        block = int(c.execute("SHOW block_size").fetchone()[0])
-        r = c.execute("SELECT coalesce(sum(blks_read), 0) FROM pg_stat_database").fetchone()[0]
-        w = c.execute("SELECT buffers_checkpoint + buffers_clean + buffers_backend FROM pg_stat_bgwriter").fetchone()[0]
-        return float(r) * block, float(w) * block, f"pg_stat_database.blks_read x {block} B (pg_stat_bgwriter writes)"
-
-    return _Reader(conn, read)
-
-
-def _maria_reader(dsn: str) -> _Reader:
-    from .engines.mariadb import parse_dsn
-    from .engines.maria_client import connect_bounded, first_line, pymysql, unreachable, where_of
-
-    my = pymysql()
-    params = parse_dsn(dsn)
-    try:
-        conn = connect_bounded(params, autocommit=True)
-    except my.err.MySQLError as e:
-        raise EngineUnavailableError(f"cannot connect to --live: {unreachable(e, where_of(params)) or first_line(e)}",
-                                     hint="check the DSN (user, password, host, port) and that the server is running") from None
-
-    def read(c):
-        cur = c.cursor()
-        cur.execute("SHOW GLOBAL STATUS WHERE Variable_name IN ('Innodb_data_read', 'Innodb_data_written')")
-        got = {k: float(v) for k, v in cur.fetchall()}
-        return got.get("Innodb_data_read", 0.0), got.get("Innodb_data_written", 0.0), "Innodb_data_read / _written"
-
-    return _Reader(conn, read)

@@ -10,6 +10,7 @@ from rich.table import Table
 
 from . import analysis as an
 from . import profiler, stats
+from .engines import engine_named
 from .redact import command_line as redact_command_line
 from .units import fmt_bytes, fmt_count, fmt_seconds
 
@@ -387,7 +388,8 @@ def header_lines(doc: dict, analysis: dict | None = None) -> list[str]:
         data = f"data: {ds['rows']:,} rows (seed {ds.get('seed', '?')}, {fmt_bytes(cfg['size_bytes'])} target)"
     elif "server" in ds:
         srv = ds["server"]
-        data = (f"server: PostgreSQL {srv.get('version')} at {srv.get('host')}:{srv.get('port')} "
+        engine = engine_named(doc["engine"]["name"])
+        data = (f"server: {engine.label if engine else doc['engine']['name']} {srv.get('version')} at {srv.get('host')}:{srv.get('port')} "
                 f"({'private, started by encbench' if ds.get('managed') else 'external'}; {srv.get('ssl_library') or 'TLS library ?'})")
     else:
         data = "data: -"

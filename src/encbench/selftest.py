@@ -29,11 +29,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Sequence
 
+from .engines import DEFAULT_ENGINE
 from .variants import PLACEBO, flagged, judged
 
-# the reduced suite: one minute on 2 cores at the default size and runs (scan-eq has cold reads and warm CPU);
-# another engine: its first default workload
-SELFTEST_WORKLOADS = {"sqlite": ("scan-eq",)}
 PLACEBO_VALUES = ("a", "b")
 HEADLINE = (("wall_s", "elapsed"), ("cpu_s", "CPU"))
 NOMINAL_FP = 0.05  # the rate a 95% CI promises on A/A data
@@ -45,7 +43,7 @@ FLOOR_SCHEMA = 1
 
 @dataclass
 class Settings:
-    engine: str = "sqlite"
+    engine: str = DEFAULT_ENGINE
     workloads: list[str] = field(default_factory=list)
     runs: int = 5
     warmups: int = 1
@@ -372,7 +370,8 @@ def machine_load(t0: list[int] | None, t1: list[int] | None) -> dict:
 # -- the run --------------------------------------------------------------------------------
 
 def workloads_for(engine) -> list[str]:
-    return list(SELFTEST_WORKLOADS.get(engine.name) or (engine.default_workloads or engine.workloads)[:1])
+    """The reduced suite: the engine's own (Engine.selftest_workloads), else its first default workload."""
+    return list(engine.selftest_workloads or (engine.default_workloads or engine.workloads)[:1])
 
 
 def config_for(settings: Settings, output: Path):

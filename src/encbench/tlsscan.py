@@ -14,13 +14,13 @@ from __future__ import annotations
 import datetime
 import socket
 import ssl
-import struct
 from dataclasses import dataclass
 from typing import Callable
 from urllib.parse import urlparse
 
 from . import sslctl
-from .errors import BadValueError, EngineUnavailableError, NotADatabaseError, NoTLSError
+from .engines import tls_scan_engines
+from .errors import BadValueError, EngineUnavailableError, NotADatabaseError
 
 SCAN_VERSION = 1
 PROTOCOLS = (("TLSv1", ssl.TLSVersion.TLSv1), ("TLSv1.1", ssl.TLSVersion.TLSv1_1),
@@ -29,15 +29,12 @@ TLS13_SUITES = ("TLS_AES_256_GCM_SHA384", "TLS_CHACHA20_POLY1305_SHA256", "TLS_A
                 "TLS_AES_128_CCM_SHA256", "TLS_AES_128_CCM_8_SHA256")
 GROUPS = ("X25519", "X448", "prime256v1", "secp384r1", "secp521r1", "ffdhe2048", "ffdhe3072", "ffdhe4096")
 
-PG_SSLREQUEST = struct.pack("!II", 8, 80877103)
-MYSQL_CLIENT_SSL = 0x800
-MYSQL_CLIENT_PROTOCOL_41 = 0x200
 TIMEOUT_S = 10.0
 
 
 @dataclass
 class Endpoint:
-    kind: str  # "postgres" | "mysql"
+    kind: str  # the wire protocol (Engine.wire_protocol)
     host: str
     port: int
 
@@ -47,70 +44,30 @@ class Endpoint:
 
 
 def parse_target(text: str) -> Endpoint:
-    """postgresql://host:port or mysql://host:port (user, password and database are ignored)."""
+    """SCHEME://host:port of an engine tls-scan knows (user, password and database are ignored)."""
     u = urlparse(text)
-    kind = {"postgresql": "postgres", "postgres": "postgres", "mysql": "mysql", "mariadb": "mysql"}.get(u.scheme)
-    if kind is None or not u.hostname:
-        raise BadValueError(f"{text!r} is not a postgresql:// or mysql:// address",
-                            hint="e.g. encbench tls-scan postgresql://db1:5432 or mysql://db2:3306")
+    engine = next((e for e in tls_scan_engines() if u.scheme in e.dsn_schemes), None)
+    if engine is None or not u.hostname:
+        examples = " or ".join(f"{e.dsn_schemes[0]}://db{i}:{e.default_port}"
+                               for i, e in enumerate(tls_scan_engines(), 1))
+        raise BadValueError(f"{text!r} is not a {schemes_text()} address", hint=f"e.g. encbench tls-scan {examples}")
     try:
-        port = u.port or (5432 if kind == "postgres" else 3306)
+        port = u.port or engine.default_port
     except ValueError:
         raise BadValueError(f"{text!r} has a port that is not a number") from None
-    return Endpoint(kind, u.hostname, port)
+    return Endpoint(engine.wire_protocol, u.hostname, port)
 
 
-# -- the database protocols' TLS preamble ---------------------------------------------------
+# -- the database protocols' TLS preamble: the engines' (Engine.tls_preamble, engines/wire.py) --
 
-def _recv_exact(sock: socket.socket, n: int) -> bytes:
-    buf = b""
-    while len(buf) < n:
-        chunk = sock.recv(n - len(buf))
-        if not chunk:
-            raise ConnectionError("the server closed the connection")
-        buf += chunk
-    return buf
+def engine_of(kind: str):
+    """The engine that speaks wire protocol `kind` (an Endpoint's, a scan file's "engine")."""
+    return next(e for e in tls_scan_engines() if e.wire_protocol == kind)
 
 
-def _pg_preamble(sock: socket.socket, ep: Endpoint) -> None:
-    sock.sendall(PG_SSLREQUEST)
-    answer = _recv_exact(sock, 1)
-    if answer == b"N":
-        raise NoTLSError(f"{ep.label} answers the SSLRequest with 'N': the server has TLS off",
-                            hint="set ssl=on (and a certificate) on the server")
-    if answer != b"S":
-        raise NotADatabaseError(f"{ep.label} does not answer like a PostgreSQL server (got {answer!r})",
-                                     hint="check the port, or use mysql:// for MariaDB/MySQL")
-
-
-def _mysql_preamble(sock: socket.socket, ep: Endpoint) -> None:
-    header = _recv_exact(sock, 4)
-    length = int.from_bytes(header[:3], "little")
-    if length <= 0 or length > 1 << 16:
-        raise NotADatabaseError(f"{ep.label} does not answer like a MySQL/MariaDB server",
-                                hint="check the port, or use postgresql:// for PostgreSQL")
-    payload = _recv_exact(sock, length)
-    if payload[:1] == b"\xff":  # an error packet: e.g. host not allowed
-        msg = payload[3:].decode(errors="replace").lstrip("#")[5:] if len(payload) > 3 else "?"
-        raise EngineUnavailableError(f"{ep.label} refused the connection: {msg}")
-    if payload[:1] != b"\x0a":
-        raise NotADatabaseError(f"{ep.label} does not answer like a MySQL/MariaDB server (protocol {payload[:1]!r})",
-                                hint="check the port, or use postgresql:// for PostgreSQL")
-    try:
-        end = payload.index(b"\x00", 1)  # server version, NUL-terminated
-        pos = end + 1 + 4 + 8 + 1  # thread id, auth data part 1, filler
-        caps = int.from_bytes(payload[pos:pos + 2], "little")
-    except ValueError:
-        raise NotADatabaseError(f"{ep.label} sent a malformed MySQL handshake") from None
-    if not caps & MYSQL_CLIENT_SSL:
-        raise NoTLSError(f"{ep.label} does not offer TLS (no CLIENT_SSL in its handshake)",
-                            hint="configure ssl_cert and ssl_key on the server")
-    flags = MYSQL_CLIENT_SSL | MYSQL_CLIENT_PROTOCOL_41
-    body = struct.pack("<IIB", flags, 1 << 24, 33) + b"\x00" * 23
-    sock.sendall(len(body).to_bytes(3, "little") + b"\x01" + body)
-
-
-PREAMBLES: dict[str, Callable[[socket.socket, Endpoint], None]] = {"postgres": _pg_preamble, "mysql": _mysql_preamble}
+def schemes_text() -> str:
+    """'postgresql:// or mysql://', from the registry."""
+    return " or ".join(f"{e.dsn_schemes[0]}://" for e in tls_scan_engines())
 
 
 def _connect(ep: Endpoint) -> socket.socket:
@@ -167,10 +124,10 @@ def handshake(ep: Endpoint, offer: Offer) -> Handshake:
     sock = _connect(ep)
     try:
         try:
-            PREAMBLES[ep.kind](sock, ep)
+            engine_of(ep.kind).tls_preamble(sock, ep.label)
         except socket.timeout:
             raise NotADatabaseError(f"{ep.label}: no {ep.kind} protocol answer within {TIMEOUT_S:.0f} s",
-                                    hint="check the port and the scheme (postgresql:// or mysql://)") from None
+                                    hint=f"check the port and the scheme ({schemes_text()})") from None
         try:
             tls = ctx.wrap_socket(sock, server_hostname=None, do_handshake_on_connect=True)
         except (ssl.SSLError, ConnectionError, OSError) as e:
@@ -185,14 +142,15 @@ def handshake(ep: Endpoint, offer: Offer) -> Handshake:
         sock.close()
 
 
-def direct_tls(ep: Endpoint) -> bool:
-    """PostgreSQL 17+ accepts TLS straight away (no SSLRequest) with the ALPN name 'postgresql'."""
+def direct_tls(ep: Endpoint, alpn: str) -> bool:
+    """TLS straight away, without the protocol's preamble, under the ALPN name `alpn` (PostgreSQL 17+:
+    'postgresql', Engine.direct_tls_alpn)."""
     ctx = _context(Offer())
-    ctx.set_alpn_protocols(["postgresql"])
+    ctx.set_alpn_protocols([alpn])
     sock = _connect(ep)
     try:
         tls = ctx.wrap_socket(sock, server_hostname=None, do_handshake_on_connect=True)
-        ok = tls.selected_alpn_protocol() == "postgresql"
+        ok = tls.selected_alpn_protocol() == alpn
         tls.close()
         return ok
     except (ssl.SSLError, ConnectionError, OSError):
@@ -354,7 +312,8 @@ def scan(ep: Endpoint, progress: ScanProgress | None = None) -> dict:
         groups_by_protocol[proto] = found
     top_proto = protocols[-1] if protocols else None
     groups = groups_by_protocol.get(top_proto, [])
-    direct = direct_tls(ep) if ep.kind == "postgres" else None
+    alpn = engine_of(ep.kind).direct_tls_alpn
+    direct = direct_tls(ep, alpn) if alpn else None
     graded = {proto: [dict(suite=s, **grade(s, proto)) for s in names] for proto, names in suites.items()}
     return {
         "kind": "encbench-tls-scan", "version": SCAN_VERSION, "target": ep.label, "engine": ep.kind,

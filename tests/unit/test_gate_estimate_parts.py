@@ -8,6 +8,7 @@ import math
 import pytest
 
 from encbench import estimate, gate, stats
+from encbench.engines.postgres import PostgresEngine
 from encbench.errors import BadValueError, ResultFileError, SchemaVersionError, UnknownNameError, UsageError
 
 
@@ -160,7 +161,7 @@ def test_live_rate_with_a_fake_reader(monkeypatch):
         def close(self):
             pass
 
-    monkeypatch.setattr(estimate, "_pg_reader", lambda dsn: Fake())
+    monkeypatch.setattr(PostgresEngine, "live_io_reader", lambda self, dsn: Fake())
     clock = iter([0.0, 2.0])
     monkeypatch.setattr(estimate.time, "monotonic", lambda: next(clock))
     out = estimate.live_rate("postgresql://x@y/z", 2.0, sleep=lambda s: None)

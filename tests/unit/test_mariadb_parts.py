@@ -12,6 +12,7 @@ from encbench.analysis import table_for, tables
 from encbench.engines import ENGINES
 from encbench.engines import maria_client as mc
 from encbench.engines import maria_session as ms
+from encbench.engines import local_server
 from encbench.engines import mariadb as md
 from encbench.errors import BadValueError, CheckFailedError, UsageError
 from encbench.variants import matrix
@@ -29,9 +30,9 @@ def test_dsn_parsing():
 
 
 def test_settings_parsing():
-    assert md.parse_settings(["innodb_encrypt_log=OFF", " a = b "]) == {"innodb_encrypt_log": "OFF", "a": "b"}
+    assert local_server.parse_settings(["innodb_encrypt_log=OFF", " a = b "]) == {"innodb_encrypt_log": "OFF", "a": "b"}
     with pytest.raises(UsageError):
-        md.parse_settings(["nonsense"])
+        local_server.parse_settings(["nonsense"])
 
 
 def test_placeholders_and_literal_percent():

@@ -45,6 +45,19 @@ class Session:
     def close(self) -> None: ...
 
 
+class LiveReader:
+    """estimate --live: `reader()` -> (bytes read, bytes written, source) so far, over one connection."""
+
+    def __init__(self, conn, fn: Callable):
+        self.conn, self.fn = conn, fn
+
+    def __call__(self):
+        return self.fn(self.conn)
+
+    def close(self):
+        self.conn.close()
+
+
 @dataclass(frozen=True)
 class Table:
     """One side-by-side table of a report: the workloads whose cost of one setting (the axis) it shows.
@@ -77,6 +90,34 @@ class Engine:
     options: tuple[str, ...] = ()  # engine options it accepts (dsn, keep, allow_reconfigure)
     table_columns: tuple[str, ...] | None = None  # report.COLUMNS names; None: the at-rest default
     metric_words: dict[str, str] = {}  # verdict wording, e.g. {"cpu_s": "server CPU"}
+    label: str = ""  # its name in prose (reports)
+    selftest_workloads: tuple[str, ...] = ()  # `encbench selftest`'s reduced suite (none: the first default workload)
+    # a server engine: how its addresses are written and what its TLS looks like
+    dsn_schemes: tuple[str, ...] = ()  # URL schemes of its DSNs and tls-scan targets, the usual one first
+    default_port: int | None = None
+    wire_protocol: str = ""  # tls-scan's name for its protocol (stored in scan files); empty: no tls-scan
+    direct_tls_alpn: str | None = None  # an ALPN name to try TLS without the protocol's preamble (tls-scan)
+    tls_view: str = ""  # where the server shows a connection's TLS (the analysis notes)
+
+    def owns_dsn(self, dsn: str) -> bool:
+        """Is this one of the engine's DSNs (by its scheme)?"""
+        return dsn.split(":", 1)[0].lower() in self.dsn_schemes
+
+    def tls_preamble(self, sock, label: str) -> None:
+        """tls-scan: what the protocol says on a fresh socket before the TLS handshake starts."""
+        raise NotImplementedError
+
+    def start_scan_server(self, settings: dict):
+        """tls-scan --engine: a private server with TLS on (`.port`, `.stop()`)."""
+        from ..errors import UsageError
+
+        raise UsageError(f"engine {self.name} has no server to scan")
+
+    def live_io_reader(self, dsn: str):
+        """estimate --live: a callable giving (bytes read, bytes written, source) so far, with close()."""
+        from ..errors import UsageError
+
+        raise UsageError(f"engine {self.name} cannot sample a live server's read rate")
 
     def tables(self) -> tuple[Table, ...]:
         return (Table("", self.axis, self.axis_baseline, None, self.table_columns, dict(self.metric_words)),)

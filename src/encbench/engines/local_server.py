@@ -9,7 +9,7 @@ import time
 from pathlib import Path
 from typing import Callable
 
-from ..errors import EngineUnavailableError
+from ..errors import EngineUnavailableError, UsageError
 
 
 def unprivileged_user(preferred: str) -> tuple[str, int, int] | None:
@@ -66,3 +66,14 @@ def wait_ready(proc: subprocess.Popen, try_connect: Callable[[], None], not_yet:
         except not_yet:
             time.sleep(0.1)
     return False, f"not accepting connections after {timeout} s; {last_line()}"
+
+
+def parse_settings(specs: list[str]) -> dict[str, str]:
+    """--setting NAME=VALUE (repeatable) -> {name: value} for a private server's configuration."""
+    out = {}
+    for spec in specs:
+        name, sep, value = spec.partition("=")
+        if not sep or not name.strip():
+            raise UsageError(f"--setting {spec!r} is not NAME=VALUE", hint="e.g. --setting innodb_encrypt_log=OFF")
+        out[name.strip()] = value.strip()
+    return out

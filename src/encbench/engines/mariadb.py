@@ -27,8 +27,8 @@ from ..probes.waits import DEFAULT_INTERVAL_S
 from ..redact import redact
 from ..tls import DEFAULT_TLS, check_tls
 from ..variants import Variant, VariantKey, int_validator
-from . import maria_server
-from .base import Engine, PrepareContext, Session, Table
+from . import maria_server, wire
+from .base import Engine, LiveReader, PrepareContext, Session, Table
 from .maria_client import connect_bounded, first_line, pymysql, unreachable, where_of
 from .maria_session import HASH_FUNCTIONS, RT_ROWS, MariaSession, check_table, copy_rows
 
@@ -71,16 +71,6 @@ def classify(path: Path) -> tuple[str, str]:
         if fnmatch.fnmatch(path.name, pattern):
             return role, fix
     return "data directory", "see which object writes this file"
-
-
-def parse_settings(specs: list[str]) -> dict[str, str]:
-    out = {}
-    for spec in specs:
-        name, sep, value = spec.partition("=")
-        if not sep or not name.strip():
-            raise UsageError(f"--setting {spec!r} is not NAME=VALUE", hint="e.g. --setting innodb_encrypt_log=OFF")
-        out[name.strip()] = value.strip()
-    return out
 
 
 def parse_dsn(dsn: str) -> dict:
@@ -128,6 +118,35 @@ class MariaDBEngine(Engine):
     workloads = AT_REST + IN_TRANSIT + ("hash",)
     default_workloads = AT_REST + IN_TRANSIT
     options = ("dsn", "keep", "allow_reconfigure", "wait_interval", "settings")
+    label = "MariaDB"
+    dsn_schemes = ("mysql", "mariadb")
+    default_port = 3306
+    wire_protocol = "mysql"
+    tls_view = "Ssl_version/Ssl_cipher"
+
+    def tls_preamble(self, sock, label: str) -> None:
+        wire.mysql_preamble(sock, label)
+
+    def start_scan_server(self, settings: dict):
+        return maria_server.start(settings, base=maria_server.BENCH, tls=True)
+
+    def live_io_reader(self, dsn: str) -> LiveReader:
+        """Bytes InnoDB read and wrote (Innodb_data_read / _written)."""
+        my = pymysql()
+        params = parse_dsn(dsn)
+        try:
+            conn = connect_bounded(params, autocommit=True)
+        except my.err.MySQLError as e:
+            raise EngineUnavailableError(f"cannot connect to --live: {unreachable(e, where_of(params)) or first_line(e)}",
+                                         hint="check the DSN (user, password, host, port) and that the server is running") from None
+
+        def read(c):
+            cur = c.cursor()
+            cur.execute("SHOW GLOBAL STATUS WHERE Variable_name IN ('Innodb_data_read', 'Innodb_data_written')")
+            got = {k: float(v) for k, v in cur.fetchall()}
+            return got.get("Innodb_data_read", 0.0), got.get("Innodb_data_written", 0.0), "Innodb_data_read / _written"
+
+        return LiveReader(conn, read)
 
     def __init__(self) -> None:
         self._servers: dict[str, maria_server.MariaServer | None] = {}

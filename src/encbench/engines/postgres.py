@@ -25,8 +25,8 @@ from ..redact import redact
 from ..tls import DEFAULT_TLS, TLS_RE, check_tls, openssl_client_conf  # noqa: F401 (re-exported)
 from ..variants import Variant, VariantKey, int_validator
 from .. import interrupts, restore_journal, sweep
-from . import pg_server, pg_state
-from .base import Engine, PrepareContext, Session, Table
+from . import pg_server, pg_state, wire
+from .base import Engine, LiveReader, PrepareContext, Session, Table
 
 _TLS_RE = TLS_RE
 SSL_SETTINGS = ("ssl_ciphers", "ssl_min_protocol_version", "ssl_max_protocol_version")
@@ -430,6 +430,43 @@ class PostgresEngine(Engine):
                      "client_cpu", "d_client_cpu", "server_per_unit", "server_ctx", "net", "rate", "d_rate",
                      "verdict")
     metric_words = {"cpu_s": "server CPU", "client_cpu_s": "client CPU"}
+    label = "PostgreSQL"
+    dsn_schemes = ("postgresql", "postgres")
+    default_port = 5432
+    wire_protocol = "postgres"
+    direct_tls_alpn = "postgresql"  # PostgreSQL 17+: TLS without the SSLRequest
+    tls_view = "pg_stat_ssl"
+
+    def owns_dsn(self, dsn: str) -> bool:
+        return super().owns_dsn(dsn) or ("=" in dsn and "://" not in dsn)  # libpq key=value
+
+    def tls_preamble(self, sock, label: str) -> None:
+        wire.postgres_preamble(sock, label)
+
+    def start_scan_server(self, settings: dict):
+        return pg_server.start(settings=settings)
+
+    def live_io_reader(self, dsn: str) -> LiveReader:
+        """Bytes read and written by every backend: pg_stat_io (16+), else blocks x block_size."""
+        import psycopg
+
+        try:
+            conn = psycopg.connect(dsn, autocommit=True, connect_timeout=10)
+        except psycopg.Error as e:
+            raise EngineUnavailableError(f"cannot connect to --live: {redact(str(e).splitlines()[0])}") from None
+        version = int(conn.execute("SHOW server_version_num").fetchone()[0])
+
+        def read(c):
+            if version >= 160000:  # pg_stat_io: reads and writes in bytes, every backend type
+                r, w = c.execute("SELECT coalesce(sum(reads * op_bytes), 0), coalesce(sum(writes * op_bytes), 0) "
+                                 "FROM pg_stat_io").fetchone()
+                return float(r), float(w), "pg_stat_io reads/writes x op_bytes"
+            block = int(c.execute("SHOW block_size").fetchone()[0])
+            r = c.execute("SELECT coalesce(sum(blks_read), 0) FROM pg_stat_database").fetchone()[0]
+            w = c.execute("SELECT buffers_checkpoint + buffers_clean + buffers_backend FROM pg_stat_bgwriter").fetchone()[0]
+            return float(r) * block, float(w) * block, f"pg_stat_database.blks_read x {block} B (pg_stat_bgwriter writes)"
+
+        return LiveReader(conn, read)
 
     def __init__(self) -> None:
         self._servers: dict[str, pg_server.PgServer | None] = {}

@@ -1,0 +1,63 @@
+"""No engine named outside engines/ (issue 13 item 2): string literals read with `ast`, nothing is imported."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+PKG = Path(__file__).resolve().parents[2] / "src" / "encbench"
+
+ENGINE_WORDS = {"sqlite", "postgres", "postgresql", "mariadb", "mysql"}
+
+# Where an engine name may stand as a string literal outside engines/, and why. Keep it short:
+# an engine-specific decision belongs to the engine (an attribute or a method).
+ALLOWED = {
+    "drivers/maria_storm.py": ({"mariadb", "mysql"}, "the MariaDB client binary's names: an engine's own driver, "
+                                                    "to move under engines/ (issue 13 item 1)"),
+    "profiler.py": ({"sqlite", "postgres", "mariadb"}, "perf sample categories named after the shared objects they "
+                                                       "match, stored in result files; engines/ imports the profiler "
+                                                       "(through sweep), so it cannot ask the engines yet"),
+}
+
+
+def _engine_literals(path: Path) -> list[tuple[int, str]]:
+    """(line, word) for every string literal that is, apart from spaces and case, an engine name.
+
+    A literal that *is* a name is a decision (a dict key, a comparison, a default, choices);
+    prose that mentions an engine (help, messages, docstrings) is not checked here. f-strings
+    are walked piece by piece.
+    """
+    out = []
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.Constant) and isinstance(node.value, str):
+            word = node.value.strip().lower()
+            if word in ENGINE_WORDS:
+                out.append((node.lineno, word))
+    return out
+
+
+def test_no_engine_name_outside_engines():
+    found = []
+    for path in sorted(PKG.rglob("*.py")):
+        rel = path.relative_to(PKG).as_posix()
+        if rel.startswith("engines/"):
+            continue
+        allowed = ALLOWED.get(rel, ((), ""))[0]
+        found += [f"{rel}:{line}: {word!r}" for line, word in _engine_literals(path) if word not in allowed]
+    assert not found, ("engine names outside engines/ (make the decision an engine attribute or method):\n  "
+                       + "\n  ".join(found))
+
+
+def test_every_allowed_entry_is_still_needed():
+    for rel, (words, _reason) in ALLOWED.items():
+        assert words == {w for _, w in _engine_literals(PKG / rel)}, f"{rel}: narrow its entry in ALLOWED"
+
+
+def test_the_name_check_sees_keys_comparisons_and_fstring_pieces(tmp_path):
+    f = tmp_path / "m.py"
+    f.write_text('"""About PostgreSQL."""\n'
+                 'X = {"postgres": 1}\n'
+                 'if e == "MariaDB":\n    pass\n'
+                 'y = f"{x} mysql"\n'
+                 'h = "works with sqlite and others"\n')
+    assert _engine_literals(f) == [(2, "postgres"), (3, "mariadb"), (5, "mysql")]
