@@ -8,10 +8,11 @@ from __future__ import annotations
 
 from collections import defaultdict
 
-from . import profiler, rawcipher, stats
+from . import rawcipher, stats
 from .drivers.client_share import notes as client_notes, withheld_reason
 from .engines import engine_named
 from .probes import metric_catalog
+from .profiling import profiler
 from .units import fmt_bytes, fmt_seconds
 from .variants import label, placebo_note, placebo_reference, placebo_twin
 

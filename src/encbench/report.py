@@ -9,8 +9,9 @@ from rich.console import Console
 from rich.table import Table
 
 from . import analysis as an
-from . import profiler, stats
+from . import stats
 from .engines import engine_named
+from .profiling import profiler
 from .redact import command_line as redact_command_line
 from .units import fmt_bytes, fmt_count, fmt_seconds
 
@@ -286,7 +287,7 @@ def plot_scaling(doc: dict, scale: list[dict], prefix) -> list:
 
 def flame_graphs(doc: dict):
     """(variant, SVG text) of every recorded profile that has folded stacks."""
-    from . import flame
+    from .profiling import flame
 
     for v, extra in an.profiled(doc):
         folded = (extra.get("profile") or {}).get("folded")

@@ -16,7 +16,7 @@ from pathlib import Path
 from .engines import ENGINES
 from .errors import EncbenchError
 from .probes import PROBES
-from .profiler import with_profiles
+from .profiling.profiler import with_profiles
 from .workloads import WORKLOADS
 
 

@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from encbench.profiler import Profiler
+from encbench.profiling.profiler import Profiler
 
 PERF = Profiler.available()  # None: perf can sample here
 

@@ -1,4 +1,4 @@
-"""encbench.flame: perf script parsing, folding, shares, SVG flame graphs."""
+"""encbench.profiling.flame: perf script parsing, folding, shares, SVG flame graphs."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from encbench import flame
-from encbench.flame import Frame, Sample
+from encbench.profiling import flame
+from encbench.profiling.flame import Frame, Sample
 
 SAMPLE_FILE = Path(__file__).resolve().parents[1] / "data" / "perf-script-sample.txt"
 SVG_NS = "{http://www.w3.org/2000/svg}"

@@ -1,4 +1,4 @@
-"""encbench.profiler: categories, the profile operations, what an overhead is spent on."""
+"""encbench.profiling.profiler: categories, the profile operations, what an overhead is spent on."""
 
 from __future__ import annotations
 
@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from encbench import profiler
-from encbench.flame import Frame, Sample
+from encbench.profiling import profiler
+from encbench.profiling.flame import Frame, Sample
 from encbench.workloads.base import Operation
 
 SO = "/x/site-packages/sqlcipher3/_sqlite3.cpython-311-x86_64-linux-gnu.so"
