@@ -39,7 +39,7 @@ from pathlib import Path
 
 from encbench import runner, stats, worker
 from encbench.engines import ENGINES, PrepareContext
-from encbench.oscache import filesystem_of
+from encbench.host.oscache import filesystem_of
 from encbench.probes import DEFAULT_PROBES, PROBES, Target
 from encbench.units import fmt_bytes, fmt_seconds, parse_positive_int, parse_size
 from encbench.variants import label

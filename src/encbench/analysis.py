@@ -8,9 +8,10 @@ from __future__ import annotations
 
 from collections import defaultdict
 
-from . import rawcipher, stats
+from . import stats
 from .drivers.client_share import notes as client_notes, withheld_reason
 from .engines import engine_named
+from .host import rawcipher
 from .probes import metric_catalog
 from .profiling import profiler
 from .units import fmt_bytes, fmt_seconds

@@ -14,7 +14,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
-from . import __version__, analysis, environment, interrupts, leftovers, placement, precision, results, runctx
+from . import __version__, analysis, interrupts, leftovers, placement, precision, results, runctx
+from .host import environment
 from .redact import redact
 from .engines import ENGINES, PrepareContext
 from .errors import EncbenchError, RunFailedError, UnknownNameError, UsageError

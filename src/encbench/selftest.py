@@ -210,7 +210,7 @@ def verdict(floors: dict[str, dict | None], overhead: dict[str, dict | None], wi
 # -- what this machine offers --------------------------------------------------------------
 
 def machine_facts() -> dict:
-    from .environment import cpu_info
+    from .host.environment import cpu_info
 
     cpu = cpu_info()
     return {"hostname": socket.gethostname(), "cpu_model": cpu["model"], "logical_cores": cpu["logical_cores"],
@@ -229,7 +229,7 @@ def _memory() -> int | None:
 def fadvise_probe(directory: Path, size: int = 8 << 20) -> dict:
     """Write a file, read it (now cached), evict it with posix_fadvise(DONTNEED), read it again:
     do the bytes read from storage (/proc/self/io read_bytes) show the eviction?"""
-    from . import oscache
+    from .host import oscache
 
     out = dict(oscache.capabilities(directory))
     fd, name = tempfile.mkstemp(prefix=".encbench-selftest-", dir=directory)

@@ -1,4 +1,4 @@
-"""encbench.rawcipher: the reference's statistics, the contradiction flag, the allocation artefact."""
+"""encbench.host.rawcipher: the reference's statistics, the contradiction flag, the allocation artefact."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import os
 
 import pytest
 
-from encbench import rawcipher
+from encbench.host import rawcipher
 
 
 def test_reference_ci_golden():

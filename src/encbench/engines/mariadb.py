@@ -21,8 +21,9 @@ import time
 from pathlib import Path
 from urllib.parse import parse_qs, unquote, urlparse
 
-from .. import datagen, rawcipher, sweep
+from .. import datagen, sweep
 from ..errors import BadValueError, EngineUnavailableError, UsageError
+from ..host import rawcipher
 from ..probes.waits import DEFAULT_INTERVAL_S
 from ..redact import redact
 from ..tls import DEFAULT_TLS, check_tls

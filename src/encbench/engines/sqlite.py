@@ -16,7 +16,8 @@ import time
 from pathlib import Path
 from typing import Any, Callable
 
-from .. import datagen, oscache, rawcipher
+from .. import datagen
+from ..host import oscache, rawcipher
 from ..errors import CheckFailedError, EngineUnavailableError, WrongKeyError
 from ..probes import Target
 from ..variants import Variant, VariantKey, int_validator, normalize

@@ -8,7 +8,8 @@ import sys
 
 import psutil
 
-from . import __version__, oscache
+from .. import __version__
+from . import oscache
 
 CPU_FLAGS = ("aes", "pclmulqdq", "sha_ni", "vaes", "vpclmulqdq", "avx", "avx2", "avx512f")
 
