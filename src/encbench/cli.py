@@ -418,7 +418,7 @@ def cmd_leak_check(args) -> int:
 def cmd_tls_scan(args, argv: list[str]) -> int:
     import json
 
-    from . import tlsbaseline, tlsscan
+    from .tls import baseline as tlsbaseline, scan as tlsscan
     from .engines import ENGINES
     from .units import parse_positive_int
 
@@ -495,7 +495,8 @@ def _tls_scan_server(engine: str, settings: dict):
 
 
 def _tls_measure(args, scan: dict, top, runs, argv) -> dict:
-    from . import report, tlsmeasure, tlsscan
+    from . import report
+    from .tls import measure as tlsmeasure, scan as tlsscan
 
     engine = args.engine or tlsscan.engine_of(scan["engine"]).name
     dsn = None

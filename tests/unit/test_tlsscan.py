@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from encbench import tlsbaseline, tlsscan
+from encbench.tls import baseline as tlsbaseline, scan as tlsscan
 from encbench.errors import BadValueError, ResultFileError, SchemaVersionError
 
 
@@ -76,7 +76,7 @@ def test_baseline_files(tmp_path):
 
 
 def test_tls_variant_with_a_group():
-    from encbench import tls
+    from encbench.tls import variants as tls
 
     assert tls.check_tls("TLSv1.3:TLS_AES_256_GCM_SHA384@X25519") == "TLSv1.3:TLS_AES_256_GCM_SHA384@X25519"
     assert tls.forced("TLSv1.3:TLS_AES_256_GCM_SHA384@X25519") == ("TLSv1.3", "TLS_AES_256_GCM_SHA384")

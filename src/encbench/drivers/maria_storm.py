@@ -25,7 +25,7 @@ import shutil
 import subprocess
 
 from ..errors import CheckFailedError
-from ..tls import forced
+from ..tls.variants import forced
 from .pg_storm import _stderr_of, driver_failure, steal_socket
 
 MARKER = "encbench-storm-done"

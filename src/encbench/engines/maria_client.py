@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from ..errors import BadValueError, CheckFailedError, EngineUnavailableError
 from ..redact import redact
-from ..tls import forced, group_of
-from .. import sslctl
+from ..tls import sslctl
+from ..tls.variants import forced, group_of
 
 
 def pymysql():

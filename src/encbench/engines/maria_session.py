@@ -18,7 +18,7 @@ from typing import Any, Callable
 from ..errors import BadValueError, CheckFailedError, EngineUnavailableError
 from ..probes import Target
 from ..redact import redact
-from ..tls import forced, openssl_client_conf
+from ..tls.variants import forced, openssl_client_conf
 from ..variants import Variant
 from ..sweep import close_all
 from ..sweep import run_together as sweep_run_together

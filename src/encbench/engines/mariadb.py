@@ -26,7 +26,7 @@ from ..errors import BadValueError, EngineUnavailableError, UsageError
 from ..host import rawcipher
 from ..probes.waits import DEFAULT_INTERVAL_S
 from ..redact import redact
-from ..tls import DEFAULT_TLS, check_tls
+from ..tls.variants import DEFAULT_TLS, check_tls
 from ..variants import Variant, VariantKey, int_validator
 from . import maria_server, wire
 from .base import Engine, LiveReader, PrepareContext, Session, Table

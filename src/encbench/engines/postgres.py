@@ -22,7 +22,7 @@ from ..errors import BadValueError, CheckFailedError, EncbenchError, EngineUnava
 from ..probes import Target
 from ..probes.waits import DEFAULT_INTERVAL_S
 from ..redact import redact
-from ..tls import DEFAULT_TLS, TLS_RE, check_tls, openssl_client_conf  # noqa: F401 (re-exported)
+from ..tls.variants import DEFAULT_TLS, TLS_RE, check_tls, openssl_client_conf  # noqa: F401 (re-exported)
 from ..variants import Variant, VariantKey, int_validator
 from .. import interrupts, restore_journal, sweep
 from . import pg_server, pg_state, wire

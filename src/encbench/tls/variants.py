@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 
-from .errors import BadValueError
+from ..errors import BadValueError
 
 DEFAULT_TLS = (
     "off", "on",

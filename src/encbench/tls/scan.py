@@ -19,8 +19,8 @@ from typing import Callable
 from urllib.parse import urlparse
 
 from . import sslctl
-from .engines import tls_scan_engines
-from .errors import BadValueError, EngineUnavailableError, NotADatabaseError
+from ..engines import tls_scan_engines
+from ..errors import BadValueError, EngineUnavailableError, NotADatabaseError
 
 SCAN_VERSION = 1
 PROTOCOLS = (("TLSv1", ssl.TLSVersion.TLSv1), ("TLSv1.1", ssl.TLSVersion.TLSv1_1),
