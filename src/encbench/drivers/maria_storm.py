@@ -24,8 +24,8 @@ import os
 import shutil
 import subprocess
 
-from ..errors import CheckFailedError
 from ..tls.variants import forced
+from . import session_storm as session_storm_base
 from .pg_storm import _stderr_of, driver_failure, steal_socket
 
 MARKER = "encbench-storm-done"
@@ -60,7 +60,7 @@ def tls_args(tls: str) -> list[str]:
     return args
 
 
-class NativeStorm:
+class NativeStorm(session_storm_base.DriverProcess):
     def __init__(self, binary: str, conn: dict, schema: str, tls: str, messages: int = 0, send: bool = False):
         self.messages, self.send = int(messages), send
         # no --unbuffered: it flushes stdout after every result set, a write per message (and a read of 2
@@ -112,23 +112,6 @@ class NativeStorm:
                 rows = out[:at + 1].split(b"\n")  # what came before the marker: padding left over, then the rows
                 return rows.count(b"x"), at + 1
 
-    def finish(self) -> None:
-        if self.socket_fd is not None:
-            os.close(self.socket_fd)
-            self.socket_fd = None
-        proc, self.proc = self.proc, None
-        if proc is None:
-            return
-        try:
-            proc.stdin.close()
-            proc.wait(timeout=30)
-        except (OSError, subprocess.TimeoutExpired):
-            proc.kill()
-            proc.wait()
-        finally:
-            proc.stdout.close()
-            proc.stderr.close()
-
     def _send(self, sql: str) -> None:
         try:
             self.proc.stdin.write(sql.encode())
@@ -149,20 +132,17 @@ class NativeStorm:
         raise driver_failure(f"the mariadb client (storm) {what}", _stderr_of(self.proc, self.finish))
 
 
-class SessionStorm:
-    """A MariaSession's storm through the `mariadb` client, as a workload's before/run/after."""
+class SessionStorm(session_storm_base.SessionStorm):
+    """A MariaSession's storm through the `mariadb` client."""
+
+    UNIT = "result rows"
+    CLIENT = "native (mariadb client)"
 
     def __init__(self, session, binary: str, messages: int = 0, send: bool = False):
-        self.session, self.messages, self.send = session, int(messages), send
-        self.driver = NativeStorm(binary, session.setup["_conn"], session.schema, session.tls, messages, send)
+        super().__init__(session, NativeStorm(binary, session.setup["_conn"], session.schema, session.tls, messages,
+                                              send), messages, send)
 
-    def before(self) -> None:
-        state = self.driver.start()
-        try:
-            self.session.check_client_tls(state)
-        except CheckFailedError:
-            self.driver.finish()
-            raise
+    def target(self, state: dict):
         target = self.session.target()  # the server process, as for the Python client; then this connection's own
         pid = target.pids[0] if target.pids else None
         target.threads = [(pid, state["os_thread"])] if pid and state["os_thread"] else []
@@ -170,20 +150,7 @@ class SessionStorm:
                             else [], client_pids=[self.driver.proc.pid])
         if state["ps_thread"] and "wait_sampler" in target.extra:
             target.extra["wait_sampler"] = self.session._sampler([state["ps_thread"]], None)
-        self.session.use_target(target)
-
-    def run(self) -> dict:
-        received = self.driver.run()
-        if self.send and received != self.messages:
-            raise CheckFailedError(f"storm: {received} of {self.messages} result rows reached the client")
-        return {"messages_received": received}
-
-    def after(self) -> dict:
-        state = self.driver.state
-        self.session.use_target(None)
-        self.driver.finish()
-        tls = f"{state['version']} {state['cipher']}" if state.get("ssl") else "no TLS"
-        return {"client": "native (mariadb client)", "tls_checked_connections": 1, "client_tls": tls}
+        return target
 
 
 def session_storm(session, messages: int, send: bool) -> SessionStorm | None:

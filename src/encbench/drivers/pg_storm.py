@@ -34,6 +34,7 @@ from pathlib import Path
 
 from ..errors import CheckFailedError, EngineUnavailableError
 from ..redact import redact
+from . import session_storm as session_storm_base
 
 C_SOURCE = r"""
 #include <stdio.h>
@@ -207,7 +208,7 @@ def steal_socket(pid: int) -> int | None:
     return fd if fd >= 0 else None
 
 
-class NativeStorm:
+class NativeStorm(session_storm_base.DriverProcess):
     """One storm operation through the C driver: start() untimed, run() timed, finish() untimed."""
 
     def __init__(self, binary: Path, env: dict[str, str], setup_sql: str, storm_sql: str):
@@ -238,24 +239,6 @@ class NativeStorm:
         if len(words) != 2 or words[0] != "done":
             self._fail("the storm failed")
         return int(words[1])
-
-    def finish(self) -> None:
-        """Close the connection, reap the driver (idempotent)."""
-        if self.socket_fd is not None:
-            os.close(self.socket_fd)
-            self.socket_fd = None
-        proc, self.proc = self.proc, None
-        if proc is None:
-            return
-        try:
-            proc.stdin.close()
-            proc.wait(timeout=30)
-        except (OSError, subprocess.TimeoutExpired):
-            proc.kill()
-            proc.wait()
-        finally:
-            proc.stdout.close()
-            proc.stderr.close()
 
     def _line(self) -> str:
         line = self.proc.stdout.readline()
@@ -301,44 +284,23 @@ def unavailable_reason() -> str | None:
     return None if _include_dir() else "no libpq headers (libpq-fe.h)"
 
 
-class SessionStorm:
-    """A PgSession's storm through the native driver, as a workload's before/run/after.
+class SessionStorm(session_storm_base.SessionStorm):
+    """A PgSession's storm through the native driver: its backend is the server target."""
 
-    The driver's own connection is the measured one: its TLS state is checked against the
-    variant (the session's check_client_tls: a mismatch fails the run), its backend is the server target.
-    """
+    UNIT = "notices"
+    CLIENT = "native (C, libpq)"
 
     def __init__(self, session, binary: Path, messages: int, send: bool):
-        self.session, self.messages, self.send = session, int(messages), send
         env = libpq_env(*session.libpq_params(), "encbench-storm")
         level = "notice" if send else "warning"
-        loop = f"DO $$ BEGIN FOR i IN 1..{self.messages} LOOP RAISE NOTICE 'x'; END LOOP; END $$"
-        self.driver = NativeStorm(binary, env, f"SET client_min_messages = {level}", loop)
+        loop = f"DO $$ BEGIN FOR i IN 1..{int(messages)} LOOP RAISE NOTICE 'x'; END LOOP; END $$"
+        super().__init__(session, NativeStorm(binary, env, f"SET client_min_messages = {level}", loop), messages, send)
 
-    def before(self) -> None:
-        state = self.driver.start()
-        try:
-            self.session.check_client_tls(state)
-        except CheckFailedError:
-            self.driver.finish()
-            raise
+    def target(self, state: dict):
         target = self.session.backend_target([state["pid"]])
         target.extra["socket_fds"] = [self.driver.socket_fd] if self.driver.socket_fd is not None else []
         target.extra["client_pids"] = [self.driver.proc.pid]
-        self.session.use_target(target)
-
-    def run(self) -> dict:
-        received = self.driver.run()
-        if self.send and received != self.messages:
-            raise CheckFailedError(f"storm: {received} of {self.messages} notices reached the client")
-        return {"messages_received": received}
-
-    def after(self) -> dict:
-        state = self.driver.state
-        self.session.use_target(None)
-        self.driver.finish()
-        tls = f"{state['version']} {state['cipher']}" if state.get("ssl") else "no TLS"
-        return {"client": "native (C, libpq)", "tls_checked_connections": 1, "client_tls": tls}
+        return target
 
 
 def session_storm(session, messages: int, send: bool) -> SessionStorm | None:
