@@ -46,7 +46,8 @@ def read_stat(path: str = "/proc/stat") -> dict[str, list[int]] | None:
         return None
 
 
-def _busy_total_steal(fields: list[int]) -> tuple[int, int, int]:
+def busy_total_steal(fields: list[int]) -> tuple[int, int, int]:
+    """(busy, total, steal) ticks of one /proc/stat cpu line."""
     f = (fields + [0] * 8)[:8]  # guest time is already inside user
     user, nice, system, idle, iowait, irq, softirq, steal = f
     busy = user + nice + system + irq + softirq
@@ -138,8 +139,8 @@ def delta(before: Snapshot, after: Snapshot, *, worker_cpus: list[int] | None = 
     out: dict = {"duration_s": round(duration, 4)}
     ncpu = None
     if before.stat and after.stat and "cpu" in before.stat and "cpu" in after.stat:
-        b0, t0, s0 = _busy_total_steal(before.stat["cpu"])
-        b1, t1, s1 = _busy_total_steal(after.stat["cpu"])
+        b0, t0, s0 = busy_total_steal(before.stat["cpu"])
+        b1, t1, s1 = busy_total_steal(after.stat["cpu"])
         ncpu = sum(1 for k in after.stat if k != "cpu") or 1
         total = t1 - t0
         out["steal_s"] = (s1 - s0) / hz
@@ -150,7 +151,7 @@ def delta(before: Snapshot, after: Snapshot, *, worker_cpus: list[int] | None = 
         out["other_cpu_s"] = round((b1 - b0) / hz - own, 4)
         out["other_load_cores"] = out["other_cpu_s"] / duration if duration > 0 else None
         if worker_cpus:
-            per = [(_busy_total_steal(before.stat[f"cpu{c}"]), _busy_total_steal(after.stat[f"cpu{c}"]))
+            per = [(busy_total_steal(before.stat[f"cpu{c}"]), busy_total_steal(after.stat[f"cpu{c}"]))
                    for c in worker_cpus if f"cpu{c}" in before.stat and f"cpu{c}" in after.stat]
             wt = sum(a[1] - b[1] for b, a in per)
             ws = sum(a[2] - b[2] for b, a in per)

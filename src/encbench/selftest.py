@@ -349,11 +349,10 @@ def _cgroup_mount(fstype: str, option: str | None) -> str | None:
 
 
 def cpu_times() -> list[int] | None:
-    """/proc/stat's first line: user nice system idle iowait irq softirq steal ... (ticks)."""
-    try:
-        return [int(x) for x in Path("/proc/stat").read_text().splitlines()[0].split()[1:]]
-    except (OSError, ValueError, IndexError):
-        return None
+    """/proc/stat's all-CPU line: user nice system idle iowait irq softirq steal ... (ticks; runctx reads it)."""
+    from . import runctx
+
+    return (runctx.read_stat() or {}).get("cpu")
 
 
 def machine_load(t0: list[int] | None, t1: list[int] | None) -> dict:

@@ -44,14 +44,14 @@ CONFIDENCE = 0.95
 
 
 def cpu_times() -> tuple[int, int] | None:
-    """(steal, total) jiffies of all CPUs from /proc/stat, or None where unreadable."""
-    try:
-        with open("/proc/stat") as f:
-            fields = [int(x) for x in f.readline().split()[1:]]
-    except (OSError, ValueError):
+    """(steal, total) jiffies of all CPUs from /proc/stat (runctx reads it), or None where unreadable."""
+    from .. import runctx
+
+    fields = (runctx.read_stat() or {}).get("cpu")
+    if not fields:
         return None
-    total = sum(fields[:8])  # guest time is already inside user
-    return (fields[7] if len(fields) > 7 else 0), total
+    _, total, steal = runctx.busy_total_steal(fields)
+    return steal, total
 
 
 def steal_fraction(before, after) -> float | None:
