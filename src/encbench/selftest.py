@@ -263,13 +263,13 @@ def _read_all(name: str) -> None:
 
 
 def _io_read_bytes() -> int | None:
+    """This process's bytes read from storage, as the io probe reads them."""
+    from .probes.base import read_proc_kv
+
     try:
-        for line in Path("/proc/self/io").read_text().splitlines():
-            if line.startswith("read_bytes:"):
-                return int(line.split()[1])
+        return read_proc_kv("/proc/self/io").get("read_bytes")
     except OSError:
         return None
-    return None
 
 
 def cold_runs(docs: Sequence[dict]) -> dict:
