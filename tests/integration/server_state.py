@@ -91,6 +91,20 @@ def wait_for_file(path: Path, proc: subprocess.Popen, timeout: float = 120) -> N
     assert path.exists(), "the reconfiguration hook never fired"
 
 
+def start_paused(args: list[str], cli_env: dict, cwd: Path) -> subprocess.Popen:
+    """encbench started with the reconfiguration hook, returned once it holds between the first
+    ALTER SYSTEM and the reload (ENCBENCH_TEST_HOOK_RECONFIGURE)."""
+    hook = cwd / "hook"
+    proc = start_encbench(args, cli_env, cwd, env={"ENCBENCH_TEST_HOOK_RECONFIGURE": f"pause:{hook}"})
+    try:
+        wait_for_file(hook, proc)
+    except BaseException:
+        proc.kill()
+        proc.wait()
+        raise
+    return proc
+
+
 def kill_pg(server) -> None:
     """SIGKILL the postmaster and every backend (its process group), as a crash would."""
     os.killpg(server.proc.pid, signal.SIGKILL)

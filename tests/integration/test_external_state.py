@@ -19,7 +19,7 @@ import pytest
 
 from encbench.engines import maria_server, pg_server
 from integration_helpers import HAVE_MARIADB, HAVE_PG
-from server_state import diff, journals, kill_pg, maria_state, pg_state, start_encbench, wait_for_file
+from server_state import diff, journals, kill_pg, maria_state, pg_state, start_encbench, start_paused
 
 pytestmark = pytest.mark.integration
 
@@ -114,12 +114,10 @@ def test_pg_interrupted_at_random_moments(tmp_path, pg, cli_env):
 
 def test_pg_server_killed_mid_run_is_restored_by_the_next_run(encbench, tmp_path, pg, cli_env):
     before = pg_state(pg)
-    hook = tmp_path / "hook"
-    proc = start_encbench(["run", "--engine", "postgres", "--dsn", _pg_dsn(pg), *PG_FORCED,
-                           "-o", str(tmp_path / "c.json")], cli_env, tmp_path,
-                          env={"ENCBENCH_TEST_HOOK_RECONFIGURE": f"pause:{hook}"})
+    # one ALTER SYSTEM done, the rest and the reload to come
+    proc = start_paused(["run", "--engine", "postgres", "--dsn", _pg_dsn(pg), *PG_FORCED,
+                         "-o", str(tmp_path / "c.json")], cli_env, tmp_path)
     try:
-        wait_for_file(hook, proc)  # one ALTER SYSTEM done, the rest and the reload to come
         kill_pg(pg)
         _, stderr = proc.communicate(timeout=120)
     finally:

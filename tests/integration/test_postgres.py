@@ -312,15 +312,12 @@ def test_allow_reconfigure_restores_an_existing_auto_conf_line(encbench, tmp_pat
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
 def test_signal_inside_the_reconfiguration_window(tmp_path, cli_env, external, sig):
     """The signal lands between the first ALTER SYSTEM and pg_reload_conf() (issue 11, item 1)."""
-    from server_state import diff, journals, pg_state, start_encbench, wait_for_file
+    from server_state import diff, journals, pg_state, start_paused
 
     before = pg_state(external)
-    hook = tmp_path / "hook"
-    proc = start_encbench(["run", "--engine", "postgres", "--dsn", _dsn(external), "--allow-reconfigure", *FORCED,
-                           "-o", str(tmp_path / "i.json")], cli_env, tmp_path,
-                          env={"ENCBENCH_TEST_HOOK_RECONFIGURE": f"pause:{hook}"})
+    proc = start_paused(["run", "--engine", "postgres", "--dsn", _dsn(external), "--allow-reconfigure", *FORCED,
+                         "-o", str(tmp_path / "i.json")], cli_env, tmp_path)
     try:
-        wait_for_file(hook, proc)
         proc.send_signal(sig)
         _, stderr = proc.communicate(timeout=120)
     finally:
@@ -334,14 +331,11 @@ def test_signal_inside_the_reconfiguration_window(tmp_path, cli_env, external, s
 
 def test_sigkill_inside_the_window_is_restored_by_the_next_run(encbench, tmp_path, cli_env, external):
     """No clean-up runs after SIGKILL: the journal written before the change lets the next run restore."""
-    from server_state import diff, journals, pg_state, start_encbench, wait_for_file
+    from server_state import diff, journals, pg_state, start_paused
 
     before = pg_state(external)
-    hook = tmp_path / "hook"
-    proc = start_encbench(["run", "--engine", "postgres", "--dsn", _dsn(external), "--allow-reconfigure", *FORCED,
-                           "-o", str(tmp_path / "k.json")], cli_env, tmp_path,
-                          env={"ENCBENCH_TEST_HOOK_RECONFIGURE": f"pause:{hook}"})
-    wait_for_file(hook, proc)
+    proc = start_paused(["run", "--engine", "postgres", "--dsn", _dsn(external), "--allow-reconfigure", *FORCED,
+                         "-o", str(tmp_path / "k.json")], cli_env, tmp_path)
     proc.kill()
     proc.communicate(timeout=60)
     changed = diff(before, pg_state(external))
