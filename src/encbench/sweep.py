@@ -16,7 +16,6 @@ import time
 from typing import Any, Callable
 
 from .errors import BadValueError
-from .profiling.profiler import Profiler  # noqa: F401  (moved to profiling/profiler.py; the hash workload imports it from here)
 from .variants import VariantKey, int_validator
 
 MAX_SESSIONS = 256

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from encbench.engines import pg_server
-from encbench.sweep import Profiler
+from encbench.profiling.profiler import Profiler
 from integration_helpers import HAVE_MARIADB, HAVE_PG, assert_one_line_error, process_command_lines
 
 pytestmark = pytest.mark.integration

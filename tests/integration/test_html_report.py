@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from encbench.engines import pg_server
-from encbench.sweep import Profiler
+from encbench.profiling.profiler import Profiler
 from integration_helpers import assert_one_line_error
 
 pytestmark = pytest.mark.integration

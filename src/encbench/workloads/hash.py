@@ -31,7 +31,7 @@ class Hash(Workload):
                 target = session.sessions_target(state["conns"])
                 session.use_target(target)
                 if profile:
-                    from ..sweep import Profiler
+                    from ..profiling.profiler import Profiler
 
                     state["profiler"] = Profiler(scratch)
                     state["profiler"].start(target.pids)
