@@ -40,9 +40,14 @@ import tempfile
 import time
 from pathlib import Path
 
-from encbench import analysis, cli, compare, gate, results, selftest
+from encbench.analysis import summary as analysis
+from encbench import cli
+from encbench.analysis import compare
+from encbench.analysis import gate
+from encbench.lab import results
+from encbench.lab import selftest
 from encbench.errors import BadValueError, RunFailedError, UsageError
-from encbench.units import parse_positive_int, parse_size
+from encbench.util.units import parse_positive_int, parse_size
 from benchlib import script_main
 
 # the default suite without dml, rebuild and backup (the mutating ones, which copy the table per run: dml alone

@@ -5,7 +5,8 @@ from __future__ import annotations
 import os
 import sys
 
-from encbench import interrupts, runner
+from encbench.util import interrupts
+from encbench.lab import runner
 from encbench.errors import BadValueError, EncbenchError
 
 

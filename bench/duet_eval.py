@@ -29,7 +29,7 @@ from pathlib import Path
 import numpy as np
 from scipy import stats as st
 
-from encbench import stats
+from encbench.analysis import stats
 
 WORKLOAD = "scan-eq"
 

@@ -24,9 +24,11 @@ import tempfile
 import time
 from pathlib import Path
 
-from encbench import analysis, runner, stats
+from encbench.analysis import summary as analysis
+from encbench.lab import runner
+from encbench.analysis import stats
 from encbench.probes import DEFAULT_PROBES
-from encbench.units import fmt_seconds, parse_positive_int, parse_size
+from encbench.util.units import fmt_seconds, parse_positive_int, parse_size
 from benchlib import script_main
 
 GOAL = 0.10

@@ -8,7 +8,7 @@ C B A, ...) so drift cancels out; one warmup per variant and set is dropped.
 Probes start in ascending rank and stop in descending rank (worker._measure): the wall
 clock (highest rank) sees only the operation, the CPU clock next sees the operation plus
 the wall probe, and the other probes sit outside both. Two comparisons per variant check
-that, each a ratio of means with the bootstrap 95% CI of encbench.stats.ratio_ci and a
+that, each a ratio of means with the bootstrap 95% CI of encbench.analysis.stats.ratio_ci and a
 'significant' / 'not significant' verdict:
   - elapsed (wall_s): all probes / wall only. Significant would mean the other probes
     disturb the operation itself (caches, scheduling), since their reads are not timed.
@@ -37,12 +37,14 @@ import time
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
-from encbench import runner, stats, worker
+from encbench.lab import runner
+from encbench.analysis import stats
+from encbench.lab import worker
 from encbench.engines import ENGINES, PrepareContext
 from encbench.host.oscache import filesystem_of
 from encbench.probes import DEFAULT_PROBES, PROBES, Target
-from encbench.units import fmt_bytes, fmt_seconds, parse_positive_int, parse_size
-from encbench.variants import label
+from encbench.util.units import fmt_bytes, fmt_seconds, parse_positive_int, parse_size
+from encbench.lab.variants import label
 from benchlib import progress, run, script_main
 
 ALL, WALL, WALL_CPU = "all", "wall only", "wall+cpu"
@@ -67,9 +69,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 
 
 def _pool(engine) -> ProcessPoolExecutor:
-    """The runner's kind of pool: forkserver, encbench.worker preloaded, one fresh process per run."""
+    """The runner's kind of pool: forkserver, encbench.lab.worker preloaded, one fresh process per run."""
     ctx = multiprocessing.get_context("forkserver")
-    ctx.set_forkserver_preload(["encbench.worker"])
+    ctx.set_forkserver_preload(["encbench.lab.worker"])
     return ProcessPoolExecutor(max_workers=1, mp_context=ctx, max_tasks_per_child=1)
 
 

@@ -14,7 +14,7 @@ Same duration, interleaved (per round the clients x tls cells alternate their or
 within a cell the tools alternate A B / B A), one warmup per tool and cell dropped.
 
 Printed per clients x tls: mean qps of each tool and qps(encbench) / qps(pgbench) with
-the bootstrap 95% CI of encbench.stats.ratio_ci; per clients: each tool's TLS overhead
+the bootstrap 95% CI of encbench.analysis.stats.ratio_ci; per clients: each tool's TLS overhead
 (qps on / qps off - 1, with CI) and their difference in percentage points (bootstrap CI,
 the four groups resampled independently). The project's goals: ratio >= 0.9, and the two
 TLS overheads within 3 points of each other: met when the whole CI satisfies the goal,
@@ -38,11 +38,13 @@ from pathlib import Path
 
 import numpy as np
 
-from encbench import interrupts, runner, stats
+from encbench.util import interrupts
+from encbench.lab import runner
+from encbench.analysis import stats
 from encbench.engines import PrepareContext
 from encbench.errors import BadValueError, CheckFailedError, EncbenchError, EngineUnavailableError
 from encbench.probes import DEFAULT_PROBES
-from encbench.units import parse_positive_int
+from encbench.util.units import parse_positive_int
 from benchlib import add_pin_argument, cleanup, pin, progress, run, script_main
 
 PG, ENC = "pgbench", "encbench"

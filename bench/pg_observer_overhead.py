@@ -17,7 +17,7 @@ so its connection set-up is outside the timing, but its polling runs beside the
 operation: in the client process (the GIL, a CPU) and on the server (a backend, a CPU).
 
 Compared, per workload / operation / tls, as ratios of means with the bootstrap 95% CI of
-encbench.stats.ratio_ci and a 'significant' / 'not significant' verdict:
+encbench.analysis.stats.ratio_ci and a 'significant' / 'not significant' verdict:
   - storm: elapsed (wall_s) of each operation;
   - roundtrip: queries per second (the operation's extra 'qps', from pgbench's log).
   all / without waits is the sampler's cost, all / wall only the cost of every probe.
@@ -40,12 +40,14 @@ import tempfile
 import time
 from pathlib import Path
 
-from encbench import interrupts, runner, stats
+from encbench.util import interrupts
+from encbench.lab import runner
+from encbench.analysis import stats
 from encbench.engines import PrepareContext
 from encbench.errors import EncbenchError
 from encbench.probes import DEFAULT_PROBES
-from encbench.units import parse_positive_int
-from encbench.variants import label
+from encbench.util.units import parse_positive_int
+from encbench.lab.variants import label
 from benchlib import add_pin_argument, cleanup, pin, progress, run, script_main
 
 ALL, NO_WAITS, WALL = "all", "without waits", "wall only"

@@ -12,7 +12,7 @@ For each method: the false-positive rate on A/A (the 95% CI excludes 1; nominal 
 the coverage of the true ratio on A/B (nominal 95%), and the power at +10% (the CI
 excludes 1 on the right side). Methods:
   - boot:  the percentile bootstrap of the ratio of means (encbench before issue 12)
-  - logt:  encbench.stats.ratio_ci: ratio of geometric means, Welch t-interval on logs
+  - logt:  encbench.analysis.stats.ratio_ci: ratio of geometric means, Welch t-interval on logs
   - meant: ratio of means, Welch t by the delta method (encbench's fallback for zeros)
   - hl:    Hodges-Lehmann shift of the logs with the exact Mann-Whitney (Moses) interval
 
@@ -40,7 +40,7 @@ from functools import lru_cache
 
 import numpy as np
 
-from encbench import stats
+from encbench.analysis import stats
 
 NS = (6, 10, 20, 30)
 NOISES = ("normal", "lognormal", "outlier")
@@ -171,7 +171,7 @@ def table_across(rng, trials: int, family: int = 20, drift: float = 1.15) -> Non
 def _across(rng, trials: int, family: int, drift: float, cv: float) -> None:
     print(f"{'CV':>4} {'n':>3} {'ratio-of-ratios A/A fp':>23} {'gate false alarm':>17} {'gate catches +30%':>18} "
           f"{'old rule false alarm':>21}")
-    from encbench import gate
+    from encbench.analysis import gate
 
     cond = gate.parse("overhead>5%")
     for n in NS:

@@ -63,13 +63,13 @@ def _have(check) -> bool:
 
 
 def _pg_bindir() -> None:
-    from encbench.engines import pg_server
+    from encbench.engines.postgres import server as pg_server
 
     pg_server.find_bindir()
 
 
 def _maria_binaries() -> None:
-    from encbench.engines import maria_server
+    from encbench.engines.mariadb import server as maria_server
 
     maria_server.binaries()
 

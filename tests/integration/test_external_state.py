@@ -17,7 +17,8 @@ import time
 
 import pytest
 
-from encbench.engines import maria_server, pg_server
+from encbench.engines.mariadb import server as maria_server
+from encbench.engines.postgres import server as pg_server
 from integration_helpers import HAVE_MARIADB, HAVE_PG
 from server_state import diff, journals, kill_pg, maria_state, pg_state, start_encbench, start_paused
 

@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from encbench.engines import maria_server, pg_server
+from encbench.engines.mariadb import server as maria_server
+from encbench.engines.postgres import server as pg_server
 from integration_helpers import assert_one_line_error
 
 pytestmark = pytest.mark.integration

@@ -134,7 +134,7 @@ def test_postgres_dsn_to_a_silent_port(encbench, tmp_path, silent):
 def postgres():
     if not HAVE_PG:
         pytest.skip("PostgreSQL server binaries not installed")
-    from encbench.engines import pg_server
+    from encbench.engines.postgres import server as pg_server
 
     server = pg_server.start()
     yield server
@@ -305,7 +305,7 @@ def _run_and_kill(cli_env, sandbox, args: list[str], out: Path, kill) -> tuple[i
 @needs_pg
 @pytest.mark.parametrize("workload", ["connect", "storm"])  # killed while connecting, or inside a query
 def test_postgres_killed_mid_run_is_the_server_going_away(cli_env, sandbox, tmp_path, workload):
-    from encbench.engines import pg_server
+    from encbench.engines.postgres import server as pg_server
 
     cli_env = dict(cli_env, XDG_CACHE_HOME=str(tmp_path / "xdg"))  # the journal it leaves is this test's
 
@@ -327,7 +327,7 @@ def test_postgres_killed_mid_run_is_the_server_going_away(cli_env, sandbox, tmp_
 
 @needs_mariadb
 def test_mariadb_killed_mid_run_is_the_server_going_away(cli_env, sandbox, tmp_path):
-    from encbench.engines import maria_server
+    from encbench.engines.mariadb import server as maria_server
 
     cli_env = dict(cli_env, XDG_CACHE_HOME=str(tmp_path / "xdg"))  # the journal it leaves is this test's
 
@@ -352,7 +352,8 @@ def test_mariadb_killed_mid_run_is_the_server_going_away(cli_env, sandbox, tmp_p
 def test_mariadb_timeouts_bound_the_login_only(monkeypatch):
     """The read timeout that bounds the greeting is lifted once logged in: a measured query longer
     than it is never cut (here with a 1 s bound and a 2 s query)."""
-    from encbench.engines import maria_client, maria_server
+    from encbench.engines.mariadb import client as maria_client
+    from encbench.engines.mariadb import server as maria_server
 
     monkeypatch.setattr(maria_client, "CONNECT_TIMEOUT_S", 1)
     server = maria_server.start(base=maria_server.BENCH)

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from encbench.engines import pg_server
+from encbench.engines.postgres import server as pg_server
 from encbench.profiling.profiler import Profiler
 from integration_helpers import HAVE_MARIADB, HAVE_PG, assert_one_line_error, process_command_lines
 

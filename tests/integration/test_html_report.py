@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from encbench.engines import pg_server
+from encbench.engines.postgres import server as pg_server
 from encbench.profiling.profiler import Profiler
 from integration_helpers import assert_one_line_error
 

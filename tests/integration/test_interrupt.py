@@ -293,7 +293,7 @@ KILLS = 4
 
 def _owned(directories: list[Path]) -> dict[Path, int]:
     """{directory: owner pid} of those holding an encbench owner record."""
-    from encbench import leftovers
+    from encbench.lab import leftovers
 
     return {d: o["pid"] for d in directories if (o := leftovers.read_owner(d))}
 

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from encbench.engines import maria_server
+from encbench.engines.mariadb import server as maria_server
 from integration_helpers import HAVE_MARIADB, assert_one_line_error, encbench_command, needs_mariadb, process_command_lines
 
 pytestmark = pytest.mark.integration

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from encbench.engines import pg_server
+from encbench.engines.postgres import server as pg_server
 from integration_helpers import HAVE_PG, assert_one_line_error, encbench_command, needs_pg, process_command_lines
 
 pytestmark = pytest.mark.integration
@@ -222,7 +222,7 @@ def test_a_taken_port_is_retried(monkeypatch):
     """The port chosen can be taken between the check and the bind: the start is retried."""
     import socket
 
-    from encbench import ports
+    from encbench.engines.local import ports
 
     taken = socket.socket()
     taken.bind(("127.0.0.1", 0))

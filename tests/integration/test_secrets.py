@@ -87,7 +87,7 @@ def postgres():
         pytest.skip("PostgreSQL server binaries not installed")
     import psycopg
 
-    from encbench.engines import pg_server
+    from encbench.engines.postgres import server as pg_server
 
     server = pg_server.start()
     try:
@@ -144,7 +144,7 @@ def test_postgres_password_in_errors_never_shown(encbench, tmp_path, env, postgr
 def mariadb():
     if not HAVE_MARIADB:
         pytest.skip("MariaDB server binaries not installed")
-    from encbench.engines import maria_server
+    from encbench.engines.mariadb import server as maria_server
 
     server = maria_server.start(base=maria_server.BENCH, tls=True)
     try:

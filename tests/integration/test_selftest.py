@@ -8,7 +8,8 @@ import math
 
 import pytest
 
-from encbench import analysis, selftest
+from encbench.analysis import summary as analysis
+from encbench.lab import selftest
 
 pytestmark = pytest.mark.integration
 
@@ -65,7 +66,7 @@ def test_selftest_floor_file_is_the_one_printed_and_reproducible(small):
     again = selftest.noise_floor(selftest.absolute_rows(a, b, "cpu_s"), runs=2, invocation_s=None)
     assert again["floor_pct"] == pytest.approx(saved["metrics"]["cpu_s"]["floor_pct"])
     assert again["rows"] == 8  # encryption x cache x placebo twin, the scan only (the open is left out)
-    from encbench import gate
+    from encbench.analysis import gate
 
     if hasattr(gate, "load_floor"):
         assert gate.load_floor(floor)["absolute"]["cpu_s"] == pytest.approx(saved["metrics"]["cpu_s"]["floor_pct"])

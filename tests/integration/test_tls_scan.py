@@ -10,7 +10,7 @@ import time
 
 import pytest
 
-from encbench.engines import pg_server
+from encbench.engines.postgres import server as pg_server
 from integration_helpers import HAVE_PG, assert_one_line_error, needs_mariadb, needs_pg
 
 pytestmark = pytest.mark.integration

@@ -12,7 +12,8 @@ import os
 
 import pytest
 
-from encbench.drivers import maria_storm, pg_storm
+from encbench.engines.mariadb import storm as maria_storm
+from encbench.engines.postgres import storm as pg_storm
 from encbench.drivers.client_share import SATURATED_SHARE
 from integration_helpers import needs_mariadb, needs_pg
 

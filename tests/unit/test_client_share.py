@@ -6,7 +6,8 @@ import os
 
 import pytest
 
-from encbench import analysis, worker
+from encbench.analysis import summary as analysis
+from encbench.lab import worker
 from encbench.drivers import client_share
 from encbench.probes import Target
 from encbench.workloads.base import Operation
@@ -81,7 +82,7 @@ def test_notes_say_whether_the_client_set_the_pace():
 
 
 def test_native_storm_driver_is_built_once_into_the_cache(tmp_path, monkeypatch):
-    from encbench.drivers import pg_storm
+    from encbench.engines.postgres import storm as pg_storm
 
     if pg_storm.unavailable_reason():
         pytest.skip(pg_storm.unavailable_reason())
@@ -94,7 +95,7 @@ def test_native_storm_driver_is_built_once_into_the_cache(tmp_path, monkeypatch)
 
 
 def test_without_a_compiler_the_python_client_drives_the_storm(monkeypatch):
-    from encbench.drivers import pg_storm
+    from encbench.engines.postgres import storm as pg_storm
 
     monkeypatch.setattr(pg_storm.shutil, "which", lambda name: None)
     monkeypatch.setattr(pg_storm, "cache_dir", lambda: __import__("pathlib").Path("/nonexistent"))
@@ -104,7 +105,7 @@ def test_without_a_compiler_the_python_client_drives_the_storm(monkeypatch):
 
 
 def test_mariadb_client_command_line_mirrors_the_pymysql_arguments():
-    from encbench.drivers import maria_storm
+    from encbench.engines.mariadb import storm as maria_storm
 
     tcp = maria_storm.NativeStorm("/usr/bin/mariadb", {"host": "127.0.0.1", "port": 3307, "user": "bench",
                                                        "password": "s3cret"}, "db", "TLSv1.2:ECDHE-RSA-AES256-GCM-SHA384")
@@ -119,7 +120,7 @@ def test_mariadb_client_command_line_mirrors_the_pymysql_arguments():
 
 
 def test_a_driver_whose_server_died_says_the_server_went_away():
-    from encbench.drivers.pg_storm import driver_failure
+    from encbench.engines.postgres.storm import driver_failure
     from encbench.errors import CheckFailedError, EngineUnavailableError
 
     e = driver_failure("the native storm driver the storm failed",
@@ -134,7 +135,8 @@ def test_a_driver_whose_server_died_says_the_server_went_away():
 
 
 def test_compare_and_gate_do_not_judge_a_saturated_client():
-    from encbench import compare, gate
+    from encbench.analysis import compare
+    from encbench.analysis import gate
 
     def file(shares_on: list[float], slowdown: float) -> dict:
         doc = _doc([0.5] * 6, shares_on)

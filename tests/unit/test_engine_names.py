@@ -12,8 +12,6 @@ ENGINE_WORDS = {"sqlite", "postgres", "postgresql", "mariadb", "mysql"}
 # Where an engine name may stand as a string literal outside engines/, and why. Keep it short:
 # an engine-specific decision belongs to the engine (an attribute or a method).
 ALLOWED = {
-    "drivers/maria_storm.py": ({"mariadb", "mysql"}, "the MariaDB client binary's names: an engine's own driver, "
-                                                    "to move under engines/ (issue 13 item 1)"),
     "profiling/profiler.py": ({"sqlite", "postgres", "mariadb"}, "perf sample categories named after the shared objects they "
                                                        "match, stored in result files; taking them from the engines "
                                                        "would change the order in which shared objects are classified"),

@@ -7,8 +7,10 @@ import math
 
 import pytest
 
-from encbench import estimate, gate, stats
-from encbench.engines.postgres import PostgresEngine
+from encbench.analysis import estimate
+from encbench.analysis import gate
+from encbench.analysis import stats
+from encbench.engines.postgres.engine import PostgresEngine
 from encbench.errors import BadValueError, ResultFileError, SchemaVersionError, UnknownNameError, UsageError
 
 
@@ -77,7 +79,7 @@ def test_no_overhead_row_for_the_connection_open():
     time is still compared."""
     from pathlib import Path
 
-    from encbench import compare
+    from encbench.analysis import compare
 
     doc = json.loads((Path(__file__).parents[1] / "golden" / "results-v1.json").read_text())
     rows = compare.compare(doc, doc)["comparisons"]

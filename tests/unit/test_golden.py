@@ -15,9 +15,11 @@ from pathlib import Path
 
 import pytest
 
-from encbench import analysis, results, stats
-from encbench.engines.sqlite import VARIANT_KEYS
-from encbench.variants import label, matrix
+from encbench.analysis import summary as analysis
+from encbench.lab import results
+from encbench.analysis import stats
+from encbench.engines.sqlite.engine import VARIANT_KEYS
+from encbench.lab.variants import label, matrix
 
 GOLDEN_DIR = Path(__file__).resolve().parent.parent / "golden"
 GOLDEN = GOLDEN_DIR / "results-v1.json"
@@ -205,7 +207,8 @@ def test_row_verdict_three_ways():
 def test_old_file_still_shows(doc, analyzed):
     from rich.console import Console
 
-    from encbench import html_report, report
+    from encbench.report import html as html_report
+    from encbench.report import render as report
 
     console = Console(record=True, width=1000)
     report.render_text(doc, analyzed, console)

@@ -7,15 +7,15 @@ from pathlib import Path
 
 import pytest
 
-from encbench import report
-from encbench.analysis import table_for, tables
+from encbench.report import render as report
+from encbench.analysis.summary import table_for, tables
 from encbench.engines import ENGINES
-from encbench.engines import maria_client as mc
-from encbench.engines import maria_session as ms
-from encbench.engines import local_server
-from encbench.engines import mariadb as md
+from encbench.engines.mariadb import client as mc
+from encbench.engines.mariadb import session as ms
+from encbench.engines.local import server as local_server
+from encbench.engines.mariadb import engine as md
 from encbench.errors import BadValueError, CheckFailedError, UsageError
-from encbench.variants import matrix
+from encbench.lab.variants import matrix
 
 
 def test_dsn_parsing():

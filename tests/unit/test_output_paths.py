@@ -10,7 +10,7 @@ import stat
 
 import pytest
 
-from encbench import results
+from encbench.lab import results
 from encbench.errors import OutputError, ResultFileError
 
 

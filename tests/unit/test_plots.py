@@ -1,11 +1,11 @@
-"""encbench.plots: scaling figure (throughput and efficiency vs sessions)."""
+"""encbench.report.plots: scaling figure (throughput and efficiency vs sessions)."""
 
 from __future__ import annotations
 
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
-from encbench.plots import scaling_plots
+from encbench.report.plots import scaling_plots
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 TITLE = "sha256 scaling on testbox"

@@ -9,14 +9,15 @@ import time
 
 import pytest
 
-from encbench import certs, ports
-from encbench.engines import postgres as pg
+from encbench.engines.local import certs
+from encbench.engines.local import ports
+from encbench.engines.postgres import engine as pg
 from encbench.errors import BadValueError, CheckFailedError
 from encbench.probes import Target
 from encbench.probes.net import NetProbe, tcp_counters
 from encbench.probes.sysctx import SystemContextSwitchProbe
 from encbench.probes.waits import WaitEventProbe, metric_name
-from encbench.redact import redact
+from encbench.util.redact import redact
 
 
 @pytest.mark.parametrize("value", ["off", "on", "TLSv1.2:ECDHE-RSA-AES256-GCM-SHA384", "TLSv1.3:TLS_AES_256_GCM_SHA384"])
@@ -191,7 +192,7 @@ def test_wait_probe_failure_is_reported_not_swallowed():
 # -- the restore journal (issue 11) ------------------------------------------------------------
 
 def test_restore_journal_is_private_and_names_no_password(tmp_path, monkeypatch):
-    from encbench import restore_journal
+    from encbench.engines.local import restore_journal
 
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
     j = restore_journal.new("postgres", {"host": "127.0.0.1", "port": 5432, "dbname": "app", "user": "bench",
@@ -212,7 +213,7 @@ def test_restore_journal_tells_left_behind_from_running_and_unreadable(tmp_path,
     import json
     import subprocess
 
-    from encbench import restore_journal
+    from encbench.engines.local import restore_journal
 
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
     gone = subprocess.Popen(["true"])
@@ -240,7 +241,7 @@ def test_restore_journal_tells_left_behind_from_running_and_unreadable(tmp_path,
 
 
 def test_pg_state_quotes_role_names_in_grants():
-    from encbench.engines.pg_state import quote_ident
+    from encbench.engines.postgres.state import quote_ident
 
     assert quote_ident("bench") == "bench"
     assert quote_ident("Bench User") == '"Bench User"'

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from encbench.redact import HIDDEN, command_line, redact
+from encbench.util.redact import HIDDEN, command_line, redact
 
 SECRET = "Pw9z Qunique7731"
 
@@ -93,8 +93,8 @@ def test_a_command_stored_by_an_older_version_is_redacted_on_load(tmp_path):
     import json
     import shutil
 
-    from encbench import results
-    from encbench.redact import stored_command
+    from encbench.lab import results
+    from encbench.util.redact import stored_command
 
     leaked = ("encbench run --engine postgres --dsn 'host=127.0.0.1 user=bench2 password='\"'\"'Pw9z Qunique7731'\"'\"' "
               "dbname=app' -o x.json")

@@ -1,4 +1,4 @@
-"""encbench.registry: names to parts, with helpful errors."""
+"""encbench.util.registry: names to parts, with helpful errors."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import pytest
 from encbench.engines import ENGINES
 from encbench.errors import UnknownNameError
 from encbench.probes import PROBES
-from encbench.registry import Registry
+from encbench.util.registry import Registry
 from encbench.workloads import WORKLOADS
 
 

@@ -1,4 +1,4 @@
-"""encbench.results: loading, checking and writing result files; error classes."""
+"""encbench.lab.results: loading, checking and writing result files; error classes."""
 
 from __future__ import annotations
 
@@ -10,7 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from encbench import errors, results
+from encbench import errors
+from encbench.lab import results
 from encbench.errors import (
     EncbenchError, OutputError, ResultFileError, SchemaVersionError, UnknownNameError,
 )
@@ -168,7 +169,7 @@ def test_write_atomic_replaces_content(tmp_path):
 
 
 def test_write_atomic_uses_to_dict(tmp_path):
-    from encbench.stats import summarize
+    from encbench.analysis.stats import summarize
     p = tmp_path / "out.json"
     results.write_atomic(p, {"s": summarize([1.0, 3.0])})
     assert json.loads(p.read_text())["s"]["mean"] == 2.0

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from encbench import placement, precision, runctx
+from encbench.lab import placement
+from encbench.lab import precision
+from encbench.lab import runctx
 from encbench.errors import BadValueError
 
 
@@ -130,7 +132,7 @@ def test_parse_points():
 # -- the rounds the runner adds -----------------------------------------------------------------
 
 def test_extra_rounds_continue_abba_and_costs_come_from_durations():
-    from encbench import runner
+    from encbench.lab import runner
 
     a, b_ = {"encryption": "off"}, {"encryption": "on"}
     p = runner.Plan(None, [], [a, b_], [], {}, {"scan": [a, b_]})

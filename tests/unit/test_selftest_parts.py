@@ -1,4 +1,4 @@
-"""encbench.selftest: the A/A arithmetic (false positives, noise floor, verdict) on fabricated documents."""
+"""encbench.lab.selftest: the A/A arithmetic (false positives, noise floor, verdict) on fabricated documents."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import math
 
 import pytest
 
-from encbench import selftest
+from encbench.lab import selftest
 
 
 def comp(metric="wall_s", ratio=1.0, significant=False, verdict=None, **kw):
@@ -159,7 +159,7 @@ def test_floor_document_is_what_compare_reads():
 
 
 def test_floor_file_loads_in_the_gate(tmp_path):
-    from encbench import gate
+    from encbench.analysis import gate
 
     if not hasattr(gate, "load_floor"):
         pytest.skip("this gate reads no noise floor file")

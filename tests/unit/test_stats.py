@@ -1,4 +1,4 @@
-"""encbench.stats: summaries, small-sample CIs (golden values), outliers, warnings and three-way verdicts."""
+"""encbench.analysis.stats: summaries, small-sample CIs (golden values), outliers, warnings and three-way verdicts."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ import statistics
 import numpy as np
 import pytest
 
-from encbench import stats
-from encbench.stats import Estimate
+from encbench.analysis import stats
+from encbench.analysis.stats import Estimate
 
 
 # --- summarize ---------------------------------------------------------------------------

@@ -8,7 +8,8 @@ import time
 
 import pytest
 
-from encbench import analysis, sweep
+from encbench.analysis import summary as analysis
+from encbench.workloads import sweep
 from encbench.errors import BadValueError
 
 

@@ -6,7 +6,8 @@ import json
 
 import pytest
 
-from encbench.tls import baseline as tlsbaseline, scan as tlsscan
+from encbench.tls import baseline as tlsbaseline
+from encbench.tls import scan as tlsscan
 from encbench.errors import BadValueError, ResultFileError, SchemaVersionError
 
 

@@ -1,13 +1,11 @@
-"""encbench.units: sizes and counts parsed with units, and formatted back."""
+"""encbench.util.units: sizes and counts parsed with units, and formatted back."""
 
 from __future__ import annotations
 
 import pytest
 
 from encbench.errors import BadValueError
-from encbench.units import (
-    MAX_SIZE, MIN_SIZE, fmt_bytes, fmt_count, fmt_seconds, parse_positive_int, parse_size,
-)
+from encbench.util.units import MAX_SIZE, MIN_SIZE, fmt_bytes, fmt_count, fmt_seconds, parse_positive_int, parse_size
 
 
 @pytest.mark.parametrize("text,expected", [

@@ -1,12 +1,12 @@
-"""encbench.variants: --variant filters, the matrix, and the baseline of a contender."""
+"""encbench.lab.variants: --variant filters, the matrix, and the baseline of a contender."""
 
 from __future__ import annotations
 
 import pytest
 
-from encbench.engines.sqlite import VARIANT_KEYS
+from encbench.engines.sqlite.engine import VARIANT_KEYS
 from encbench.errors import BadValueError, UnknownNameError, UsageError
-from encbench.variants import VariantKey, baseline_of, int_validator, label, matrix, normalize, parse_filters
+from encbench.lab.variants import VariantKey, baseline_of, int_validator, label, matrix, normalize, parse_filters
 
 KEY_NAMES = ["encryption", "cache", "page_size", "kdf_iter", "key"]
 
@@ -174,8 +174,15 @@ def test_int_validator():
 
 # --- placebo twins (A/A inside one run) ---------------------------------------------------------
 
-from encbench.variants import (PLACEBO_KEY, flagged, judged, placebo_note, placebo_reference,  # noqa: E402
-                               placebo_twin, with_placebo)
+from encbench.lab.variants import (
+    PLACEBO_KEY,
+    flagged,
+    judged,
+    placebo_note,
+    placebo_reference,
+    placebo_twin,
+    with_placebo,
+)  # noqa: E402
 
 KEYS = with_placebo(VARIANT_KEYS)
 
@@ -254,7 +261,7 @@ def _placebo_doc():
 
 
 def test_analysis_keeps_placebo_twins_out_of_the_real_comparisons():
-    from encbench import analysis
+    from encbench.analysis import summary as analysis
 
     out = analysis.analyze(_placebo_doc())
     real = {(c["baseline"], c["contender"]) for c in out["comparisons"]}
@@ -270,7 +277,7 @@ def test_analysis_keeps_placebo_twins_out_of_the_real_comparisons():
 
 
 def test_analysis_without_placebo_has_no_placebo_section():
-    from encbench import analysis
+    from encbench.analysis import summary as analysis
 
     d = _placebo_doc()
     d["runs"] = [r for r in d["runs"] if r["variant"]["placebo"] == "a"]

@@ -1,4 +1,4 @@
-"""encbench.worker._measure: probes around one operation; a failing probe never aborts it."""
+"""encbench.lab.worker._measure: probes around one operation; a failing probe never aborts it."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import os
 
 import pytest
 
-from encbench import worker
+from encbench.lab import worker
 from encbench.probes import PROBES, Probe, Target
 from encbench.probes.base import Metric
 from encbench.workloads.base import Operation

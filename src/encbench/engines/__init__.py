@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from ..registry import Registry
+from ..util.registry import Registry
 from .base import Engine, PrepareContext, Session
-from .mariadb import MariaDBEngine
-from .postgres import PostgresEngine
-from .sqlite import SQLiteEngine
+from .mariadb.engine import MariaDBEngine
+from .postgres.engine import PostgresEngine
+from .sqlite.engine import SQLiteEngine
 
 ENGINES: Registry[Engine] = Registry("engine")
 ENGINES.register(SQLiteEngine.name, SQLiteEngine())

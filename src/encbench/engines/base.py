@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from ..probes import Target
-from ..variants import Variant, VariantKey
+from ..lab.variants import Variant, VariantKey
 
 
 @dataclass

@@ -45,7 +45,7 @@ CONFIDENCE = 0.95
 
 def cpu_times() -> tuple[int, int] | None:
     """(steal, total) jiffies of all CPUs from /proc/stat (runctx reads it), or None where unreadable."""
-    from .. import runctx
+    from ..lab import runctx
 
     fields = (runctx.read_stat() or {}).get("cpu")
     if not fields:

@@ -7,7 +7,7 @@ A failing probe records nothing and never aborts the run.
 
 from __future__ import annotations
 
-from ..registry import Registry
+from ..util.registry import Registry
 from .base import Metric, Probe, Target
 from .cpu import CpuProbe
 from .ctxsw import ContextSwitchProbe

@@ -277,7 +277,7 @@ CRYPTO_CATEGORIES = ("libcrypto", "sqlcipher")
 
 def finding_line(f: dict) -> str:
     """'scan-eq/scan cache=warm, encryption=on: +3.9 ms CPU per operation in the profile (+41%); libcrypto 0%...'"""
-    from ..units import fmt_seconds
+    from ..util.units import fmt_seconds
 
     base = f["baseline_cpu_s"]
     pct = f"{f['added_cpu_s'] / base:+.0%}" if base > 0 else "n/a"

@@ -17,7 +17,7 @@ from .scan import SCAN_VERSION
 
 def save(result: dict, path: Path) -> None:
     """Atomically, into an existing directory, never over a device node, FIFO or symlink."""
-    from ..results import check_writable, replace_atomic
+    from ..lab.results import check_writable, replace_atomic
 
     hint = "choose a writable regular file for --save-baseline"
     check_writable(Path(path), what="the baseline", hint=hint)
@@ -25,7 +25,7 @@ def save(result: dict, path: Path) -> None:
 
 
 def load(path: Path) -> dict:
-    from ..results import check_readable
+    from ..lab.results import check_readable
 
     path = Path(path)
     try:

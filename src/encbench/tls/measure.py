@@ -26,9 +26,9 @@ def variants_for(scan: dict, top: int | None) -> list[tuple[str, dict]]:
 
 def run(scan: dict, engine: str, *, dsn: str | None, top: int | None, runs: int, quick: bool, output: Path,
         data_dir: Path, command: str, on_progress=lambda *a: None) -> dict:
-    from .. import runner
+    from ..lab import runner
     from ..probes import DEFAULT_PROBES
-    from ..units import parse_size
+    from ..util.units import parse_size
 
     chosen = variants_for(scan, top)
     config = runner.RunConfig(
@@ -60,9 +60,9 @@ def group_variants(scan: dict) -> list[str]:
 def run_groups(scan: dict, engine: str, *, dsn: str | None, runs: int, quick: bool, output: Path, data_dir: Path,
                command: str) -> dict | None:
     """The connect workload under each accepted group (one suite), against tls=off."""
-    from .. import runner
+    from ..lab import runner
     from ..probes import DEFAULT_PROBES
-    from ..units import parse_size
+    from ..util.units import parse_size
 
     chosen = group_variants(scan)
     if not chosen:

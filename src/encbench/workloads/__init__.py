@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ..registry import Registry
+from ..util.registry import Registry
 from .backup import Backup
 from .base import Operation, Workload
 from .bulk import Bulk

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from .. import datagen
+from ..engines.sqlite import datagen
 from . import repeat
 from .base import Operation, Workload
 

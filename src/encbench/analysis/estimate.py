@@ -1,0 +1,131 @@
+"""`encbench estimate`: the CPU that at-rest encryption would add to a server (seed 003).
+
+Encryption at rest costs about a fixed amount of CPU per page read from storage, so:
+
+    added CPU (cores) = read rate (bytes/s) / page size (bytes/page) x CPU per page (s/page)
+
+with the per-page cost (and its bootstrap CI) taken from a result file's cold encrypted
+vs cold plain runs (`derived`). The read rate is given (`--read-rate 25MB/s`) or sampled
+from a live server (`--live DSN`). The measured cost is per page of the measured engine's
+size; the estimate assumes the same cipher cost per byte on the target server.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+
+from ..errors import BadValueError, UsageError
+from ..util.redact import redact
+from ..util.units import _UNITS, fmt_bytes
+
+_RATE_RE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([a-zA-Z]*)\s*(?:/\s*s)?\s*$")
+PREFERRED = ("scan-eq", "scan-like")  # scan-eq: the lightest query, its added CPU is all decryption
+
+
+# The highest read or write rate accepted: 10 TB/s. Pages read from storage land in memory, and
+# the largest two-socket servers move about 1 TB/s to and from DRAM (24 DDR5 channels); even a
+# rack of NVMe drives (~14 GB/s each on PCIe 5.0) stays far below. A rate above this is a typo.
+MAX_RATE = 10e12
+
+
+def parse_rate(text: str, *, what: str) -> float:
+    """'25MB/s' -> 25e6 bytes per second (MB = 10^6, MiB = 2^20); a plain number is bytes/s."""
+    m = _RATE_RE.match(str(text))
+    if not m or m.group(2).lower() not in _UNITS:
+        raise BadValueError(f"{what} {text!r} is not a rate", hint="use e.g. 25MB/s, 200MiB/s or 1GB/s (>= 0)")
+    rate = float(m.group(1)) * _UNITS[m.group(2).lower()]
+    if not rate <= MAX_RATE:
+        raise BadValueError(f"{what} {text[:40]!r} is {fmt_bytes(rate) if rate < 1e30 else f'{rate:.3g} B'}/s, more than "
+                            f"any server reads or writes ({fmt_bytes(MAX_RATE)}/s: a large server's memory bandwidth "
+                            "is about 1 TB/s)", hint="give the server's physical rate, e.g. 25MB/s")
+    return rate
+
+
+def pick(doc: dict, workload: str | None = None, *, kind: str = "read") -> dict:
+    """The per-page cost entry to use: the workload asked for, else scan-eq, else the first.
+    kind "write": the warm rebuild's per-page encrypt cost."""
+    derived = [d for d in doc.get("derived") or [] if d.get("per_page_cpu_s") is not None
+               and d.get("kind", "read") == kind]
+    if kind == "write":
+        if not derived:
+            raise BadValueError("the result file has no per-page write cost (no warm rebuild runs with both "
+                                "encryption=off and on)", hint="run e.g. `encbench run --workload rebuild "
+                                                               "--variant cache=warm` and use that file")
+        return derived[0]
+    if not derived:
+        raise BadValueError("the result file has no per-page decrypt cost (no cold at-rest runs with both "
+                            "encryption=off and on)",
+                            hint="run e.g. `encbench run --workload scan-eq --variant cache=cold` and use that file")
+    if workload:
+        chosen = [d for d in derived if d["workload"] == workload]
+        if not chosen:
+            raise BadValueError(f"the result file has no per-page cost for workload {workload!r}",
+                                hint=f"it has: {', '.join(sorted({d['workload'] for d in derived}))}")
+        return chosen[0]
+    for name in PREFERRED:
+        for d in derived:
+            if d["workload"] == name:
+                return d
+    return derived[0]
+
+
+def estimate(entry: dict, read_rate: float, cores: int, *, source: str) -> dict:
+    if read_rate < 0:
+        raise BadValueError("the read rate is negative", hint="give a rate >= 0")
+    if cores < 1:
+        raise BadValueError("--cores must be at least 1")
+    page = int(entry["page_size"])
+    per_page = entry["per_page_cpu_s"]
+    ci = entry.get("per_page_cpu_ci")
+    pages_per_s = read_rate / page
+    added = pages_per_s * per_page  # CPU-seconds per second = cores busy
+    added_ci = [pages_per_s * x for x in ci] if ci else None
+    out = {
+        "read_rate_bytes_per_s": read_rate, "rate_source": source, "page_size": page,
+        "pages_per_s": pages_per_s, "per_page_cpu_s": per_page, "per_page_cpu_ci": ci,
+        "added_cores": added, "added_cores_ci": added_ci, "cores": cores,
+        "share_of_server": added / cores, "share_ci": [x / cores for x in added_ci] if added_ci else None,
+        "from": f"{entry['workload']}/{entry['operation']} {entry['contender']} vs {entry['baseline']}",
+        "assumption": f"the same decrypt cost per byte as measured ({per_page * 1e6:.2f} µs per {page}-byte page)",
+    }
+    out["formula"] = (f"{fmt_bytes(read_rate)}/s / {page:,} B per page = {pages_per_s:,.0f} pages/s; "
+                      f"x {per_page * 1e6:.2f} µs per page{_ci_us(ci)} = {added:.4f} CPU-seconds per second"
+                      f"{_ci_plain(added_ci, '{:.4f}')} = {added * 100:.2f}% of one core = "
+                      f"{added / cores * 100:.2f}% of {cores} cores{_ci_pct(out['share_ci'])}")
+    return out
+
+
+def _ci_us(ci) -> str:
+    return f" [{ci[0] * 1e6:.2f}, {ci[1] * 1e6:.2f}]" if ci else ""
+
+
+def _ci_plain(ci, fmt) -> str:
+    return f" [{fmt.format(ci[0])}, {fmt.format(ci[1])}]" if ci else ""
+
+
+def _ci_pct(ci) -> str:
+    return f" [{ci[0] * 100:.2f}%, {ci[1] * 100:.2f}%]" if ci else ""
+
+
+# -- a live server's physical read rate ------------------------------------------------------
+
+def live_rate(dsn: str, seconds: float, *, sleep=time.sleep) -> dict:
+    """Bytes per second the server read from (and wrote to) storage over `seconds`."""
+    from ..engines import ENGINES, engine_for_dsn
+
+    engine = engine_for_dsn(dsn)
+    if engine is None:
+        schemes = " or ".join(f"{e.dsn_schemes[0]}://" for _, e in ENGINES.items() if e.dsn_schemes)
+        raise UsageError(f"--live {redact(dsn)!r} is not a {schemes} DSN")
+    reader = engine.live_io_reader(dsn)
+    try:
+        r0, w0, source = reader()
+        t0 = time.monotonic()
+        sleep(seconds)
+        r1, w1, _ = reader()
+        dt = time.monotonic() - t0
+    finally:
+        reader.close()
+    return {"read_bytes_per_s": max(0.0, (r1 - r0) / dt), "write_bytes_per_s": max(0.0, (w1 - w0) / dt),
+            "seconds": dt, "source": source}

@@ -1,0 +1,575 @@
+"""From raw runs to summaries, comparisons, derived figures and notes.
+
+Everything here is recomputed from the runs stored in a result file, so `show` works on
+a partial file and an older file is re-analysed by the current statistics.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+
+from . import stats
+from ..drivers.client_share import notes as client_notes, withheld_reason
+from ..engines import engine_named
+from ..host import rawcipher
+from ..probes import metric_catalog
+from ..profiling import profiler
+from ..util.units import fmt_bytes, fmt_seconds
+from ..lab.variants import label, placebo_note, placebo_reference, placebo_twin
+
+COMPARED_METRICS = (
+    "wall_s", "cpu_s", "cpu_user_s", "cpu_sys_s", "ctx_voluntary", "ctx_involuntary",
+    "read_bytes", "write_bytes", "pages_read",
+    "client_cpu_s", "client_ctx_voluntary", "client_ctx_involuntary", "system_ctx_switches",
+    "write_syscall_bytes", "read_syscall_bytes", "qps", "mb_per_s", "connections_per_s",
+    "latency_p50_ms", "latency_p95_ms", "latency_p99_ms", "rows_per_s",
+    "net_bytes_sent", "net_bytes_received", "net_segments_out", "net_segments_in",
+    *(f"{p}_us_per_{u}" for _, u in (("queries", "query"), ("messages", "message"), ("connections", "connection"),
+                                      ("rows_hashed", "row"))
+      for p in ("cpu", "client_cpu")),
+)
+VERDICT_METRICS = (("cpu_s", "CPU"), ("client_cpu_s", "client CPU"), ("wall_s", "elapsed"))
+VERDICT_WORDS = dict(VERDICT_METRICS)
+HIGHER_IS_BETTER = frozenset({"qps", "mb_per_s", "connections_per_s", "rows_per_s"})  # rates: less is a cost
+OPEN = ("(open)", "connect")  # workload/operation names of the connection open (key derivation)
+
+
+def _normalize(variant: dict, keys: list[dict]) -> dict:
+    return {
+        k["name"]: variant[k["name"]]
+        for k in keys
+        if k["name"] in variant and all(variant.get(a) == b for a, b in k["applies_when"])
+    }
+
+
+def tables(engine: dict) -> list[dict]:
+    """The report's tables (one per axis); a file without engine.tables has one, from engine.axis."""
+    return engine.get("tables") or [{"title": "", "axis": engine["axis"], "axis_baseline": engine["axis_baseline"],
+                                     "workloads": None, "table_columns": engine.get("table_columns"),
+                                     "metric_words": engine.get("metric_words") or {}}]
+
+
+def table_for(engine: dict, workload: str) -> dict:
+    found = [t for t in tables(engine) if not t["workloads"] or workload in t["workloads"]]
+    return found[0] if found else tables(engine)[0]
+
+
+def baseline_for(variant: dict, engine: dict, workload: str = "") -> dict | None:
+    t = table_for(engine, workload)
+    axis, base = t["axis"], t["axis_baseline"]
+    if variant.get(axis) in (None, base):
+        return None
+    return _normalize({**variant, axis: base}, engine["variant_keys"])
+
+
+def collect(doc: dict) -> dict[tuple[str, str, str], dict[str, list[float]]]:
+    """(workload, operation, variant label) -> metric -> per-run values (warmups left out)."""
+    out: dict[tuple[str, str, str], dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
+    for run in doc["runs"]:
+        if run.get("warmup"):
+            continue
+        vl = run["variant_label"]
+        for op in run.get("operations", []):
+            bucket = out[(run["workload"], op["operation"], vl)]
+            for name, value in {**op.get("metrics", {}), **op.get("extra", {})}.items():
+                if isinstance(value, (int, float)):
+                    bucket[name].append(float(value))
+            per_unit(bucket, op.get("metrics", {}), op.get("extra", {}))
+        for name, value in (run.get("open") or {}).items():
+            out[(*OPEN, vl)][name].append(float(value))
+    return out
+
+
+# extra counts that make a per-unit cost: CPU per query, per message, per connection
+PER_UNIT = (("queries", "query"), ("messages", "message"), ("connections", "connection"), ("rows_hashed", "row"))
+
+
+def per_unit(bucket: dict, metrics: dict, extra: dict) -> None:
+    for count_key, unit in PER_UNIT:
+        count = extra.get(count_key)
+        if not count:
+            continue
+        for metric, prefix in (("cpu_s", "cpu"), ("client_cpu_s", "client_cpu")):
+            if metric in metrics:
+                bucket[f"{prefix}_us_per_{unit}"].append(1e6 * metrics[metric] / count)
+        return
+
+
+def variants_by_label(doc: dict) -> dict[str, dict]:
+    found = {label(v): v for v in doc["engine"].get("variants", [])}
+    for run in doc["runs"]:
+        found.setdefault(run["variant_label"], run["variant"])
+    return found
+
+
+def summaries(groups) -> list[dict]:
+    catalog = metric_catalog()
+    out = []
+    for (wl, op, vl), metrics in groups.items():
+        for metric, values in metrics.items():
+            s = stats.summarize(values)
+            m = catalog.get(metric)
+            resolution = m.resolution if m else None
+            if metric.startswith("cpu_") and metric != "cpu_resolution_s" and metrics.get("cpu_resolution_s"):
+                resolution = max(metrics["cpu_resolution_s"])
+            warn = stats.warnings_for(values, label=f"{wl}/{op} {vl} {metric}",
+                                      resolution=resolution if metric.endswith("_s") else None)
+            if s is None:  # every value was NaN or Inf: nothing to summarize, the warning says so
+                s = stats.Summary(0, None, None, None, None, None)
+            out.append({"workload": wl, "operation": op, "variant": vl, "metric": metric,
+                        "unit": m.unit if m else "", **s.to_dict(), "warnings": warn})
+    return out
+
+
+def judged(c: dict, margin_pct: float = stats.DEFAULT_MARGIN_PCT, word: str | None = None) -> dict:
+    """The verdict fields of a comparison (verdict, verdict_text, equivalence) for this margin."""
+    if word is None:
+        m = metric_catalog().get(c["metric"])
+        word = m.label if m else c["metric"]
+    if c.get("withheld"):  # a saturated client: what was timed is the client (drivers/client_share.py)
+        return {"verdict": stats.WITHHELD, "verdict_text": c["withheld"], "equivalence": None}
+    j = stats.judge(c["ratio"], c["ci"], c.get("ci90"), c.get("n_baseline", 0), c.get("n_contender", 0), word=word,
+                    margin_pct=margin_pct, higher_is_better=c["metric"] in HIGHER_IS_BETTER,
+                    excluded=c.get("excluded", 0))
+    return {"verdict": j.verdict, "verdict_text": j.text, "equivalence": j.equivalence}
+
+
+def rejudge(comps: list[dict], margin_pct: float) -> list[dict]:
+    """Comparisons with their verdicts for another equivalence margin (the intervals stay)."""
+    return [dict(c, **judged(c, margin_pct)) for c in comps]
+
+
+def comparisons(doc: dict, groups, margin_pct: float = stats.DEFAULT_MARGIN_PCT) -> list[dict]:
+    """Contender vs baseline per metric: ratio, 95% CI, significant (the CI excludes 1), 90% CI, verdict.
+
+    n_baseline / n_contender count the finite values used; `excluded` the NaN/Inf ones left out.
+    """
+    engine, variants = doc["engine"], variants_by_label(doc)
+    reference = placebo_reference(list(variants.values()))
+    out = []
+    for (wl, op, vl), metrics in groups.items():
+        twin_of = placebo_twin(variants[vl], reference)  # a placebo twin: A/A, against its reference only
+        base_variant = twin_of if twin_of is not None else baseline_for(variants[vl], engine, wl)
+        if base_variant is None:
+            continue
+        base = groups.get((wl, op, label(base_variant)))
+        if not base:
+            continue
+        withheld = withheld_reason(base, metrics)  # a saturated client: no verdict (drivers/client_share.py)
+        for metric in COMPARED_METRICS:
+            if metric not in metrics or metric not in base:
+                continue
+            est = stats.ratio_ci(base[metric], metrics[metric])
+            c = {
+                "workload": wl, "operation": op, "metric": metric,
+                "baseline": label(base_variant), "contender": vl,
+                "ratio": est.value, "ci": list(est.ci) if est.ci else None, "significant": est.significant,
+                "n_baseline": est.n_baseline, "n_contender": est.n_contender,
+                "ci90": list(est.ci90) if est.ci90 else None, "se_log": est.se, "df": est.df,
+                "excluded": est.excluded, "method": est.method,
+                **({"placebo": True} if twin_of is not None else {}),
+                **({"withheld": withheld} if withheld else {}),
+            }
+            out.append(dict(c, **judged(c, margin_pct)))
+    return out
+
+
+def row_judgements(comps: list[dict], words: dict[str, str] | None = None,
+                    margin_pct: float | None = None) -> list[tuple[str, dict]]:
+    """(metric, comparison with its verdict fields) of a row's verdict metrics: CPU, client CPU, elapsed."""
+    by_metric = {c["metric"]: c for c in comps}
+    out = []
+    for metric, word in VERDICT_METRICS:
+        c = by_metric.get(metric)
+        if c is None:
+            continue
+        word = (words or {}).get(metric, word)
+        if margin_pct is None and "verdict" in c and "ci90" in c and word == VERDICT_WORDS[metric]:
+            out.append((metric, c))
+        else:  # another word or margin, or a comparison stored before verdicts: judged again
+            margin = margin_pct if margin_pct is not None else (
+                (c.get("equivalence") or {}).get("margin_pct", stats.DEFAULT_MARGIN_PCT))
+            out.append((metric, dict(c, **judged(c, margin, word))))
+    return out
+
+
+def row_verdict(comps: list[dict], words: dict[str, str] | None = None, margin_pct: float | None = None) -> str:
+    """The three-way verdict of a table row from its CPU, client CPU and elapsed comparisons.
+
+    'costs +310.0% CPU [+290.1, +330.5]; costs +45.0% elapsed [...]' when any is shown to
+    cost (or save); 'no cost: within ±2% (equivalence shown)' when every one is shown
+    equivalent; else why there is no verdict: too few runs, or the first interval that is
+    too wide.
+    """
+    withheld = next((c["withheld"] for c in comps if c.get("withheld")), None)
+    if withheld:  # the client was saturated: what was timed is the client, not the server
+        return withheld
+    judged_ = row_judgements(comps, words, margin_pct)
+    if not judged_:
+        return "no comparison"
+    codes = [c["verdict"] for _, c in judged_]
+    shown = [c["verdict_text"] for _, c in judged_ if c["verdict"] in (stats.COSTS, stats.SAVES)]
+    if shown:
+        return "; ".join(shown)
+    if all(v == stats.NO_COST for v in codes):
+        return f"no cost: within ±{judged_[0][1]['equivalence']['margin_pct']:g}% (equivalence shown)"
+    for code in (stats.TOO_FEW_RUNS, stats.INCONCLUSIVE, stats.NO_ESTIMATE):
+        if code in codes:
+            return next(c["verdict_text"] for _, c in judged_ if c["verdict"] == code)
+    return "no comparison"
+
+
+def row_code(comps: list[dict], words: dict[str, str] | None = None, margin_pct: float | None = None) -> str:
+    """The row's verdict as one VERDICTS value (costs, saves, no_cost, too_few_runs, inconclusive, ...)."""
+    if any(c.get("withheld") for c in comps):
+        return stats.WITHHELD
+    codes = [c["verdict"] for _, c in row_judgements(comps, words, margin_pct)]
+    for code in (stats.COSTS, stats.SAVES):
+        if code in codes:
+            return code
+    if codes and all(v == stats.NO_COST for v in codes):
+        return stats.NO_COST
+    return next((c for c in (stats.TOO_FEW_RUNS, stats.INCONCLUSIVE) if c in codes), stats.NO_ESTIMATE)
+
+
+def derived(doc: dict, groups, comps: list[dict]) -> list[dict]:
+    """Seed 003: per-page decrypt CPU cost from cold encrypted minus cold plain reads."""
+    out = []
+    raw = (doc.get("calibration") or {}).get("raw_cipher", {})
+    variants = variants_by_label(doc)
+    for c in comps:
+        wl_meta = doc.get("workloads", {}).get(c["workload"], {})
+        contender = variants[c["contender"]]
+        if c["metric"] != "cpu_s" or not wl_meta.get("reads_only") or contender.get("cache") != "cold":
+            continue
+        cont = groups[(c["workload"], c["operation"], c["contender"])]
+        base = groups[(c["workload"], c["operation"], c["baseline"])]
+        # the pages the engine says it decrypted when it counts them (InnoDB), else the pages read
+        basis = "pages_decrypted" if sum(cont.get("pages_decrypted", [])) > 0 else "pages_read"
+        pages = stats.summarize(cont.get(basis, []))
+        if pages is None or pages.mean <= 0:
+            continue
+        diff = stats.difference_ci(base["cpu_s"], cont["cpu_s"])
+        if diff.value is None:
+            continue
+        page_size = int(contender.get("page_size") or (doc.get("dataset") or {}).get("page_size") or 4096)
+        per_page = diff.value / pages.mean
+        ci = [x / pages.mean for x in diff.ci] if diff.ci else None
+        entry = {
+            "workload": c["workload"], "operation": c["operation"], "baseline": c["baseline"],
+            "contender": c["contender"], "page_size": page_size, "pages_read": pages.mean, "pages_basis": basis,
+            "added_cpu_s": diff.value, "added_cpu_ci": list(diff.ci) if diff.ci else None,
+            "per_page_cpu_s": per_page, "per_page_cpu_ci": ci,
+            "decrypt_mb_per_s_per_core": page_size / per_page / 1e6 if per_page > 0 else None,
+            "decrypt_mb_per_s_ci": ([page_size / ci[1] / 1e6, page_size / ci[0] / 1e6]
+                                    if ci and ci[0] > 0 else None),
+            "method": f"(mean CPU cold encrypted - mean CPU cold plain) / mean {basis.replace('_', ' ')}, "
+                      "Welch t 95% CI",
+            "kind": "read",
+        }
+        ref = raw.get(str(page_size))
+        if ref and entry["decrypt_mb_per_s_per_core"]:
+            rawcipher.set_beside(entry, ref)  # a contradiction (faster than the raw cipher) is flagged, not printed
+        out.append(entry)
+    return out + write_costs(doc, groups, comps)
+
+
+def write_costs(doc: dict, groups, comps: list[dict]) -> list[dict]:
+    """The write side: a warm rebuild reads from the cache and writes (encrypts) every page, so its added CPU
+    over the pages encrypted (InnoDB's counter) or written is a per-page encrypt cost."""
+    out = []
+    variants = variants_by_label(doc)
+    for c in comps:
+        wl_meta = doc.get("workloads", {}).get(c["workload"], {})
+        contender = variants[c["contender"]]
+        rewrites = wl_meta.get("rewrites", c["workload"] == "rebuild")  # files before the flag: rebuild
+        if c["metric"] != "cpu_s" or not rewrites or contender.get("cache") != "warm":
+            continue
+        cont = groups[(c["workload"], c["operation"], c["contender"])]
+        base = groups[(c["workload"], c["operation"], c["baseline"])]
+        basis = "pages_encrypted" if sum(cont.get("pages_encrypted", [])) > 0 else "pages_written"
+        pages = stats.summarize(cont.get(basis, []))
+        diff = stats.difference_ci(base["cpu_s"], cont["cpu_s"])
+        if pages is None or pages.mean <= 0 or diff.value is None:
+            continue
+        page_size = int(contender.get("page_size") or (doc.get("dataset") or {}).get("page_size") or 4096)
+        per_page = diff.value / pages.mean
+        ci = [x / pages.mean for x in diff.ci] if diff.ci else None
+        out.append({
+            "workload": c["workload"], "operation": c["operation"], "baseline": c["baseline"],
+            "contender": c["contender"], "page_size": page_size, "pages_read": pages.mean, "pages_basis": basis,
+            "added_cpu_s": diff.value, "added_cpu_ci": list(diff.ci) if diff.ci else None,
+            "per_page_cpu_s": per_page, "per_page_cpu_ci": ci,
+            "decrypt_mb_per_s_per_core": None, "decrypt_mb_per_s_ci": None, "kind": "write",
+            "method": f"(mean CPU warm encrypted - mean CPU warm plain) / mean {basis.replace('_', ' ')}, "
+                      "Welch t 95% CI: a per-page encrypt cost (an upper bound: other write work is in it too)",
+        })
+    return out
+
+
+def notes(doc: dict, groups) -> list[str]:
+    """Plain-word facts a reader needs: cache drops, key derivation, negotiated ciphers."""
+    out = []
+    cold_ops = [op for run in doc["runs"] if not run.get("warmup") for op in run.get("operations", [])
+                if op.get("cache", {}).get("cache") == "cold"]
+    restarts = [op["cache"]["restart_s"] for op in cold_ops if "restart_s" in op["cache"]]
+    if restarts:
+        physical = [op["metrics"]["pages_read"] for op in cold_ops if "pages_read" in op["metrics"]]
+        msg = (f"cache=cold: the server was restarted before each of {len(restarts)} operations "
+               f"({cold_ops[0]['cache'].get('method', '')}; median restart {fmt_seconds(sorted(restarts)[len(restarts) // 2])})")
+        if physical:
+            msg += f"; on average {sum(physical) / len(physical):,.0f} pages read from storage per operation"
+        verified = sum(1 for run in doc["runs"] if not run.get("warmup") for op in run.get("operations", [])
+                       if op.get("extra", {}).get("cache_verified"))
+        if verified:
+            msg += (f"; the cache state of {verified} operations was verified from the engine's counters "
+                    "(warm: no page read from storage; cold: pages read, and decrypted only when encrypted)")
+        out.append(msg)
+    elif cold_ops:
+        dropped = sum(1 for op in cold_ops if op["cache"].get("os_cache_dropped"))
+        physical = [op["metrics"].get("read_bytes", 0) for op in cold_ops if "read_bytes" in op["metrics"]]
+        fs = doc["environment"].get("os_cache", {}).get("data_dir_filesystem", "?")
+        method = cold_ops[0]["cache"].get("method", "")
+        fs_text = f"an {fs} file system" if fs != "unknown" else "a file system of unknown type"
+        msg = f"cache=cold: OS page cache dropped ({method}) before {dropped} of {len(cold_ops)} operations on {fs_text}"
+        if physical:
+            msg += f"; on average {fmt_bytes(sum(physical) / len(physical))} read from storage per operation"
+            if max(physical) == 0:
+                msg += " — none: reads came from the OS cache, so 'cold' here is SQLite-cache-cold only"
+        out.append(msg)
+    for (wl, op, vl), metrics in groups.items():
+        out_b, in_b = metrics.get("output_bytes"), metrics.get("backup_bytes")
+        if out_b and in_b and out_b != in_b:
+            ratio = sum(in_b) / sum(out_b)
+            parts = ""
+            if metrics.get("table_file_bytes") and metrics.get("system_tablespace_bytes"):
+                parts = (f" (the table {fmt_bytes(sum(metrics['table_file_bytes']) / len(out_b))}, the system "
+                         f"tablespace {fmt_bytes(sum(metrics['system_tablespace_bytes']) / len(out_b))}, the rest "
+                         "redo log and server files)")
+            out.append(f"{wl}/{op} {vl}: output {fmt_bytes(sum(out_b) / len(out_b))} from "
+                       f"{fmt_bytes(sum(in_b) / len(in_b))}{parts}, compression ratio {ratio:.2f}"
+                       + (" (encrypted pages look random: they do not compress)" if ratio < 1.05 else ""))
+    negotiated: dict[str, dict[str, int]] = defaultdict(lambda: defaultdict(int))
+    for run in doc["runs"]:
+        if run.get("warmup"):
+            continue
+        tls = (run.get("session") or {}).get("tls")
+        if tls is not None and table_for(doc["engine"], run["workload"])["axis"] == "tls":
+            bits = f" ({tls['bits']} bits)" if tls.get("bits") else ""
+            key = f"{tls['version']} {tls['cipher']}{bits}" if tls.get("ssl") else "no TLS"
+            axis = table_for(doc["engine"], run["workload"])["axis"]
+            negotiated[f'{axis}={run["variant"].get(axis, "?")}'][key] += 1
+    if negotiated:
+        engine = engine_named(doc["engine"]["name"])
+        view = engine.tls_view if engine and engine.tls_view else "the server's own view"
+        out.append(f"negotiated, as the server reports it in {view} (every measured connection is checked; "
+                   "a run fails on any mismatch), per measured run: " + "; ".join(
+            f"{v}: " + ", ".join(f"{k} in {n} runs" for k, n in seen.items())
+            for v, seen in negotiated.items()))
+    measured = [r for r in doc["runs"] if not r.get("warmup")]
+    if measured and any(t["metric_words"] for t in tables(doc["engine"])) and not any(
+            "cpu_s" in op.get("metrics", {}) for r in measured for op in r.get("operations", [])):
+        out.append("server-side CPU, context switches and I/O are not measured: the server is not on this machine "
+                   "(only the client's side is)")
+    for t in tables(doc["engine"]):
+        mine = [r for r in measured if table_for(doc["engine"], r["workload"]) == t]
+        if mine and not any(baseline_for(r["variant"], doc["engine"], r["workload"]) is None for r in mine):
+            axis, base = t["axis"], t["axis_baseline"]
+            out.append(f"no baseline ({axis}={base}) was measured, so nothing is compared: "
+                       f"add it, e.g. --variant {axis}={base},...")
+    opens: dict[str, list[float]] = defaultdict(list)
+    variants = variants_by_label(doc)
+    # connection opens grouped by the settings every workload shares (not cache, not clients)
+    shared = {k["name"] for k in doc["engine"]["variant_keys"] if not k.get("workloads") and k["name"] != "cache"}
+    for (wl, op, vl), metrics in groups.items():
+        if (wl, op) == OPEN and "wall_s" in metrics:
+            v = {k: x for k, x in variants[vl].items() if k in shared}
+            opens[label(v)] += metrics["wall_s"]
+    if opens:
+        parts = []
+        for vl, values in opens.items():
+            s = stats.summarize(values)
+            parts.append(f"{vl or 'all'}: {fmt_seconds(s.median)} (median of {s.n})")
+        out.append("connection open (handshake and key derivation included), timed apart and never inside a "
+                   "workload: " + "; ".join(parts))
+    return out
+
+
+WAIT_PREFIX = "wait_share_"
+WAIT_GROWTH_PTS = 5.0  # a wait event is named when its share of samples grew by this many points
+
+
+def attribution(doc: dict, groups, comps: list[dict]) -> list[dict]:
+    """Where an elapsed overhead went: server CPU, client CPU, and the wait events that grew.
+
+    Deltas of means, contender minus baseline, each with a Welch t 95% CI (`*_ci`); CPU of
+    two processes can overlap in time, so the parts need not add up to the elapsed difference.
+    """
+    out = []
+    pairs = {(c["workload"], c["operation"], c["baseline"], c["contender"]) for c in comps
+             if (c["workload"], c["operation"]) != OPEN}
+    for wl, op, base_l, cont_l in sorted(pairs):
+        base, cont = groups[(wl, op, base_l)], groups[(wl, op, cont_l)]
+        if "client_cpu_s" not in cont or "wall_s" not in cont:
+            continue
+
+        def delta(metric):
+            if metric not in base or metric not in cont:
+                return None
+            return stats.difference_ci(base[metric], cont[metric]).value
+
+        def delta_ci(metric):
+            if metric not in base or metric not in cont:
+                return None
+            ci = stats.difference_ci(base[metric], cont[metric]).ci
+            return list(ci) if ci else None
+
+        def share(bucket, metric):
+            return 100 * sum(bucket.get(metric, [0.0])) / max(1, len(bucket.get("wall_s", [])))
+
+        waits = []
+        for metric in sorted({m for m in list(base) + list(cont) if m.startswith(WAIT_PREFIX)}):
+            grown = share(cont, metric) - share(base, metric)
+            if grown >= WAIT_GROWTH_PTS:
+                waits.append({"event": metric[len(WAIT_PREFIX):].replace("_", "/", 1), "points": grown,
+                              "baseline_pct": share(base, metric), "contender_pct": share(cont, metric)})
+        wall_base = (stats.summarize(base["wall_s"]) or stats.Summary(0, 0.0, 0.0, None, 0.0, 0.0)).mean
+        elapsed = delta("wall_s")
+        out.append({"workload": wl, "operation": op, "baseline": base_l, "contender": cont_l,
+                    "elapsed_s": elapsed,
+                    "elapsed_pct": 100 * elapsed / wall_base if wall_base and elapsed is not None else None,
+                    "server_cpu_s": delta("cpu_s"), "client_cpu_s": delta("client_cpu_s"),
+                    "elapsed_ci": delta_ci("wall_s"), "server_cpu_ci": delta_ci("cpu_s"),
+                    "client_cpu_ci": delta_ci("client_cpu_s"), "waits_grown": waits})
+    return out
+
+
+CLIENT_BOUND_SHARE = 0.25  # the client's CPU above this share of client + server CPU: it may be the bottleneck
+
+
+def _mean(values) -> float | None:
+    return sum(values) / len(values) if values else None
+
+
+def scaling(doc: dict, groups) -> list[dict]:
+    """Seed 004: per hash function, operation and sessions level, throughput against 1 session.
+
+    efficiency = throughput(k) / (min(k, cores) x throughput(1)); degradation = wall(k) /
+    wall(1) for the same work per session; both with the 95% CIs of stats.ratio_ci (ratios of
+    trimmed geometric means, Yuen-Welch t on logs).
+    """
+    cores = int(doc["environment"]["cpu"].get("logical_cores") or 1)
+    variants = variants_by_label(doc)
+    levels: dict[tuple[str, str], dict[int, dict]] = defaultdict(dict)
+    for (wl, op, vl), metrics in groups.items():
+        v = variants.get(vl, {})
+        if wl == "hash" and "sessions" in v and "rows_per_s" in metrics:
+            levels[(v.get("function", "?"), op)][int(v["sessions"])] = metrics
+    out = []
+    for (function, op), by_k in sorted(levels.items()):
+        one = by_k.get(1)
+        for k, m in sorted(by_k.items()):
+            entry = {"function": function, "operation": op, "sessions": k, "runs": len(m["rows_per_s"]),
+                     "throughput": _mean(m["rows_per_s"]), "throughput_ci": None,
+                     "wall_s": _mean(m.get("wall_s", [])), "server_cpu_s": _mean(m.get("cpu_s", [])),
+                     "client_cpu_s": _mean(m.get("client_cpu_s", [])),
+                     "server_cpu_us_per_row": _mean(m.get("cpu_us_per_row", [])),
+                     "efficiency": None, "efficiency_ci": None, "degradation": None, "degradation_ci": None}
+            ci = stats.mean_ci(m["rows_per_s"])
+            entry["throughput_ci"] = list(ci) if ci else None
+            if one:
+                ideal = min(k, cores)
+                thr = stats.ratio_ci(one["rows_per_s"], m["rows_per_s"])
+                if thr.value is not None:
+                    entry["efficiency"] = thr.value / ideal
+                    entry["efficiency_ci"] = [x / ideal for x in thr.ci] if thr.ci else None
+                deg = stats.ratio_ci(one.get("wall_s", []), m.get("wall_s", []))
+                entry["degradation"] = deg.value
+                entry["degradation_ci"] = list(deg.ci) if deg.ci else None
+            if entry["server_cpu_s"] and entry["client_cpu_s"] is not None:
+                entry["client_cpu_share"] = entry["client_cpu_s"] / (entry["client_cpu_s"] + entry["server_cpu_s"])
+            waits = {name[len(WAIT_PREFIX):].replace("_", "/", 1): _mean(vals) for name, vals in m.items()
+                     if name.startswith(WAIT_PREFIX)}
+            entry["waits"] = dict(sorted(((w, x) for w, x in waits.items() if x), key=lambda kv: -kv[1])[:4])
+            out.append(entry)
+    return out
+
+
+def hash_costs(doc: dict, scale: list[dict]) -> list[dict]:
+    """Per function: server CPU per row with and without it (1 session) against the raw hash speed."""
+    raw = (doc.get("calibration") or {}).get("raw_hash", {})
+    by = {(e["function"], e["operation"], e["sessions"]): e for e in scale}
+    out = []
+    for function in sorted({e["function"] for e in scale}):
+        h, b = by.get((function, "hash", 1)), by.get((function, "baseline", 1))
+        if not h or not b or h["server_cpu_us_per_row"] is None or b["server_cpu_us_per_row"] is None:
+            continue
+        entry = {"function": function, "hash_us_per_row": h["server_cpu_us_per_row"],
+                 "baseline_us_per_row": b["server_cpu_us_per_row"],
+                 "function_us_per_row": h["server_cpu_us_per_row"] - b["server_cpu_us_per_row"],
+                 "method": "server CPU per row at 1 session, with the function minus without it (means of the runs)"}
+        r = raw.get(function)
+        if r:
+            entry.update(raw_us_per_call=r["us_per_call"], raw_method=r["method"],
+                         times_raw=entry["function_us_per_row"] / r["us_per_call"] if r["us_per_call"] else None)
+        out.append(entry)
+    return out
+
+
+def profiled(doc: dict):
+    """(variant, extra) of every `profile` operation: the warmup runs recorded with --profile."""
+    for run in doc["runs"]:
+        for op in run.get("operations", []):
+            if op.get("operation") == "profile":
+                yield run["variant"], op.get("extra", {})
+
+
+def profiles(doc: dict) -> list[dict]:
+    """The CPU profiles recorded during warmup runs (--profile): one per function and sessions level."""
+    out = []
+    for variant, extra in profiled(doc):
+        base = {"function": variant.get("function"), "sessions": int(variant.get("sessions", 0))}
+        if "profile" in extra:
+            p = extra["profile"]
+            out.append(dict(base, **{k: v for k, v in p.items() if k != "folded"}, has_folded=bool(p.get("folded"))))
+        else:
+            out.append(dict(base, error=extra.get("profile_error", "no profile")))
+    return out
+
+
+def analyze(doc: dict, margin_pct: float = stats.DEFAULT_MARGIN_PCT) -> dict:
+    """Everything `show` prints, recomputed from the runs; verdicts use this equivalence margin."""
+    groups = collect(doc)
+    every = comparisons(doc, groups, margin_pct)
+    comps = [c for c in every if not c.get("placebo")]  # placebo twins (A/A) never mix with the real ones
+    placebo = [c for c in every if c.get("placebo")]
+    scale = scaling(doc, groups)
+    out = {
+        "summaries": summaries(groups),
+        "comparisons": comps,
+        "derived": derived(doc, groups, comps),
+        "attribution": attribution(doc, groups, comps),
+        "notes": notes(doc, groups) + ([placebo_note(placebo)] if placebo else []) + profiler.notes(doc, comps),
+    }
+    if placebo:
+        out["placebo_comparisons"] = placebo
+    out["notes"] += client_notes(groups)  # in-transit: did the client set the pace?
+    if scale:
+        out["scaling"] = scale
+        out["hash_costs"] = hash_costs(doc, scale)
+        out["profiles"] = profiles(doc)
+        busy = [e for e in scale if (e.get("client_cpu_share") or 0) > CLIENT_BOUND_SHARE]
+        if busy:
+            out["notes"].append("the client may be the bottleneck: its CPU is more than "
+                                f"{CLIENT_BOUND_SHARE:.0%} of client + server CPU at " + ", ".join(
+                                    f"{e['function']}/{e['operation']} {e['sessions']} sessions "
+                                    f"({e['client_cpu_share']:.0%})" for e in busy))
+        elif all("client_cpu_share" in e for e in scale):
+            top = max(e["client_cpu_share"] for e in scale)
+            out["notes"].append(f"the client is not the bottleneck: its CPU is at most {top:.1%} of client + "
+                                "server CPU at every sessions level")
+        if (doc.get("workloads", {}).get("hash", {}).get("params") or {}).get("profile") and not out["profiles"]:
+            out["notes"].append("--profile records during the warmup runs, and there were none: use --warmups 1")
+        errors = sorted({p["error"] for p in out["profiles"] if "error" in p})
+        out["notes"] += [f"CPU profile: {e}" for e in errors]
+    return out

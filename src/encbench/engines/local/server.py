@@ -1,0 +1,79 @@
+"""Pieces shared by the private servers encbench starts (PostgreSQL, MariaDB)."""
+
+from __future__ import annotations
+
+import os
+import pwd
+import subprocess
+import time
+from pathlib import Path
+from typing import Callable
+
+from ...errors import EngineUnavailableError, UsageError
+
+
+def unprivileged_user(preferred: str) -> tuple[str, int, int] | None:
+    """(name, uid, gid) to run a server as when we are root (it refuses root); None otherwise."""
+    if os.geteuid() != 0:
+        return None
+    for name in (preferred, "nobody"):
+        try:
+            pw = pwd.getpwnam(name)
+            return name, pw.pw_uid, pw.pw_gid
+        except KeyError:
+            continue
+    raise EngineUnavailableError(f"running as root and no unprivileged user ({preferred}, nobody) to run the server as",
+                                 hint=f"create a '{preferred}' user or run encbench as an ordinary user")
+
+
+def last_log_line(path: Path, marks: tuple[str, ...] = ("FATAL", "ERROR")) -> str:
+    """The last error line of a server log (else its last line): what a start-up failure says."""
+    try:
+        lines = [ln for ln in path.read_text(errors="replace").splitlines() if ln.strip()]
+    except OSError:
+        return "no log"
+    errors = [ln for ln in lines if any(m in ln for m in marks)]
+    return (errors or lines or ["empty log"])[-1].strip()
+
+
+def run_tool(cmd: list[str], what: str, *, timeout: float = 300, error_mark: str | None = None, **popen) -> None:
+    """Run a set-up tool (initdb, mariadb-install-db); its error is its first line with
+    error_mark (the root cause, before the follow-on errors), else its last output line."""
+    try:
+        out = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, **popen)
+    except (OSError, subprocess.SubprocessError) as e:
+        raise EngineUnavailableError(f"{what} failed: {e}") from None
+    if out.returncode != 0:
+        lines = (out.stderr + "\n" + out.stdout).strip().splitlines()
+        marked = [ln for ln in lines if error_mark and error_mark in ln]
+        if marked:
+            last = marked[0][marked[0].index(error_mark) + len(error_mark):].strip()
+        else:
+            last = ((out.stderr or out.stdout).strip().splitlines() or ["no output"])[-1]
+        raise EngineUnavailableError(f"{what} failed: {last}")
+
+
+def wait_ready(proc: subprocess.Popen, try_connect: Callable[[], None], not_yet: type[Exception] | tuple,
+               last_line: Callable[[], str], timeout: float) -> tuple[bool, str]:
+    """Poll until a connection succeeds: (True, "") or (False, why) when the server died or timed out."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            return False, last_line()
+        try:
+            try_connect()
+            return True, ""
+        except not_yet:
+            time.sleep(0.1)
+    return False, f"not accepting connections after {timeout} s; {last_line()}"
+
+
+def parse_settings(specs: list[str]) -> dict[str, str]:
+    """--setting NAME=VALUE (repeatable) -> {name: value} for a private server's configuration."""
+    out = {}
+    for spec in specs:
+        name, sep, value = spec.partition("=")
+        if not sep or not name.strip():
+            raise UsageError(f"--setting {spec!r} is not NAME=VALUE", hint="e.g. --setting innodb_encrypt_log=OFF")
+        out[name.strip()] = value.strip()
+    return out

@@ -1,0 +1,474 @@
+"""MariaDB: encryption at rest (InnoDB + file_key_management) and in transit (TLS).
+
+Managed mode (default) starts a private server (maria_server.py) with the key management
+plugin, TLS and O_DIRECT; external mode measures a server given by --dsn mysql://... in
+a schema of its own (dropped afterwards) and changes nothing else on it.
+
+One instance holds both copies of the data: a table created ENCRYPTED=NO and one created
+ENCRYPTED=YES, each checked in INNODB_TABLESPACES_ENCRYPTION before a run counts. cache=cold
+restarts the private server before each operation (no buffer-pool load, O_DIRECT: every
+page comes from storage); cache=warm reads the table once first. Each operation's InnoDB
+counters prove the state (maria_session.MariaSession.check_operation).
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import os
+import secrets
+import subprocess
+import time
+from pathlib import Path
+from urllib.parse import parse_qs, unquote, urlparse
+
+from ..sqlite import datagen
+from ...workloads import sweep
+from ...errors import BadValueError, EngineUnavailableError, UsageError
+from ...host import rawcipher
+from ...probes.waits import DEFAULT_INTERVAL_S
+from ...util.redact import redact
+from ...tls.variants import DEFAULT_TLS, check_tls
+from ...lab.variants import Variant, VariantKey, int_validator
+from . import server as maria_server
+from .. import wire
+from ..base import Engine, LiveReader, PrepareContext, Session, Table
+from .client import connect_bounded, first_line, pymysql, unreachable, where_of
+from .session import HASH_FUNCTIONS, RT_ROWS, MariaSession, check_table, copy_rows
+
+AT_REST = ("scan-like", "scan-eq", "dml", "rebuild", "backup")
+IN_TRANSIT = ("storm", "roundtrip", "bulk", "connect")
+TABLES = {"off": "plain", "on": "enc"}
+INNODB_ROW_BYTES = 420  # stored bytes per generated row in InnoDB (pages, index), to size the buffer pool
+
+VARIANT_KEYS = (
+    VariantKey("encryption", "InnoDB table encryption: a table created ENCRYPTED=NO or ENCRYPTED=YES "
+               "(file_key_management, AES_CTR unless --setting changes it)", ("off", "on"), ("off", "on"),
+               workloads=AT_REST),
+    VariantKey("cache", "cold: the private server restarted before each operation (empty buffer pool, O_DIRECT "
+               "reads); warm: the table read once before", ("cold", "warm"), ("cold", "warm"),
+               workloads=("scan-like", "scan-eq", "dml", "rebuild")),
+    VariantKey("tls", "TLS on the connection: off, on (as negotiated) or PROTOCOL:SUITE (the only suite the "
+               "client offers)", DEFAULT_TLS, validate=check_tls, workloads=IN_TRANSIT),
+    VariantKey("clients", "concurrent client connections", ("1", "2"),
+               validate=int_validator("clients", lambda n: 1 <= n <= 256, "use 1 to 256"), workloads=("roundtrip",)),
+    sweep.function_key(HASH_FUNCTIONS, "sha2-256"),
+    sweep.sessions_key(),
+)
+
+# which file holds what, and the setting that encrypts it
+FILE_ROLES = (
+    ("ib_logfile*", "redo log", "innodb_encrypt_log=ON"),
+    ("binlog.*", "binary log", "encrypt_binlog=ON"),
+    ("ibtmp*", "temporary tablespace", "innodb_encrypt_temporary_tables=ON"),
+    ("ibdata*", "system tablespace", "innodb_encrypt_tables=ON"),
+    ("undo*", "undo log", "innodb_encrypt_tables=ON (undo tablespaces follow it)"),
+    ("*.ibd", "table data", "ENCRYPTED=YES on the table, or innodb_encrypt_tables=ON"),
+    ("aria_log*", "Aria log", "aria_encrypt_tables=ON"),
+    ("*.MA[DI]", "Aria table", "aria_encrypt_tables=ON"),
+    ("#sql*", "temporary file", "encrypt_tmp_files=ON"),
+)
+
+
+def classify(path: Path) -> tuple[str, str]:
+    for pattern, role, fix in FILE_ROLES:
+        if fnmatch.fnmatch(path.name, pattern):
+            return role, fix
+    return "data directory", "see which object writes this file"
+
+
+def parse_dsn(dsn: str) -> dict:
+    """mysql://user:password@host:port/db -> PyMySQL arguments (~/.my.cnf [client] fills the gaps)."""
+    u = urlparse(dsn)
+    if u.scheme not in ("mysql", "mariadb") or not (u.hostname or parse_qs(u.query).get("unix_socket")):
+        raise BadValueError(f"--dsn {redact(dsn)!r} is not a mysql:// URL",
+                            hint="use mysql://user:password@host:port/db")
+    try:
+        port = u.port or 3306
+    except ValueError:
+        raise BadValueError(f"--dsn {redact(dsn)!r} has a port that is not a number") from None
+    out: dict = {"host": u.hostname or "localhost", "port": port}
+    if u.username:
+        out["user"] = unquote(u.username)
+    if u.password is not None:
+        out["password"] = unquote(u.password)
+    sock = parse_qs(u.query).get("unix_socket")
+    if sock:
+        out["unix_socket"] = sock[0]
+    my_cnf = Path.home() / ".my.cnf"
+    if my_cnf.exists():
+        out["read_default_file"] = str(my_cnf)
+    if "password" not in out and os.environ.get("MYSQL_PWD") and not _cnf_password(my_cnf):
+        out["password"] = os.environ["MYSQL_PWD"]  # as the mysql client: the DSN, then ~/.my.cnf, then MYSQL_PWD
+    return out
+
+
+def _cnf_password(path: Path) -> bool:
+    import configparser
+
+    cfg = configparser.RawConfigParser(strict=False, allow_no_value=True)
+    try:
+        cfg.read(path)
+    except (configparser.Error, OSError, UnicodeDecodeError):
+        return False
+    return cfg.has_option("client", "password")
+
+
+class MariaDBEngine(Engine):
+    name = "mariadb"
+    description = ("MariaDB: InnoDB encryption at rest (encrypted vs plain table, cold vs warm buffer pool) and TLS "
+                   "in transit (private server on loopback, or --dsn mysql://...)")
+    variant_keys = VARIANT_KEYS
+    workloads = AT_REST + IN_TRANSIT + ("hash",)
+    default_workloads = AT_REST + IN_TRANSIT
+    options = ("dsn", "keep", "allow_reconfigure", "wait_interval", "settings")
+    label = "MariaDB"
+    dsn_schemes = ("mysql", "mariadb")
+    default_port = 3306
+    wire_protocol = "mysql"
+    tls_view = "Ssl_version/Ssl_cipher"
+
+    def tls_preamble(self, sock, label: str) -> None:
+        wire.mysql_preamble(sock, label)
+
+    def start_scan_server(self, settings: dict):
+        return maria_server.start(settings, base=maria_server.BENCH, tls=True)
+
+    def live_io_reader(self, dsn: str) -> LiveReader:
+        """Bytes InnoDB read and wrote (Innodb_data_read / _written)."""
+        my = pymysql()
+        params = parse_dsn(dsn)
+        try:
+            conn = connect_bounded(params, autocommit=True)
+        except my.err.MySQLError as e:
+            raise EngineUnavailableError(f"cannot connect to --live: {unreachable(e, where_of(params)) or first_line(e)}",
+                                         hint="check the DSN (user, password, host, port) and that the server is running") from None
+
+        def read(c):
+            cur = c.cursor()
+            cur.execute("SHOW GLOBAL STATUS WHERE Variable_name IN ('Innodb_data_read', 'Innodb_data_written')")
+            got = {k: float(v) for k, v in cur.fetchall()}
+            return got.get("Innodb_data_read", 0.0), got.get("Innodb_data_written", 0.0), "Innodb_data_read / _written"
+
+        return LiveReader(conn, read)
+
+    def __init__(self) -> None:
+        self._servers: dict[str, maria_server.MariaServer | None] = {}
+
+    def tables(self) -> tuple[Table, ...]:
+        return (
+            Table("Encryption at rest: InnoDB table ENCRYPTED=YES vs NO", "encryption", "off", AT_REST,
+                  ("workload", "op", "variant", "elapsed", "d_elapsed", "server_cpu", "d_server_cpu", "client_cpu",
+                   "innodb_pages", "server_ctx", "verdict"), {"cpu_s": "server CPU", "client_cpu_s": "client CPU"}),
+            Table("Encryption in transit: TLS vs none", "tls", "off", IN_TRANSIT,
+                  ("workload", "op", "variant", "elapsed", "d_elapsed", "server_cpu", "d_server_cpu", "client_cpu",
+                   "d_client_cpu", "server_per_unit", "server_ctx", "net", "rate", "d_rate", "verdict"),
+                  {"cpu_s": "server CPU", "client_cpu_s": "client CPU"}),
+            Table("In-query hash: k concurrent sessions vs 1", "sessions", "1", ("hash",), sweep.TABLE_COLUMNS,
+                  {"cpu_s": "server CPU", "client_cpu_s": "client CPU"}),
+        )
+
+    def check_available(self) -> None:
+        pymysql()
+
+    def versions(self) -> dict[str, str]:
+        return {"pymysql": pymysql().__version__}
+
+    # -- server and data -----------------------------------------------------------------
+    def prepare(self, ctx: PrepareContext) -> dict:
+        my = pymysql()
+        opts = ctx.options
+        dsn, settings = opts.get("dsn"), dict(opts.get("settings") or {})
+        at_rest = [v for v in ctx.variants if "encryption" in v]
+        transit = [v for v in ctx.variants if "tls" in v]
+        wanted_workloads = set(ctx.params)
+        rows = datagen.row_count_for(ctx.size_bytes) if at_rest else 0
+        bulk_rows = int(ctx.params.get("bulk", {}).get("rows", 0))
+        hashing = [v for v in ctx.variants if "sessions" in v]
+        hash_rows = int(ctx.params["hash"]["hash_rows"]) if hashing else 0
+        dsn_params = parse_dsn(dsn) if dsn else None
+        if dsn:
+            if opts.get("keep"):
+                raise UsageError("--keep applies to the private server; with --dsn nothing is started",
+                                 hint="drop --keep, or drop --dsn to let encbench start a server")
+            if settings:
+                raise UsageError("--setting changes the private server's configuration; an external server is never "
+                                 "reconfigured", hint="drop --setting, or drop --dsn")
+            if any(v.get("cache") == "cold" for v in at_rest):
+                raise UsageError("cache=cold restarts the server before each operation: only on the private server",
+                                 hint="with --dsn add --variant cache=warm")
+            if "backup" in wanted_workloads:
+                raise UsageError("the backup workload reads the server's data directory: only on the private server",
+                                 hint="with --dsn leave out --workload backup (name the others)")
+        server = None
+        if dsn:
+            conn_params = dict(dsn_params)
+            admin_params = dict(conn_params)
+        else:
+            pool_mb = 128 + (3 * rows * INNODB_ROW_BYTES + bulk_rows * 1300 + hash_rows * 80) // (1 << 20)
+            pool_mb = -(-pool_mb // 128) * 128
+            ctx.progress(f"starting a private MariaDB server (buffer pool {pool_mb} MB)")
+            server = maria_server.start(settings, base=maria_server.BENCH, buffer_pool_mb=pool_mb, tls=True,
+                                        keep=bool(opts.get("keep")))
+            conn_params = server.handle.tcp_params()
+            admin_params = {"unix_socket": str(server.handle.socket), "user": "root"}
+        schema = f"encbench_{secrets.token_hex(4)}"
+        setup: dict = {"managed": server is not None, "schema": schema, "_conn": conn_params, "_admin": admin_params,
+                       "wait_interval_s": float(opts.get("wait_interval") or DEFAULT_INTERVAL_S),
+                       "rows": rows, "seed": ctx.seed, "generator_version": datagen.GENERATOR_VERSION,
+                       "dsn": redact(dsn) if dsn else None, "tables": {}, "markers": {}}
+        self._servers[schema] = server
+        try:
+            admin = _connect(my, admin_params, "the MariaDB server")
+            setup["_answered"] = True  # the clean-up may reconnect (never to a server that did not answer)
+            try:
+                cur = admin.cursor()
+                facts = _server_facts(cur)
+                setup["server"] = facts
+                setup["page_size"] = int(facts["innodb_page_size"])
+                setup["performance_schema"] = facts["performance_schema"] == "ON" and facts["waits_consumer"]
+                setup["instance_encrypts_tables"] = facts["innodb_encrypt_tables"] != "OFF"
+                setup["versions"] = {"mariadb_server": facts["version"]}
+                if server is not None:
+                    setup["_handle"] = server.handle.to_dict()
+                    setup["instance_settings"] = {k: v for k, v in server.handle.settings.items()
+                                                  if "encrypt" in k or "key_management" in k}
+                    setup["mariadb_backup"] = maria_server.binaries().get("mariadb-backup")
+                    if server.keep:
+                        setup["kept_server"] = server.how_to_connect()
+                if any(v["encryption"] == "on" for v in at_rest) and not facts["encryption_plugins"]:
+                    raise EngineUnavailableError(
+                        "the server has no active encryption plugin (e.g. file_key_management): "
+                        "encrypted tables cannot be created",
+                        hint="load a key management plugin on the server, or run with --variant encryption=off")
+                if any(v["tls"] != "off" for v in transit) and facts["have_ssl"] != "YES":
+                    raise EngineUnavailableError(f"the server has TLS off (have_ssl={facts['have_ssl']}): "
+                                                 "TLS variants cannot run",
+                                                 hint="configure ssl_cert/ssl_key on the server, or --variant tls=off")
+                cur.execute(f"CREATE DATABASE {schema}")
+                if at_rest:
+                    self._create_at_rest(cur, ctx, setup, {v["encryption"] for v in at_rest})
+                if transit:
+                    ctx.progress("creating the in-transit tables")
+                    _create_transit(cur, schema, bulk_rows)
+                if hashing:
+                    cur.execute("SELECT @@max_connections")
+                    sweep.check_sessions_fit(max(int(v["sessions"]) for v in hashing), int(cur.fetchone()[0]))
+                    ctx.progress(f"creating the hash table ({hash_rows:,} rows)")
+                    _create_hash_table(cur, schema, hash_rows)
+                    setup["hash_rows"] = hash_rows
+                    setup["hash_functions"] = sorted({v["function"] for v in hashing})
+            finally:
+                admin.close()
+            if server is not None:  # a checkpoint: the data load's redo is not in any backup or restart
+                ctx.progress("restarting the private server (checkpoint after the data load)")
+                server.handle.restart()
+            if transit or hashing:  # these tables are read from the buffer pool, never from storage
+                admin = _connect(my, admin_params, "the MariaDB server")
+                try:
+                    cur = admin.cursor()
+                    for table, col in (("bulk", "payload"), ("rt", "v"), ("hashsrc", "v")):
+                        if table == "hashsrc" and not hashing or table != "hashsrc" and not transit:
+                            continue
+                        cur.execute(f"SELECT COUNT(*), SUM(LENGTH({col})) FROM {schema}.{table}")
+                finally:
+                    admin.close()
+        except my.err.MySQLError as e:
+            self.cleanup(setup)
+            raise EngineUnavailableError(f"setting up the MariaDB schema failed: {first_line(e)}",
+                                         hint="the user needs CREATE, DROP, INSERT, SELECT and CREATE ROUTINE") from None
+        except BaseException:
+            self.cleanup(setup)
+            raise
+        return setup
+
+    def _create_at_rest(self, cur, ctx: PrepareContext, setup: dict, encryptions: set[str]) -> None:
+        schema, rows = setup["schema"], setup["rows"]
+        ddl = ("(id INT NOT NULL AUTO_INCREMENT PRIMARY KEY, k BIGINT NOT NULL, grp INT NOT NULL, "
+               "name VARCHAR(64) NOT NULL, body TEXT NOT NULL, KEY grp (grp)) ENGINE=InnoDB")
+        ctx.progress(f"generating the plain table ({rows:,} rows)")
+        t0 = time.perf_counter()
+        cur.execute(f"CREATE TABLE {schema}.plain {ddl} ENCRYPTED=NO")
+        batch: list[tuple] = []
+        sql = f"INSERT INTO {schema}.plain VALUES (%s, %s, %s, %s, %s)"
+        for row in datagen.rows(rows, ctx.seed):
+            batch.append(row)
+            if len(batch) >= 5000:
+                cur.executemany(sql, batch)
+                batch.clear()
+        if batch:
+            cur.executemany(sql, batch)
+        setup["generation_s"] = time.perf_counter() - t0
+        if "on" in encryptions:
+            ctx.progress(f"copying it into an encrypted table ({rows:,} rows)")
+            cur.execute(f"CREATE TABLE {schema}.enc {ddl} ENCRYPTED=YES")
+            copy_rows(cur, f"{schema}.plain", f"{schema}.enc", rows)
+        for enc in sorted(encryptions):
+            table = TABLES[enc]
+            # one row that only this table holds: a backup of the other table never contains it
+            marker = f"encbench marker {table} {secrets.token_hex(8)}"
+            cur.execute(f"INSERT INTO {schema}.{table} VALUES (%s, 0, 0, 'marker', %s)", (rows + 1, marker))
+            setup["markers"][enc] = marker
+            setup["tables"][enc] = table
+            cur.execute(f"ANALYZE TABLE {schema}.{table}")
+            cur.fetchall()
+            setup.setdefault("table_encryption", {})[table] = check_table(cur, schema, table, {"encryption": enc})
+        if "off" not in encryptions:
+            cur.execute(f"DROP TABLE {schema}.plain")
+        setup["rows"] = rows  # the marker row (id rows+1) is outside every workload's id range
+
+    def apply_variant(self, setup: dict, variant: Variant, workload: str = "") -> dict:
+        return {}
+
+    def cleanup(self, setup: dict) -> None:
+        server = self._servers.pop(setup.get("schema"), None)
+        if server is not None:
+            if server.keep:
+                return  # --keep: the server and its tables stay for inspection
+            server.stop()
+            return
+        if "schema" not in setup or "_admin" not in setup or not setup.get("_answered"):
+            return  # nothing was created; a server that never answered is not asked again
+        my = pymysql()
+        try:
+            admin = _connect(my, setup["_admin"], "the MariaDB server")
+            try:
+                admin.cursor().execute(f"DROP DATABASE IF EXISTS {setup['schema']}")
+            finally:
+                admin.close()
+        except (my.err.MySQLError, EngineUnavailableError):
+            pass
+
+    def calibrate(self, setup: dict) -> dict:
+        out = {}
+        if setup.get("hash_functions"):
+            out["raw_hash"] = {f: sweep.raw_hash(f) for f in setup["hash_functions"]}
+        if "on" not in setup.get("tables", {}):
+            return out
+        algo = (setup.get("instance_settings") or {}).get("file_key_management_encryption_algorithm", "AES_CTR")
+        mode = "CBC" if algo.upper() == "AES_CBC" else "CTR"
+        ps = setup["page_size"]
+        return dict(out, raw_cipher={str(ps): rawcipher.aes_page(ps, mode)})
+
+    def open_session(self, setup: dict, variant: Variant, *, mutable: bool, scratch_dir: Path) -> Session:
+        return MariaSession(setup, variant, scratch_dir, mutable=mutable)
+
+    # -- leak-check --------------------------------------------------------------------
+    def leak_check(self, options: dict, workdir: Path):
+        from ...lab import leakcheck
+
+        if options.get("dsn"):
+            raise UsageError("leak-check on MariaDB runs its own private server (it must read every file it writes)",
+                             hint="drop --dsn; use --setting NAME=VALUE to reproduce your server's settings")
+        settings = options.get("settings", {})
+        server = maria_server.start(settings)
+        canary = leakcheck.new_canary()
+        changed = ", ".join(f"{k}={v}" for k, v in settings.items()) or "none"
+        report = leakcheck.LeakReport(
+            "mariadb", f"MariaDB private server, everything encrypted (AES_CTR) except as changed: {changed}", len(canary))
+        try:
+            conn = server.connect()
+            try:
+                cur = conn.cursor()
+                cur.execute("CREATE DATABASE encbench_leak")
+                cur.execute("CREATE TABLE encbench_leak.t (v TEXT NOT NULL) ENGINE=InnoDB ENCRYPTED=YES")
+                for i in range(200):
+                    cur.execute("INSERT INTO encbench_leak.t VALUES (%s)", (f"{canary} {i}",))
+                cur.execute("SELECT ENCRYPTION_SCHEME FROM information_schema.INNODB_TABLESPACES_ENCRYPTION "
+                            "WHERE NAME = 'encbench_leak/t'")
+                row = cur.fetchone()
+                report.notes.append(f"encbench_leak/t encrypted per INNODB_TABLESPACES_ENCRYPTION: {bool(row and row[0])}")
+                cur.execute("FLUSH TABLES encbench_leak.t FOR EXPORT")  # its pages written to the .ibd
+                cur.execute("UNLOCK TABLES")
+                cur.execute("FLUSH BINARY LOGS")
+            finally:
+                conn.close()
+            backup = workdir / "backup"
+            _backup(server, backup, report)
+            targets = [leakcheck.ScanTarget(str(server.datadir), "data directory", ""),
+                       leakcheck.ScanTarget(str(backup), "backup", "")]
+            leakcheck.scan(targets, canary, report)
+            for f in report.findings:
+                role, fix = classify(Path(f.path))
+                in_backup = f.path.startswith(str(backup))
+                f.role, f.fix = (f"backup: {role}" if in_backup else role), fix
+        finally:
+            server.stop()
+        return report
+
+
+def _connect(my, params: dict, what: str):
+    """Connect, greet and log in within CONNECT_TIMEOUT_S each (never a hang on a silent port)."""
+    try:
+        return connect_bounded(params, autocommit=True)
+    except my.err.MySQLError as e:
+        why = unreachable(e, where_of(params))
+        raise EngineUnavailableError(f"cannot connect to {what}: {why or first_line(e)}",
+                                     hint="check --dsn (user, password, host, port) and that the server is running") from None
+
+
+def _server_facts(cur) -> dict:
+    def var(name: str) -> str | None:
+        cur.execute("SHOW GLOBAL VARIABLES LIKE %s", (name,))
+        row = cur.fetchone()
+        return row[1] if row else None
+
+    cur.execute("SELECT PLUGIN_NAME FROM information_schema.PLUGINS WHERE PLUGIN_TYPE = 'ENCRYPTION' "
+                "AND PLUGIN_STATUS = 'ACTIVE'")
+    plugins = [r[0] for r in cur.fetchall()]
+    waits = False
+    if var("performance_schema") == "ON":
+        try:
+            cur.execute("SELECT ENABLED FROM performance_schema.setup_consumers WHERE NAME = 'events_waits_current'")
+            row = cur.fetchone()
+            waits = bool(row and row[0] == "YES")
+        except Exception:
+            waits = False
+    return {
+        "version": var("version"), "have_ssl": var("have_ssl"), "ssl_library": var("version_ssl_library"),
+        "innodb_page_size": var("innodb_page_size"), "performance_schema": var("performance_schema"),
+        "waits_consumer": waits, "encryption_plugins": plugins,
+        "innodb_encrypt_tables": var("innodb_encrypt_tables") or "OFF",
+        "innodb_encrypt_log": var("innodb_encrypt_log"), "innodb_flush_method": var("innodb_flush_method"),
+        "buffer_pool_bytes": int(var("innodb_buffer_pool_size") or 0),
+        "host": cur.connection.host, "port": cur.connection.port,
+    }
+
+
+def _create_hash_table(cur, schema: str, rows: int) -> None:
+    """hashsrc: one 10-character value per row (seed 004's ID VARCHAR(10)), loaded in chunks."""
+    cur.execute(f"CREATE TABLE {schema}.hashsrc (id INT NOT NULL PRIMARY KEY, v VARCHAR(16) NOT NULL) ENGINE=InnoDB")
+    for lo in range(1, rows + 1, 50_000):
+        hi = min(rows, lo + 49_999)
+        cur.execute(f"INSERT INTO {schema}.hashsrc SELECT seq, LPAD(seq, {sweep.VALUE_BYTES}, '0') "
+                    f"FROM {schema}.seq_{lo}_to_{hi}")
+
+
+def _create_transit(cur, schema: str, bulk_rows: int) -> None:
+    cur.execute(f"CREATE TABLE {schema}.rt (id INT PRIMARY KEY, v VARCHAR(32) NOT NULL) ENGINE=InnoDB")
+    cur.execute(f"INSERT INTO {schema}.rt SELECT seq, MD5(seq) FROM {schema}.seq_1_to_{RT_ROWS}")
+    # ~1 KB rows of hex text
+    cur.execute(f"CREATE TABLE {schema}.bulk (id INT NOT NULL PRIMARY KEY, payload TEXT NOT NULL) ENGINE=InnoDB")
+    for lo in range(1, int(bulk_rows) + 1, 20_000):  # a transaction per chunk: see copy_rows
+        hi = min(int(bulk_rows), lo + 19_999)
+        cur.execute(f"INSERT INTO {schema}.bulk SELECT seq, REPEAT(MD5(seq), 31) FROM {schema}.seq_{lo}_to_{hi}")
+    cur.execute(f"""CREATE PROCEDURE {schema}.storm(n INT, send BOOL)
+BEGIN
+  DECLARE i INT DEFAULT 0;
+  WHILE i < n DO
+    IF send THEN SELECT 'x'; ELSE SET @encbench_x = 'x'; END IF;
+    SET i = i + 1;
+  END WHILE;
+END""")
+
+
+def _backup(server, target: Path, report) -> None:
+    tool = maria_server.binaries().get("mariadb-backup")
+    if not tool:
+        report.notes.append("mariadb-backup not installed: the backup output was not checked")
+        return
+    done = subprocess.run([tool, "--backup", f"--target-dir={target}", f"--socket={server.socket}", "--user=root",
+                           f"--datadir={server.datadir}"], capture_output=True, text=True, timeout=300)
+    if done.returncode != 0:
+        last = ((done.stderr or done.stdout).strip().splitlines() or ["?"])[-1]
+        raise EngineUnavailableError(f"mariadb-backup failed: {last}")
+

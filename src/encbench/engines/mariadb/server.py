@@ -1,0 +1,333 @@
+"""A private MariaDB server on loopback with encryption at rest, started and stopped by encbench.
+
+mariadb-install-db into a private temporary directory (run as the `mysql` user when we
+are root), a generated key file for the file_key_management plugin (mode 0600, deleted
+with the directory), a self-signed certificate for TLS, a free port below the ephemeral
+range, a private socket, bind 127.0.0.1, a benchmark user with a random password for
+TCP connections. `stop()` shuts it down and deletes everything, on exit, error and Ctrl-C.
+
+The server is tracked by its pid file, not by a process handle, so that a worker process
+can restart it (a cold buffer pool) and the runner can still stop it: `Handle` is the
+part of a server that travels to workers as plain data.
+"""
+
+from __future__ import annotations
+
+import atexit
+import os
+import secrets
+import shutil
+import signal
+import subprocess
+import tempfile
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from ..local import certs
+from ..local import ports
+from ...errors import BadValueError, EngineUnavailableError
+from ..local.server import last_log_line, run_tool, unprivileged_user
+from .client import connect_bounded
+
+INSTALL_HINT = "install it with: apt-get install mariadb-server mariadb-backup"
+START_TIMEOUT_S = 60
+STOP_TIMEOUT_S = 60
+BENCH_USER = "encbench"
+
+# everything encrypted that MariaDB can encrypt (the leak-check's "fully encrypted" baseline)
+ENCRYPTED = {
+    "plugin_load_add": "file_key_management",
+    "file_key_management_encryption_algorithm": "AES_CTR",
+    "innodb_encrypt_tables": "ON",
+    "innodb_encrypt_log": "ON",
+    "innodb_encrypt_temporary_tables": "ON",
+    "encrypt_tmp_files": "ON",
+    "encrypt_binlog": "ON",
+    "aria_encrypt_tables": "ON",
+    "log_bin": "binlog",
+    "server_id": "1",
+}
+
+# `encbench run`: the plugin and every instance-level encryption on, except that each table
+# says for itself (ENCRYPTED=YES|NO), so one instance holds the encrypted and the plain copy;
+# reads from storage (O_DIRECT, no buffer-pool dump/load), wait instruments on
+BENCH = {
+    "plugin_load_add": "file_key_management",
+    "file_key_management_encryption_algorithm": "AES_CTR",
+    "innodb_encrypt_tables": "OFF",
+    "innodb_encrypt_log": "ON",
+    "innodb_encrypt_temporary_tables": "ON",
+    "encrypt_tmp_files": "ON",
+    "encrypt_binlog": "ON",
+    "aria_encrypt_tables": "ON",
+    "innodb_flush_method": "O_DIRECT",
+    "innodb_buffer_pool_load_at_startup": "OFF",
+    "innodb_buffer_pool_dump_at_shutdown": "OFF",
+    "performance_schema": "ON",
+    "performance_schema_instrument": "'wait/%=ON'",
+    "performance_schema_consumer_events_waits_current": "ON",
+    "max_connections": "300",
+}
+
+
+def binaries() -> dict[str, str]:
+    found = {name: shutil.which(name) or (f"/usr/sbin/{name}" if os.access(f"/usr/sbin/{name}", os.X_OK) else None)
+             for name in ("mariadbd", "mariadb-install-db", "mariadb-backup")}
+    missing = [n for n in ("mariadbd", "mariadb-install-db") if not found[n]]
+    if missing:
+        raise EngineUnavailableError(f"MariaDB server binaries not found ({', '.join(missing)})", hint=INSTALL_HINT)
+    return found
+
+
+def _alive(pid: int) -> bool:
+    """Running (a zombie, which holds no port or file, counts as gone)."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            return f.read().rsplit(b")", 1)[1].split()[0] != b"Z"
+    except OSError:
+        return False
+
+
+@dataclass
+class Handle:
+    """What a process needs to reach, restart or stop the server (plain data: it goes to workers)."""
+
+    root: str
+    port: int
+    user: list | None  # [name, uid, gid] to run as, when we are root
+    mariadbd: str
+    password: str = ""
+    settings: dict = field(default_factory=dict)
+
+    @property
+    def datadir(self) -> Path:
+        return Path(self.root) / "data"
+
+    @property
+    def socket(self) -> Path:
+        return Path(self.root) / "sock" / "mariadb.sock"
+
+    @property
+    def cnf(self) -> Path:
+        return Path(self.root) / "my.cnf"
+
+    @property
+    def pidfile(self) -> Path:
+        return Path(self.root) / "mariadbd.pid"
+
+    @property
+    def logfile(self) -> Path:
+        return Path(self.root) / "server.log"
+
+    @property
+    def keyfile(self) -> Path:
+        return Path(self.root) / "keys.txt"
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+    def pid(self) -> int | None:
+        try:
+            pid = int(self.pidfile.read_text().strip())
+        except (OSError, ValueError):
+            return None
+        return pid if _alive(pid) else None
+
+    def connect(self, **extra):
+        """root over the private socket (authenticated by the socket's owner: no password)."""
+        return connect_bounded({"unix_socket": str(self.socket), "user": "root"}, autocommit=True, **extra)
+
+    def tcp_params(self) -> dict:
+        return {"host": "127.0.0.1", "port": self.port, "user": BENCH_USER, "password": self.password}
+
+    # -- process ---------------------------------------------------------------------
+    def launch(self) -> subprocess.Popen:
+        args = [self.mariadbd, f"--defaults-file={self.cnf}"] + ([f"--user={self.user[0]}"] if self.user else [])
+        return subprocess.Popen(args, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                                start_new_session=True)
+
+    def wait_ready(self, proc: subprocess.Popen | None) -> tuple[bool, str]:
+        import pymysql
+
+        deadline = time.monotonic() + START_TIMEOUT_S
+        while time.monotonic() < deadline:
+            if proc is not None and proc.poll() is not None:
+                return False, self.last_log_line()
+            try:
+                self.connect(connect_timeout=2).close()
+                return True, ""
+            except pymysql.err.OperationalError:
+                time.sleep(0.05)
+        return False, f"not accepting connections after {START_TIMEOUT_S} s; {self.last_log_line()}"
+
+    def shutdown(self) -> None:
+        """A normal shutdown (SIGTERM), waited for; a kill when it hangs."""
+        pid = self.pid()
+        if pid is None:
+            return
+        try:
+            os.kill(pid, signal.SIGTERM)
+        except ProcessLookupError:
+            return
+        deadline = time.monotonic() + STOP_TIMEOUT_S
+        while _alive(pid) and time.monotonic() < deadline:
+            time.sleep(0.02)
+        if _alive(pid):
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            while _alive(pid):
+                time.sleep(0.02)
+
+    def restart(self) -> float:
+        """Shut down and start again: an empty buffer pool (no dump/load). Returns the seconds it took."""
+        t0 = time.perf_counter()
+        self.shutdown()
+        proc = self.launch()
+        try:
+            ok, last = self.wait_ready(proc)
+        except BaseException:  # stopped while it starts (SIGTERM to the worker): before its pid file exists
+            proc.kill()
+            proc.wait()
+            raise
+        if not ok:
+            raise EngineUnavailableError(f"the private MariaDB server did not restart: {last}")
+        return time.perf_counter() - t0
+
+    def last_log_line(self) -> str:
+        return last_log_line(self.logfile, ("ERROR",))
+
+
+@dataclass
+class MariaServer:
+    handle: Handle
+    proc: subprocess.Popen | None = None
+    keep: bool = False
+
+    # the handle's properties, for callers that hold the server
+    datadir = property(lambda self: self.handle.datadir)
+    socket = property(lambda self: self.handle.socket)
+    root = property(lambda self: Path(self.handle.root))
+    port = property(lambda self: self.handle.port)
+
+    def connect(self, **extra):
+        return self.handle.connect(**extra)
+
+    def how_to_connect(self) -> str:
+        return (f"mariadb --socket={self.handle.socket} -u root (or -h 127.0.0.1 -P {self.handle.port} -u {BENCH_USER}); "
+                f"directory {self.handle.root}; stop it with: kill $(cat {self.handle.pidfile})")
+
+    def stop(self) -> None:
+        """Shut down (whoever started the current process) and delete everything. Idempotent."""
+        if self.keep:
+            return
+        self.handle.shutdown()
+        proc, self.proc = self.proc, None
+        if proc is not None and proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        shutil.rmtree(self.handle.root, ignore_errors=True)
+
+
+def _check_settings(settings: dict) -> None:
+    for k, v in settings.items():
+        if not k.replace("_", "").replace("-", "").isalnum() or "\n" in str(v):
+            raise BadValueError(f"server setting {k}={v!r} is not a valid option",
+                                hint="use NAME=VALUE, e.g. innodb_encrypt_log=OFF")
+
+
+def start(settings: dict | None = None, *, base: dict | None = None, buffer_pool_mb: int = 128,
+          tls: bool = False, keep: bool = False) -> MariaServer:
+    """install-db, key file, certificate, config, start; retried on a port race.
+
+    base: the settings to start from (ENCRYPTED by default); settings: the user's changes.
+    """
+    bins = binaries()
+    user = unprivileged_user("mysql")
+    conf = dict(ENCRYPTED if base is None else base, **(settings or {}))
+    _check_settings(conf)
+    own_keys = "file_key_management" in conf.get("plugin_load_add", "") and "file_key_management_filename" not in conf
+    if "file_key_management_filename" in conf:  # the user's own key file: checked before anything starts
+        given = Path(str(conf["file_key_management_filename"]))
+        if not given.is_file() or not os.access(given, os.R_OK):
+            raise BadValueError(f"key file {given} is missing or unreadable",
+                                hint="give file_key_management_filename a readable file of lines '1;<64 hex digits>'")
+    root = Path(tempfile.mkdtemp(prefix="encbench-maria-"))
+    handle = Handle(root=str(root), port=0, user=list(user) if user else None, mariadbd=bins["mariadbd"],
+                    password=secrets.token_urlsafe(18), settings=conf)
+    server = MariaServer(handle)
+    atexit.register(server.stop)
+    try:
+        os.chmod(root, 0o700)
+        (root / "sock").mkdir(mode=0o700)
+        (root / "tmp").mkdir(mode=0o700)
+        fd = os.open(handle.keyfile, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(fd, "w") as f:
+            f.write(f"1;{secrets.token_hex(32)}\n")
+        if user:
+            for p in (root, root / "sock", root / "tmp", handle.keyfile):
+                os.chown(p, user[1], user[2])
+        tls_lines = []
+        if tls:
+            crt, key = certs.self_signed(root, owner=user[1:] if user else None)
+            tls_lines = [f"ssl_cert={crt}", f"ssl_key={key}"]
+        last = ""
+        for _ in range(5):
+            handle.port = ports.free_port()
+            lines = ["[mariadbd]", f"datadir={handle.datadir}", f"socket={handle.socket}", f"port={handle.port}",
+                     "bind-address=127.0.0.1", f"tmpdir={root / 'tmp'}", f"pid_file={handle.pidfile}",
+                     *([f"file_key_management_filename={handle.keyfile}"] if own_keys else []),
+                     f"innodb_buffer_pool_size={int(buffer_pool_mb)}M", "innodb_log_file_size=96M",
+                     "skip-name-resolve", f"log_error={handle.logfile}", *tls_lines]
+            lines += [f"{k}={v}" for k, v in conf.items()]
+            handle.cnf.write_text("\n".join(lines) + "\n")
+            if not handle.datadir.exists():
+                try:
+                    run_tool([bins["mariadb-install-db"], f"--defaults-file={handle.cnf}",
+                              *([f"--user={user[0]}"] if user else []),
+                              "--auth-root-authentication-method=socket", "--skip-test-db"], "mariadb-install-db",
+                             error_mark="[ERROR]")
+                except EngineUnavailableError as e:  # its server's errors went to the log: the first is the cause
+                    cause = _first_error(handle.logfile)
+                    if cause:
+                        raise EngineUnavailableError(f"mariadb-install-db failed: {cause}") from None
+                    raise e from None
+            server.proc = handle.launch()
+            ok, last = handle.wait_ready(server.proc)
+            if ok:
+                _create_bench_user(handle)
+                server.keep = keep
+                return server
+            if server.proc.poll() is None:
+                server.proc.kill()
+                server.proc.wait()
+            server.proc = None
+            if "already in use" not in last and "bind" not in last.lower():
+                break
+        raise EngineUnavailableError(f"the private MariaDB server did not start: {last}")
+    except BaseException:
+        server.stop()
+        raise
+
+
+def _first_error(log: Path) -> str | None:
+    try:
+        lines = log.read_text(errors="replace").splitlines()
+    except OSError:
+        return None
+    for line in lines:
+        if "[ERROR]" in line:
+            return line[line.index("[ERROR]") + len("[ERROR]"):].strip()
+    return None
+
+
+def _create_bench_user(handle: Handle) -> None:
+    conn = handle.connect()
+    try:
+        cur = conn.cursor()
+        cur.execute(f"CREATE USER '{BENCH_USER}'@'127.0.0.1' IDENTIFIED BY %s", (handle.password,))
+        cur.execute(f"GRANT ALL PRIVILEGES ON *.* TO '{BENCH_USER}'@'127.0.0.1'")
+    finally:
+        conn.close()

@@ -1,0 +1,883 @@
+"""PostgreSQL: encryption in transit (TLS on the wire protocol), with the server's own view.
+
+Managed mode (default) starts a private server (pg_server.py); external mode measures a
+server given by --dsn / PG* variables and changes nothing on it unless
+--allow-reconfigure. Every measured connection's TLS state is read from pg_stat_ssl;
+a connection not in the requested state fails the run (CheckFailedError).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import secrets
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any, Callable
+
+from ...errors import BadValueError, CheckFailedError, EncbenchError, EngineUnavailableError, UsageError
+from ...probes import Target
+from ...probes.waits import DEFAULT_INTERVAL_S
+from ...util.redact import redact
+from ...tls.variants import DEFAULT_TLS, TLS_RE, check_tls, openssl_client_conf  # noqa: F401 (re-exported)
+from ...lab.variants import Variant, VariantKey, int_validator
+from ...util import interrupts
+from ..local import restore_journal
+from ...workloads import sweep
+from . import server as pg_server
+from . import state as pg_state
+from .. import wire
+from ..base import Engine, LiveReader, PrepareContext, Session, Table
+
+_TLS_RE = TLS_RE
+SSL_SETTINGS = ("ssl_ciphers", "ssl_min_protocol_version", "ssl_max_protocol_version")
+RT_ROWS = 10_000
+
+
+IN_TRANSIT = ("storm", "roundtrip", "bulk", "connect")
+# hash workload: what each function name runs per row (pgcrypto for digest and hmac)
+HASH_FUNCTIONS = {
+    "sha256": "sha256(v::bytea)",
+    "sha512": "sha512(v::bytea)",
+    "md5": "md5(v)",
+    "digest-sha256": "digest(v, 'sha256')",
+    "hmac-sha256": f"hmac(v, '{sweep.HMAC_KEY}', 'sha256')",
+}
+PGCRYPTO = ("digest-sha256", "hmac-sha256")
+
+VARIANT_KEYS = (
+    VariantKey("tls", "TLS on the connection: off, on (as negotiated) or PROTOCOL:SUITE (the only suite the client "
+               "offers; on a private server the only one the server accepts too)",
+               DEFAULT_TLS, validate=check_tls, workloads=IN_TRANSIT),
+    VariantKey("clients", "concurrent client connections", ("1", "2"),
+               validate=int_validator("clients", lambda n: 1 <= n <= 256, "use 1 to 256"),
+               workloads=("roundtrip",)),
+    sweep.function_key(HASH_FUNCTIONS, "sha256"),
+    sweep.sessions_key(),
+)
+
+
+def _psycopg():
+    try:
+        import psycopg
+    except ImportError as e:  # pragma: no cover - depends on the installation
+        raise EngineUnavailableError(f"psycopg is not importable ({e})", hint="pip install 'psycopg[binary]'") from None
+    return psycopg
+
+
+def server_settings(tls: str) -> dict[str, str] | None:
+    """The ssl_* settings a tls variant needs on the server; None: the server's defaults."""
+    m = _TLS_RE.match(tls)
+    if not m:
+        return None
+    proto, suite = m.group(1), m.group(2)
+    out = {"ssl_min_protocol_version": proto, "ssl_max_protocol_version": proto}
+    if proto == "TLSv1.2":
+        out["ssl_ciphers"] = suite
+    return out
+
+
+def client_params(tls: str) -> dict[str, str]:
+    if tls == "off":
+        return {"sslmode": "disable"}
+    m = _TLS_RE.match(tls)
+    if not m:
+        return {"sslmode": "require"}
+    proto = m.group(1)
+    return {"sslmode": "require", "ssl_min_protocol_version": proto, "ssl_max_protocol_version": proto}
+
+
+def check_connection(state: dict, tls: str) -> None:
+    """Fail loudly when the server's view of a connection differs from the variant."""
+    want_ssl = tls != "off"
+    problem = None
+    if bool(state.get("ssl")) != want_ssl:
+        problem = f"ssl={state.get('ssl')}"
+    else:
+        m = _TLS_RE.match(tls)
+        if m and (state.get("version") != m.group(1) or state.get("cipher") != m.group(2)):
+            problem = f"{state.get('version')} {state.get('cipher')}"
+    if problem:
+        raise CheckFailedError(f"the server reports this connection as {problem}, not tls={tls}",
+                               hint="the cipher was not negotiated as asked: check the server's ssl settings")
+
+
+def conninfo_of(setup: dict) -> dict:
+    return dict(setup["_conninfo"])
+
+
+class PgSession(Session):
+    """One connection (plus whatever its workloads open), with the server's view of TLS."""
+
+    def __init__(self, setup: dict, variant: Variant, scratch: Path):
+        self.setup, self.variant, self.tls = setup, variant, variant.get("tls", "off")
+        conf = openssl_client_conf(self.tls)
+        if conf:  # before the first TLS connection of this (fresh) process
+            path = scratch / "openssl-client.cnf"
+            path.write_text(conf)
+            os.environ["OPENSSL_CONF"] = str(path)
+        self.psycopg = _psycopg()
+        self.schema = setup["schema"]
+        self.table = f"{self.schema}.rt"
+        self.row_count = RT_ROWS
+        t0 = time.perf_counter()
+        self.conn = self.connect()
+        self.open_metrics = {"wall_s": time.perf_counter() - t0}
+        self.backend_pid = self.conn.info.backend_pid
+        self.tls_state = self.ssl_state(self.conn)
+        check_connection(self.tls_state, self.tls)
+        self.info = {"tls": self.tls_state, "backend_pid": self.backend_pid}
+        self.notices = 0
+        self.conn.add_notice_handler(self._on_notice)
+        self._target: Target | None = None
+
+    # -- connections --------------------------------------------------------------
+    def connect(self, application_name: str = "encbench"):
+        try:
+            return self.psycopg.connect(**{"connect_timeout": CONNECT_TIMEOUT_S, **conninfo_of(self.setup)},
+                                        **client_params(self.tls), autocommit=True, application_name=application_name)
+        except self.psycopg.OperationalError as e:
+            msg = _first_line(e)
+            if any(s in str(e) for s in _NO_SERVER + ("server closed the connection unexpectedly",)):
+                raise EngineUnavailableError(f"the server went away: {msg}",
+                                             hint="it was reachable when the run started: was it stopped, "
+                                                  "restarted or killed?") from None
+            if _TLS_RE.match(self.tls) and "SSL" in msg:
+                raise BadValueError(f"tls={self.tls} was refused: {msg}",
+                                    hint="use a protocol and suite both the server and the client accept "
+                                         "(e.g. TLSv1.2:ECDHE-RSA-AES256-GCM-SHA384; `openssl ciphers -v` lists them)") from None
+            raise EngineUnavailableError(f"cannot connect with tls={self.tls}: {msg}",
+                                         hint="check the server's TLS settings and pg_hba.conf") from None
+
+    @staticmethod
+    def ssl_state(conn) -> dict:
+        row = conn.execute("SELECT ssl, version, cipher, bits FROM pg_stat_ssl WHERE pid = pg_backend_pid()").fetchone()
+        return {"ssl": row[0], "version": row[1], "cipher": row[2], "bits": row[3]}
+
+    def _on_notice(self, diag) -> None:
+        self.notices += 1
+
+    # -- what the probes attach to ------------------------------------------------
+    def target(self) -> Target:
+        if self._target is not None:
+            return self._target
+        return self.backend_target([self.backend_pid])
+
+    def backend_target(self, pids: list[int], *, application_name: str | None = None) -> Target:
+        local = [p for p in pids if _is_local_postgres(p)]
+        sampler = _sampler_factory(self.setup, pids=pids, application_name=application_name)
+        return Target(pids=local, client=True, extra={"wait_sampler": sampler, "socket_fds": [self.conn.fileno()],
+                                                      "wait_interval_s": self.setup["wait_interval_s"]})
+
+    def churn_target(self, application_name: str) -> Target:
+        """The postmaster with its reaped children: the CPU of backends that came and went."""
+        pm = _parent_pid(self.backend_pid)
+        sampler = _sampler_factory(self.setup, pids=None, application_name=application_name)
+        return Target(pids=[pm] if pm and _is_local_postgres(pm) else [], client=True, reaped_children=True,
+                      extra={"wait_sampler": sampler, "wait_interval_s": self.setup["wait_interval_s"]})
+
+    def use_target(self, target: Target | None) -> None:
+        self._target = target
+
+    def set_cache(self, state: str) -> dict:
+        return {}
+
+    # -- workload primitives ------------------------------------------------------
+    def execute(self, sql: str, params: tuple = ()) -> int:
+        return self.conn.execute(sql, params).rowcount
+
+    def query(self, sql: str, params: tuple = ()) -> list:
+        return self.conn.execute(sql, params).fetchall()
+
+    def storm(self, messages: int, send: bool) -> dict:
+        """A server-side loop of RAISE NOTICE; with send=False the same loop, messages not sent."""
+        self.conn.execute(f"SET client_min_messages = {'notice' if send else 'warning'}")
+        self.notices = 0
+        self.conn.execute(f"DO $$ BEGIN FOR i IN 1..{int(messages)} LOOP RAISE NOTICE 'x'; END LOOP; END $$")
+        received = self.notices
+        if send and received != messages:
+            raise CheckFailedError(f"storm: {received} of {messages} notices reached the client")
+        return {"messages_received": received}
+
+    def libpq_params(self) -> tuple[dict, dict]:
+        """(conninfo, TLS parameters) for a client driver's own connection with this variant."""
+        return conninfo_of(self.setup), client_params(self.tls)
+
+    def check_client_tls(self, state: dict) -> None:
+        """A client driver's connection, as pg_stat_ssl sees it, against this variant."""
+        check_connection(state, self.tls)
+
+    def native_storm(self, messages: int, send: bool):
+        """The storm through a native C client (drivers/pg_storm.py); None where it cannot be built here."""
+        from .storm import session_storm
+
+        return session_storm(self, messages, send)
+
+    def stream_out(self) -> dict:
+        total = 0
+        with self.conn.cursor().copy(f"COPY {self.schema}.bulk TO STDOUT") as copy:
+            for chunk in copy:
+                total += len(chunk)
+        return {"bytes_received": total}
+
+    def connect_cycles(self, n: int, appname: str) -> list[int]:
+        """n connections one after the other, each checked in pg_stat_ssl, then closed."""
+        pids = []
+        for _ in range(n):
+            conn = self.connect(appname)
+            check_connection(self.ssl_state(conn), self.tls)
+            pids.append(conn.info.backend_pid)
+            conn.close()
+        return pids
+
+    @staticmethod
+    def settle(pids: list[int], timeout: float = 5.0) -> None:
+        """Until the backends' processes are gone: their CPU is then in the postmaster's account."""
+        deadline = time.monotonic() + timeout
+        for pid in pids:
+            while os.path.exists(f"/proc/{pid}") and time.monotonic() < deadline:
+                time.sleep(0.0005)
+
+    def select_load(self, *, clients: int, seconds: float, appname: str, scratch: Path) -> dict:
+        """pgbench as the load driver: C connections of primary-key SELECTs, every one checked."""
+        if not self.setup.get("pgbench"):
+            raise EngineUnavailableError("pgbench not found (the roundtrip workload drives pgbench)",
+                                         hint="install it: apt-get install postgresql (Debian ships pgbench there)")
+        script = scratch / "roundtrip.sql"
+        script.write_text(f"\\set id random(1, {RT_ROWS})\nSELECT v FROM {self.schema}.rt WHERE id = :id;\n")
+        info = conninfo_of(self.setup)
+        # PG* variables the user set still apply (as for --dsn); what the DSN says wins
+        env = {k: v for k, v in os.environ.items() if not k.startswith(("PGSSL", "PGAPPNAME"))}
+        for key, var in (("host", "PGHOST"), ("port", "PGPORT"), ("user", "PGUSER"), ("dbname", "PGDATABASE"),
+                         ("password", "PGPASSWORD")):
+            if info.get(key):
+                env[var] = str(info[key])
+        env["PGAPPNAME"] = appname
+        for k, v in client_params(self.tls).items():
+            env[{"sslmode": "PGSSLMODE", "ssl_min_protocol_version": "PGSSLMINPROTOCOLVERSION",
+                 "ssl_max_protocol_version": "PGSSLMAXPROTOCOLVERSION"}[k]] = v
+        prefix = scratch / "rt"
+        cmd = [self.setup["pgbench"], "-n", "-M", "prepared", "-f", str(script), "-c", str(clients),
+               "-j", str(clients), "-T", str(int(seconds)), "-l", f"--log-prefix={prefix}"]
+        proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=scratch)
+        states = self._watch_tls(appname, clients, proc)
+        out, err = proc.communicate()
+        if proc.returncode != 0:
+            last = ((err or out).strip().splitlines() or ["no output"])[-1]
+            raise CheckFailedError(f"pgbench failed: {redact(last)}")
+        self.settle([s["pid"] for s in states])
+        lat = _pgbench_latencies(scratch, prefix.name)
+        tps = re.search(r"tps = ([0-9.]+)", out)
+        duration = float(re.search(r"duration: (\d+)", out).group(1)) if "duration:" in out else seconds
+        return {
+            "queries": len(lat), "qps": len(lat) / duration,
+            "latency_p50_ms": _percentile(lat, 50), "latency_p95_ms": _percentile(lat, 95),
+            "latency_p99_ms": _percentile(lat, 99),
+            "pgbench_tps": float(tps.group(1)) if tps else None, "tls_checked_connections": len(states),
+        }
+
+    def _watch_tls(self, appname: str, clients: int, proc) -> list[dict]:
+        """pg_stat_ssl of every pgbench connection, read while they are connected."""
+        seen: dict[int, dict] = {}
+        while len(seen) < clients and proc.poll() is None:
+            for pid, ssl, version, cipher, bits in self.conn.execute(
+                    "SELECT s.pid, s.ssl, s.version, s.cipher, s.bits FROM pg_stat_ssl s "
+                    "JOIN pg_stat_activity a USING (pid) WHERE a.application_name = %s", (appname,)).fetchall():
+                seen[pid] = {"pid": pid, "ssl": ssl, "version": version, "cipher": cipher, "bits": bits}
+            if len(seen) < clients:
+                time.sleep(0.02)
+        for state in seen.values():
+            check_connection(state, self.tls)
+        if len(seen) < clients:
+            proc.kill()
+            raise CheckFailedError(f"only {len(seen)} of {clients} pgbench connections could be checked in pg_stat_ssl",
+                                   hint="use a longer --param seconds")
+        return list(seen.values())
+
+    # -- the hash workload: k sessions started together ----------------------------
+    def hash_sql(self, function: str, with_function: bool) -> str:
+        expr = HASH_FUNCTIONS[function] if with_function else "v"
+        return f"SELECT count({expr}) FROM {self.schema}.hashsrc"
+
+    def open_sessions(self, k: int, *, parallel: bool) -> list:
+        conns = []
+        try:
+            for _ in range(k):
+                conn = self.psycopg.connect(**conninfo_of(self.setup), sslmode="disable", autocommit=True,
+                                            application_name="encbench-hash")
+                conns.append(conn)
+                if not parallel:  # one session is one CPU
+                    conn.execute("SET max_parallel_workers_per_gather = 0")
+        except self.psycopg.OperationalError as e:
+            self.close_sessions(conns)
+            raise EngineUnavailableError(f"cannot open {k} sessions: {_first_line(e)}",
+                                         hint="use fewer --sessions, or raise max_connections") from None
+        return conns
+
+    def sessions_target(self, conns: list) -> Target:
+        pids = [c.info.backend_pid for c in conns]
+        sampler = _sampler_factory(self.setup, pids=pids, application_name=None)
+        return Target(pids=[p for p in pids if _is_local_postgres(p)], client=True, client_process=True,
+                      extra={"wait_sampler": sampler, "wait_interval_s": self.setup["wait_interval_s"]})
+
+    def run_sessions(self, conns: list, sql: str) -> tuple[list, float]:
+        return sweep.run_together(conns, lambda c: c.execute(sql).fetchone()[0])
+
+    close_sessions = staticmethod(sweep.close_all)
+
+    def close(self) -> None:
+        self.conn.close()
+
+
+def _pgbench_latencies(directory: Path, prefix: str) -> list[float]:
+    """Per-transaction latencies in ms from pgbench -l logs (client txn latency_us script epoch us)."""
+    out: list[float] = []
+    for path in directory.glob(f"{prefix}.*"):
+        with open(path) as f:
+            for line in f:
+                parts = line.split()
+                if len(parts) >= 3:
+                    out.append(int(parts[2]) / 1000.0)
+    return out
+
+
+def _percentile(values: list[float], q: float) -> float | None:
+    if not values:
+        return None
+    import numpy as np
+
+    return float(np.percentile(values, q))
+
+
+def _first_line(e: Exception) -> str:
+    return redact(str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__)
+
+
+def _is_local_postgres(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/comm") as f:
+            return f.read().strip().startswith("postgres")
+    except OSError:
+        return False
+
+
+def _parent_pid(pid: int) -> int | None:
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            return int(f.read().rsplit(b")", 1)[1].split()[1])
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+class _WaitSampler:
+    """Its own connection; sample() returns the wait events of the watched backends.
+
+    Kept cheap, since it runs beside the measurement: pg_stat_get_activity(pid) for the
+    known backends (no join with the catalogs, as the pg_stat_activity view does), as a
+    prepared statement, and one warm-up sample when the probe starts (outside the timing).
+    """
+
+    BY_PID = "SELECT wait_event_type, wait_event, state FROM pg_stat_get_activity(%s)"
+    BY_APP = ("SELECT wait_event_type, wait_event, state FROM pg_stat_get_activity(NULL) "
+              "WHERE application_name = %s")
+
+    def __init__(self, conninfo: dict, pids: list[int] | None, application_name: str | None):
+        import psycopg
+
+        local = conninfo.get("host") in ("127.0.0.1", "localhost", "::1")
+        self.conn = psycopg.connect(**conninfo, sslmode="disable" if local else "prefer", autocommit=True,
+                                    application_name="encbench-sampler")
+        self.cur = self.conn.cursor()
+        self.pids, self.appname = pids, application_name
+        self.sample()  # warm-up: plan, catalog caches, first snapshot
+
+    def _rows(self) -> list[tuple]:
+        if self.appname:
+            return self.cur.execute(self.BY_APP, (self.appname,), prepare=True).fetchall()
+        rows = []
+        for pid in self.pids or []:
+            rows += self.cur.execute(self.BY_PID, (pid,), prepare=True).fetchall()
+        return rows
+
+    def sample(self) -> list[str]:
+        out = []
+        for wtype, event, state in self._rows():
+            if state != "active":
+                out.append("Client/idle" if state and state.startswith("idle") else f"state/{state}")
+            elif wtype:
+                out.append(f"{wtype}/{event}")
+            else:
+                out.append("CPU")
+        return out
+
+    def close(self) -> None:
+        self.conn.close()
+
+
+def _sampler_factory(setup: dict, *, pids, application_name) -> Callable[[], _WaitSampler]:
+    info = conninfo_of(setup)
+    return lambda: _WaitSampler(info, pids, application_name)
+
+
+class PostgresEngine(Engine):
+    name = "postgres"
+    description = "PostgreSQL over TCP with TLS off, on and forced suites (private server on loopback, or --dsn)"
+    variant_keys = VARIANT_KEYS
+    axis, axis_baseline = "tls", "off"
+    workloads = IN_TRANSIT + ("hash",)
+    default_workloads = IN_TRANSIT
+    options = ("dsn", "keep", "allow_reconfigure", "wait_interval")
+    table_columns = ("workload", "op", "variant", "elapsed", "d_elapsed", "server_cpu", "d_server_cpu",
+                     "client_cpu", "d_client_cpu", "server_per_unit", "server_ctx", "net", "rate", "d_rate",
+                     "verdict")
+    metric_words = {"cpu_s": "server CPU", "client_cpu_s": "client CPU"}
+    label = "PostgreSQL"
+    dsn_schemes = ("postgresql", "postgres")
+    default_port = 5432
+    wire_protocol = "postgres"
+    direct_tls_alpn = "postgresql"  # PostgreSQL 17+: TLS without the SSLRequest
+    tls_view = "pg_stat_ssl"
+
+    def owns_dsn(self, dsn: str) -> bool:
+        return super().owns_dsn(dsn) or ("=" in dsn and "://" not in dsn)  # libpq key=value
+
+    def tls_preamble(self, sock, label: str) -> None:
+        wire.postgres_preamble(sock, label)
+
+    def start_scan_server(self, settings: dict):
+        return pg_server.start(settings=settings)
+
+    def live_io_reader(self, dsn: str) -> LiveReader:
+        """Bytes read and written by every backend: pg_stat_io (16+), else blocks x block_size."""
+        import psycopg
+
+        try:
+            conn = psycopg.connect(dsn, autocommit=True, connect_timeout=10)
+        except psycopg.Error as e:
+            raise EngineUnavailableError(f"cannot connect to --live: {redact(str(e).splitlines()[0])}") from None
+        version = int(conn.execute("SHOW server_version_num").fetchone()[0])
+
+        def read(c):
+            if version >= 160000:  # pg_stat_io: reads and writes in bytes, every backend type
+                r, w = c.execute("SELECT coalesce(sum(reads * op_bytes), 0), coalesce(sum(writes * op_bytes), 0) "
+                                 "FROM pg_stat_io").fetchone()
+                return float(r), float(w), "pg_stat_io reads/writes x op_bytes"
+            block = int(c.execute("SHOW block_size").fetchone()[0])
+            r = c.execute("SELECT coalesce(sum(blks_read), 0) FROM pg_stat_database").fetchone()[0]
+            w = c.execute("SELECT buffers_checkpoint + buffers_clean + buffers_backend FROM pg_stat_bgwriter").fetchone()[0]
+            return float(r) * block, float(w) * block, f"pg_stat_database.blks_read x {block} B (pg_stat_bgwriter writes)"
+
+        return LiveReader(conn, read)
+
+    def __init__(self) -> None:
+        self._servers: dict[str, pg_server.PgServer | None] = {}
+
+    def tables(self) -> tuple[Table, ...]:
+        return (Table("Encryption in transit: TLS vs none", "tls", "off", IN_TRANSIT, self.table_columns,
+                      dict(self.metric_words)),
+                Table("In-query hash: k concurrent sessions vs 1", "sessions", "1", ("hash",), sweep.TABLE_COLUMNS,
+                      dict(self.metric_words)))
+
+    def check_available(self) -> None:
+        _psycopg()
+
+    def versions(self) -> dict[str, str]:
+        psycopg = _psycopg()
+        v = psycopg.pq.version()
+        return {"psycopg": psycopg.__version__, "libpq": f"{v // 10000}.{v % 10000}"}
+
+    # -- server -------------------------------------------------------------------
+    def prepare(self, ctx: PrepareContext) -> dict:
+        psycopg = _psycopg()
+        dsn = ctx.options.get("dsn")
+        server = None
+        if dsn and ctx.options.get("keep"):
+            raise UsageError("--keep applies to the private server; with --dsn nothing is started",
+                             hint="drop --keep, or drop --dsn to let encbench start a server")
+        if dsn:
+            conninfo = _parse_dsn(psycopg, dsn)
+            managed, reconfigure = False, bool(ctx.options.get("allow_reconfigure"))
+        else:
+            ctx.progress("starting a private PostgreSQL server")
+            server = pg_server.start(keep=bool(ctx.options.get("keep")))
+            conninfo, managed, reconfigure = server.conninfo(), True, True
+        setup: dict[str, Any] = {"managed": managed, "reconfigure": reconfigure, "_conninfo": conninfo,
+                                 "schema": f"encbench_{secrets.token_hex(4)}",
+                                 "wait_interval_s": float(ctx.options.get("wait_interval") or DEFAULT_INTERVAL_S)}
+        self._servers[setup["schema"]] = server
+        try:
+            admin = _connect_admin(psycopg, conninfo)
+            setup["server"] = _server_facts(admin)
+            journal = _open_journal(psycopg, admin, conninfo, managed=managed, reconfigure=reconfigure)
+            setup["_journal"] = journal
+            if setup["server"]["ssl"] != "on" and any(v.get("tls", "off") != "off" for v in ctx.variants):
+                raise EngineUnavailableError("the server has TLS off (ssl=off): TLS variants cannot run",
+                                             hint="enable ssl on the server, or run with --variant tls=off")
+            not_taken = _privilege_notes(admin, setup)
+            if reconfigure and not managed:
+                blockers = pg_state.reconfigure_blockers(admin, SSL_SETTINGS)
+                for b in blockers:
+                    not_taken.append(f"--allow-reconfigure not used (the client still offers only the variant's "
+                                     f"suite): {b.text()}")
+                reconfigure = setup["reconfigure"] = not blockers
+            if reconfigure:  # what must be restored, written down before anything changes
+                journal.data["settings"] = pg_state.snapshot(admin, SSL_SETTINGS)
+            setup["not_taken"] = not_taken
+            for line in not_taken:
+                _note(line)
+            setup["_applied"] = {k: None for k in SSL_SETTINGS}  # None: as found
+            journal.data["schema"] = setup["schema"]
+            journal.save()
+            ctx.progress("creating the benchmark tables")
+            _create_objects(admin, setup["schema"], ctx.params.get("bulk", {}).get("rows", 0))
+            hashing = [v for v in ctx.variants if "sessions" in v]
+            if hashing:
+                sweep.check_sessions_fit(max(int(v["sessions"]) for v in hashing),
+                                         int(admin.execute("SHOW max_connections").fetchone()[0]))
+                if any(v["function"] in PGCRYPTO for v in hashing):
+                    if not admin.execute("SELECT 1 FROM pg_extension WHERE extname = 'pgcrypto'").fetchone():
+                        journal.data["drop_extension"] = "pgcrypto"
+                        journal.save()
+                    setup["created_pgcrypto"] = _ensure_pgcrypto(admin, managed or reconfigure)
+                rows = ctx.params["hash"]["hash_rows"]
+                ctx.progress(f"creating the hash table ({rows:,} rows)")
+                _create_hash_table(admin, setup["schema"], rows)
+                setup["hash_rows"] = rows
+                setup["hash_functions"] = sorted({v["function"] for v in hashing})
+            admin.close()
+            setup["pgbench"] = _find_pgbench(server)
+            setup["versions"] = {"postgresql_server": setup["server"]["version"]}
+            setup["dsn"] = redact(dsn) if dsn else None
+            if server is not None and server.keep:
+                setup["kept_server"] = server.how_to_connect()
+        except BaseException:
+            with interrupts.deferred():  # a second signal must not cut the restore short
+                self.cleanup(setup)
+            raise
+        return setup
+
+    def apply_variant(self, setup: dict, variant: Variant, workload: str = "") -> dict:
+        """Managed or --allow-reconfigure: the server offers only the suite too (client forces it anyway)."""
+        tls = variant.get("tls", "off")
+        if not setup["reconfigure"]:
+            return {"server_side": "unchanged (the client offers only the variant's suite)"}
+        forced = server_settings(tls) or {}
+        target = {k: forced.get(k) for k in SSL_SETTINGS}  # None: as found
+        if target != setup["_applied"]:
+            _change_ssl_settings(setup, target)
+        return _running_values(setup, target)
+
+    def cleanup(self, setup: dict) -> None:
+        """Called once, whatever happened (inside interrupts.deferred): an external server as it was found."""
+        server = self._servers.pop(setup.get("schema"), None)
+        if server is not None:
+            if server.keep:
+                return  # --keep: the server and its tables stay for inspection
+            server.stop()  # a private server: deleted with everything in it
+            return
+        journal = setup.get("_journal")
+        if journal is not None and "_conninfo" in setup:
+            _restore(_psycopg(), setup["_conninfo"], journal)
+
+    def calibrate(self, setup: dict) -> dict:
+        functions = setup.get("hash_functions") or []
+        return {"raw_hash": {f: sweep.raw_hash(f) for f in functions}} if functions else {}
+
+    def open_session(self, setup: dict, variant: Variant, *, mutable: bool, scratch_dir: Path) -> Session:
+        return PgSession(setup, variant, scratch_dir)
+
+    def leak_check(self, options: dict, workdir: Path):
+        """Community PostgreSQL has no encryption at rest: say so, and show where the canary lands."""
+        from ...lab import leakcheck
+
+        psycopg = _psycopg()
+        dsn = options.get("dsn")
+        server = None if dsn else pg_server.start()
+        conninfo = _parse_dsn(psycopg, dsn) if dsn else server.conninfo()
+        canary = leakcheck.new_canary()
+        schema = f"encbench_leak_{secrets.token_hex(4)}"
+        report = leakcheck.LeakReport("postgres", "community PostgreSQL (no encryption at rest exists to turn on)",
+                                      len(canary))
+        admin = journal = None
+        try:
+            admin = _connect_admin(psycopg, conninfo)
+            journal = _open_journal(psycopg, admin, conninfo, managed=server is not None, reconfigure=False)
+            targets = _leak_targets(admin, report)
+            journal.data["schema"] = schema
+            journal.save()
+            admin.execute(f"CREATE SCHEMA {schema}")
+            admin.execute(f"CREATE TABLE {schema}.leak (v text NOT NULL)")
+            admin.execute(f"INSERT INTO {schema}.leak SELECT %s || ' ' || i FROM generate_series(1, 200) i", (canary,))
+            _checkpoint(admin, report)  # data pages to their files; the WAL already has them
+            dump = workdir / "backup.sql"
+            _pg_dump(server, conninfo, f"{schema}.leak", dump)
+            fix = "none in community PostgreSQL: encrypt the volume (e.g. LUKS/dm-crypt) or use a build with TDE"
+            leakcheck.scan([leakcheck.ScanTarget(str(path), role, fix) for path, role in targets]
+                           + [leakcheck.ScanTarget(str(dump), "backup (pg_dump)", fix)], canary, report)
+            datadir = targets[0][0] if targets else None
+            for f in report.findings:
+                rel = Path(f.path).relative_to(datadir).parts if datadir and f.path.startswith(str(datadir)) else ()
+                f.role = {"base": "table data", "pg_wal": "WAL", "global": "global catalog"}.get(
+                    rel[0] if rel else "", f.role)
+            report.notes.append("community PostgreSQL has no encryption at rest: the canary is stored in plaintext "
+                                "wherever the table's data goes (table files, WAL, dumps)")
+        finally:
+            with interrupts.deferred():
+                if admin is not None:
+                    admin.close()
+                if journal is not None and server is None:
+                    _restore(psycopg, conninfo, journal)
+                if server is not None:
+                    server.stop()  # with everything in it
+        return report
+
+
+def _leak_targets(admin, report) -> list[tuple[Path, str]]:
+    """The data directory to scan, when this role may learn where it is and this machine may read it."""
+    datadir = pg_state.read_setting(admin, "data_directory")
+    if isinstance(datadir, pg_state.Denied):
+        report.notes.append(f"the data directory (table files, WAL) was not scanned, only the pg_dump output: "
+                            f"its location is not readable by this role (enable with: {datadir.grant})")
+        return []
+    if not os.access(datadir, os.R_OK):
+        raise EngineUnavailableError(f"cannot read the server's data directory {datadir}",
+                                     hint="run leak-check on the server's machine, as root or its owner")
+    return [(Path(datadir), "data directory")]
+
+
+def _checkpoint(admin, report) -> None:
+    """CHECKPOINT needs pg_checkpoint (PostgreSQL 15+) or superuser: without it, say what was not forced."""
+    try:
+        admin.execute("CHECKPOINT")
+    except Exception as e:  # psycopg.Error
+        if not pg_state.is_denied(e):
+            raise
+        role = pg_state.quote_ident(pg_state.current_user(admin))
+        report.notes.append(f"the data pages were not forced to the table files (CHECKPOINT: {_first_line(e)}; "
+                            f"enable with: GRANT pg_checkpoint TO {role}): the canary may reach them only at the "
+                            f"server's next checkpoint; the WAL and the dump are scanned as usual")
+
+
+def _parse_dsn(psycopg, dsn: str) -> dict:
+    try:
+        info = psycopg.conninfo.conninfo_to_dict(dsn)
+    except psycopg.ProgrammingError as e:
+        raise BadValueError(f"--dsn is not a valid connection string: {_first_line(e)}",
+                            hint="use postgresql://user@host:port/db or 'host=... port=... dbname=...'") from None
+    for k in ("sslmode", "application_name"):
+        info.pop(k, None)  # encbench sets these per variant
+    return info
+
+
+CONNECT_TIMEOUT_S = 10  # libpq connect_timeout: the whole connection attempt (docs/RESULTS.md)
+_NO_SERVER = ("timeout expired", "Connection refused", "could not translate host name", "No such file or directory")
+
+
+def _connect_admin(psycopg, conninfo: dict):
+    last = None
+    for sslmode in ("prefer", "disable"):
+        try:
+            return psycopg.connect(**{"connect_timeout": CONNECT_TIMEOUT_S, **conninfo}, sslmode=sslmode,
+                                   autocommit=True, application_name="encbench-admin")
+        except psycopg.OperationalError as e:
+            last = e
+            if any(s in str(e) for s in _NO_SERVER):
+                break  # no server answers there: without TLS it would not either (a second timeout)
+    raise EngineUnavailableError(f"cannot connect to the PostgreSQL server: {_first_line(last)}",
+                                 hint="check --dsn (host, port, user, password) and that the server is running")
+
+
+def _server_facts(conn) -> dict:
+    return {
+        "version": conn.execute("SHOW server_version").fetchone()[0],
+        "ssl": conn.execute("SHOW ssl").fetchone()[0],
+        "ssl_library": _readable(pg_state.read_setting(conn, "ssl_library")),
+        "host": conn.info.host,
+        "port": conn.info.port,
+    }
+
+
+def _readable(value):
+    return value if isinstance(value, str) else None
+
+
+def _create_objects(conn, schema: str, bulk_rows: int) -> None:
+    conn.execute(f"CREATE SCHEMA {schema}")
+    conn.execute(f"CREATE TABLE {schema}.rt (id int PRIMARY KEY, v text NOT NULL)")
+    conn.execute(f"INSERT INTO {schema}.rt SELECT i, md5(i::text) FROM generate_series(1, {RT_ROWS}) i")
+    # ~1 KB rows of hex text (not compressible by TOAST below 2 KB either way)
+    conn.execute(f"CREATE TABLE {schema}.bulk (id int NOT NULL, payload text NOT NULL)")
+    if bulk_rows:
+        conn.execute(f"INSERT INTO {schema}.bulk SELECT i, repeat(md5(i::text), 31) "
+                     f"FROM generate_series(1, {int(bulk_rows)}) i")
+    conn.execute(f"VACUUM ANALYZE {schema}.rt")
+    conn.execute(f"VACUUM ANALYZE {schema}.bulk")
+    conn.execute(f"SELECT count(*) FROM {schema}.bulk")  # into shared buffers / OS cache
+
+
+def _ensure_pgcrypto(conn, may_create: bool) -> bool:
+    """True when encbench created it (and drops it again in cleanup)."""
+    if conn.execute("SELECT 1 FROM pg_extension WHERE extname = 'pgcrypto'").fetchone():
+        return False
+    if not may_create:
+        raise EngineUnavailableError("the pgcrypto extension is not installed on this server (digest, hmac)",
+                                     hint="run CREATE EXTENSION pgcrypto; in the database (Debian: the postgresql "
+                                          "package ships it), or pass --allow-reconfigure, or use --function sha256")
+    try:
+        conn.execute("CREATE EXTENSION IF NOT EXISTS pgcrypto")
+        return True
+    except Exception as e:  # psycopg.Error; not importable at module level here
+        raise EngineUnavailableError(f"cannot create the pgcrypto extension: {_first_line(e)}",
+                                     hint="install the PostgreSQL contrib modules, or use --function sha256") from None
+
+
+def _create_hash_table(conn, schema: str, rows: int) -> None:
+    """hashsrc: one 10-character value per row (seed 004's ID VARCHAR(10)), read into shared buffers."""
+    conn.execute(f"CREATE TABLE {schema}.hashsrc (v text NOT NULL)")
+    conn.execute(f"INSERT INTO {schema}.hashsrc SELECT lpad(i::text, {sweep.VALUE_BYTES}, '0') "
+                 f"FROM generate_series(1, {int(rows)}) i")
+    conn.execute(f"VACUUM ANALYZE {schema}.hashsrc")
+    conn.execute(f"SELECT count(v) FROM {schema}.hashsrc")
+
+
+def _note(text: str) -> None:
+    print(f"encbench: note: {text}", file=sys.stderr)
+
+
+def _privilege_notes(admin, setup: dict) -> list[str]:
+    """The ssl settings as found, each one this role may read; what it may not is a note with its GRANT."""
+    denied: dict[str, list[str]] = {}  # grant -> settings it would let this role read
+    found: dict[str, str | None] = {}
+    for k in SSL_SETTINGS:
+        value = pg_state.read_setting(admin, k)
+        if isinstance(value, pg_state.Denied):
+            denied.setdefault(value.grant, []).append(k)
+            value = None
+        found[k] = value
+    setup["original_ssl_settings"] = found
+    return [f"the server's {', '.join(names)} not taken (recorded as null: reading them needs "
+            f"superuser or pg_read_all_settings; enable with: {grant})" for grant, names in denied.items()]
+
+
+def _open_journal(psycopg, admin, conninfo: dict, *, managed: bool, reconfigure: bool) -> restore_journal.Journal:
+    """This run's journal; first, what earlier runs against this server left behind is restored."""
+    ident = {"host": admin.info.host, "port": admin.info.port, "dbname": admin.info.dbname, "user": admin.info.user}
+    if managed:
+        return restore_journal.new("postgres", ident, persist=False)
+    datadir = pg_state.read_setting(admin, "data_directory")
+    datadir = datadir if isinstance(datadir, str) else None
+    dead, live, bad = restore_journal.existing("postgres", ident["host"], ident["port"])
+    for path in bad:
+        _note(f"{path} is not a restore journal this encbench can read: look at it, then delete it")
+    unrestored = []
+    for old in dead:
+        if old.data.get("data_directory") and datadir and old.data["data_directory"] != datadir:
+            continue  # another server that once listened on this port: not this one's to restore
+        if _restore(psycopg, conninfo, old, earlier=True):
+            continue
+        if old.data.get("changed"):
+            unrestored.append(old)
+    if reconfigure:
+        busy = [j for j in live if j.data.get("settings")]
+        if busy or unrestored:
+            j = (busy or unrestored)[0]
+            why = (f"another encbench run ({j.describe()}) is reconfiguring this server" if busy else
+                   f"an earlier run's changes ({j.describe()}) are not restored yet (journal {j.path})")
+            raise EngineUnavailableError(f"--allow-reconfigure refused: {why}",
+                                         hint="wait for it to finish, or run again with --dsn as a role that can "
+                                              "restore it (a superuser); or drop --allow-reconfigure")
+    journal = restore_journal.new("postgres", ident)
+    journal.data["data_directory"] = datadir
+    return journal
+
+
+def _restore(psycopg, conninfo: dict, journal: restore_journal.Journal, *, earlier: bool = False) -> bool:
+    """Undo a journal's changes, verified, then delete it; on failure say so and keep it for the next run."""
+    def connect():
+        return _connect_admin(psycopg, conninfo)
+
+    whose = f"an earlier encbench run left on {journal.describe()}" if earlier else "this run changed"
+    try:
+        done = pg_state.restore(connect, journal.data)
+    except (psycopg.Error, EncbenchError) as e:
+        msg = e.one_line() if isinstance(e, EncbenchError) else _first_line(e)
+        where = f"; {journal.path} keeps what must be restored: the next `encbench run --dsn` against " \
+                f"this server restores it first" if journal.path else ""
+        _note(f"could not restore what {whose}: {msg}{where}")
+        return False
+    journal.discard()
+    if earlier:
+        _note(f"restored what {whose}: {', '.join(done) or 'nothing was left changed'}")
+    return True
+
+
+def _running_values(setup: dict, target: dict) -> dict:
+    found = setup["_journal"].data["settings"]
+    return {k: found[k]["effective"] if target[k] is None else str(target[k]) for k in SSL_SETTINGS}
+
+
+def _change_ssl_settings(setup: dict, target: dict) -> None:
+    """ALTER SYSTEM + pg_reload_conf, then wait until a new connection sees the values.
+
+    Signals are deferred throughout: the change is whole or not begun. The journal says
+    what to restore before the first statement; a setting going back to as found is RESET
+    when it was not in postgresql.auto.conf, set to its old value when it was.
+    """
+    psycopg = _psycopg()
+    journal = setup["_journal"]
+    found = journal.data["settings"]
+    changes: dict[str, str | None] = {}
+    for k in SSL_SETTINGS:
+        if target[k] != setup["_applied"][k]:
+            as_found = found[k]["value"] if found[k]["in_auto_conf"] else None
+            changes[k] = as_found if target[k] is None else str(target[k])
+
+    def applied(name: str) -> None:
+        setup["_applied"][name] = target[name]
+
+    with interrupts.deferred():
+        if not journal.data.get("changed"):
+            journal.data["changed"] = True
+            journal.save()
+        admin = _connect_admin(psycopg, setup["_conninfo"])
+        try:
+            pg_state.alter_system(admin, changes, on_each=applied)
+            pg_state.wait_running(lambda: _connect_admin(psycopg, setup["_conninfo"]), _running_values(setup, target))
+        except psycopg.OperationalError as e:
+            raise EngineUnavailableError(f"the server went away while its ssl settings were changed: {_first_line(e)}",
+                                         hint="check that it is running; the next run against it restores them") from None
+        except psycopg.Error as e:
+            raise BadValueError(f"the server rejected the ssl settings {changes}: {_first_line(e)}",
+                                hint="use a cipher suite and protocol the server's OpenSSL knows") from None
+        finally:
+            admin.close()
+    interrupts.raise_if_stopped()
+
+
+def _pg_dump(server, conninfo: dict, table: str, out: Path) -> None:
+    tool = str(server.bindir / "pg_dump") if server is not None else (shutil.which("pg_dump") or "")
+    if not tool or not os.access(tool, os.X_OK):
+        raise EngineUnavailableError("pg_dump not found", hint="install the PostgreSQL client: apt-get install postgresql-client")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PGSSL")}
+    env.update({"PGHOST": str(conninfo.get("host", "")), "PGPORT": str(conninfo.get("port", "")),
+                "PGUSER": str(conninfo.get("user", "")), "PGDATABASE": str(conninfo.get("dbname", ""))})
+    if conninfo.get("password"):
+        env["PGPASSWORD"] = str(conninfo["password"])
+    done = subprocess.run([tool, "-t", table, "-f", str(out)], env=env, capture_output=True, text=True)
+    if done.returncode != 0:
+        raise EngineUnavailableError(f"pg_dump failed: {redact((done.stderr.strip().splitlines() or ['?'])[-1])}")
+
+
+def _find_pgbench(server) -> str | None:
+    if server is not None and (server.bindir / "pgbench").exists():
+        return str(server.bindir / "pgbench")
+    found = shutil.which("pgbench")
+    if found:
+        return found
+    try:
+        return str(pg_server.find_bindir() / "pgbench")
+    except EngineUnavailableError:
+        return None

@@ -1,0 +1,206 @@
+"""A private PostgreSQL server on loopback, started and stopped by encbench.
+
+initdb into a private temporary directory (as the unprivileged `postgres` user when
+running as root), a self-signed RSA certificate, a random superuser password (scram),
+a free port below the ephemeral range, a private socket directory, ssl=on. The server
+is stopped and its directory deleted by `stop()`, which the engine calls on exit, error,
+Ctrl-C and SIGTERM (and, as a last resort, at interpreter exit).
+"""
+
+from __future__ import annotations
+
+import atexit
+import glob
+import os
+import re
+import secrets
+import shutil
+import signal
+import subprocess
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ..local import certs
+from ..local import ports
+from ...errors import EngineUnavailableError
+from ..local.server import last_log_line, run_tool, unprivileged_user, wait_ready
+
+INSTALL_HINT = "install them with: apt-get install postgresql (Debian/Ubuntu), or measure an existing server with --dsn"
+START_TIMEOUT_S = 30
+STOP_TIMEOUT_S = 15
+SERVER_SETTINGS = {
+    "listen_addresses": "127.0.0.1",
+    "ssl": "on",
+    "shared_buffers": "256MB",
+    "max_connections": "300",  # the hash sweep goes up to 256 sessions
+    "autovacuum": "off",  # no background workers muddying server CPU
+    "fsync": "off",  # a throw-away instance measuring the wire, not durability
+    "log_min_messages": "warning",
+    "logging_collector": "off",
+}
+
+
+def _version_key(path: str) -> tuple:
+    m = re.search(r"/postgresql/(\d+)(?:\.(\d+))?/bin", path)
+    return (int(m.group(1)), int(m.group(2) or 0)) if m else (0, 0)
+
+
+def find_bindir() -> Path:
+    """The directory holding initdb and postgres: pg_config --bindir, else the newest Debian layout."""
+    override = os.environ.get("ENCBENCH_PG_BINDIR")
+    if override:
+        if all(os.access(os.path.join(override, b), os.X_OK) for b in ("initdb", "postgres")):
+            return Path(override)
+        raise EngineUnavailableError(f"ENCBENCH_PG_BINDIR={override} holds no initdb and postgres", hint=INSTALL_HINT)
+    candidates: list[str] = []
+    pg_config = shutil.which("pg_config")
+    if pg_config:
+        try:
+            out = subprocess.run([pg_config, "--bindir"], capture_output=True, text=True, timeout=10)
+            candidates.append(out.stdout.strip())
+        except (OSError, subprocess.SubprocessError):
+            pass
+    candidates += sorted(glob.glob("/usr/lib/postgresql/*/bin"), key=_version_key, reverse=True)
+    for c in candidates:
+        if c and os.access(os.path.join(c, "initdb"), os.X_OK) and os.access(os.path.join(c, "postgres"), os.X_OK):
+            return Path(c)
+    raise EngineUnavailableError("PostgreSQL server binaries (initdb, postgres) not found", hint=INSTALL_HINT)
+
+
+@dataclass
+class PgServer:
+    bindir: Path
+    root: Path
+    port: int
+    password: str = field(repr=False)
+    user: tuple[str, int, int] | None
+    proc: subprocess.Popen | None = None
+    keep: bool = False
+    args: list[str] = field(default_factory=list, repr=False)  # the postgres command line, for restart()
+
+    @property
+    def datadir(self) -> Path:
+        return self.root / "data"
+
+    @property
+    def sockdir(self) -> Path:
+        return self.root / "sock"
+
+    @property
+    def logfile(self) -> Path:
+        return self.root / "server.log"
+
+    def conninfo(self) -> dict:
+        return {"host": "127.0.0.1", "port": self.port, "user": "postgres", "dbname": "postgres",
+                "password": self.password}
+
+    def how_to_connect(self) -> str:
+        return (f"psql 'host=127.0.0.1 port={self.port} user=postgres dbname=postgres' "
+                f"(password in {self.root / 'pwfile'}); stop: kill -INT {self.proc.pid if self.proc else '?'} "
+                f"&& rm -rf {self.root}")
+
+    def restart(self) -> None:
+        """Start the same server again (same data, port and settings) after it stopped or was killed."""
+        if self.proc is not None and self.proc.poll() is None:
+            raise EngineUnavailableError("the server is still running")
+        self._spawn()
+        ok, error = _wait_ready(self)
+        if not ok:
+            raise EngineUnavailableError(f"the PostgreSQL server did not restart: {error}")
+
+    def _spawn(self) -> None:
+        log = open(self.logfile, "ab")
+        self.proc = subprocess.Popen(self.args, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                     start_new_session=True, **_as_user(self.user))
+        log.close()
+
+    def stop(self) -> None:
+        """Fast shutdown, then delete the directory. Idempotent; a no-op with keep=True."""
+        if self.keep:
+            return
+        proc, self.proc = self.proc, None
+        if proc is not None and proc.poll() is None:
+            proc.send_signal(signal.SIGINT)  # fast shutdown: disconnect clients, stop
+            try:
+                proc.wait(STOP_TIMEOUT_S)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+        shutil.rmtree(self.root, ignore_errors=True)
+
+
+def _as_user(user):
+    return {"user": user[1], "group": user[2], "extra_groups": []} if user else {}
+
+
+def start(*, keep: bool = False, settings: dict | None = None) -> PgServer:
+    """initdb + certificate + start on a free port below 32768; retried on a port race."""
+    bindir = find_bindir()
+    user = unprivileged_user("postgres")
+    root = Path(tempfile.mkdtemp(prefix="encbench-pg-"))
+    server = PgServer(bindir=bindir, root=root, port=0, password=secrets.token_urlsafe(24), user=user, keep=False)
+    atexit.register(server.stop)
+    try:
+        os.chmod(root, 0o700)
+        if user:
+            os.chown(root, user[1], user[2])
+        pwfile = root / "pwfile"
+        fd = os.open(pwfile, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(fd, "w") as f:
+            f.write(server.password + "\n")
+        server.sockdir.mkdir(mode=0o700)
+        if user:
+            os.chown(pwfile, user[1], user[2])
+            os.chown(server.sockdir, user[1], user[2])
+        run_tool([str(bindir / "initdb"), "-D", str(server.datadir), "-U", "postgres", "-E", "UTF8",
+                  "--auth-local=trust", "--auth-host=scram-sha-256", f"--pwfile={pwfile}", "--no-instructions"],
+                 "initdb", timeout=120, **_as_user(user))
+        crt, key = certs.self_signed(root, owner=user[1:] if user else None)
+        conf = dict(SERVER_SETTINGS, **(settings or {}), ssl_cert_file=str(crt), ssl_key_file=str(key),
+                    unix_socket_directories=str(server.sockdir))
+        last_error = ""
+        for _ in range(5):
+            server.port = ports.free_port()
+            args = [str(bindir / "postgres"), "-D", str(server.datadir), "-c", f"port={server.port}"]
+            for k, v in conf.items():
+                args += ["-c", f"{k}={v}"]
+            server.args = args
+            server._spawn()
+            ok, last_error = _wait_ready(server)
+            if ok:
+                server.keep = keep
+                return server
+            if server.proc.poll() is None:
+                server.proc.kill()
+                server.proc.wait()
+            server.proc = None
+            if not _port_taken(server, last_error):
+                break
+        raise EngineUnavailableError(f"the private PostgreSQL server did not start: {last_error}",
+                                     hint=f"see {server.logfile}" if keep else "run with --keep to inspect its log")
+    except BaseException:
+        server.stop()
+        raise
+
+
+def _wait_ready(server: PgServer) -> tuple[bool, str]:
+    import psycopg
+
+    return wait_ready(server.proc,
+                      lambda: psycopg.connect(**server.conninfo(), sslmode="disable", connect_timeout=2).close(),
+                      psycopg.OperationalError, lambda: _last_log_line(server), START_TIMEOUT_S)
+
+
+def _port_taken(server: PgServer, last_error: str) -> bool:
+    """The server could not bind its port (taken since we checked it): worth another port."""
+    if "could not create any TCP/IP sockets" in last_error:
+        return True
+    try:
+        return "Address already in use" in server.logfile.read_text(errors="replace")
+    except OSError:
+        return False
+
+
+def _last_log_line(server: PgServer) -> str:
+    return last_log_line(server.logfile)

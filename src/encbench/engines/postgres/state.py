@@ -1,0 +1,192 @@
+"""What encbench changes on a PostgreSQL server, and how it is put back exactly as found.
+
+The state worth restoring is what `ALTER SYSTEM` writes into postgresql.auto.conf: a
+setting that was not there before is `ALTER SYSTEM RESET` (its line removed), one that was
+gets its old value back (ALTER SYSTEM keeps a line in place when it changes its value),
+then `pg_reload_conf()`. The restore is verified (pg_file_settings and the running values)
+before its journal (restore_journal.py) is deleted. Also journaled: the run's schema and an
+extension it created.
+
+Nothing here needs more than the privileges it is given: what cannot be read comes back as
+None with the GRANT that would allow it (`Denied`).
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from dataclasses import dataclass
+from typing import Callable
+
+from ...errors import EngineUnavailableError
+
+TEST_HOOK = "ENCBENCH_TEST_HOOK_RECONFIGURE"  # tests only: "pause:FILE" (see _test_hook)
+RELOAD_WAIT_S = 10
+
+
+@dataclass
+class Denied:
+    what: str  # "ssl_ciphers", "CHECKPOINT", ...
+    reason: str  # the server's message
+    grant: str  # the statement that would allow it
+
+    def text(self) -> str:
+        return f"{self.what}: {self.reason} (enable with: {self.grant})"
+
+
+def quote_ident(name: str) -> str:
+    return name if name.isidentifier() and name.islower() else '"' + name.replace('"', '""') + '"'
+
+
+def current_user(conn) -> str:
+    return conn.execute("SELECT current_user").fetchone()[0]
+
+
+def is_denied(e: Exception) -> bool:
+    import psycopg
+
+    return isinstance(e, psycopg.errors.InsufficientPrivilege)
+
+
+def _first_line(e: Exception) -> str:
+    from ...util.redact import redact
+
+    return redact(str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__)
+
+
+def read_setting(conn, name: str) -> str | Denied:
+    """SHOW name, or Denied (settings such as ssl_ciphers need pg_read_all_settings)."""
+    from psycopg import sql
+
+    try:
+        return conn.execute(sql.SQL("SHOW {}").format(sql.Identifier(name))).fetchone()[0]
+    except Exception as e:  # psycopg.Error
+        if not is_denied(e):
+            raise
+        return Denied(name, _first_line(e), f"GRANT pg_read_all_settings TO {quote_ident(current_user(conn))}")
+
+
+def auto_conf_entries(conn, names) -> dict[str, str] | Denied:
+    """The lines of postgresql.auto.conf for these names, as the file holds them now."""
+    try:
+        rows = conn.execute("SELECT name, setting FROM pg_file_settings "
+                            "WHERE sourcefile LIKE '%%postgresql.auto.conf' AND name = ANY(%s) ORDER BY seqno",
+                            (list(names),)).fetchall()
+    except Exception as e:
+        if not is_denied(e):
+            raise
+        return Denied("pg_file_settings", _first_line(e), "a superuser role (pg_file_settings is superuser-only)")
+    return dict(rows)
+
+
+def reconfigure_blockers(conn, names) -> list[Denied]:
+    """Why this role cannot change the settings and put them back (empty: it can)."""
+    user = quote_ident(current_user(conn))
+    out: list[Denied] = []
+    if conn.execute("SELECT rolsuper FROM pg_roles WHERE rolname = current_user").fetchone()[0]:
+        return out
+    for name in names:
+        ok = conn.execute("SELECT has_parameter_privilege(%s, 'ALTER SYSTEM')", (name,)).fetchone()[0]
+        if not ok:
+            out.append(Denied(f"ALTER SYSTEM {name}", "not permitted", f"GRANT ALTER SYSTEM ON PARAMETER {name} TO {user}"))
+    if not conn.execute("SELECT has_function_privilege('pg_reload_conf()', 'EXECUTE')").fetchone()[0]:
+        out.append(Denied("pg_reload_conf()", "not permitted", f"GRANT EXECUTE ON FUNCTION pg_reload_conf() TO {user}"))
+    out += [x for x in [auto_conf_entries(conn, names)] if isinstance(x, Denied)]
+    return out
+
+
+def snapshot(conn, names) -> dict[str, dict]:
+    """Per setting: in postgresql.auto.conf or not, its value there, and its running value."""
+    entries = auto_conf_entries(conn, names)
+    if isinstance(entries, Denied):
+        raise EngineUnavailableError(f"cannot read postgresql.auto.conf: {entries.text()}")
+    out = {}
+    for name in names:
+        effective = read_setting(conn, name)
+        if isinstance(effective, Denied):
+            raise EngineUnavailableError(f"cannot read {name}: {effective.text()}")
+        out[name] = {"in_auto_conf": name in entries, "value": entries.get(name), "effective": effective}
+    return out
+
+
+def _test_hook() -> None:
+    """Tests deliver a signal inside the reconfiguration window: inert unless the variable is set."""
+    spec = os.environ.get(TEST_HOOK, "")
+    if spec.startswith("pause:"):
+        with open(spec[len("pause:"):], "a") as f:
+            f.write(f"{os.getpid()}\n")
+        time.sleep(1.5)
+
+
+def alter_system(conn, changes: dict[str, str | None], on_each: Callable[[str], None] = lambda name: None) -> None:
+    """ALTER SYSTEM SET name = value (None: RESET) for each, then pg_reload_conf()."""
+    from psycopg import sql
+
+    for i, (name, value) in enumerate(changes.items()):
+        if value is None:
+            conn.execute(sql.SQL("ALTER SYSTEM RESET {}").format(sql.Identifier(name)))
+        else:
+            conn.execute(sql.SQL("ALTER SYSTEM SET {} = {}").format(sql.Identifier(name), sql.Literal(str(value))))
+        on_each(name)
+        if i == 0:
+            _test_hook()
+    conn.execute("SELECT pg_reload_conf()")
+
+
+def wait_running(connect: Callable, wanted: dict[str, str]) -> None:
+    """The reload is asynchronous: until a new connection sees the values (at most RELOAD_WAIT_S)."""
+    deadline = time.monotonic() + RELOAD_WAIT_S
+    now: dict = {}
+    while True:
+        probe = connect()
+        try:
+            now = {k: read_setting(probe, k) for k in wanted}
+        finally:
+            probe.close()
+        if now == wanted:
+            return
+        if time.monotonic() > deadline:
+            raise EngineUnavailableError(f"the server did not take the settings {wanted} (it runs with {now})",
+                                         hint="check the server log: a value may be unknown to it")
+        time.sleep(0.05)
+
+
+def restore(connect: Callable, data: dict) -> list[str]:
+    """Undo what a journal says was (or was about to be) changed; verified. Returns what was done."""
+    done: list[str] = []
+    conn = connect()
+    try:
+        settings = data.get("settings") or {}
+        if settings and data.get("changed"):
+            current = auto_conf_entries(conn, settings)
+            if isinstance(current, Denied):
+                raise EngineUnavailableError(f"cannot read postgresql.auto.conf to restore it: {current.text()}")
+            changes: dict[str, str | None] = {}
+            for name, was in settings.items():
+                if was["in_auto_conf"] and current.get(name) != was["value"]:
+                    changes[name] = was["value"]
+                elif not was["in_auto_conf"] and name in current:
+                    changes[name] = None
+            alter_system(conn, changes)  # reloads even with no change: an unapplied one may be pending
+            wait_running(connect, {n: w["effective"] for n, w in settings.items()})
+            after = auto_conf_entries(conn, settings)
+            want = {n: w["value"] for n, w in settings.items() if w["in_auto_conf"]}
+            if after != want:
+                raise EngineUnavailableError(f"postgresql.auto.conf holds {after} after the restore, not {want}")
+            done += [f"{n} {'reset' if v is None else 'restored'}" for n, v in changes.items()] or ["settings reloaded"]
+        schema = data.get("schema")
+        if schema:
+            from psycopg import sql
+
+            if conn.execute("SELECT 1 FROM pg_namespace WHERE nspname = %s", (schema,)).fetchone():
+                conn.execute(sql.SQL("DROP SCHEMA IF EXISTS {} CASCADE").format(sql.Identifier(schema)))
+                done.append(f"schema {schema} dropped")
+        ext = data.get("drop_extension")
+        if ext and conn.execute("SELECT 1 FROM pg_extension WHERE extname = %s", (ext,)).fetchone():
+            from psycopg import sql
+
+            conn.execute(sql.SQL("DROP EXTENSION IF EXISTS {}").format(sql.Identifier(ext)))
+            done.append(f"extension {ext} dropped")
+    finally:
+        conn.close()
+    return done

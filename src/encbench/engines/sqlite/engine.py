@@ -1,0 +1,413 @@
+"""SQLite + SQLCipher: the embedded engine, encrypted at rest page by page.
+
+Both variants run through the same library (sqlcipher3, SQLCipher's build of SQLite), so
+the only difference between encryption=off and encryption=on is the page codec.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+import resource
+import shutil
+import time
+from pathlib import Path
+from typing import Any, Callable
+
+from . import datagen
+from ...host import oscache
+from ...host import rawcipher
+from ...errors import CheckFailedError, EngineUnavailableError, WrongKeyError
+from ...probes import Target
+from ...lab.variants import Variant, VariantKey, int_validator, normalize
+from ..base import Engine, PrepareContext, Session
+
+TABLE = "bench"
+DEFAULT_PASSPHRASE = "encbench-synthetic-data"  # the data is synthetic: this key protects nothing
+DEFAULT_CACHE_KIB = 2000  # SQLite's default page cache (cache_size=-2000)
+
+VARIANT_KEYS = (
+    VariantKey("encryption", "SQLCipher page encryption off (plain SQLite) or on", ("off", "on"), ("off", "on")),
+    VariantKey("cache", "cold: caches dropped before each operation; warm: table already in the page cache",
+               ("cold", "warm"), ("cold", "warm")),
+    VariantKey("page_size", "database page size in bytes (512..65536, a power of two)", ("4096",),
+               validate=int_validator("page_size", lambda n: 512 <= n <= 65536 and n & (n - 1) == 0,
+                                      "use a power of two from 512 to 65536")),
+    VariantKey("kdf_iter", "PBKDF2 iterations of the key derivation", ("256000",),
+               validate=int_validator("kdf_iter", lambda n: 1 <= n <= 10_000_000, "use 1 to 10000000"),
+               applies_when=(("encryption", "on"),)),
+    VariantKey("key", "passphrase (derived with PBKDF2 at open) or raw (a 256-bit key, no derivation)",
+               ("passphrase",), ("passphrase", "raw"), applies_when=(("encryption", "on"),)),
+)
+
+
+def _import():
+    try:
+        import sqlcipher3
+    except ImportError as e:  # pragma: no cover - depends on the installation
+        raise EngineUnavailableError(
+            f"the SQLCipher library is not importable ({e})",
+            hint="install it with: pip install sqlcipher3-wheels",
+        ) from None
+    return sqlcipher3
+
+
+def _quote(text: str) -> str:
+    return "'" + text.replace("'", "''") + "'"
+
+
+def key_sql(variant: Variant, passphrase: str) -> str | None:
+    """The PRAGMA key argument for a variant (None for a plain database)."""
+    if variant.get("encryption") != "on":
+        return None
+    if variant.get("key") == "raw":
+        return "\"x'" + hashlib.sha256(passphrase.encode()).hexdigest() + "'\""
+    return _quote(passphrase)
+
+
+def file_name(variant: Variant) -> str:
+    ps = variant.get("page_size", "4096")
+    if variant.get("encryption") != "on":
+        return f"plain-p{ps}.db"
+    return f"enc-p{ps}-k{variant['kdf_iter']}-{variant['key']}.db"
+
+
+class SQLiteSession(Session):
+    def __init__(self, path: Path, variant: Variant, setup: dict, *, copy_of: Path | None):
+        sqlcipher3 = _import()
+        self.path, self.variant, self.copy_of = path, variant, copy_of
+        self.table, self.row_count = TABLE, setup["rows"]
+        self.page_size = int(variant.get("page_size", "4096"))
+        self._key = key_sql(variant, setup["_passphrase"])
+        self._warm = False
+        t0, ru0 = time.perf_counter(), resource.getrusage(resource.RUSAGE_SELF)
+        self.conn = _connect(sqlcipher3, path, variant, self._key)
+        ru1 = resource.getrusage(resource.RUSAGE_SELF)
+        self.open_metrics = {
+            "wall_s": time.perf_counter() - t0,
+            "cpu_s": (ru1.ru_utime - ru0.ru_utime) + (ru1.ru_stime - ru0.ru_stime),
+        }
+        self._counters = page_counters(self.conn, path)
+
+    def target(self) -> Target:
+        extra = {"counters": self._counters} if self._counters else {}
+        return Target(pids=[os.getpid()], page_size=self.page_size, extra=extra)
+
+    def _files(self) -> list[Path]:
+        return [p for p in (self.path, Path(f"{self.path}-journal"), Path(f"{self.path}-wal")) if p.exists()]
+
+    def set_cache(self, state: str) -> dict:
+        if state == "cold":
+            self.conn.execute(f"PRAGMA cache_size = -{DEFAULT_CACHE_KIB}")
+            self.conn.execute("PRAGMA shrink_memory")  # empties SQLite's own page cache
+            dropped = all(oscache.drop_file(p) for p in self._files())
+            self._warm = False
+            return {"cache": "cold", "os_cache_dropped": dropped, "method": oscache.METHOD}
+        kib = self.path.stat().st_size * 5 // 4 // 1024 + 4096
+        self.conn.execute(f"PRAGMA cache_size = -{kib}")
+        if not self._warm:
+            self.conn.execute("PRAGMA quick_check").fetchall()  # reads every page once
+            self._warm = True
+        return {"cache": "warm", "page_cache_kib": kib}
+
+    def execute(self, sql: str, params: tuple = ()) -> int:
+        return self.conn.execute(sql, params).rowcount
+
+    def query(self, sql: str, params: tuple = ()) -> list:
+        return self.conn.execute(sql, params).fetchall()
+
+    def begin(self) -> None:
+        self.conn.execute("BEGIN")
+
+    def commit(self) -> None:
+        self.conn.execute("COMMIT")
+
+    def rebuild_operations(self) -> list[tuple[str, Callable[[], Any]]]:
+        return [
+            ("reindex", lambda: self.conn.execute("REINDEX")),
+            ("vacuum", lambda: self.conn.execute("VACUUM")),
+        ]
+
+    def prepare_backup(self, dest: Path):
+        """Untimed: a connection to the new backup file, same key and settings.
+
+        A new encrypted file derives its key only at its first write: write once here
+        so that the key derivation stays out of the backup's timing.
+        """
+        conn = _connect(_import(), dest, self.variant, self._key, create=True)
+        conn.execute("PRAGMA user_version = 0")
+        return conn
+
+    def run_backup(self, handle) -> None:
+        """Timed: an online backup of every page."""
+        self.conn.backup(handle)
+        handle.close()
+
+    def check_backup(self, dest: Path) -> dict:
+        """Untimed: an encrypted source must give an encrypted copy (CheckFailedError if not)."""
+        return {"backup_encrypted": int(check_at_rest(dest, self.variant))}
+
+    def close(self) -> None:
+        self.conn.close()
+        if self.copy_of is not None:
+            for p in self._files():
+                p.unlink()
+
+
+# sqlite3_db_status counters: pages read into / written from the page cache
+_DBSTATUS_CACHE_MISS, _DBSTATUS_CACHE_WRITE = 8, 9
+
+
+@contextlib.contextmanager
+def _building(path: Path):
+    """Build a file under a temporary name; rename it into place only when complete."""
+    tmp = path.with_suffix(".tmp")
+    tmp.unlink(missing_ok=True)
+    try:
+        yield tmp
+        os.replace(tmp, path)
+    finally:
+        tmp.unlink(missing_ok=True)
+        Path(f"{tmp}-journal").unlink(missing_ok=True)
+
+
+SQLITE_HEADER = b"SQLite format 3\x00"
+
+
+def is_encrypted_file(path: Path) -> bool:
+    """A plain SQLite file starts with its magic header; a SQLCipher file starts with random salt."""
+    with open(path, "rb") as f:
+        return f.read(len(SQLITE_HEADER)) != SQLITE_HEADER
+
+
+def check_at_rest(path: Path, variant: Variant) -> bool:
+    """Fail loudly when a file is not in the state its variant claims."""
+    encrypted = is_encrypted_file(path)
+    if encrypted != (variant.get("encryption") == "on"):
+        raise CheckFailedError(
+            f"{path} is {'encrypted' if encrypted else 'plain'} on disk but the variant says encryption="
+            f"{variant.get('encryption')}",
+            hint="remove the data directory or run with --regenerate",
+        )
+    return encrypted
+
+
+def page_counters(conn, path: Path) -> Callable[[], dict[str, int]] | None:
+    """SQLite's own page counters for a connection, or None where they cannot be reached.
+
+    The Python module does not expose sqlite3_db_status, so the sqlite3* handle is read
+    from the connection object (the first field after the object header) and checked by
+    asking SQLite for that handle's file name: a mismatch means no counters, never
+    wrong ones (the pages probe then falls back to read() bytes / page size).
+    """
+    import ctypes
+
+    try:
+        lib = ctypes.CDLL(_import()._sqlite3.__file__)
+        lib.sqlite3_db_filename.restype = ctypes.c_char_p
+        lib.sqlite3_db_filename.argtypes = [ctypes.c_void_p, ctypes.c_char_p]
+        lib.sqlite3_db_status.argtypes = [ctypes.c_void_p, ctypes.c_int, ctypes.POINTER(ctypes.c_int),
+                                          ctypes.POINTER(ctypes.c_int), ctypes.c_int]
+        handle = ctypes.c_void_p.from_address(id(conn) + object.__basicsize__).value
+        name = lib.sqlite3_db_filename(handle, b"main") if handle else None
+        if not name or os.path.realpath(name.decode()) != os.path.realpath(path):
+            return None
+    except (OSError, AttributeError, ValueError):
+        return None
+    cur, high = ctypes.c_int(), ctypes.c_int()
+
+    def read(op: int) -> int:
+        lib.sqlite3_db_status(handle, op, ctypes.byref(cur), ctypes.byref(high), 0)
+        return cur.value
+
+    return lambda: {"pages_read": read(_DBSTATUS_CACHE_MISS), "pages_written": read(_DBSTATUS_CACHE_WRITE)}
+
+
+def _connect(sqlcipher3, path: Path, variant: Variant, key: str | None, *, create: bool = False):
+    if not create and not path.exists():
+        raise EngineUnavailableError(f"database file {path} is missing", hint="run again with --regenerate")
+    conn = sqlcipher3.connect(str(path), isolation_level=None, check_same_thread=False)
+    conn.execute("PRAGMA cipher_log_level = NONE")  # errors are ours to report, on one line
+    if key is not None:
+        conn.execute(f"PRAGMA key = {key}")
+        conn.execute(f"PRAGMA cipher_page_size = {variant.get('page_size', '4096')}")
+        conn.execute(f"PRAGMA kdf_iter = {variant['kdf_iter']}")
+    elif create:
+        conn.execute(f"PRAGMA page_size = {variant.get('page_size', '4096')}")
+    try:
+        conn.execute("SELECT count(*) FROM sqlite_master").fetchone()  # derives the key, reads page 1
+    except sqlcipher3.DatabaseError:
+        conn.close()
+        raise WrongKeyError(
+            f"the encrypted database {path} does not open with the key given",
+            hint="use the key it was created with (ENCBENCH_KEY or --key-file), or --regenerate to rebuild it",
+        ) from None
+    return conn
+
+
+def _plant_sqlite(sqlcipher3, directory: Path, variant: Variant, canary: str, report) -> None:
+    """Write the canary, commit, back it up, then hold a write transaction open so that the
+    rollback journal (old pages) and the WAL (new frames) are on disk while they are scanned."""
+    from ...lab.leakcheck import ScanTarget, scan
+
+    directory.mkdir(parents=True, exist_ok=True)
+    key = key_sql(variant, DEFAULT_PASSPHRASE)
+    fix = "open the database with a key (PRAGMA key): SQLCipher encrypts it, its journal, WAL and backups"
+    for mode in ("delete", "wal"):
+        path = directory / f"leak-{mode}.db"
+        conn = _connect(sqlcipher3, path, variant, key, create=True)
+        try:
+            conn.execute(f"PRAGMA journal_mode = {mode}")
+            conn.execute("CREATE TABLE leak (v TEXT NOT NULL)")
+            conn.execute("BEGIN")
+            conn.executemany("INSERT INTO leak VALUES (?)", [(f"{canary} {i}",) for i in range(200)])
+            conn.execute("COMMIT")
+            backup = directory / f"leak-{mode}-backup.db"
+            dest = _connect(sqlcipher3, backup, variant, key, create=True)
+            dest.execute("PRAGMA user_version = 0")
+            conn.backup(dest)
+            dest.close()
+            conn.execute("BEGIN")
+            conn.execute("UPDATE leak SET v = v || ' updated'")
+            scan([ScanTarget(str(path), "database", fix), ScanTarget(f"{path}-journal", "rollback journal", fix),
+                  ScanTarget(f"{path}-wal", "WAL", fix), ScanTarget(str(backup), "backup", fix)], canary, report)
+        finally:
+            conn.close()  # rolls the open transaction back
+
+
+class SQLiteEngine(Engine):
+    name = "sqlite"
+    description = "SQLite plain vs SQLCipher 4 (embedded, no server; PyPI sqlcipher3-wheels)"
+    variant_keys = VARIANT_KEYS
+    workloads = ("scan-like", "scan-eq", "dml", "rebuild", "backup")
+    label = "SQLite/SQLCipher"
+    # selftest: one minute on 2 cores at the default size and runs (scan-eq has cold reads and warm CPU)
+    selftest_workloads = ("scan-eq",)
+
+    def check_available(self) -> None:
+        _import()
+
+    def versions(self) -> dict[str, str]:
+        sqlcipher3 = _import()
+        conn = sqlcipher3.connect(":memory:")
+        conn.execute("PRAGMA key = 'probe'")
+        out = {
+            "sqlite": sqlcipher3.sqlite_version,
+            "sqlcipher": conn.execute("PRAGMA cipher_version").fetchone()[0],
+            "sqlcipher_crypto_provider": conn.execute("PRAGMA cipher_provider").fetchone()[0],
+            "sqlcipher_crypto_provider_version": conn.execute("PRAGMA cipher_provider_version").fetchone()[0],
+        }
+        conn.close()
+        return out
+
+    # -- data -----------------------------------------------------------------------
+    def prepare(self, ctx: PrepareContext) -> dict:
+        sqlcipher3 = _import()
+        rows = datagen.row_count_for(ctx.size_bytes)
+        spec = {"generator": datagen.GENERATOR_VERSION, "rows": rows, "seed": ctx.seed}
+        dataset_id = hashlib.sha256(json.dumps(spec, sort_keys=True).encode()).hexdigest()[:12]
+        ddir = ctx.data_dir / f"sqlite-{dataset_id}"
+        ddir.mkdir(parents=True, exist_ok=True)
+        passphrase = ctx.key or DEFAULT_PASSPHRASE
+        files: dict[str, dict] = {}
+        for variant in ctx.variants:
+            self._ensure(sqlcipher3, ctx, ddir, spec, variant, passphrase, files)
+        return {
+            "dataset_id": dataset_id,
+            "data_dir": str(ddir),
+            "rows": rows,
+            "seed": ctx.seed,
+            "generator_version": datagen.GENERATOR_VERSION,
+            "table": TABLE,
+            "files": files,
+            "key_source": ctx.key_source,
+            "_passphrase": passphrase,  # keys starting with _ never reach result files
+        }
+
+    def _ensure(self, sqlcipher3, ctx: PrepareContext, ddir: Path, spec: dict, variant: Variant,
+                passphrase: str, files: dict[str, dict]) -> dict:
+        """Reuse the database file of a variant when it exists for this spec, else build it (once)."""
+        name = file_name(variant)
+        if name in files:
+            return files[name]
+        path, meta_path = ddir / name, ddir / (name + ".json")
+        key = key_sql(variant, passphrase)
+        if path.exists() and meta_path.exists() and not ctx.regenerate:
+            _connect(sqlcipher3, path, variant, key).close()  # a wrong key fails here, before any run
+            files[name] = dict(json.loads(meta_path.read_text()), reused=True, path=str(path),
+                               encrypted_on_disk=check_at_rest(path, variant))
+            return files[name]
+        meta_path.unlink(missing_ok=True)
+        if variant.get("encryption") == "on":
+            plain_variant = normalize({**variant, "encryption": "off"}, VARIANT_KEYS)
+            plain = self._ensure(sqlcipher3, ctx, ddir, spec, plain_variant, passphrase, files)
+            ctx.progress(f"encrypting {name} ({spec['rows']:,} rows)")
+            t0 = time.perf_counter()
+            self._export_encrypted(sqlcipher3, Path(plain["path"]), path, variant, passphrase)
+        else:
+            ctx.progress(f"generating {name} ({spec['rows']:,} rows)")
+            t0 = time.perf_counter()
+            self._write_plain(sqlcipher3, path, variant, spec["rows"], spec["seed"])
+        meta = {"spec": spec, "variant": {k: v for k, v in variant.items() if k != "cache"},
+                "generation_s": time.perf_counter() - t0,
+                "bytes": path.stat().st_size}
+        meta_path.write_text(json.dumps(meta))
+        files[name] = dict(meta, reused=False, path=str(path), encrypted_on_disk=check_at_rest(path, variant))
+        return files[name]
+
+    @staticmethod
+    def _write_plain(sqlcipher3, path: Path, variant: Variant, rows: int, seed: int) -> None:
+        with _building(path) as tmp:
+            conn = _connect(sqlcipher3, tmp, variant, None, create=True)
+            conn.execute(f"CREATE TABLE {TABLE} (id INTEGER PRIMARY KEY, k INTEGER NOT NULL,"
+                         " grp INTEGER NOT NULL, name TEXT NOT NULL, body TEXT NOT NULL)")
+            conn.execute("BEGIN")
+            conn.executemany(f"INSERT INTO {TABLE} VALUES (?, ?, ?, ?, ?)", datagen.rows(rows, seed))
+            conn.execute(f"CREATE INDEX {TABLE}_grp ON {TABLE} (grp)")
+            conn.execute("COMMIT")
+            conn.close()
+
+    @staticmethod
+    def _export_encrypted(sqlcipher3, plain_path: Path, path: Path, variant: Variant, passphrase: str) -> None:
+        with _building(path) as tmp:
+            conn = sqlcipher3.connect(str(plain_path), isolation_level=None)
+            conn.execute("PRAGMA cipher_log_level = NONE")
+            conn.execute(f"ATTACH DATABASE {_quote(str(tmp))} AS enc KEY {key_sql(variant, passphrase)}")
+            conn.execute(f"PRAGMA enc.cipher_page_size = {variant['page_size']}")
+            conn.execute(f"PRAGMA enc.kdf_iter = {variant['kdf_iter']}")
+            conn.execute("SELECT sqlcipher_export('enc')")
+            conn.execute("DETACH DATABASE enc")
+            conn.close()
+
+    # -- measurement ------------------------------------------------------------------
+    def calibrate(self, setup: dict) -> dict:
+        sizes = sorted({int(f["variant"].get("page_size", 4096)) for f in setup["files"].values()
+                        if f["variant"].get("encryption") == "on"})
+        lib = _import()._sqlite3.__file__  # the OpenSSL SQLCipher links (sqlcipher3 bundles its own)
+        return {"raw_cipher": {str(ps): rawcipher.sqlcipher_page(ps, engine_lib=lib) for ps in sizes}}
+
+    def leak_check(self, options: dict, workdir: Path):
+        """SQLCipher with its defaults, rollback journal and WAL, plus a backup; a plain control."""
+        from ...lab import leakcheck
+
+        sqlcipher3 = _import()
+        canary = leakcheck.new_canary()
+        encrypted = {"encryption": "on", "page_size": "4096", "kdf_iter": "256000", "key": "passphrase"}
+        report = leakcheck.LeakReport("sqlite", "SQLCipher 4 defaults (AES-256-CBC + HMAC-SHA512), rollback journal "
+                                      "and WAL modes, online backup", len(canary))
+        _plant_sqlite(sqlcipher3, workdir / "encrypted", encrypted, canary, report)
+        control = leakcheck.LeakReport("sqlite", "plain SQLite (control)", len(canary))
+        _plant_sqlite(sqlcipher3, workdir / "plain", {"encryption": "off", "page_size": "4096"}, canary, control)
+        report.control = {"configuration": control.configuration,
+                          "found_in": sorted({f.role for f in control.findings})}
+        return report
+
+    def open_session(self, setup: dict, variant: Variant, *, mutable: bool, scratch_dir: Path) -> Session:
+        source = Path(setup["files"][file_name(variant)]["path"])
+        if not mutable:
+            return SQLiteSession(source, variant, setup, copy_of=None)
+        copy = scratch_dir / f"run-{os.getpid()}-{source.name}"
+        shutil.copyfile(source, copy)
+        return SQLiteSession(copy, variant, setup, copy_of=source)

@@ -1,0 +1,205 @@
+"""Precision-driven runs: how wide each headline comparison's CI is, and when to stop adding rounds.
+
+The precision of a comparison is the half-width of its CI in percentage points of the ratio:
+the furthest the CI reaches from the estimate on either side (+31% [+26, +38] is ±7 points).
+The headline metrics are elapsed (wall_s) and CPU (cpu_s) of every workload operation's
+encrypted-vs-plain comparison; the connection open is not targeted (its ratio is a
+key derivation against almost nothing: hundreds of times, whose points mean little).
+
+`Budget` is the stopping rule: after the planned rounds, another round of a workload is added
+while one of its rows is wider than the target and the round, at the pace measured so far,
+still ends before the deadline. The clock is injected so the rule is testable without waiting.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Callable
+
+from ..analysis import summary as analysis
+from ..analysis import stats
+from ..errors import BadValueError
+from .variants import label
+
+HEADLINE = (("wall_s", "elapsed"), ("cpu_s", "CPU"))
+DEFAULT_CAP_S = 600.0  # --precision without --max-time: never more than this
+MIN_RUNS = 6  # per variant: the verdict minimum
+
+
+def half_width_points(ratio: float | None, ci) -> float | None:
+    """The CI's furthest reach from the ratio, in percentage points (None without a CI)."""
+    if ratio is None or not ci:
+        return None
+    return 100.0 * max(ratio - ci[0], ci[1] - ratio)
+
+
+def rows(doc: dict) -> list[dict]:
+    """One row per (workload, operation, contender, headline metric) with its CI's half-width."""
+    groups = analysis.collect(doc)
+    engine, variants = doc["engine"], analysis.variants_by_label(doc)
+    out = []
+    for (wl, op, vl), metrics in groups.items():
+        if (wl, op) == analysis.OPEN or vl not in variants:
+            continue
+        base_variant = analysis.baseline_for(variants[vl], engine, wl)
+        base = groups.get((wl, op, label(base_variant))) if base_variant is not None else None
+        if not base:
+            continue
+        for metric, word in HEADLINE:
+            if metric not in metrics or metric not in base:
+                continue
+            est = stats.ratio_ci(base[metric], metrics[metric])
+            out.append({"workload": wl, "operation": op, "contender": vl, "metric": metric, "word": word,
+                        "ratio": est.value, "ci": list(est.ci) if est.ci else None,
+                        "half_width_points": half_width_points(est.value, est.ci),
+                        "n_baseline": len(base[metric]), "n_contender": len(metrics[metric])})
+    return out
+
+
+def reached(row: dict, target: float | None) -> bool | None:
+    """True/False against the target; None without a target. A row without a CI has not reached it."""
+    if target is None:
+        return None
+    hw = row["half_width_points"]
+    return hw is not None and hw <= target
+
+
+def imprecise_workloads(rows_: list[dict], target: float | None) -> list[str]:
+    """Workloads with a row wider than the target (every workload when there is no target: time decides)."""
+    seen: dict[str, None] = {}
+    for r in rows_:
+        if target is None or not reached(r, target):
+            seen.setdefault(r["workload"])
+    return list(seen)
+
+
+@dataclass
+class Budget:
+    """The stopping rule: a target (points, or None: run until the time is up) and a deadline.
+
+    `max_time_s` counts from `start` (the beginning of `encbench run`, data preparation
+    included: it is the time the user waits). The planned minimum rounds always run.
+    """
+
+    target: float | None
+    max_time_s: float | None
+    clock: Callable[[], float] = time.monotonic
+    start: float = field(default=None)  # type: ignore[assignment]
+    stopped_because: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.start is None:
+            self.start = self.clock()
+
+    @property
+    def adaptive(self) -> bool:
+        return self.target is not None or self.max_time_s is not None
+
+    @property
+    def deadline(self) -> float:
+        cap = self.max_time_s if self.max_time_s is not None else DEFAULT_CAP_S
+        return self.start + cap
+
+    def elapsed(self) -> float:
+        return self.clock() - self.start
+
+    def next_round(self, rows_: list[dict], round_cost_s: dict[str, float]) -> list[str]:
+        """The workloads to give one more round, in order; [] when done (and why, in stopped_because).
+
+        A workload is chosen while one of its rows is wider than the target and its next round,
+        at its measured cost, fits before the deadline; costs add up within the pass.
+        """
+        if not self.adaptive:
+            self.stopped_because = "fixed number of runs"
+            return []
+        wanted = imprecise_workloads(rows_, self.target)
+        if not wanted:
+            self.stopped_because = "precision reached"
+            return []
+        now, chosen = self.clock(), []
+        for wl in wanted:
+            cost = round_cost_s.get(wl, 0.0)
+            if now + cost <= self.deadline:
+                chosen.append(wl)
+                now += cost
+        if not chosen:
+            self.stopped_because = "time budget"
+        return chosen
+
+
+def document(rows_: list[dict], budget: Budget, runs_per_variant: dict[str, int]) -> dict:
+    """What the result file stores as doc["precision"]."""
+    target = budget.target
+    out_rows = [dict({k: r[k] for k in ("workload", "operation", "contender", "metric", "ratio", "ci",
+                                        "half_width_points", "n_baseline", "n_contender")},
+                     reached=reached(r, target)) for r in rows_]
+    return {
+        "target_points": target,
+        "max_time_s": budget.max_time_s,
+        "elapsed_s": round(budget.elapsed(), 3),
+        "stopped_because": budget.stopped_because,
+        "runs_per_variant": runs_per_variant,
+        "rows": out_rows,
+        "not_reached": sum(1 for r in out_rows if r["reached"] is False),
+        "widest_points": max((r["half_width_points"] for r in out_rows if r["half_width_points"] is not None),
+                             default=None),
+        "method": "half-width = the CI's furthest reach from the ratio, in percentage points (stats.ratio_ci)",
+    }
+
+
+def lines(doc: dict, *, limit: int = 8) -> list[str]:
+    """Plain lines for the terminal: the precision reached and the rows that did not get there."""
+    p = doc.get("precision")
+    if not p or not p.get("rows"):
+        return []
+    runs = p.get("runs_per_variant") or {}
+    span = sorted(set(runs.values()))
+    runs_text = (f"{span[0]}" if len(span) == 1 else f"{span[0]}-{span[-1]}") + " runs per variant" if span else ""
+    widest = p.get("widest_points")
+    head = (f"precision: widest CI ±{widest:.1f} points" if widest is not None else "precision: no CI yet")
+    head += f" over {len(p['rows'])} elapsed/CPU comparisons, {runs_text}, {p['elapsed_s']:.0f} s"
+    if p.get("target_points") is None:
+        return [head + f" ({p.get('stopped_because')})"]
+    missed = [r for r in p["rows"] if r["reached"] is False]
+    head += (f"; target ±{p['target_points']:g} points: reached by {len(p['rows']) - len(missed)} of "
+             f"{len(p['rows'])} ({p.get('stopped_because')})")
+    out = [head]
+    missed.sort(key=lambda r: -(r["half_width_points"] if r["half_width_points"] is not None else float("inf")))
+    for r in missed[:limit]:
+        hw = "no CI" if r["half_width_points"] is None else f"±{r['half_width_points']:.1f} points"
+        word = dict(HEADLINE).get(r["metric"], r["metric"])
+        out.append(f"  not reached: {r['workload']}/{r['operation']} {r['contender']} {word}: {hw} "
+                   f"({r['n_baseline']}/{r['n_contender']} runs)")
+    if len(missed) > limit:
+        out.append(f"  ... and {len(missed) - limit} more (doc[\"precision\"][\"rows\"] in the result file)")
+    return out
+
+
+_DURATION_UNITS = {"": 1.0, "s": 1.0, "sec": 1.0, "m": 60.0, "min": 60.0, "h": 3600.0}
+
+
+def parse_duration(text: str, *, what: str = "--max-time", minimum: float = 1.0, maximum: float = 86400.0) -> float:
+    """'120s', '5m', '1.5h' or a number of seconds -> seconds."""
+    raw = str(text).strip().lower()
+    number = raw.rstrip("abcdefghijklmnopqrstuvwxyz")
+    unit = raw[len(number):].strip()
+    try:
+        value = float(number) * _DURATION_UNITS[unit]
+    except (ValueError, KeyError):
+        raise BadValueError(f"{what} {text!r} is not a duration", hint="use e.g. 120s, 5m or 1h") from None
+    if not minimum <= value <= maximum:
+        raise BadValueError(f"{what} {text!r} is out of range", hint=f"use {minimum:g} s to {maximum / 3600:g} h")
+    return value
+
+
+def parse_points(text: str, *, what: str = "--precision") -> float:
+    """'5%' or '5' -> 5.0 (the CI half-width in percentage points)."""
+    raw = str(text).strip().removesuffix("%").strip()
+    try:
+        value = float(raw)
+    except ValueError:
+        raise BadValueError(f"{what} {text!r} is not a percentage", hint="use e.g. 5% (±5 points)") from None
+    if not 0.1 <= value <= 1000:
+        raise BadValueError(f"{what} {text!r} is out of range", hint="use 0.1% to 1000%")
+    return value

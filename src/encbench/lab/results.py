@@ -1,0 +1,212 @@
+"""The result file: versioned JSON, written atomically after every run.
+
+History of schema_version (the loader branches on it and refuses what it does not know):
+  1 - first version (encbench 0.1): config, environment, engine, workloads, dataset,
+      calibration, runs (raw per-run values, warmups tagged), summaries, comparisons,
+      derived, notes, status. Optional keys added since, within version 1 (readers must
+      tolerate their absence): runs[].session, runs[].server_config, attribution,
+      engine.table_columns, engine.metric_words, engine.variant_keys[].workloads,
+      config.params, config.engine_options, workloads[].params,
+      engine.tables (one report table per axis; absent: one table from engine.axis).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import stat
+import tempfile
+from pathlib import Path
+
+from . import resultschema
+from ..errors import OutputError, ResultFileError, SchemaVersionError
+from ..util.redact import stored_command
+
+SCHEMA_VERSION = 1
+KNOWN_VERSIONS = (1,)
+REQUIRED_KEYS = ("schema_version", "encbench_version", "environment", "engine", "config", "runs", "status")
+STATUSES = ("running", "complete", "interrupted", "failed")
+
+
+_KINDS = ((stat.S_ISLNK, "a symbolic link"), (stat.S_ISFIFO, "a FIFO"), (stat.S_ISCHR, "a character device"),
+          (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket"), (stat.S_ISDIR, "a directory"))
+
+
+def _not_regular(path: Path) -> str | None:
+    """What the existing path is when it is not a regular file (symlinks are not followed), else None."""
+    try:
+        mode = os.lstat(path).st_mode
+    except FileNotFoundError:
+        return None
+    except OSError as e:
+        return f"not accessible ({e.strerror or e})"
+    if stat.S_ISREG(mode):
+        return None
+    return next((kind for test, kind in _KINDS if test(mode)), "not a regular file")
+
+
+def refuse_special(path: Path, what: str = "output", hint: str = "give a regular file name, e.g. -o results.json") -> None:
+    """An existing output that is not a regular file is never replaced (a device node, FIFO or symlink)."""
+    kind = _not_regular(Path(path))
+    if kind:
+        raise OutputError(f"{what} {path} is {kind}: encbench only writes regular files", hint=hint)
+
+
+def check_writable(path: Path, *, what: str = "output", create_parent: bool = False,
+                   hint: str = "choose a writable path with -o") -> None:
+    """Fail before any work if the result file cannot be written.
+
+    The target must be a new or a regular file (never a device node, FIFO, socket, symlink or
+    directory), in a directory that exists (missing directories are an error, unless
+    `create_parent`: encbench's own default directory) and that this process can write.
+    """
+    path = Path(path)
+    refuse_special(path, what, "give a regular file name, e.g. -o results.json" if what == "output" else hint)
+    parent = path.parent if str(path.parent) else Path(".")
+    if create_parent:
+        try:
+            parent.mkdir(parents=True, exist_ok=True)
+        except OSError as e:
+            raise OutputError(f"cannot create the directory {parent}: {e.strerror or e}", hint=hint) from None
+    if not parent.is_dir():
+        raise OutputError(f"cannot write {what} {path}: the directory {parent} does not exist",
+                          hint="create it first, or " + hint)
+    try:
+        fd, probe = tempfile.mkstemp(prefix=".encbench-", dir=parent)
+        os.close(fd)
+        os.unlink(probe)
+    except OSError as e:
+        raise OutputError(f"cannot write {what} {path}: {e.strerror or e}", hint=hint) from None
+
+
+def write_atomic(path: Path, doc: dict) -> None:
+    """Write to a temporary file in the same directory, then rename over the target
+    (which must be new or a regular file: checked again right before the rename)."""
+    path = Path(path)
+    data = json.dumps(doc, indent=1, sort_keys=False, default=_json_default)
+    replace_atomic(path, data + "\n", what="the result file", hint="check the path and free space")
+
+
+def replace_atomic(path: Path, data: str, *, what: str, hint: str) -> None:
+    """data to path through a temporary file and a rename; never over a non-regular file."""
+    path = Path(path)
+    tmp = None
+    try:
+        refuse_special(path, what)
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent if str(path.parent) else ".")
+        os.fchmod(fd, 0o666 & ~_umask())  # as an ordinary new file, not mkstemp's 0600
+        with os.fdopen(fd, "w") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        refuse_special(path, what)
+        os.replace(tmp, path)
+        tmp = None
+    except OSError as e:
+        raise OutputError(f"cannot write {what} {path}: {e.strerror or e}", hint=hint) from None
+    finally:
+        if tmp is not None:
+            Path(tmp).unlink(missing_ok=True)
+
+
+def check_readable(path: str | os.PathLike, what: str = "result file") -> None:
+    """A file to read must be a regular file (following symlinks): a FIFO without a writer would
+    block for ever, a device such as /dev/zero never ends. Exit code 6, before it is opened."""
+    path = Path(path)
+    try:
+        mode = os.stat(path).st_mode
+    except FileNotFoundError:
+        raise ResultFileError(f"{what} {path} does not exist") from None
+    except OSError as e:
+        raise ResultFileError(f"cannot read {what} {path}: {e.strerror or e}") from None
+    if not stat.S_ISREG(mode):
+        kind = next((k for test, k in _KINDS if test(mode)), "not a regular file")
+        raise ResultFileError(f"{what} {path} is {kind}, not a regular file", hint="give the path of a saved file")
+
+
+def _umask() -> int:
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
+def _json_default(obj):
+    if isinstance(obj, Path):
+        return str(obj)
+    if hasattr(obj, "to_dict"):
+        return obj.to_dict()
+    raise TypeError(f"not JSON serializable: {type(obj).__name__}")
+
+
+def _parse(path: Path, text: str):
+    """json.loads, refusing a nesting that would exhaust the stack (or anything json cannot hold)."""
+    if resultschema.nesting_depth_exceeds(text):
+        raise ResultFileError(f"result file {path} nests deeper than {resultschema.MAX_DEPTH} levels: "
+                              "not an encbench result file", hint=_RESTORE)
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as e:
+        raise ResultFileError(
+            f"result file {path} is not valid JSON at line {e.lineno} column {e.colno} (truncated or corrupt?)",
+            hint=_RESTORE,
+        ) from None
+    except (ValueError, RecursionError) as e:  # e.g. an integer of more digits than Python converts
+        raise ResultFileError(f"result file {path} is not usable JSON: {str(e).splitlines()[0][:120]}",
+                              hint=_RESTORE) from None
+
+
+_RESTORE = "re-run the benchmark, or restore the file"
+
+
+def load(path: str | os.PathLike) -> dict:
+    """Read and check a result file; a clear ResultFileError for anything unusable.
+
+    After the version, the whole document is checked against what show, compare, report
+    and estimate read (resultschema): the first problem is named by its JSON path.
+    """
+    path = Path(path)
+    try:
+        text = path.read_text()
+    except FileNotFoundError:
+        raise ResultFileError(f"result file {path} does not exist") from None
+    except IsADirectoryError:
+        raise ResultFileError(f"result file {path} is a directory") from None
+    except (OSError, UnicodeDecodeError) as e:
+        raise ResultFileError(f"cannot read result file {path}: {e}") from None
+    doc = _parse(path, text)
+    if not isinstance(doc, dict) or "schema_version" not in doc:
+        raise ResultFileError(f"{path} is not an encbench result file (no schema_version)")
+    version = doc["schema_version"]
+    if type(version) is not int or version not in KNOWN_VERSIONS:
+        raise SchemaVersionError(
+            f"result file {path} has schema version {version!r}; this encbench reads {', '.join(map(str, KNOWN_VERSIONS))}",
+            hint="use the encbench version that wrote it, or upgrade encbench",
+        )
+    missing = [k for k in REQUIRED_KEYS if k not in doc]
+    if missing:
+        raise ResultFileError(f"result file {path} lacks {', '.join(missing)} (truncated or edited?)", hint=_RESTORE)
+    try:
+        resultschema.check(doc, version)
+    except resultschema.Problem as p:
+        raise ResultFileError(f"result file {path}: {p} (truncated or edited?)", hint=_RESTORE) from None
+    if isinstance(doc["config"].get("command"), str):  # an older file may hold what redaction then missed
+        doc["config"]["command"] = stored_command(doc["config"]["command"])
+    return doc
+
+
+# what a value of an unexpected shape raises in the readers (analysis, report, compare, estimate)
+_SHAPE_ERRORS = (KeyError, TypeError, ValueError, AttributeError, IndexError, ZeroDivisionError, OverflowError,
+                 RecursionError)
+
+
+@contextlib.contextmanager
+def reading(*paths):
+    """Around the use of loaded result files: whatever the checks in load() missed and a reader trips
+    on is a ResultFileError (exit 6) naming the files, never a crash."""
+    try:
+        yield
+    except _SHAPE_ERRORS as e:
+        names = " and ".join(str(p) for p in paths)
+        raise ResultFileError(f"result file {names} cannot be read as expected: {type(e).__name__}: "
+                              f"{str(e)[:160]} (edited?)", hint=_RESTORE) from e

@@ -1,0 +1,347 @@
+"""The runner: plan the matrix, prepare the engine, execute runs in fresh worker
+processes (interleaved, warmups first), and write the result file after every run.
+
+It knows no engine, workload or probe by name: everything comes from the registries.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import shutil
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+from .. import __version__
+from ..analysis import summary as analysis
+from ..util import interrupts
+from . import leftovers
+from . import placement
+from . import precision
+from . import results
+from . import runctx
+from ..host import environment
+from ..util.redact import redact
+from ..engines import ENGINES, PrepareContext
+from ..errors import EncbenchError, RunFailedError, UnknownNameError, UsageError
+from ..probes import PROBES
+from .variants import Variant, label, matrix, parse_filters, with_placebo
+from ..workloads import WORKLOADS
+from ..workloads.base import resolve_params
+
+
+@dataclass
+class RunConfig:
+    engine: str
+    workloads: list[str]
+    variant_filters: list[str]
+    runs: int
+    warmups: int
+    size_bytes: int
+    seed: int
+    output: Path
+    data_dir: Path
+    probes: list[str]
+    regenerate: bool = False
+    key: str | None = field(default=None, repr=False)
+    key_source: str = "default"
+    quick: bool = False
+    command: str = ""
+    params: list[str] = field(default_factory=list)
+    engine_options: dict = field(default_factory=dict)  # --dsn, --keep, ... (secrets never stored)
+    precision: float | None = None  # --precision: target CI half-width of each headline comparison, in points
+    max_time_s: float | None = None  # --max-time: rounds are added until the precision or this time is reached
+    pin: bool = True  # --no-pin: False
+
+    def public(self) -> dict:
+        return {
+            "engine": self.engine, "workloads": self.workloads, "variant_filters": self.variant_filters,
+            "runs": self.runs, "warmups": self.warmups, "size_bytes": self.size_bytes, "seed": self.seed,
+            "data_dir": str(self.data_dir), "probes": self.probes, "quick": self.quick,
+            "key_source": self.key_source, "command": self.command, "params": self.params,
+            "engine_options": {k: redact(v) if isinstance(v, str) else v for k, v in self.engine_options.items()},
+            "precision_points": self.precision, "max_time_s": self.max_time_s, "pin": self.pin,
+        }
+
+
+@dataclass
+class Plan:
+    engine: object
+    workloads: list
+    variants: list[Variant]
+    items: list[dict]
+    params: dict[str, dict]
+    by_workload: dict[str, list[Variant]] = field(default_factory=dict)  # each workload's variants, matrix order
+
+
+def plan(config: RunConfig) -> Plan:
+    """Check every name and value, and lay out the runs: per workload, warmups then ABBA rounds."""
+    engine = ENGINES.get(config.engine)
+    if not engine.workloads:
+        raise UsageError(f"engine {engine.name} measures no workloads yet",
+                         hint=f"what it offers now: encbench leak-check --engine {engine.name}")
+    unknown = sorted(set(config.engine_options) - set(engine.options))
+    if unknown:
+        flags = ", ".join("--" + o.replace("_", "-").removesuffix("settings") + ("setting" if o == "settings" else "") for o in unknown)
+        raise UsageError(f"engine {engine.name} takes no {flags}",
+                         hint=f"its options: {', '.join('--' + o.replace('_', '-') for o in engine.options) or 'none'}")
+    for name in config.probes:
+        PROBES.get(name)
+    workloads = []
+    for name in config.workloads:
+        wl = WORKLOADS.get(name)
+        if name not in engine.workloads:
+            raise UnknownNameError(f"engine {engine.name} has no workload {name!r}",
+                                   hint=f"valid: {', '.join(engine.workloads)}")
+        workloads.append(wl)
+    keys = with_placebo(engine.variant_keys)  # `placebo` is every engine's (variants.py)
+    filters = parse_filters(config.variant_filters, keys)
+    params = resolve_params(workloads, config.params, quick=config.quick,
+                            engine_workloads=[WORKLOADS.get(n) for n in engine.workloads])
+    items, variants, by_workload = [], [], {}
+    for wl in workloads:
+        wl_variants = matrix(keys, filters, wl.name)
+        variants += [v for v in wl_variants if v not in variants]
+        by_workload[wl.name] = wl_variants
+        for w in range(config.warmups):
+            items += [{"workload": wl.name, "variant": v, "round": w, "warmup": True} for v in wl_variants]
+        for r in range(config.runs):
+            order = wl_variants if r % 2 == 0 else wl_variants[::-1]  # A B B A: drift cancels out
+            items += [{"workload": wl.name, "variant": v, "round": r, "warmup": False} for v in order]
+    return Plan(engine, workloads, variants, items, params, by_workload)
+
+
+def round_items(p: Plan, workload: str, r: int) -> list[dict]:
+    """Measured round r of a workload: its variants in matrix order for even r, reversed for odd (A B B A)."""
+    order = p.by_workload[workload] if r % 2 == 0 else p.by_workload[workload][::-1]
+    return [{"workload": workload, "variant": v, "round": r, "warmup": False} for v in order]
+
+
+def measured_rounds(doc: dict, p: Plan) -> dict[str, int]:
+    """Complete measured rounds so far per workload (the fewest runs of any of its variants)."""
+    counts = {wl: {label(v): 0 for v in vs} for wl, vs in p.by_workload.items()}
+    for run in doc["runs"]:
+        if not run.get("warmup") and run["variant_label"] in counts.get(run["workload"], {}):
+            counts[run["workload"]][run["variant_label"]] += 1
+    return {wl: min(c.values(), default=0) for wl, c in counts.items()}
+
+
+def round_costs(doc: dict, p: Plan) -> dict[str, float]:
+    """Seconds one more round of each workload takes, from its measured runs' durations so far."""
+    out = {}
+    for wl, vs in p.by_workload.items():
+        durations = [r["context"]["duration_s"] for r in doc["runs"] if r["workload"] == wl and not r.get("warmup")
+                     and isinstance(r.get("context"), dict) and "duration_s" in r["context"]]
+        out[wl] = len(vs) * sum(durations) / len(durations) if durations else 0.0
+    return out
+
+
+def new_document(config: RunConfig, p: Plan, env: dict) -> dict:
+    e = p.engine
+    return {
+        "schema_version": results.SCHEMA_VERSION,
+        "encbench_version": __version__,
+        "created_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "status": "running",
+        "config": config.public(),
+        "environment": env,
+        "engine": {
+            "name": e.name,
+            "description": e.description,
+            "axis": e.axis,
+            "axis_baseline": e.axis_baseline,
+            "variant_keys": [{"name": k.name, "applies_when": [list(x) for x in k.applies_when],
+                              "workloads": list(k.workloads) if k.workloads else None}
+                             for k in with_placebo(e.variant_keys)],
+            "variants": p.variants,
+            "table_columns": list(e.table_columns) if e.table_columns else None,
+            "metric_words": dict(e.metric_words),
+            "tables": [t.to_dict() for t in e.tables()],
+        },
+        "workloads": {wl.name: dict(wl.describe(), params=p.params[wl.name]) for wl in p.workloads},
+        "dataset": None,
+        "calibration": None,
+        "runs": [],
+        "error": None,
+    }
+
+
+def per_operation(record: dict) -> dict:
+    """Operations repeated N times in one timed interval (workloads/repeat.py): metrics divided back by N.
+
+    The totals stay as `metrics_total`, N as `repeat`; a run still gives one value per operation.
+    """
+    for op in record.get("operations", []):
+        n = (op.get("extra") or {}).pop("repeat", None)
+        if isinstance(n, int) and n > 1:
+            op["metrics_total"] = op["metrics"]
+            op["metrics"] = {k: v / n if isinstance(v, (int, float)) else v for k, v in op["metrics"].items()}
+            op["repeat"] = n
+    return record
+
+
+def runs_per_variant(doc: dict) -> dict[str, int]:
+    """The fewest measured runs of any variant, per workload."""
+    counts: dict[str, dict[str, int]] = {}
+    for run in doc["runs"]:
+        if not run.get("warmup"):
+            c = counts.setdefault(run["workload"], {})
+            c[run["variant_label"]] = c.get(run["variant_label"], 0) + 1
+    return {wl: min(c.values()) for wl, c in counts.items()}
+
+
+def _context():
+    ctx = multiprocessing.get_context("forkserver")
+    ctx.set_forkserver_preload(["encbench.lab.worker", "encbench.lab.placement"])
+    return ctx
+
+
+POLL_S = 0.05
+STOP_GRACE_S = 10
+
+
+def run_in_fresh_process(ctx, spec: dict) -> dict:
+    """One run in a new worker process; on Ctrl-C/SIGTERM the worker is stopped in order.
+
+    The worker ignores SIGINT and turns SIGTERM into a clean exit (its finally blocks
+    close the session and remove its scratch files); the runner sends SIGTERM when
+    interrupts.STOP is set and waits for it, then kills it if it does not stop.
+    """
+    receiver, sender = ctx.Pipe(duplex=False)
+    proc = ctx.Process(target=placement.child_main, args=(spec, sender), daemon=True)
+    proc.start()
+    sender.close()
+    try:
+        while not receiver.poll(POLL_S):
+            if interrupts.STOP.is_set():
+                proc.terminate()
+                raise KeyboardInterrupt
+            if not proc.is_alive() and not receiver.poll(0):
+                raise RunFailedError(f"the worker process died (exit code {proc.exitcode}) without a result")
+        try:
+            kind, payload = receiver.recv()
+        except EOFError:
+            raise RunFailedError(f"the worker process died (exit code {proc.exitcode}) without a result") from None
+    finally:
+        proc.join(STOP_GRACE_S)
+        if proc.is_alive():
+            proc.kill()
+            proc.join()
+        receiver.close()
+    if kind == "error":
+        raise payload
+    if kind == "exception":
+        gone = any(sign in payload for sign in SERVER_GONE)
+        raise RunFailedError(f"the server went away during the run: {payload}" if gone else payload)
+    return payload
+
+
+# a driver's words for a connection whose server stopped, restarted or was killed (psycopg, PyMySQL)
+SERVER_GONE = ("server closed the connection unexpectedly", "terminating connection due to administrator command",
+               "Lost connection to", "server has gone away", "Connection refused", "connection is lost")
+
+
+def execute(config: RunConfig, *, on_progress: Callable[[str, int, int], None] = lambda *a: None) -> dict:
+    """Run the whole plan. The result file is up to date after every run, whatever happens."""
+    leftovers.claim(config.data_dir)  # remove what killed runs left; mark what this one would leave
+    budget = precision.Budget(config.precision, config.max_time_s)  # the clock starts here: the user's wait
+    p = plan(config)
+    p.engine.check_available()
+    results.check_writable(config.output)
+    config.data_dir.mkdir(parents=True, exist_ok=True)
+    doc = new_document(config, p, environment.collect(p.engine.versions(), config.data_dir))
+    scratch = Path(tempfile.mkdtemp(prefix="scratch-", dir=config.data_dir))
+    leftovers.write_owner(scratch, leftovers.me())  # reclaimable by the next run if this one is killed
+    setup = None
+    started = False  # the file is first written once measuring can start: a configuration error leaves none
+    placed = placement.apply(placement.choose(config.pin))  # before prepare: a private server inherits it
+    doc["placement"] = placed.describe()
+    try:
+        ctx = PrepareContext(
+            size_bytes=config.size_bytes, seed=config.seed, data_dir=config.data_dir, scratch_dir=scratch,
+            variants=p.variants, regenerate=config.regenerate, key=config.key, key_source=config.key_source,
+            progress=lambda msg: on_progress(msg, 0, len(p.items)),
+            options=config.engine_options, params=p.params,
+        )
+        setup = p.engine.prepare(ctx)
+        doc["dataset"] = {k: v for k, v in setup.items() if not k.startswith("_")}
+        doc["environment"]["engine_versions"].update(setup.get("versions", {}))
+        if setup.get("kept_server"):
+            on_progress(f"server kept: {setup['kept_server']}", 0, len(p.items))
+        on_progress("measuring raw cipher speed", 0, len(p.items))
+        doc["calibration"] = p.engine.calibrate(setup)
+        results.write_atomic(config.output, doc)
+        started = True
+        ctx = _context()
+        sources = runctx.Sources()
+        total = [len(p.items)]
+
+        def one(item: dict) -> None:
+            i = len(doc["runs"])
+            interrupts.raise_if_stopped()
+            on_progress(f"{item['workload']} {label(item['variant'])}{' (warmup)' if item['warmup'] else ''}",
+                        i, total[0])
+            before = sources.snapshot()
+            server = p.engine.apply_variant(setup, item["variant"], item["workload"])
+            spec = dict(item, engine=p.engine.name, setup=setup, probes=config.probes, scratch_dir=str(scratch),
+                        params=p.params[item["workload"]], cpus=placed.worker_cpus if placed.pinned else None)
+            with interrupts.deferred():
+                try:
+                    out = per_operation(run_in_fresh_process(ctx, spec))
+                except (EncbenchError, KeyboardInterrupt):
+                    raise
+                except Exception as e:
+                    raise RunFailedError(f"run {i + 1} ({item['workload']} {label(item['variant'])}) failed: "
+                                         f"{type(e).__name__}: {e}") from None
+                context = runctx.delta(before, sources.snapshot(),
+                                       worker_cpus=placed.worker_cpus if placed.pinned else None)
+                doc["runs"].append(dict(item, variant_label=label(item["variant"]), server_config=server, **out,
+                                        context=context))
+                results.write_atomic(config.output, doc)
+
+        for item in p.items:
+            one(item)
+        while True:  # --precision / --max-time: more rounds where a comparison is still too wide
+            chosen = budget.next_round(precision.rows(doc), round_costs(doc, p))
+            if not chosen:
+                break
+            done = measured_rounds(doc, p)
+            extra = [item for wl in chosen for item in round_items(p, wl, done[wl])]
+            total[0] += len(extra)
+            for item in extra:
+                one(item)
+        on_progress("done", len(doc["runs"]), len(doc["runs"]))
+        doc["status"] = "complete"
+    except KeyboardInterrupt as e:
+        doc["status"] = "interrupted"
+        e.result_written = started
+        raise
+    except EncbenchError as e:
+        doc["status"] = "failed"
+        doc["error"] = redact(e.one_line())
+        e.result_written = started
+        raise
+    finally:
+        with interrupts.deferred():  # a second Ctrl-C must not cut the clean-up short
+            if setup is not None:
+                p.engine.cleanup(setup)
+            placement.restore(placed)
+            shutil.rmtree(scratch, ignore_errors=True)
+            if doc["status"] == "running":
+                doc["status"] = "failed"
+            if budget.stopped_because is None:
+                budget.stopped_because = doc["status"]  # interrupted or failed before the plan was done
+            try:
+                doc["run_context"] = runctx.summary(doc["runs"])
+                doc["precision"] = precision.document(precision.rows(doc), budget, runs_per_variant(doc))
+            except Exception as e:  # as below: the raw runs matter more
+                doc["analysis_error"] = f"{type(e).__name__}: {e}"
+            try:
+                doc.update(analysis.analyze(doc))
+            except Exception as e:  # the raw runs matter more than their summary: keep them
+                doc["analysis_error"] = f"{type(e).__name__}: {e}"
+            if started:
+                results.write_atomic(config.output, doc)
+    return doc

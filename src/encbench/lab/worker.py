@@ -1,0 +1,136 @@
+"""One run: executed in a fresh worker process with a fresh connection.
+
+The runner sends a plain dict (the run spec) and gets a plain dict back; nothing in
+here knows an engine, workload or probe by name: they come from the registries.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import shutil
+import sys
+import time
+from pathlib import Path
+
+from ..engines import ENGINES
+from ..errors import EncbenchError
+from ..probes import PROBES
+from ..profiling.profiler import with_profiles
+from ..workloads import WORKLOADS
+
+
+def _measure(op, session, variant: dict, probe_names: list[str]) -> dict:
+    if op.before:
+        op.before()
+    cache = session.set_cache(variant["cache"]) if "cache" in variant else {}
+    target = session.target()
+    probes = sorted((PROBES.get(n)() for n in probe_names), key=lambda p: p.rank)
+    started, errors, metrics = [], {}, {}
+    for p in probes:
+        try:
+            p.start(target)
+            started.append(p)
+        except Exception as e:  # a failing probe records nothing, the run goes on
+            errors[p.name] = f"{type(e).__name__}: {e}"
+    extra = op.run()
+    for p in reversed(started):
+        try:
+            metrics.update(p.stop(target))
+        except Exception as e:
+            errors[p.name] = f"{type(e).__name__}: {e}"
+    extra = dict(extra) if isinstance(extra, dict) else {}
+    check = getattr(session, "check_operation", None)
+    if check is not None:  # the engine's own proof that the operation ran as its variant says
+        extra.update(check(variant, metrics, cache) or {})
+    if op.check is not None:  # the workload's own reading of the metrics (e.g. the client's CPU share)
+        extra.update(op.check(metrics) or {})
+    post = op.after() if op.after else None
+    if isinstance(post, dict):
+        extra.update(post)
+    return {
+        "operation": op.name,
+        "metrics": metrics,
+        "extra": extra,
+        "cache": cache,
+        "probe_errors": errors,
+    }
+
+
+def execute(spec: dict) -> dict:
+    engine = ENGINES.get(spec["engine"])
+    workload = WORKLOADS.get(spec["workload"])
+    variant = spec["variant"]
+    scratch = Path(spec["scratch_dir"]) / f"run-{os.getpid()}"
+    scratch.mkdir(parents=True, exist_ok=True)
+    started = time.time()
+    try:
+        session = engine.open_session(spec["setup"], variant, mutable=workload.mutates, scratch_dir=scratch)
+        try:
+            params = dict(spec.get("params", {}), _warmup=bool(spec.get("warmup")))
+            ops = [_measure(op, session, variant, spec["probes"]) for op in with_profiles(workload, session, scratch, params,
+                                                                                  workload.operations(session, scratch, params))]
+        finally:
+            session.close()
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+    return {
+        "worker_pid": os.getpid(),
+        "started_at": started,
+        "open": session.open_metrics,
+        "session": getattr(session, "info", {}),
+        "operations": ops,
+    }
+
+
+ORPHANED_EXIT = 96  # the runner died (SIGKILL): nobody to report to, exit quietly after the clean-up
+PR_SET_PDEATHSIG = 1
+_parent = None
+
+
+class Orphaned(SystemExit):
+    def __init__(self):
+        super().__init__(ORPHANED_EXIT)
+
+
+def _exit_on_sigterm(signum, frame) -> None:
+    if _parent is not None and os.getppid() != _parent:
+        raise Orphaned()  # our parent died (PR_SET_PDEATHSIG): no one will read a result
+    sys.exit(143)  # SystemExit: finally blocks close the session and remove the scratch files
+
+
+def _die_with_parent() -> None:
+    """SIGTERM when the parent (the forkserver, which exits when the runner dies) goes: the orphan
+    stops its run in order (its finally blocks) instead of finishing it for nobody."""
+    global _parent
+    _parent = os.getppid()
+    try:
+        import ctypes
+
+        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
+    except (OSError, AttributeError):  # not Linux: the broken pipe below still ends it quietly
+        pass
+    if os.getppid() != _parent:  # the parent died before the request was made
+        raise Orphaned()
+
+
+def _send(conn, message) -> None:
+    try:
+        conn.send(message)
+    except (BrokenPipeError, ConnectionResetError, EOFError):
+        raise Orphaned() from None  # the runner is gone: nothing to say, nothing to print
+
+
+def child_main(spec: dict, conn) -> None:
+    """Entry point of a worker process: run, send ("ok", record) or the error back."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the runner's to handle
+    signal.signal(signal.SIGTERM, _exit_on_sigterm)
+    _die_with_parent()
+    try:
+        _send(conn, ("ok", execute(spec)))
+    except EncbenchError as e:
+        _send(conn, ("error", e))
+    except Exception as e:
+        _send(conn, ("exception", f"{type(e).__name__}: {e}"))
+    finally:
+        conn.close()

@@ -1,0 +1,485 @@
+"""Rendering: the side-by-side table (terminal, markdown), derived figures and notes."""
+
+from __future__ import annotations
+
+import json
+from collections import defaultdict
+
+from rich.console import Console
+from rich.table import Table
+
+from ..analysis import summary as an
+from ..analysis import stats
+from ..engines import engine_named
+from ..profiling import profiler
+from ..util.redact import command_line as redact_command_line
+from ..util.units import fmt_bytes, fmt_count, fmt_seconds
+
+
+def _pct(ratio, ci) -> str:
+    if ratio is None:
+        return "-"
+    text = f"{(ratio - 1) * 100:+.0f}%"
+    if ci:
+        text += f" [{(ci[0] - 1) * 100:+.0f}, {(ci[1] - 1) * 100:+.0f}]"
+    return text
+
+
+def _means(groups, key) -> dict[str, float]:
+    return {m: sum(v) / len(v) for m, v in groups.get(key, {}).items() if v}
+
+
+def _in_table(doc: dict, table: dict | None, workload: str) -> bool:
+    return table is None or an.table_for(doc["engine"], workload) == table
+
+
+def rows(doc: dict, analysis: dict, table: dict | None = None) -> list[dict]:
+    """One row per (workload, operation, contender variant), baseline and contender side by side.
+
+    With a table (one of analysis.tables), only the rows of its workloads.
+    """
+    groups = an.collect(doc)
+    t = table or an.tables(doc["engine"])[0]
+    axis = t["axis"]
+    comps = defaultdict(list)
+    for c in analysis["comparisons"]:
+        if _in_table(doc, table, c["workload"]):
+            comps[(c["workload"], c["operation"], c["contender"], c["baseline"])].append(c)
+    order = list(doc.get("workloads", {}))
+    variants = {vl: v for vl, v in an.variants_by_label(doc).items()
+                if table is None or not t["workloads"] or any(r["variant_label"] == vl and r["workload"] in t["workloads"]
+                                                             for r in doc["runs"])}
+    varying = {k for v in variants.values() for k in v
+               if k != axis and len({x[k] for x in variants.values() if k in x}) > 1}
+    base_value = t["axis_baseline"]
+    if len({v.get(axis) for v in variants.values()} - {base_value, None}) > 1:
+        varying.add(axis)  # several contenders (cipher suites): name each one
+    out = []
+    for (wl, op, cont, base), cs in comps.items():
+        if (wl, op) == an.OPEN:
+            continue  # connection open (key derivation) is reported apart, never as a workload
+        b, c = _means(groups, (wl, op, base)), _means(groups, (wl, op, cont))
+        by_metric = {x["metric"]: x for x in cs}
+        setting = ",".join(f"{k}={v}" for k, v in variants[cont].items() if k in varying) or "-"
+        n = min(x["n_contender"] for x in cs), min(x["n_baseline"] for x in cs)
+        out.append({
+            "workload": wl, "operation": op, "setting": setting, "baseline": base, "contender": cont,
+            "n": n, "base": b, "cont": c, "comparisons": by_metric,
+            "verdict": an.row_verdict(cs, t.get("metric_words")),
+            "verdict_code": an.row_code(cs, t.get("metric_words")),
+        })
+    out.sort(key=lambda r: (order.index(r["workload"]) if r["workload"] in order else len(order),
+                            r["workload"], r["setting"]))
+    return out
+
+
+def _ratio(r: dict, metric: str) -> str:
+    x = r["comparisons"].get(metric)
+    return _pct(x["ratio"], x["ci"]) if x else "-"
+
+
+def _pair(r: dict, fmt) -> str:
+    return f"{fmt(r['base'])} → {fmt(r['cont'])}"
+
+
+def _user_sys(prefix: str):
+    def fmt(d: dict) -> str:
+        if f"{prefix}cpu_user_s" not in d:
+            return "-"
+        return f"{fmt_seconds(d[f'{prefix}cpu_user_s'])} / {fmt_seconds(d[f'{prefix}cpu_sys_s'])}"
+    return fmt
+
+
+def _ctx(prefix: str):
+    def fmt(d: dict) -> str:
+        if f"{prefix}ctx_voluntary" not in d:
+            return "-"
+        return f"{fmt_count(d[f'{prefix}ctx_voluntary'])}/{fmt_count(d[f'{prefix}ctx_involuntary'])}"
+    return fmt
+
+
+def _reads(d: dict) -> str:
+    if "read_bytes" not in d:
+        return "-"
+    pages = f" ({fmt_count(d['pages_read'])} pg)" if "pages_read" in d else ""
+    return f"{fmt_bytes(d['read_bytes'])}{pages}"
+
+
+RATES = (("qps", "q/s"), ("mb_per_s", "MB/s"), ("connections_per_s", "conn/s"), ("rows_per_s", "rows/s"))
+
+
+def _rate(d: dict) -> str:
+    for key, unit in RATES:
+        if key in d:
+            return f"{d[key]:,.0f} {unit}"
+    return "-"
+
+
+def _d_rate(r: dict) -> str:
+    for key, _ in RATES:
+        if key in r["comparisons"]:
+            return _ratio(r, key)
+    return "-"
+
+
+PER_UNIT_CPU = ("query", "message", "connection", "row")
+
+
+def _per_unit(prefix: str):
+    def fmt(d: dict) -> str:
+        for unit in PER_UNIT_CPU:
+            key = f"{prefix}cpu_us_per_{unit}"
+            if key in d:
+                return f"{d[key]:.2f} µs/{unit}" if d[key] < 10 else f"{d[key]:.1f} µs/{unit}"
+        return "-"
+    return fmt
+
+
+def _innodb_pages(d: dict) -> str:
+    if "pages_read" not in d:
+        return "-"
+    return f"{fmt_count(d['pages_read'])} / {fmt_count(d.get('pages_decrypted', 0))}"
+
+
+def _net(d: dict) -> str:
+    if "net_bytes_received" not in d:
+        return "-"
+    return f"{fmt_bytes(d['net_bytes_received'])} in {fmt_count(d['net_segments_in'])} seg"
+
+
+def _sent(d: dict) -> str:
+    return fmt_bytes(d["write_syscall_bytes"]) if "write_syscall_bytes" in d else "-"
+
+
+# name -> (header, cell); an engine lists the columns it wants (Engine.table_columns)
+COLUMNS = {
+    "workload": ("workload", lambda r: r["workload"]),
+    "op": ("op", lambda r: r["operation"]),
+    "variant": ("variant", lambda r: r["setting"]),
+    "elapsed": ("elapsed (mean)", lambda r: _pair(r, lambda d: fmt_seconds(d.get("wall_s")))),
+    "d_elapsed": ("Δ elapsed [95% CI]", lambda r: _ratio(r, "wall_s")),
+    "cpu": ("CPU user / sys (mean)", lambda r: _pair(r, _user_sys(""))),
+    "server_cpu": ("server CPU user / sys", lambda r: _pair(r, _user_sys(""))),
+    "d_cpu": ("Δ CPU [95% CI]", lambda r: _ratio(r, "cpu_s")),
+    "d_server_cpu": ("Δ server CPU", lambda r: _ratio(r, "cpu_s")),
+    "client_cpu": ("client CPU user / sys", lambda r: _pair(r, _user_sys("client_"))),
+    "d_client_cpu": ("Δ client CPU", lambda r: _ratio(r, "client_cpu_s")),
+    "ctx": ("ctx sw vol/invol", lambda r: _pair(r, _ctx(""))),
+    "server_ctx": ("server ctx sw vol/invol", lambda r: _pair(r, _ctx(""))),
+    "reads": ("read from storage (pages)", lambda r: _pair(r, _reads)),
+    "sent": ("server bytes sent", lambda r: _pair(r, _sent)),
+    "rate": ("throughput (mean)", lambda r: _pair(r, _rate)),
+    "d_rate": ("Δ throughput", _d_rate),
+    "server_per_unit": ("server CPU per op", lambda r: _pair(r, _per_unit(""))),
+    "client_per_unit": ("client CPU per op", lambda r: _pair(r, _per_unit("client_"))),
+    "net": ("client received (TCP)", lambda r: _pair(r, _net)),
+    "innodb_pages": ("pages read / decrypted", lambda r: _pair(r, _innodb_pages)),
+    "verdict": ("verdict", lambda r: r["verdict"]),
+}
+DEFAULT_COLUMNS = ("workload", "op", "variant", "elapsed", "d_elapsed", "cpu", "d_cpu", "ctx", "reads", "verdict")
+
+
+def columns(table: dict) -> list[str]:
+    return [c for c in table.get("table_columns") or DEFAULT_COLUMNS if c in COLUMNS]
+
+
+def _tables(doc: dict) -> list[dict]:
+    """The tables with something to show (every one when none has rows: an empty table says so)."""
+    ts = an.tables(doc["engine"])
+    if len(ts) == 1:
+        return ts
+    measured = {r["workload"] for r in doc["runs"]}
+    shown = [t for t in ts if not t["workloads"] or measured & set(t["workloads"])]
+    return shown or ts[:1]
+
+
+def _axis_line(t: dict) -> str:
+    return f"{t['axis']}: baseline {t['axis_baseline']}"
+
+
+def _cells(r: dict, cols: list[str]) -> list[str]:
+    return [COLUMNS[c][1](r) for c in cols]
+
+
+def derived_lines(analysis: dict) -> list[str]:
+    out = []
+    for d in analysis["derived"]:
+        ci = d["per_page_cpu_ci"]
+        if d.get("kind") == "write":
+            line = (f"write side, {d['workload']}/{d['operation']} {d['contender']}: +{fmt_seconds(d['added_cpu_s'])} "
+                    f"CPU for {d['pages_read']:,.0f} pages {d['pages_basis'].split('_')[1]} = "
+                    f"{fmt_seconds(d['per_page_cpu_s'])} per {d['page_size']}-byte page")
+            out.append(line + (f" [{fmt_seconds(ci[0])}, {fmt_seconds(ci[1])}]" if ci else "")
+                       + " (encrypt cost, upper bound)")
+            continue
+        line = (f"{d['workload']}/{d['operation']} {d['contender']}: +{fmt_seconds(d['added_cpu_s'])} CPU for "
+                f"{d['pages_read']:,.0f} pages {d.get('pages_basis', 'pages_read').split('_')[1]} = "
+                f"{fmt_seconds(d['per_page_cpu_s'])} per {d['page_size']}-byte page")
+        if ci:
+            line += f" [{fmt_seconds(ci[0])}, {fmt_seconds(ci[1])}]"
+        if d["decrypt_mb_per_s_per_core"]:
+            line += f" -> engine decrypts at {d['decrypt_mb_per_s_per_core']:.0f} MB/s per core"
+        if "percent_of_raw_cipher" in d:
+            line += (f", {d['percent_of_raw_cipher']:.0f}% of this CPU's raw cipher speed "
+                     f"({d['raw_cipher_mb_per_s_per_core']:.0f} MB/s per core)")
+        line += f"; {d['raw_cipher_flag']}" if d.get("raw_cipher_flag") else ""  # rawcipher.set_beside
+        out.append(line)
+    return out
+
+
+def _ci_text(ci, fmt="{:.2f}") -> str:
+    return f" [{fmt.format(ci[0])}, {fmt.format(ci[1])}]" if ci else ""
+
+
+def scaling_lines(analysis: dict) -> list[str]:
+    out = []
+    for e in analysis.get("scaling", []):
+        if e["operation"] == "profile":
+            continue
+        line = (f"{e['function']}/{e['operation']} {e['sessions']} sessions: {e['throughput']:,.0f} rows/s"
+                f"{_ci_text(e['throughput_ci'], '{:,.0f}')}")
+        if e["efficiency"] is not None:
+            line += f", efficiency {e['efficiency']:.2f}{_ci_text(e['efficiency_ci'])}"
+        if e["degradation"] is not None and e["sessions"] != 1:
+            line += f", degradation {e['degradation']:.2f}x{_ci_text(e['degradation_ci'])}"
+        if e.get("server_cpu_us_per_row") is not None:
+            line += f"; server CPU {e['server_cpu_us_per_row']:.3f} µs/row"
+        if e.get("client_cpu_share") is not None:
+            line += f"; client {e['client_cpu_share']:.1%} of the CPU"
+        if e.get("waits"):
+            line += "; samples: " + ", ".join(f"{w} {x:.0%}" for w, x in e["waits"].items())
+        out.append(line + f" ({e['runs']} runs)")
+    if out:
+        out.append("efficiency = throughput(k) / (min(k, cores) x throughput(1)); degradation = wall(k) / wall(1), "
+                   "the same rows per session; ratios of trimmed geometric means with Yuen-Welch t 95% CIs")
+    for c in analysis.get("hash_costs", []):
+        line = (f"{c['function']}: the engine spends {c['function_us_per_row']:.3f} µs of server CPU per row on the "
+                f"function ({c['hash_us_per_row']:.3f} with it, {c['baseline_us_per_row']:.3f} without, 1 session)")
+        if c.get("raw_us_per_call"):
+            line += (f"; the hash itself takes {c['raw_us_per_call']:.3f} µs on this CPU ({c['raw_method']}): "
+                     f"{c['times_raw']:.1f}x")
+        out.append(line)
+    return out
+
+
+def profile_lines(analysis: dict) -> list[str]:
+    out = []
+    for p in analysis.get("profiles", []):
+        if "error" in p:
+            continue
+        funcs = ", ".join(f"{name} {share:.0%}" for name, share in p["top_functions"][:6])
+        objs = ", ".join(f"{name.rsplit('/', 1)[-1]} {share:.0%}" for name, share in p["top_objects"][:4])
+        out.append(f"{p['function']} at {p['sessions']} sessions ({p['sample_count']} samples at {p['frequency_hz']} Hz, "
+                   f"{p['event']}): libcrypto {p['libcrypto_share']:.0%} of the server's CPU (inclusive), locks "
+                   f"{p['lock_share']:.0%}; objects: {objs}; leaf functions: {funcs}")
+    return out
+
+
+def plot_scaling(doc: dict, scale: list[dict], prefix) -> list:
+    """The scaling plots (<prefix>-scaling.png and .svg) of a hash sweep's hash and baseline levels."""
+    from . import plots
+
+    entries = [e for e in scale if e["operation"] in ("hash", "baseline")]
+    cores = int(doc["environment"]["cpu"].get("logical_cores") or 1)
+    return plots.scaling_plots(entries, cores, prefix,
+                               f"{doc['engine']['name']}: in-query hash under concurrency ({cores} cores)")
+
+
+def flame_graphs(doc: dict):
+    """(variant, SVG text) of every recorded profile that has folded stacks."""
+    from ..profiling import flame
+
+    for v, extra in an.profiled(doc):
+        folded = (extra.get("profile") or {}).get("folded")
+        if folded:
+            yield v, flame.flamegraph_svg(
+                folded, f"{doc['engine']['name']} server CPU: {v.get('function')}, {v.get('sessions')} sessions")
+
+
+def write_files(doc: dict, result_path, scale: list[dict], *, only_missing: bool = False) -> list[str]:
+    """Plots and flame graphs next to the result file: <stem>-scaling.png/.svg, <stem>-flame-*.svg."""
+    from pathlib import Path
+
+    result_path = Path(result_path)
+    prefix = result_path.with_name(result_path.stem)
+    written: list[str] = []
+    try:
+        if any(e["operation"] in ("hash", "baseline") for e in scale):
+            target = Path(f"{prefix}-scaling.png")
+            if only_missing and target.exists():
+                written += [str(target), str(target.with_suffix(".svg"))]
+            else:
+                written += [str(p) for p in plot_scaling(doc, scale, prefix)]
+        for v, svg in flame_graphs(doc):
+            target = Path(f"{prefix}-flame-{v.get('function')}-s{v.get('sessions')}.svg")
+            if not (only_missing and target.exists()):
+                target.write_text(svg)
+            written.append(str(target))
+        written += profiler.flame_files(doc, prefix, only_missing=only_missing)  # any workload's --profile
+    except OSError:
+        return written  # the results stand without their pictures
+    return sorted(set(written))
+
+
+def attribution_lines(analysis: dict) -> list[str]:
+    out = []
+    for a in analysis.get("attribution", []):
+        if a["elapsed_s"] is None:
+            continue
+        parts = [f"server CPU {_signed_seconds(a['server_cpu_s'])}", f"client CPU {_signed_seconds(a['client_cpu_s'])}"]
+        if a["waits_grown"]:
+            parts.append("waits grown: " + ", ".join(
+                f"{w['event']} {w['baseline_pct']:.0f}% → {w['contender_pct']:.0f}% of samples" for w in a["waits_grown"]))
+        ci = a.get("elapsed_ci")
+        ci = f" [{_signed_seconds(ci[0])}, {_signed_seconds(ci[1])}]" if ci else ""
+        pct = f" ({a['elapsed_pct']:+.0f}%)" if a.get("elapsed_pct") is not None else ""
+        out.append(f"{a['workload']}/{a['operation']} {a['contender']}: elapsed {_signed_seconds(a['elapsed_s'])}{ci}"
+                   f"{pct}: " + ", ".join(parts))
+    return out
+
+
+def _signed_seconds(x: float | None) -> str:
+    if x is None:
+        return "n/a"
+    return ("+" if x >= 0 else "-") + fmt_seconds(abs(x))
+
+
+def raw_cipher_lines(doc: dict) -> list[str]:
+    out = []
+    for ps, r in ((doc.get("calibration") or {}).get("raw_cipher") or {}).items():
+        parts = ", ".join(f"{name} {r[key]:.0f} MB/s" for key, name in (
+            ("bulk_aes_256_cbc_mb_per_s", "bulk AES-256-CBC"), ("bulk_hmac_sha512_mb_per_s", "HMAC-SHA512"),
+            ("bulk_aes_256_ctr_mb_per_s", "bulk AES-256-CTR")) if key in r)
+        out.append(f"raw cipher on this CPU: {r['cipher']}: {r['mb_per_s_per_core']:.0f} MB/s per core "
+                   f"({fmt_seconds(r['per_page_cpu_s'])} per page; {parts}; {r['library']})"
+                   + (f"; {r['spread']}" if r.get("spread") else ""))
+    return out
+
+
+def warning_lines(analysis: dict, limit: int = 8) -> list[str]:
+    """Warnings on the figures in the table (elapsed, CPU), few-runs warnings folded into one."""
+    keys = {(c["workload"], c["operation"], v) for c in analysis["comparisons"]
+            for v in (c["baseline"], c["contender"]) if (c["workload"], c["operation"]) != an.OPEN}
+    shown = [s for s in analysis["summaries"] if s["metric"] in ("wall_s", "cpu_s")
+             and (s["workload"], s["operation"], s["variant"]) in keys]
+    few = sorted({s["n"] for s in shown if s["n"] < stats.MIN_RUNS})
+    warns = [f"only {', '.join(map(str, few))} run(s) per variant: too few for a verdict (it takes "
+             f"{stats.MIN_RUNS} per side); use --runs 10"] if few else []
+    warns += [w for s in shown for w in s["warnings"] if " runs (< " not in w]
+    if len(warns) > limit:
+        return warns[:limit] + [f"... and {len(warns) - limit} more warnings (see `encbench show FILE --json`)"]
+    return warns
+
+
+def _margin(analysis: dict | None) -> float:
+    """The equivalence margin the analysis' verdicts were judged with."""
+    for c in (analysis or {}).get("comparisons", []):
+        if c.get("equivalence"):
+            return c["equivalence"]["margin_pct"]
+    return stats.DEFAULT_MARGIN_PCT
+
+
+def header_lines(doc: dict, analysis: dict | None = None) -> list[str]:
+    env, cfg, ds = doc["environment"], doc["config"], doc.get("dataset") or {}
+    flags = ",".join(k for k, v in env["cpu"]["flags"].items() if v) or "none"
+    versions = ", ".join(f"{k} {v}" for k, v in env.get("engine_versions", {}).items())
+    runs = sum(1 for r in doc["runs"] if not r.get("warmup"))
+    warm = sum(1 for r in doc["runs"] if r.get("warmup"))
+    if "rows" in ds:
+        data = f"data: {ds['rows']:,} rows (seed {ds.get('seed', '?')}, {fmt_bytes(cfg['size_bytes'])} target)"
+    elif "server" in ds:
+        srv = ds["server"]
+        engine = engine_named(doc["engine"]["name"])
+        data = (f"server: {engine.label if engine else doc['engine']['name']} {srv.get('version')} at {srv.get('host')}:{srv.get('port')} "
+                f"({'private, started by encbench' if ds.get('managed') else 'external'}; {srv.get('ssl_library') or 'TLS library ?'})")
+    else:
+        data = "data: -"
+    params = "; ".join(f"{wl}: " + ", ".join(f"{k}={v}" for k, v in meta["params"].items())
+                       for wl, meta in doc.get("workloads", {}).items() if meta.get("params"))
+    lines = [
+        f"encbench {doc['encbench_version']} - engine {doc['engine']['name']} ({versions})",
+        f"CPU {env['cpu']['model']}, {env['cpu']['logical_cores']} cores, flags {flags}; kernel {env['kernel']}",
+        f"{data}; {runs} measured runs + {warm} warmups (each a fresh process and connection), status {doc['status']}",
+        f"{'; '.join(_axis_line(t) for t in _tables(doc))}; Δ = contender vs baseline, "
+        f"ratio of trimmed geometric means with a Yuen-Welch t 95% CI",
+        f"verdicts: 'costs' / 'saves' = the 95% CI excludes 0%; 'no cost' = the 90% CI lies within ±{_margin(analysis):g}% "
+        f"(equivalence shown by two one-sided tests); 'inconclusive' = neither, run longer; none below "
+        f"{stats.MIN_RUNS} runs per side",
+    ]
+    if params:
+        lines.append(f"workload settings: {params}")
+    return lines
+
+
+def render_text(doc: dict, analysis: dict, console: Console) -> None:
+    for line in header_lines(doc, analysis):
+        console.print(line, highlight=False)
+    many = len(_tables(doc)) > 1
+    for t in _tables(doc):
+        table = Table(show_lines=False, header_style="bold", pad_edge=False,
+                      title=t["title"] or None, title_justify="left", title_style="bold")
+        cols = columns(t)
+        for c in cols:
+            table.add_column(COLUMNS[c][0], overflow="fold")
+        for r in rows(doc, analysis, t if many else None):
+            table.add_row(*_cells(r, cols))
+        console.print(table)
+    _print_section(console, "Where the overhead went (mean contender minus mean baseline)", attribution_lines(analysis))
+    _print_section(console, "Scaling of the in-query hash (seed 004)", scaling_lines(analysis))
+    _print_section(console, "CPU profile of the server (perf, warmup runs)", profile_lines(analysis))
+    _print_section(console, "Files", analysis.get("files", []))
+    _print_section(console, "Per-page decrypt cost (seed 003)", derived_lines(analysis) + raw_cipher_lines(doc))
+    _print_section(console, "Notes", analysis["notes"])
+    _print_section(console, "Warnings", warning_lines(analysis))
+    if doc["config"].get("command"):
+        console.print(f"Reproduce: {doc['config']['command']}", highlight=False, soft_wrap=True)
+
+
+def _print_section(console: Console, title: str, lines: list[str]) -> None:
+    if lines:
+        console.print(f"[bold]{title}[/bold]")
+        for line in lines:
+            console.print(f"  - {line}", highlight=False, soft_wrap=True, markup=False)
+
+
+def render_markdown(doc: dict, analysis: dict) -> str:
+    out = ["# encbench results\n"]
+    out += [f"- {line}" for line in header_lines(doc, analysis)]
+    many = len(_tables(doc)) > 1
+    for t in _tables(doc):
+        out.append("")
+        if t["title"]:
+            out += [f"## {t['title']}", ""]
+        cols = columns(t)
+        out.append("| " + " | ".join(COLUMNS[c][0] for c in cols) + " |")
+        out.append("|" + "---|" * len(cols))
+        for r in rows(doc, analysis, t if many else None):
+            out.append("| " + " | ".join(c.replace("|", "\\|") for c in _cells(r, cols)) + " |")
+    for title, lines in (("Where the overhead went", attribution_lines(analysis)),
+                         ("Scaling of the in-query hash", scaling_lines(analysis)),
+                         ("CPU profile of the server", profile_lines(analysis)),
+                         ("Files", analysis.get("files", [])),
+                         ("Per-page decrypt cost", derived_lines(analysis) + raw_cipher_lines(doc)),
+                         ("Notes", analysis["notes"]), ("Warnings", warning_lines(analysis))):
+        if lines:
+            out += ["", f"## {title}", ""] + [f"- {line}" for line in lines]
+    if doc["config"].get("command"):
+        out += ["", f"Reproduce: `{doc['config']['command']}`"]
+    return "\n".join(out) + "\n"
+
+
+def render_json(doc: dict, analysis: dict) -> str:
+    # each comparison carries `verdict` (one of stats.VERDICTS), `verdict_text` and `equivalence`
+    comps = [c if "verdict" in c and "ci90" in c else dict(c, **an.judged(c)) for c in analysis["comparisons"]]
+    return json.dumps({
+        "schema_version": doc["schema_version"], "status": doc["status"], "engine": doc["engine"]["name"],
+        "summaries": analysis["summaries"], "comparisons": comps, "derived": analysis["derived"],
+        "attribution": analysis.get("attribution", []), "notes": analysis["notes"],
+        **{k: analysis[k] for k in ("scaling", "hash_costs", "profiles", "files", "placebo_comparisons")
+           if k in analysis},
+    }, indent=1)
+
+
+def command_line(argv: list[str]) -> str:
+    """The command that reproduces a result, with any password hidden (each argument before quoting)."""
+    return redact_command_line(argv)
