@@ -94,3 +94,57 @@ def test_no_figures_left_open(tmp_path: Path) -> None:
     before = plt.get_fignums()
     scaling_plots(_entries(), 4, tmp_path / "run", TITLE)
     assert plt.get_fignums() == before
+
+
+def _with_baseline(factor: float = 20.0) -> list[dict]:
+    """The hash levels, and the same query without the function `factor` times faster (as on a real server)."""
+    base = []
+    for e in _entries():
+        b = dict(e, operation="baseline", throughput=e["throughput"] * factor,
+                 throughput_ci=[x * factor for x in e["throughput_ci"]])
+        base.append(b)
+    return _entries() + base
+
+
+def _labels(ax) -> set[str]:
+    return {line.get_label() for line in ax.get_lines()}
+
+
+def test_function_and_baseline_get_their_own_scale():
+    """issue 14 item 5: a baseline 20x faster must not flatten the hash lines (one shared linear axis did)."""
+    import matplotlib.pyplot as plt
+
+    from encbench.report.plots import SCALE_NOTE, scaling_figure
+
+    fig = scaling_figure(_with_baseline(20.0), 4, TITLE)
+    try:
+        ax_hash, ax_base, ax_eff = fig.axes
+        assert ax_hash.get_title() == "Throughput with the function"
+        assert ax_base.get_title() == "Throughput without it (baseline query)"
+        assert ax_eff.get_title() == "Efficiency"
+        assert "sha256 / hash" in _labels(ax_hash) and "sha256 / baseline" not in _labels(ax_hash)
+        assert "sha256 / baseline" in _labels(ax_base) and "sha256 / hash" not in _labels(ax_base)
+        hash_top = max(x * 1.1 for x in (1.0, 1.8, 1.9, 2.0))  # the CI's upper end, million rows/s
+        lo, hi = ax_hash.get_ylim()
+        assert lo == 0 and hash_top <= hi < 2 * hash_top  # the hash lines fill their panel
+        lo, hi = ax_base.get_ylim()
+        assert lo == 0 and 20 * hash_top <= hi < 40 * hash_top
+        assert ax_hash.get_yscale() == ax_base.get_yscale() == "linear"
+        assert {"sha256 / hash", "sha256 / baseline", "ideal"} <= _labels(ax_eff)  # efficiency: one axis for both
+        assert SCALE_NOTE in [t.get_text() for t in fig.texts]  # the figure says why the scales differ
+    finally:
+        plt.close(fig)
+
+
+def test_hash_only_entries_draw_one_throughput_panel():
+    import matplotlib.pyplot as plt
+
+    from encbench.report.plots import SCALE_NOTE, scaling_figure
+
+    fig = scaling_figure(_entries(), 4, TITLE)
+    try:
+        assert [ax.get_title() for ax in fig.axes] == ["Throughput with the function", "Efficiency"]
+        assert SCALE_NOTE not in [t.get_text() for t in fig.texts]  # one throughput panel: nothing to explain
+    finally:
+        plt.close(fig)
+    assert scaling_figure([], 4, TITLE) is None

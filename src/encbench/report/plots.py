@@ -1,8 +1,11 @@
 """Scaling plots: throughput and efficiency against concurrent sessions.
 
 `scaling_plots` draws the "scaling" entries produced by the analysis (one per
-function, operation and sessions level) as one figure with two panels and
-writes it as PNG and SVG. matplotlib runs on the Agg backend; every figure
+function, operation and sessions level) as one figure and writes it as PNG and
+SVG: a throughput panel per operation (the query with the hash function, and
+the same query without it, each on its own scale: the baseline runs many times
+faster and would flatten the hash lines on a shared axis) and an efficiency
+panel (a ratio: one axis for all). matplotlib runs on the Agg backend; every figure
 is closed before returning, and the SVG is made reproducible (fixed hash
 salt, no date, text kept as text).
 """
@@ -63,8 +66,9 @@ def _series(rows: list[dict], key: str, scale: float = 1.0) -> tuple[list[int], 
     return xs, ys, cis
 
 
-def _draw(ax: Any, xs: list[int], ys: list[float], cis: list[tuple], color: str, label: str) -> None:
-    ax.plot(xs, ys, color=color, marker="o", label=label)
+def _draw(ax: Any, xs: list[int], ys: list[float], cis: list[tuple], color: str, label: str,
+          linestyle: str = "-") -> None:
+    ax.plot(xs, ys, color=color, marker="o", linestyle=linestyle, label=label)
     if cis:
         cx, lo, hi = zip(*cis)
         ax.vlines(cx, lo, hi, color=color, linewidth=1)
@@ -92,6 +96,95 @@ def _session_axis(ax: Any, levels: list[int]) -> None:
     ax.grid(True, which="major", alpha=0.4)
 
 
+# the throughput panels, in this order: the query with the function, then the same query without it
+PANEL_ORDER = ("hash", "baseline")
+PANEL_TITLES = {"hash": "Throughput with the function", "baseline": "Throughput without it (baseline query)"}
+SCALE_NOTE = ("each throughput panel has its own linear scale from 0: the query without the function can run "
+              "many times faster, and one shared axis would flatten the hash lines onto zero")
+
+
+def _panel_ops(groups: dict[Pair, list[dict]]) -> list[str]:
+    """The operations that get a throughput panel each: hash, baseline, then any other (sorted)."""
+    ops = {op for _, op in groups}
+    return [op for op in PANEL_ORDER if op in ops] + sorted(ops - set(PANEL_ORDER))
+
+
+def _throughput_panel(ax: Any, groups: dict[Pair, list[dict]], op: str, colors: dict[str, str], cores: int,
+                      levels: list[int]) -> None:
+    """One operation's throughput (million rows/s) per function, with its CI and the per-function ideal line."""
+    million = 1e6
+    for (function, pair_op), rows in groups.items():
+        if pair_op != op:
+            continue
+        color = colors[function]
+        label = f"{function} / {op}"
+        xs, ys, cis = _series(rows, "throughput", million)
+        if xs:
+            _draw(ax, xs, ys, cis, color, label)
+        base = next((r for r in rows if int(r["sessions"]) == 1), None)
+        base_tp = _num(base.get("throughput")) if base is not None else None
+        if base_tp is not None:
+            ks = [int(r["sessions"]) for r in rows]
+            ideal = [base_tp * min(k, cores) / million for k in ks]
+            ax.plot(ks, ideal, color=color, linestyle="--", alpha=0.7, label=f"ideal ({label})")
+    if min(levels) <= cores <= max(levels):
+        ax.axvline(cores, color="grey", linestyle=":", label=f"cores ({cores})")
+    _session_axis(ax, levels)
+    ax.set_ylabel("Throughput (million rows/s)")
+    ax.set_title(PANEL_TITLES.get(op, f"Throughput: {op}"))
+    ax.set_ylim(bottom=0)
+    ax.legend(fontsize="small")
+
+
+def _efficiency_panel(ax: Any, groups: dict[Pair, list[dict]], colors: dict[str, str], levels: list[int]) -> None:
+    """Efficiency of every (function, operation): a ratio, so one shared axis fits all of them."""
+    top = 1.1
+    for (function, op), rows in groups.items():
+        xs, ys, cis = _series(rows, "efficiency")
+        if xs:
+            # the query without the function: its function's colour, told apart by a dash-dot line
+            _draw(ax, xs, ys, cis, colors[function], f"{function} / {op}", "-" if op == PANEL_ORDER[0] else "-.")
+            top = max(top, max(ys + [c[2] for c in cis]) + 0.1)
+    _session_axis(ax, levels)
+    ax.axhline(1.0, color="grey", linestyle="--", label="ideal")
+    ax.set_ylim(0, top)
+    ax.set_ylabel("Efficiency (throughput / ideal)")
+    ax.set_title("Efficiency")
+    ax.legend(fontsize="small")
+
+
+def scaling_figure(entries: list[dict], cores: int, title: str):
+    """The scaling figure (a matplotlib Figure; the caller closes it), or None without entries.
+
+    One throughput panel per operation (the query with the hash function, then the same query
+    without it), each on its own linear scale from 0, and one efficiency panel for all of them.
+    """
+    if not entries:
+        return None
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    groups = _group(entries)
+    levels = sorted({int(e["sessions"]) for e in entries})
+    ops = _panel_ops(groups)
+    palette = plt.rcParams["axes.prop_cycle"].by_key().get("color", ["C0"])
+    functions = sorted({function for function, _ in groups})
+    colors = {f: palette[i % len(palette)] for i, f in enumerate(functions)}
+    fig, axes = plt.subplots(1, len(ops) + 1, figsize=(6 * (len(ops) + 1), 5.4))
+    for ax, op in zip(axes, ops):
+        _throughput_panel(ax, groups, op, colors, cores, levels)
+    _efficiency_panel(axes[-1], groups, colors, levels)
+    fig.suptitle(title)
+    if len(ops) > 1:
+        fig.text(0.5, 0.01, SCALE_NOTE, ha="center", va="bottom", fontsize="small", color="#444")
+        fig.tight_layout(rect=(0, 0.04, 1, 1))
+    else:
+        fig.tight_layout()
+    return fig
+
+
 def scaling_plots(entries: list[dict], cores: int, out_prefix: Path, title: str) -> list[Path]:
     """Write `<out_prefix>-scaling.png` and `.svg` (throughput and efficiency vs sessions).
 
@@ -109,56 +202,10 @@ def scaling_plots(entries: list[dict], cores: int, out_prefix: Path, title: str)
     png_path = out_prefix.parent / f"{out_prefix.name}-scaling.png"
     svg_path = out_prefix.parent / f"{out_prefix.name}-scaling.svg"
 
-    groups = _group(entries)
-    levels = sorted({int(e["sessions"]) for e in entries})
-    million = 1e6
-
     rc = {"svg.hashsalt": SVG_HASHSALT, "svg.fonttype": "none"}
     with matplotlib.rc_context(rc):
-        fig, (ax_tp, ax_eff) = plt.subplots(1, 2, figsize=(12, 5))
+        fig = scaling_figure(entries, cores, title)
         try:
-            colors = plt.rcParams["axes.prop_cycle"].by_key().get("color", ["C0"])
-            eff_top = 1.1
-            for i, (pair, rows) in enumerate(groups.items()):
-                color = colors[i % len(colors)]
-                label = f"{pair[0]} / {pair[1]}"
-
-                # Left: throughput in millions of rows per second.
-                xs, ys, cis = _series(rows, "throughput", million)
-                if xs:
-                    _draw(ax_tp, xs, ys, cis, color, label)
-                base = next((r for r in rows if int(r["sessions"]) == 1), None)
-                base_tp = _num(base.get("throughput")) if base is not None else None
-                if base_tp is not None:
-                    ks = [int(r["sessions"]) for r in rows]
-                    ideal = [base_tp * min(k, cores) / million for k in ks]
-                    ax_tp.plot(ks, ideal, color=color, linestyle="--", alpha=0.7,
-                               label=f"ideal ({label})")
-
-                # Right: efficiency.
-                xs, ys, cis = _series(rows, "efficiency")
-                if xs:
-                    _draw(ax_eff, xs, ys, cis, color, label)
-                    eff_top = max(eff_top, max(ys + [c[2] for c in cis]) + 0.1)
-
-            if min(levels) <= cores <= max(levels):
-                ax_tp.axvline(cores, color="grey", linestyle=":", label=f"cores ({cores})")
-
-            _session_axis(ax_tp, levels)
-            ax_tp.set_ylabel("Throughput (million rows/s)")
-            ax_tp.set_title("Throughput")
-            ax_tp.set_ylim(bottom=0)
-            ax_tp.legend(fontsize="small")
-
-            _session_axis(ax_eff, levels)
-            ax_eff.axhline(1.0, color="grey", linestyle="--", label="ideal")
-            ax_eff.set_ylim(0, eff_top)
-            ax_eff.set_ylabel("Efficiency (throughput / ideal)")
-            ax_eff.set_title("Efficiency")
-            ax_eff.legend(fontsize="small")
-
-            fig.suptitle(title)
-            fig.tight_layout()
             fig.savefig(png_path, format="png", dpi=120)
             fig.savefig(svg_path, format="svg", metadata={"Date": None})
         finally:
