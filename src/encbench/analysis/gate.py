@@ -92,9 +92,13 @@ def _where(c: dict) -> str:
     return f"{c['workload']}/{c['operation']} {c['variant']} {c['metric']} ({what})"
 
 
-def evaluate(conditions: list[Condition], comparisons: list[dict], *, alpha: float = ALPHA) -> dict:
-    """{failed: [line], not_judged: [line], checked: n, tests: n, alpha, method} for these comparisons."""
-    tests, not_judged = [], []
+def cases(conditions: list[Condition], comparisons: list[dict], *, alpha: float = ALPHA) -> list[dict]:
+    """Each condition on each comparison it applies to, in order: {condition, comparison, p, state, line}.
+
+    state: "failed" (B shown worse than allowed, after Holm over every checked case), "passed",
+    or "not_judged" (too few runs, no estimate, withheld); line: what evaluate() reports for it.
+    """
+    out = []
     for cond in conditions:
         for c in comparisons:
             if c["metric"] != cond.metric or c.get("kind", "absolute") != cond.kind:
@@ -102,19 +106,26 @@ def evaluate(conditions: list[Condition], comparisons: list[dict], *, alpha: flo
             p = None
             if c.get("verdict") not in UNJUDGED:
                 p = stats.p_above(c["ratio"], c.get("se_log"), c.get("df"), cond.threshold(c.get("floor_pct") or 0))
-            if p is None:
-                not_judged.append(f"{cond.text}: {_where(c)}: {c.get('verdict_text') or 'no estimate'}")
-            else:
-                tests.append((cond, c, p))
-    rejected = stats.holm([p for _, _, p in tests], alpha)
-    failed = []
-    for (cond, c, p), bad in zip(tests, rejected):
-        if bad:
-            floor = c.get("floor_pct") or 0
-            beyond = f" on top of a ±{floor:g}% noise floor" if floor else ""
-            failed.append(f"{cond.text}: {_where(c)} {stats.pct(c['ratio'])} {stats.ci_text(c['ci'])}, worse by more "
-                          f"than {cond.percent:g}%{beyond} (one-sided p = {p:.2g}, Holm over {len(tests)} tests)")
-    return {"failed": failed, "not_judged": not_judged, "checked": len(tests), "alpha": alpha,
+            out.append({"condition": cond, "comparison": c, "p": p, "state": "not_judged" if p is None else "passed",
+                        "line": f"{cond.text}: {_where(c)}: {c.get('verdict_text') or 'no estimate'}"})
+    tests = [x for x in out if x["p"] is not None]
+    for x, bad in zip(tests, stats.holm([x["p"] for x in tests], alpha)):
+        cond, c, p = x["condition"], x["comparison"], x["p"]
+        floor = c.get("floor_pct") or 0
+        beyond = f" on top of a ±{floor:g}% noise floor" if floor else ""
+        x["state"] = "failed" if bad else "passed"
+        outcome = "worse by more than" if bad else "not shown worse by more than"
+        x["line"] = (f"{cond.text}: {_where(c)} {stats.pct(c['ratio'])} {stats.ci_text(c['ci'])}, {outcome} "
+                     f"{cond.percent:g}%{beyond} (one-sided p = {p:.2g}, Holm over {len(tests)} tests)")
+    return out
+
+
+def evaluate(conditions: list[Condition], comparisons: list[dict], *, alpha: float = ALPHA) -> dict:
+    """{failed: [line], not_judged: [line], checked: n, tests: n, alpha, method} for these comparisons."""
+    judged = cases(conditions, comparisons, alpha=alpha)
+    return {"failed": [x["line"] for x in judged if x["state"] == "failed"],
+            "not_judged": [x["line"] for x in judged if x["state"] == "not_judged"],
+            "checked": sum(1 for x in judged if x["state"] != "not_judged"), "alpha": alpha,
             "method": "one-sided Welch t-test on the log ratio against the threshold, Holm-Bonferroni over all "
                       f"checked comparisons (family-wise {alpha:.0%})"}
 

@@ -1,0 +1,103 @@
+"""`encbench compare A B --fail-if COND --junit FILE`: the regression gate as JUnit XML.
+
+Any CI system (GitLab, Jenkins, GitHub test reporters) shows a failed gate from this file.
+One <testcase> per gate condition per comparison it applies to, in the gate's order:
+
+- classname = workload/operation/variant, name = the condition (e.g. `cpu_overhead>5%`);
+- <failure> when the gate fails that row (B shown worse than allowed, after Holm's
+  correction), its message the gate's own line: the measured ratio, its 95% CI, the p-value;
+- <skipped> when the gate could not judge it (too few runs, no estimate, a saturated client),
+  its message the reason;
+- otherwise a passed case whose <system-out> says what was measured.
+
+A gate that could judge nothing fails (it cannot vouch for the build, exit 17): one more
+case, classname `encbench.gate`, carries that <failure>. The verdicts are the gate's
+(analysis/gate.py, `cases`): this module only writes them down.
+"""
+
+from __future__ import annotations
+
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+from ..analysis import gate
+from ..analysis import stats
+from ..lab import results
+
+GATE_CLASS = "encbench.gate"
+HINT = "choose a writable --junit path"
+
+
+def _classname(c: dict) -> str:
+    return f"{c['workload']}/{c['operation']}/{c['variant']}"
+
+
+def _detail(x: dict) -> str:
+    """What was measured for one case, one fact a line (the body of a failure, or a passed case's output)."""
+    c, cond = x["comparison"], x["condition"]
+    kind = "overhead (contender / baseline inside each file), B against A" if c.get("kind") == "overhead" \
+        else "the same variant's value, B against A"
+    lines = [f"condition: {cond.text} on {c['metric']}, {kind}",
+             f"measured: {stats.pct(c['ratio'])} {stats.ci_text(c['ci'])} (ratio {c['ratio']!r}, 95% CI "
+             f"{c['ci']!r})" if c.get("ratio") is not None else "measured: no estimate",
+             f"runs: A {c.get('n_a')}, B {c.get('n_b')}",
+             f"verdict of the comparison: {c.get('verdict_text') or c.get('verdict')}"]
+    if c.get("floor_pct"):
+        lines.append(f"noise floor: ±{c['floor_pct']:g}% ({c.get('floor_source')})")
+    if x["p"] is not None:
+        lines.append(f"one-sided p = {x['p']:.3g} against a threshold of {cond.percent:g}%")
+    return "\n".join(lines)
+
+
+def _case(suite: ET.Element, x: dict) -> None:
+    tc = ET.SubElement(suite, "testcase", classname=_classname(x["comparison"]), name=x["condition"].text)
+    if x["state"] == "failed":
+        ET.SubElement(tc, "failure", message=x["line"], type="regression").text = _detail(x)
+    elif x["state"] == "not_judged":
+        reason = x["comparison"].get("verdict_text") or "no estimate"
+        ET.SubElement(tc, "skipped", message=f"not judged: {reason}")
+    else:
+        ET.SubElement(tc, "system-out").text = x["line"] + "\n" + _detail(x)
+
+
+def document(conditions: list[gate.Condition], comparisons: list[dict], path_a: str, path_b: str) -> ET.Element:
+    """The <testsuites> element of the gate over these comparisons (compare.compare()'s rows)."""
+    judged = gate.cases(conditions, comparisons)
+    nothing = bool(judged) and all(x["state"] == "not_judged" for x in judged)  # as `compare` exits
+    failures = sum(x["state"] == "failed" for x in judged) + int(nothing)
+    skipped = sum(x["state"] == "not_judged" for x in judged)
+    counts = {"tests": str(len(judged) + int(nothing)), "failures": str(failures), "errors": "0",
+              "skipped": str(skipped)}
+    root = ET.Element("testsuites", name="encbench compare", **{k: v for k, v in counts.items() if k != "skipped"})
+    suite = ET.SubElement(root, "testsuite", name=f"encbench gate: {path_b} against {path_a}", **counts)
+    props = ET.SubElement(suite, "properties")
+    for name, value in [("a", path_a), ("b", path_b)] + [("condition", c.text) for c in conditions] + [
+            ("method", "one-sided Welch t-test on the log ratio against the threshold, Holm-Bonferroni over all "
+                       f"checked comparisons (family-wise {gate.ALPHA:.0%})")]:
+        ET.SubElement(props, "property", name=name, value=value)
+    for x in judged:
+        _case(suite, x)
+    if nothing:
+        tc = ET.SubElement(suite, "testcase", classname=GATE_CLASS, name="something could be judged")
+        ET.SubElement(tc, "failure", type="nothing judged",
+                      message=f"nothing could be judged ({len(judged)} comparisons, every one skipped): the build is "
+                              f"not vouched for; use more runs (--runs {stats.MIN_RUNS} or more per variant)")
+    return root
+
+
+def render(conditions: list[gate.Condition], comparisons: list[dict], path_a: str, path_b: str) -> str:
+    root = document(conditions, comparisons, path_a, path_b)
+    ET.indent(root)
+    return ET.tostring(root, encoding="unicode", xml_declaration=True) + "\n"
+
+
+def check_writable(path: Path) -> None:
+    """Before any file is read: the JUnit file can be written (a regular file in an existing directory)."""
+    results.check_writable(Path(path), what="the JUnit file", hint=HINT)
+
+
+def write(path: Path, conditions: list[gate.Condition], comparisons: list[dict], path_a: str, path_b: str) -> Path:
+    """The JUnit XML, written atomically (a temporary file, then a rename): never half a file."""
+    results.replace_atomic(Path(path), render(conditions, comparisons, path_a, path_b), what="the JUnit file",
+                           hint=HINT)
+    return Path(path)
