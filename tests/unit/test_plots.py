@@ -148,3 +148,27 @@ def test_hash_only_entries_draw_one_throughput_panel():
     finally:
         plt.close(fig)
     assert scaling_figure([], 4, TITLE) is None
+
+
+def test_report_overhead_bars_keep_their_ci_whiskers(monkeypatch):
+    """issue 14 item 5: the HTML report's overhead bars are drawn with each row's 95% CI (whiskers)."""
+    import matplotlib.pyplot as plt
+    from matplotlib.collections import LineCollection
+
+    from encbench.analysis import summary as an
+    from encbench.lab import results
+    from encbench.report import html, render
+
+    doc = results.load(Path(__file__).resolve().parents[1] / "golden" / "results-v1.json")
+    rows = render.rows(doc, an.analyze(doc))
+    closed = []
+    real_close = plt.close
+    monkeypatch.setattr(plt, "close", lambda fig=None: (closed.append(fig), real_close(fig)))
+    assert html.overhead_chart(rows, "cpu_s", "CPU", "golden")
+    fig = next(f for f in closed if f is not None)
+    ax = fig.axes[0]
+    whiskers = sorted(tuple(round(x, 6) for x in (seg[0][0], seg[1][0]))
+                      for c in ax.collections if isinstance(c, LineCollection) for seg in c.get_segments())
+    expected = sorted(tuple(round((v - 1) * 100, 6) for v in r["comparisons"]["cpu_s"]["ci"])
+                      for r in rows if r["comparisons"].get("cpu_s", {}).get("ci"))
+    assert whiskers == expected and len(expected) >= 4
