@@ -7,6 +7,7 @@ import os
 import pytest
 
 from encbench.analysis import summary as analysis
+from encbench.engines import base as engine_base
 from encbench.lab import worker
 from encbench.drivers import client_share
 from encbench.probes import Target
@@ -63,7 +64,7 @@ def test_client_below_the_limit_keeps_its_verdict():
 
 
 def test_worker_stores_what_the_check_reads():
-    class Session:
+    class Session(engine_base.Session):
         def target(self):
             return Target(pids=[os.getpid()], client=True)
 

@@ -6,13 +6,14 @@ import os
 
 import pytest
 
+from encbench.engines.base import Session
 from encbench.lab import worker
 from encbench.probes import PROBES, Probe, Target
 from encbench.probes.base import Metric
 from encbench.workloads.base import Operation
 
 
-class FakeSession:
+class FakeSession(Session):
     def __init__(self, log):
         self.log = log
 

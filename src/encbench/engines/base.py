@@ -28,21 +28,34 @@ class PrepareContext:
 
 
 class Session:
-    """One connection in a worker process. Workloads talk to the engine through this."""
+    """One connection in a worker process: what every engine's session has.
 
-    table: str
+    What a workload calls beyond this is declared per workload family as a Protocol in
+    workloads/capabilities.py; the engine's `session_class` serves a workload when it
+    matches that Protocol (checked structurally, `capabilities.gaps`).
+    """
+
+    variant: Variant
+    table: str  # the table the workloads read (and copy, when they mutate)
     row_count: int
     open_metrics: dict[str, float]
     info: dict = {}  # stored with the run: e.g. the server's view of the connection's TLS
 
-    def target(self) -> Target: ...
-    def set_cache(self, state: str) -> dict: ...
-    def execute(self, sql: str, params: tuple = ()) -> int: ...
-    def query(self, sql: str, params: tuple = ()) -> list: ...
-    def commit(self) -> None: ...
-    def rebuild_operations(self) -> list[tuple[str, Callable[[], Any]]]: ...
-    def backup(self, dest: Path, compressor: str | None) -> dict: ...
-    def close(self) -> None: ...
+    def target(self) -> Target:
+        """What the probes measure (engine-side PIDs, counters, ...)."""
+        raise NotImplementedError
+
+    def set_cache(self, state: str) -> dict:
+        """Untimed, before an operation: the cache state the variant asks for (cold, warm)."""
+        raise NotImplementedError
+
+    def check_operation(self, variant: Variant, metrics: dict, cache: dict) -> dict | None:
+        """After an operation, with the probes' metrics: the engine's proof that it ran as its variant
+        says (CheckFailedError if not); values to store, or None. By default nothing is checked."""
+        return None
+
+    def close(self) -> None:
+        raise NotImplementedError
 
 
 class LiveReader:
@@ -85,7 +98,8 @@ class Engine:
     variant_keys: tuple[VariantKey, ...] = ()
     axis: str = "encryption"  # the setting whose cost is measured
     axis_baseline: str = "off"
-    workloads: tuple[str, ...] = ()
+    workloads: tuple[str, ...] = ()  # each served by session_class (workloads/capabilities.py checks it)
+    session_class: type[Session] = Session  # what open_session returns: its methods say which workloads it can serve
     default_workloads: tuple[str, ...] | None = None  # what `run` measures without --workload (None: all)
     options: tuple[str, ...] = ()  # engine options it accepts (dsn, keep, allow_reconfigure)
     table_columns: tuple[str, ...] | None = None  # report.COLUMNS names; None: the at-rest default

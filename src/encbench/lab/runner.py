@@ -25,10 +25,10 @@ from . import runctx
 from ..host import environment
 from ..util.redact import redact
 from ..engines import ENGINES, PrepareContext
-from ..errors import EncbenchError, RunFailedError, UnknownNameError, UsageError
+from ..errors import EncbenchError, RunFailedError, UsageError
 from ..probes import PROBES
 from .variants import Variant, label, matrix, parse_filters, with_placebo
-from ..workloads import WORKLOADS
+from ..workloads import WORKLOADS, capabilities
 from ..workloads.base import resolve_params
 
 
@@ -92,9 +92,7 @@ def plan(config: RunConfig) -> Plan:
     workloads = []
     for name in config.workloads:
         wl = WORKLOADS.get(name)
-        if name not in engine.workloads:
-            raise UnknownNameError(f"engine {engine.name} has no workload {name!r}",
-                                   hint=f"valid: {', '.join(engine.workloads)}")
+        capabilities.require(engine, wl, WORKLOADS)  # listed by the engine, and its session serves it
         workloads.append(wl)
     keys = with_placebo(engine.variant_keys)  # `placebo` is every engine's (variants.py)
     filters = parse_filters(config.variant_filters, keys)

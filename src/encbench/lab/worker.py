@@ -40,9 +40,8 @@ def _measure(op, session, variant: dict, probe_names: list[str]) -> dict:
         except Exception as e:
             errors[p.name] = f"{type(e).__name__}: {e}"
     extra = dict(extra) if isinstance(extra, dict) else {}
-    check = getattr(session, "check_operation", None)
-    if check is not None:  # the engine's own proof that the operation ran as its variant says
-        extra.update(check(variant, metrics, cache) or {})
+    # the engine's own proof that the operation ran as its variant says (Session.check_operation)
+    extra.update(session.check_operation(variant, metrics, cache) or {})
     if op.check is not None:  # the workload's own reading of the metrics (e.g. the client's CPU share)
         extra.update(op.check(metrics) or {})
     post = op.after() if op.after else None
@@ -78,7 +77,7 @@ def execute(spec: dict) -> dict:
         "worker_pid": os.getpid(),
         "started_at": started,
         "open": session.open_metrics,
-        "session": getattr(session, "info", {}),
+        "session": session.info,
         "operations": ops,
     }
 

@@ -6,6 +6,7 @@ from pathlib import Path
 import zstandard
 
 from .base import Operation, Workload
+from .capabilities import BackupSession
 
 ZSTD_LEVEL = 3
 
@@ -20,6 +21,7 @@ def _compress(src: Path, dest: Path) -> None:
 
 class Backup(Workload):
     name = "backup"
+    needs = BackupSession
     description = ("online backup to a new file, plain and zstd-compressed (SQLite: the backup API; MariaDB: "
                    "mariadb-backup --stream of the table); an encrypted source must give an encrypted backup")
 

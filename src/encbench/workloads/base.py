@@ -50,6 +50,9 @@ class Operation:
 class Workload:
     name: str = ""
     description: str = ""
+    # the capability a session needs to serve it: a Protocol of workloads/capabilities.py (engines' sessions are
+    # checked against it: capabilities.gaps); Session alone: nothing beyond what every session has
+    needs: type = Session
     mutates: bool = False  # True: each run works on its own copy of the data
     reads_only: bool = False  # True: its CPU difference is all page decryption (per-page cost basis)
     rewrites: bool = False  # True: warm, its CPU difference is mostly page encryption (per-page write cost basis)

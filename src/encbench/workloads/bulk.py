@@ -5,10 +5,12 @@ from pathlib import Path
 
 from ..drivers.client_share import share_extra
 from .base import Operation, Param, Workload
+from .capabilities import StreamSession
 
 
 class Bulk(Workload):
     name = "bulk"
+    needs = StreamSession
     description = ("one large result streamed to the client (~1 KB rows; PostgreSQL: COPY ... TO STDOUT, "
                    "MariaDB: an unbuffered SELECT): MB/s")
     params = (Param("rows", "rows of ~1 KB in the streamed table", 200_000, 20_000),)

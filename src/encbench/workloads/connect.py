@@ -6,10 +6,12 @@ from pathlib import Path
 
 from ..drivers.client_share import share_extra
 from .base import Operation, Param, Workload
+from .capabilities import ConnectSession
 
 
 class Connect(Workload):
     name = "connect"
+    needs = ConnectSession
     description = ("a new connection per operation (TCP + TLS handshake + authentication + the TLS check "
                    "query + close): connections/s")
     params = (Param("connections", "connections opened and closed, one after the other", 300, 50),)

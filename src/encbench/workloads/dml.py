@@ -4,6 +4,7 @@ from pathlib import Path
 
 from . import repeat
 from .base import Operation, Workload, spread_ranges
+from .capabilities import DmlSession
 
 # Statement counts follow seed 001: 10 SELECT, 5 INSERT, 8 UPDATE, 5 DELETE.
 SELECTS, INSERTS, UPDATES, DELETES = 10, 5, 8, 5
@@ -11,6 +12,7 @@ SELECTS, INSERTS, UPDATES, DELETES = 10, 5, 8, 5
 
 class Dml(Workload):
     name = "dml"
+    needs = DmlSession
     description = "SELECT, INSERT, UPDATE, DELETE over id ranges, each type timed apart, one commit per statement"
     mutates = True
     params = (repeat.param(12),)  # the warm select: ~8 ms at 48 MB; only the select repeats (it changes nothing)

@@ -3,10 +3,12 @@ from __future__ import annotations
 from pathlib import Path
 
 from .base import Operation, Param, Workload
+from .capabilities import InQuerySession
 
 
 class Hash(Workload):
     name = "hash"
+    needs = InQuerySession
     description = ("an aggregate over a hash of every row (seed 004) in k concurrent sessions started together, and the "
                    "same query without the function: rows hashed per second, scaling efficiency, degradation")
     params = (

@@ -3,10 +3,12 @@ from __future__ import annotations
 from pathlib import Path
 
 from .base import Operation, Workload
+from .capabilities import RebuildSession
 
 
 class Rebuild(Workload):
     name = "rebuild"
+    needs = RebuildSession
     description = ("index and table rebuild (SQLite: REINDEX, VACUUM; MariaDB: ALTER TABLE ... FORCE, OPTIMIZE "
                    "TABLE; seed 001's index maintenance)")
     mutates = True

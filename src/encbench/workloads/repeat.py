@@ -21,7 +21,7 @@ def param(default: int) -> Param:
 
 def times(session, params: dict) -> int:
     """How often to repeat now: the parameter in a warm run, else once."""
-    warm = (getattr(session, "variant", None) or {}).get("cache") == "warm"
+    warm = session.variant.get("cache") == "warm"
     return int(params.get("repeat", 1)) if warm else 1
 
 

@@ -5,10 +5,12 @@ from pathlib import Path
 
 from ..drivers.client_share import share_extra
 from .base import Operation, Param, Workload
+from .capabilities import SelectLoadSession
 
 
 class Roundtrip(Workload):
     name = "roundtrip"
+    needs = SelectLoadSession
     description = ("C client connections (variant clients) each sending small primary-key SELECTs for T seconds, "
                    "driven by pgbench -M prepared (PostgreSQL) or one encbench client process each (MariaDB): "
                    "queries/s and latency p50/p95/p99")

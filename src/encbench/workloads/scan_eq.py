@@ -5,10 +5,12 @@ from pathlib import Path
 from ..engines.sqlite import datagen
 from . import repeat
 from .base import Operation, Workload
+from .capabilities import ScanSession
 
 
 class ScanEq(Workload):
     name = "scan-eq"
+    needs = ScanSession
     reads_only = True
     description = "full scan with equality on an unindexed column: light CPU per page (seed 003, query 2)"
 

@@ -5,10 +5,12 @@ from pathlib import Path
 from ..engines.sqlite import datagen
 from . import repeat
 from .base import Operation, Workload
+from .capabilities import ScanSession
 
 
 class ScanLike(Workload):
     name = "scan-like"
+    needs = ScanSession
     reads_only = True
     description = "full scan with LIKE '%needle%' over a text column: heavy CPU per page (seed 003, query 1)"
 

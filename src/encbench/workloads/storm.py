@@ -4,10 +4,12 @@ from pathlib import Path
 
 from ..drivers.client_share import share_extra
 from .base import Operation, Param, Workload
+from .capabilities import StormSession
 
 
 class Storm(Workload):
     name = "storm"
+    needs = StormSession
     description = ("server-side loop sending one small message per iteration (a 'TCP storm'; PostgreSQL: RAISE "
                    "NOTICE, MariaDB: a stored procedure's one-row SELECT), and the same loop sending nothing (seed 000); "
                    "PostgreSQL's is driven by a native C client (libpq) where one can be built, so the server, not "
@@ -18,7 +20,7 @@ class Storm(Workload):
 
     def operations(self, session, scratch: Path, params: dict) -> list[Operation]:
         n = params["messages"]
-        native = getattr(session, "native_storm", None) if params.get("native_client", 1) else None
+        native = session.native_storm if params.get("native_client", 1) else None
         return [self._op("messages", session, native, n, True), self._op("loop-only", session, native, n, False)]
 
     @staticmethod

@@ -120,6 +120,7 @@ class MariaDBEngine(Engine):
     variant_keys = VARIANT_KEYS
     workloads = AT_REST + IN_TRANSIT + ("hash",)
     default_workloads = AT_REST + IN_TRANSIT
+    session_class = MariaSession
     options = ("dsn", "keep", "allow_reconfigure", "wait_interval", "settings")
     label = "MariaDB"
     dsn_schemes = ("mysql", "mariadb")

@@ -17,6 +17,7 @@ from typing import Any, Callable
 
 from ...errors import BadValueError, CheckFailedError, EngineUnavailableError
 from ...probes import Target
+from ..base import Session
 from ...util.redact import redact
 from ...tls.variants import forced, openssl_client_conf
 from ...lab.variants import Variant
@@ -134,7 +135,7 @@ class WaitSampler:
         self.conn.close()
 
 
-class MariaSession:
+class MariaSession(Session):
     """One connection in a worker process, over TCP, in the variant's TLS state."""
 
     def __init__(self, setup: dict, variant: Variant, scratch: Path, *, mutable: bool):

@@ -282,6 +282,7 @@ class SQLiteEngine(Engine):
     description = "SQLite plain vs SQLCipher 4 (embedded, no server; PyPI sqlcipher3-wheels)"
     variant_keys = VARIANT_KEYS
     workloads = ("scan-like", "scan-eq", "dml", "rebuild", "backup")
+    session_class = SQLiteSession
     label = "SQLite/SQLCipher"
     # selftest: one minute on 2 cores at the default size and runs (scan-eq has cold reads and warm CPU)
     selftest_workloads = ("scan-eq",)
