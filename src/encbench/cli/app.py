@@ -1,0 +1,70 @@
+"""main(), the process entry point, and the error contract of every command.
+
+Every user error is an EncbenchError: one line on stderr, a distinct exit code
+(errors.EXIT_CODES), no traceback (unless --debug).
+"""
+
+from __future__ import annotations
+
+import sys
+
+from .. import errors
+from ..util import interrupts
+from ..util.redact import redact
+from .commands import BY_NAME
+from .parser import build_parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    debug = "--debug" in argv
+    interrupts.install()
+    try:
+        return _main(argv, debug)
+    finally:
+        interrupts.quiet()  # the work is done: a late signal must not turn it into an interruption
+
+
+def _main(argv: list[str], debug: bool) -> int:
+    try:
+        args = build_parser().parse_args(argv)
+        if args.command is None:
+            build_parser().print_help()
+            return 0
+        return BY_NAME[args.command](args, argv)
+    except errors.EncbenchError as e:
+        print(f"encbench: error: {redact(e.one_line())}", file=sys.stderr)
+        return e.exit_code
+    except KeyboardInterrupt:
+        print("encbench: interrupted", file=sys.stderr)
+        return errors.EXIT_INTERRUPTED
+    except BrokenPipeError:
+        return 0
+    except Exception as e:  # a bug: still one line unless --debug
+        if interrupts.STOP.is_set():  # a signal landed inside an import or a library, which turned it into this
+            print("encbench: interrupted", file=sys.stderr)
+            return errors.EXIT_INTERRUPTED
+        if debug:
+            raise
+        print(f"encbench: internal error: {type(e).__name__}: {redact(str(e))} (re-run with --debug for a traceback)",
+              file=sys.stderr)
+        return 1
+
+
+def entry() -> None:
+    """The `encbench` command: main(), then exit without a late signal undoing a finished run.
+
+    Once main() has returned, everything is written and cleaned up, and the handlers no
+    longer raise (interrupts.quiet). Python's shutdown then puts the default handlers back,
+    so a SIGINT/SIGTERM arriving in those last milliseconds (to any thread) would kill the
+    process with the signal's status instead of main()'s: ignore both from here on.
+    """
+    import signal
+
+    try:
+        code = main()
+    except KeyboardInterrupt:  # raised in main()'s own error handling, before it went quiet
+        code = errors.EXIT_INTERRUPTED
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    sys.exit(code)

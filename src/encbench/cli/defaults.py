@@ -1,0 +1,17 @@
+"""The defaults `run` and `selftest` share (and bench/aa_check.py reads): sizes, runs, seed, data directory."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+DEFAULT_SIZE = "48MB"
+DEFAULT_RUNS = 6  # the verdict minimum (stats.MIN_RUNS); with the warm repeats it keeps ~75-120 s on 2 cores
+QUICK_SIZE = "6MB"
+QUICK_RUNS = 3
+DEFAULT_SEED = 42
+
+
+def data_dir_default() -> Path:
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "encbench" / "data"

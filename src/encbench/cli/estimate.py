@@ -1,0 +1,74 @@
+"""`encbench estimate`: the CPU at-rest encryption would add to a server, from a measured per-page cost."""
+
+from __future__ import annotations
+
+import argparse
+import os
+
+from .. import errors
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--from", dest="source", required=True, metavar="RESULTS", help="a result file with cold at-rest runs")
+    p.add_argument("--read-rate", default=None, metavar="RATE", help="the server's physical read rate, e.g. 25MB/s")
+    p.add_argument("--live", default=None, metavar="DSN",
+                   help="sample the read rate of a running server instead (postgresql:// or mysql://)")
+    p.add_argument("--seconds", default="60", help="--live: how long to sample (default 60)")
+    p.add_argument("--cores", default=None, help="the server's cores (default: this machine's)")
+    p.add_argument("--workload", default=None, help="whose per-page cost to use (default scan-eq, else the first)")
+    p.add_argument("--write-rate", default=None, metavar="RATE", help="the write side (needs a measured write cost)")
+    p.add_argument("--json", action="store_true")
+
+
+def cmd_estimate(args) -> int:
+    import json
+
+    from ..analysis import estimate
+    from ..lab import results
+    from ..util.units import fmt_bytes, parse_positive_int, parse_seconds
+
+    if bool(args.read_rate) == bool(args.live):
+        raise errors.UsageError("give either --read-rate RATE or --live DSN", hint="e.g. --read-rate 25MB/s")
+    cores = parse_positive_int(args.cores, what="--cores", maximum=4096) if args.cores else (os.cpu_count() or 1)
+    rate = estimate.parse_rate(args.read_rate, what="--read-rate") if args.read_rate else None
+    write_rate = estimate.parse_rate(args.write_rate, what="--write-rate") if args.write_rate else None
+    seconds = parse_seconds(args.seconds, what="--seconds", minimum=0.1, maximum=3600) if args.live else None
+    from ..analysis import summary as analysis
+
+    results.check_readable(args.source)
+    doc = results.load(args.source)
+    with results.reading(args.source):
+        doc["derived"] = analysis.analyze(doc)["derived"]  # re-analysed: an older file gains what this version derives
+        entry = estimate.pick(doc, args.workload)
+        write_entry = estimate.pick(doc, kind="write") if args.write_rate else None
+    live = None
+    if args.live:
+        live = estimate.live_rate(args.live, seconds)
+        rate = live["read_bytes_per_s"]
+        source = f"sampled for {live['seconds']:.1f} s from the live server ({live['source']})"
+    else:
+        source = f"given: --read-rate {args.read_rate}"
+    out = estimate.estimate(entry, rate, cores, source=source)
+    if live:
+        out["live"] = live
+    if write_entry is not None:
+        out["write"] = estimate.estimate(write_entry, write_rate, cores, source=f"given: --write-rate {args.write_rate}")
+        out["total_added_cores"] = out["added_cores"] + out["write"]["added_cores"]
+    if args.json:
+        print(json.dumps(out, indent=1))
+        return 0
+    ci = out["share_ci"]
+    print(f"at-rest encryption would add {out['added_cores']:.4f} cores of CPU = {out['share_of_server'] * 100:.2f}% "
+          f"of {cores} cores" + (f" (95% CI {ci[0] * 100:.2f}% to {ci[1] * 100:.2f}%)" if ci else ""))
+    print(f"  formula: {out['formula']}")
+    print(f"  read rate: {fmt_bytes(rate)}/s, {source}")
+    if live:
+        print(f"  (the server also wrote {fmt_bytes(live['write_bytes_per_s'])}/s; --write-rate estimates that side)")
+    print(f"  per-page cost from {args.source}: {out['from']}; assumes {out['assumption']}")
+    if "write" in out:
+        w = out["write"]
+        print(f"write side: {w['added_cores']:.4f} cores = {w['share_of_server'] * 100:.2f}% of {cores} cores; "
+              f"together {out['total_added_cores']:.4f} cores")
+        print(f"  formula: {w['formula']}")
+        print(f"  per-page encrypt cost from {w['from']} (a warm rebuild: an upper bound)")
+    return 0

@@ -1,0 +1,52 @@
+"""`encbench leak-check`: does plaintext reach the disk although encryption at rest is on?"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from .. import errors
+from .common import parse_settings
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--engine", default=None, help="engine (default sqlite)")
+    p.add_argument("--dsn", default=None, help="an existing server on this machine (its data directory is read)")
+    p.add_argument("--json", action="store_true", help="print the report as JSON")
+    p.add_argument("--setting", action="append", default=[], metavar="NAME=VALUE",
+                   help="mariadb: a server setting of the private server, e.g. innodb_encrypt_log=OFF (repeatable)")
+
+
+def cmd_leak_check(args) -> int:
+    import json
+    import tempfile
+
+    from ..engines import DEFAULT_ENGINE, ENGINES
+
+    engine = ENGINES.get(args.engine or DEFAULT_ENGINE)
+    engine.check_available()
+    options = {"dsn": args.dsn} if args.dsn else {}
+    if args.setting:
+        options["settings"] = parse_settings(args.setting)
+    for name in options:
+        if name not in engine.options:
+            raise errors.UsageError(f"engine {engine.name} takes no --{name.rstrip('s')}",
+                                    hint=f"its options: {', '.join(engine.options) or 'none'}")
+    with tempfile.TemporaryDirectory(prefix="encbench-leak-") as work:
+        report = engine.leak_check(options, Path(work))
+    if args.json:
+        print(json.dumps(report.to_dict(), indent=1))
+    else:
+        print(f"leak-check, engine {report.engine}: {report.configuration}")
+        print(f"scanned {report.scanned_files} files ({report.scanned_bytes:,} bytes) for a "
+              f"{report.canary_len}-byte random canary")
+        for f in report.findings:
+            print(f"  LEAK  {f.role}: {f.path} ({f.occurrences} occurrences) -> {f.fix}")
+        if not report.findings:
+            print("  no plaintext canary found: nothing leaks in the files checked")
+        if report.control:
+            found = ", ".join(report.control["found_in"]) or "nowhere (the scan could not have found a leak!)"
+            print(f"control ({report.control['configuration']}): the same canary is found in {found}")
+        for n in report.notes:
+            print(f"note: {n}")
+    return errors.EXIT_LEAK if report.leaks else 0

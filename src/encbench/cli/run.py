@@ -1,0 +1,181 @@
+"""`encbench run`: measure workloads of one engine, write the result file, print the table."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+from pathlib import Path
+
+from .. import errors
+from .common import console, margin_pct, parse_settings
+from .defaults import DEFAULT_RUNS, DEFAULT_SEED, DEFAULT_SIZE, QUICK_RUNS, QUICK_SIZE, data_dir_default
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--engine", default=None, help="engine (see `encbench list`); default sqlite")
+    p.add_argument("--workload", action="append", default=[], help="workload (repeatable); default: all of the engine's")
+    p.add_argument("--variant", action="append", default=[], metavar="KEY=V[,V]",
+                   help="narrow (or widen) one variant key, e.g. cache=cold or page_size=1024,4096 (repeatable)")
+    p.add_argument("--runs", default=None, help=f"measured runs per variant (default {DEFAULT_RUNS}, --quick {QUICK_RUNS})")
+    p.add_argument("--warmups", default="1", help="warmup runs per variant, stored but never in statistics (default 1)")
+    p.add_argument("--size", default=None, help=f"data size, e.g. 50MB, 1GB (default {DEFAULT_SIZE}, --quick {QUICK_SIZE})")
+    p.add_argument("--quick", action="store_true", help="smoke run: small data, few runs")
+    p.add_argument("--margin", default=None, metavar="PCT",
+                   help="equivalence margin for 'no cost' verdicts, in percent (default 2: the 90%% CI within ±2%%)")
+    p.add_argument("--precision", default=None, metavar="P%",
+                   help="after the planned runs, add rounds until every elapsed/CPU comparison's CI is within "
+                        "±P points (or --max-time is up; default cap 10m); at least 6 runs per variant")
+    p.add_argument("--max-time", default=None, metavar="DURATION",
+                   help="time budget of the whole run, e.g. 120s or 5m: rounds are added until it is used "
+                        "(or --precision is reached)")
+    p.add_argument("--no-pin", dest="pin", action="store_false",
+                   help="do not pin the worker to a CPU of its own (default: pinned when 2+ CPUs are available)")
+    p.add_argument("--seed", default=str(DEFAULT_SEED), help="data generation seed")
+    p.add_argument("-o", "--output", default=None, help="result file (default encbench-results/<engine>-<time>.json)")
+    p.add_argument("--json", action="store_true", help="print the summaries as JSON instead of the table")
+    p.add_argument("--data-dir", default=None, help=f"where generated data is kept and reused (default {data_dir_default()})")
+    p.add_argument("--regenerate", action="store_true", help="rebuild the data files even if they exist")
+    p.add_argument("--key-file", default=None,
+                   help="file holding the SQLCipher passphrase (default: ENCBENCH_KEY, else a built-in key for synthetic data)")
+    p.add_argument("--probe", action="append", default=[], help="probe to use (repeatable); default: all")
+    p.add_argument("--param", action="append", default=[], metavar="NAME=VALUE",
+                   help="workload setting, e.g. messages=50000 or seconds=2 (see `encbench list`)")
+    p.add_argument("--dsn", default=None,
+                   help="measure an existing server instead of starting a private one: postgres (libpq URI or "
+                        "key=value; PG* variables also apply) or mariadb (mysql://user:pass@host:port/db)")
+    p.add_argument("--keep", action="store_true", help="keep the private server running afterwards, for inspection")
+    p.add_argument("--wait-interval", default=None, metavar="SECONDS",
+                   help="how often the wait-event sampler polls pg_stat_activity / performance_schema (default 0.1)")
+    p.add_argument("--allow-reconfigure", action="store_true",
+                   help="allow server-side changes (e.g. ssl_ciphers) on an external --dsn server")
+    p.add_argument("--sessions", default=None, metavar="N[,N]",
+                   help="hash workload: concurrent sessions per level, e.g. 1,2,4,8 (same as --variant sessions=...)")
+    p.add_argument("--function", default=None, metavar="NAME[,NAME]",
+                   help="hash workload: the hash function (see `encbench list`; same as --variant function=...)")
+    p.add_argument("--rows", default=None, help="hash workload: rows each session hashes (same as --param hash_rows=...)")
+    p.add_argument("--profile", action="store_true",
+                   help="record a CPU profile (perf) of the engine during the warmup runs, any workload: shares, flame "
+                        "graphs next to the results, what an overhead is spent on")
+    p.add_argument("--parallel", action="store_true", help="hash workload: allow parallel query (PostgreSQL)")
+    p.add_argument("--setting", action="append", default=[], metavar="NAME=VALUE",
+                   help="mariadb: a setting of the private server, e.g. file_key_management_encryption_algorithm=AES_CBC "
+                        "or innodb_encrypt_log=OFF (repeatable)")
+
+
+def _read_key(args) -> tuple[str | None, str]:
+    if args.key_file:
+        try:
+            text = Path(args.key_file).read_text().strip()
+        except OSError as e:
+            raise errors.BadValueError(f"cannot read --key-file {args.key_file}: {e.strerror or e}") from None
+        if not text:
+            raise errors.BadValueError(f"--key-file {args.key_file} is empty")
+        return text, "key-file"
+    if os.environ.get("ENCBENCH_KEY"):
+        return os.environ["ENCBENCH_KEY"], "ENCBENCH_KEY"
+    return None, "default"
+
+
+def cmd_run(args, argv: list[str]) -> int:
+    from ..report import render as report
+    from ..lab import runner
+    from ..engines import DEFAULT_ENGINE, ENGINES
+    from ..probes import DEFAULT_PROBES
+    from ..util.units import parse_count, parse_positive_int, parse_seconds, parse_size
+
+    engine_name = args.engine or DEFAULT_ENGINE
+    engine = ENGINES.get(engine_name)
+    from ..lab import precision
+
+    target = precision.parse_points(args.precision) if args.precision else None
+    max_time = precision.parse_duration(args.max_time) if args.max_time else None
+    adaptive = target is not None or max_time is not None
+    runs = parse_positive_int(args.runs or (precision.MIN_RUNS if adaptive else QUICK_RUNS if args.quick
+                                            else DEFAULT_RUNS), what="--runs", maximum=1000)
+    if adaptive and runs < precision.MIN_RUNS:
+        raise errors.BadValueError(f"--runs {runs} is below the {precision.MIN_RUNS} runs per variant a verdict needs "
+                                   "with --precision/--max-time", hint=f"use --runs {precision.MIN_RUNS} or more")
+    warmups = parse_count(args.warmups, what="--warmups", maximum=100)
+    size = parse_size(args.size or (QUICK_SIZE if args.quick else DEFAULT_SIZE))
+    seed = parse_positive_int(args.seed, what="--seed", maximum=2**31)
+    key, key_source = _read_key(args)
+    output = Path(args.output) if args.output else Path("encbench-results") / (
+        f"{engine_name}-{time.strftime('%Y%m%d-%H%M%S')}.json")
+    engine_options = {name: value for name, value in
+                      (("dsn", args.dsn), ("keep", args.keep), ("allow_reconfigure", args.allow_reconfigure),
+                       ("wait_interval", args.wait_interval and parse_seconds(args.wait_interval, what="--wait-interval")),
+                       ("settings", args.setting and parse_settings(args.setting)))
+                      if value}
+    variants = list(args.variant) + [f"{k}={v}" for k, v in (("sessions", args.sessions),
+                                                              ("function", args.function)) if v]
+    params = list(args.param) + [f"{k}={v}" for k, v in (("hash_rows", args.rows), ("profile", args.profile and 1),
+                                                          ("parallel", args.parallel and 1)) if v]
+    if (args.sessions or args.function or args.rows or args.parallel or (args.profile and "hash" in engine.workloads)) \
+            and not args.workload:
+        args.workload = ["hash"]  # the hash options name their workload
+    config = runner.RunConfig(
+        engine=engine_name,
+        workloads=args.workload or list(engine.default_workloads or engine.workloads),
+        variant_filters=variants,
+        runs=runs, warmups=warmups, size_bytes=size, seed=seed, output=output,
+        data_dir=Path(args.data_dir) if args.data_dir else data_dir_default(),
+        probes=args.probe or list(DEFAULT_PROBES),
+        regenerate=args.regenerate, key=key, key_source=key_source, quick=args.quick,
+        command=report.command_line(argv),
+        params=params, engine_options=engine_options,
+        precision=target, max_time_s=max_time, pin=args.pin,
+    )
+    runner.plan(config)  # every name and value checked before anything is created
+    from ..lab import results
+
+    results.check_writable(output, create_parent=not args.output)  # only the default directory is created
+    err = console(stderr=True)
+    try:
+        doc = _run_with_progress(config, err)
+    except KeyboardInterrupt as e:
+        kept = f"results so far kept in {output}" if getattr(e, "result_written", True) else "nothing measured yet"
+        print(f"encbench: interrupted: {kept}", file=sys.stderr)
+        return errors.EXIT_INTERRUPTED
+    except errors.EncbenchError as e:
+        if getattr(e, "result_written", True):  # a configuration error writes no file (nothing was measured)
+            e.hint = (e.hint + "; " if e.hint else "") + f"results so far kept in {output}"
+        raise
+    kept = (doc.get("dataset") or {}).get("kept_server")
+    if kept:
+        print(f"encbench: the private server is kept (--keep): {kept}", file=sys.stderr)
+    analysis = {k: doc.get(k, []) for k in ("summaries", "comparisons", "derived", "attribution", "notes")}
+    analysis.update({k: doc[k] for k in ("scaling", "hash_costs", "profiles", "placebo_comparisons") if k in doc})
+    if args.margin is not None:  # the file's verdicts use the default margin: judged again (the CIs stay)
+        from ..analysis import summary as an_mod
+
+        analysis["comparisons"] = an_mod.rejudge(analysis["comparisons"], margin_pct(args))
+    analysis["files"] = report.write_files(doc, output, analysis.get("scaling", []))
+    if args.json:
+        print(report.render_json(doc, analysis))
+    else:
+        report.render_text(doc, analysis, console())
+        from ..lab import runctx
+
+        for line in precision.lines(doc) + runctx.lines(doc):
+            print(line)
+        print(f"results written to {output} (encbench show {output})", file=sys.stderr)
+    return 0
+
+
+def _run_with_progress(config, err) -> dict:
+    from ..lab import runner
+
+    if not err.is_terminal:
+        return runner.execute(config)
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                  console=err, transient=True) as progress:
+        task = progress.add_task("preparing", total=None)
+
+        def update(msg: str, done: int, total: int) -> None:
+            progress.update(task, description=msg[:60], completed=done, total=total)
+
+        return runner.execute(config, on_progress=update)

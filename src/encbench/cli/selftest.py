@@ -1,0 +1,55 @@
+"""`encbench selftest`: an A/A check of this machine (false positives, noise floor, cold cache, placement)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from .. import errors
+from .defaults import DEFAULT_RUNS, DEFAULT_SEED, DEFAULT_SIZE, data_dir_default
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--engine", default=None, help="engine (default sqlite)")
+    p.add_argument("--workload", action="append", default=[], help="workload (repeatable; default a reduced suite)")
+    p.add_argument("--runs", default=None, help=f"measured runs per variant (default {DEFAULT_RUNS}, as `run`)")
+    p.add_argument("--warmups", default="1", help="warmup runs per variant (default 1)")
+    p.add_argument("--size", default=None, help=f"data size (default {DEFAULT_SIZE}, as `run`)")
+    p.add_argument("--data-dir", default=None, help="where generated data is kept and reused (as `run`)")
+    p.add_argument("--save-floor", default=None, metavar="FILE", help="save the noise floor for `compare`")
+    p.add_argument("--keep-results", default=None, metavar="DIR", help="keep the two result files in DIR")
+    p.add_argument("--json", action="store_true", help="print the figures as JSON")
+
+
+def cmd_selftest(args, argv: list[str]) -> int:
+    from ..report import render as report
+    from ..lab import results
+    from ..lab import runner
+    from ..lab import selftest
+    from ..engines import DEFAULT_ENGINE, ENGINES
+    from ..util.units import parse_count, parse_positive_int, parse_size
+
+    engine = ENGINES.get(args.engine or DEFAULT_ENGINE)
+    settings = selftest.Settings(
+        engine=engine.name, workloads=args.workload or selftest.workloads_for(engine),
+        runs=parse_positive_int(args.runs or DEFAULT_RUNS, what="--runs", maximum=1000),
+        warmups=parse_count(args.warmups, what="--warmups", maximum=100),
+        size_bytes=parse_size(args.size or DEFAULT_SIZE), seed=DEFAULT_SEED,
+        data_dir=Path(args.data_dir) if args.data_dir else data_dir_default(),
+        keep_dir=Path(args.keep_results) if args.keep_results else None, command=report.command_line(argv))
+    runner.plan(selftest.config_for(settings, Path("selftest.json")))  # every name and value checked first
+    for path in ([Path(args.save_floor)] if args.save_floor else []) + (
+            [settings.keep_dir / "selftest-1.json"] if settings.keep_dir else []):
+        results.check_writable(path)
+    settings.data_dir.mkdir(parents=True, exist_ok=True)
+    r = selftest.run(settings, progress=lambda msg: print(f"selftest: {msg}", file=sys.stderr))
+    if args.save_floor:
+        selftest.save_floor(Path(args.save_floor), r["floor_file"])
+    if args.json:
+        print(selftest.to_json(r))
+    else:
+        print("\n".join(selftest.lines(r)))
+        if args.save_floor:
+            print(f"noise floor saved to {args.save_floor} (encbench compare A B --noise-floor {args.save_floor})")
+    return 0 if r["passed"] else errors.EXIT_SELFTEST

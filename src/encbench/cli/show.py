@@ -1,0 +1,42 @@
+"""`encbench show`: the table (or markdown, or JSON) of a result file, analysed again by this version."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from .common import console, margin_pct
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("file")
+    p.add_argument("--format", choices=("table", "markdown", "json"), default="table")
+    p.add_argument("--json", action="store_true", help="same as --format json")
+    p.add_argument("--margin", default=None, metavar="PCT",
+                   help="equivalence margin for 'no cost' verdicts, in percent (default 2: the 90%% CI within ±2%%)")
+
+
+def _emit(doc: dict, analysis: dict, fmt: str) -> None:
+    from ..report import render as report
+
+    if fmt == "json":
+        print(report.render_json(doc, analysis))
+    elif fmt == "markdown":
+        print(report.render_markdown(doc, analysis), end="")
+    else:
+        report.render_text(doc, analysis, console())
+
+
+def cmd_show(args) -> int:
+    from ..analysis import summary as analysis
+    from ..lab import results
+
+    from ..report import render as report
+
+    results.check_readable(args.file)  # a FIFO or a device is refused, never opened
+    doc = results.load(args.file)
+    with results.reading(args.file):
+        an = analysis.analyze(doc, margin_pct=margin_pct(args))
+        an["files"] = report.write_files(doc, Path(args.file), an.get("scaling", []), only_missing=True)
+        _emit(doc, an, "json" if args.json else args.format)
+    return 0
