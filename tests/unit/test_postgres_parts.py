@@ -11,7 +11,9 @@ import pytest
 
 from encbench.engines.local import certs
 from encbench.engines.local import ports
+from encbench.engines.postgres import client as pg_client
 from encbench.engines.postgres import engine as pg
+from encbench.engines.postgres import pgbench
 from encbench.errors import BadValueError, CheckFailedError
 from encbench.probes import Target
 from encbench.probes.net import NetProbe, tcp_counters
@@ -37,9 +39,9 @@ def test_server_and_client_settings():
         "ssl_min_protocol_version": "TLSv1.2", "ssl_max_protocol_version": "TLSv1.2",
         "ssl_ciphers": "ECDHE-RSA-AES256-SHA384"}
     assert "ssl_ciphers" not in pg.server_settings("TLSv1.3:TLS_AES_256_GCM_SHA384")  # PG 15 cannot choose 1.3 suites
-    assert pg.client_params("off") == {"sslmode": "disable"}
-    assert pg.client_params("on") == {"sslmode": "require"}
-    assert pg.client_params("TLSv1.3:TLS_AES_256_GCM_SHA384")["ssl_max_protocol_version"] == "TLSv1.3"
+    assert pg_client.client_params("off") == {"sslmode": "disable"}
+    assert pg_client.client_params("on") == {"sslmode": "require"}
+    assert pg_client.client_params("TLSv1.3:TLS_AES_256_GCM_SHA384")["ssl_max_protocol_version"] == "TLSv1.3"
 
 
 def test_openssl_client_conf_names_the_suite():
@@ -49,27 +51,27 @@ def test_openssl_client_conf_names_the_suite():
 
 
 def test_check_connection():
-    pg.check_connection({"ssl": False}, "off")
-    pg.check_connection({"ssl": True, "version": "TLSv1.3", "cipher": "X"}, "on")
-    pg.check_connection({"ssl": True, "version": "TLSv1.2", "cipher": "ECDHE-RSA-AES256-SHA384"},
+    pg_client.check_connection({"ssl": False}, "off")
+    pg_client.check_connection({"ssl": True, "version": "TLSv1.3", "cipher": "X"}, "on")
+    pg_client.check_connection({"ssl": True, "version": "TLSv1.2", "cipher": "ECDHE-RSA-AES256-SHA384"},
                         "TLSv1.2:ECDHE-RSA-AES256-SHA384")
     with pytest.raises(CheckFailedError, match="ssl=False"):
-        pg.check_connection({"ssl": False}, "on")  # never a TLS number measured on plaintext
+        pg_client.check_connection({"ssl": False}, "on")  # never a TLS number measured on plaintext
     with pytest.raises(CheckFailedError):
-        pg.check_connection({"ssl": True, "version": "TLSv1.2", "cipher": "ECDHE-RSA-AES256-GCM-SHA384"},
+        pg_client.check_connection({"ssl": True, "version": "TLSv1.2", "cipher": "ECDHE-RSA-AES256-GCM-SHA384"},
                             "TLSv1.2:ECDHE-RSA-AES256-SHA384")
     with pytest.raises(CheckFailedError):
-        pg.check_connection({"ssl": True, "version": "TLSv1.3"}, "off")
+        pg_client.check_connection({"ssl": True, "version": "TLSv1.3"}, "off")
 
 
 def test_pgbench_latency_logs(tmp_path):
     (tmp_path / "rt.123").write_text("0 1 1500 0 1700000000 1\n0 2 2500 0 1700000000 2\n")
     (tmp_path / "rt.123.1").write_text("1 1 500 0 1700000000 3\n")
     (tmp_path / "other.1").write_text("0 1 99999 0 1 1\n")
-    lat = sorted(pg._pgbench_latencies(tmp_path, "rt"))
+    lat = sorted(pgbench.latencies(tmp_path, "rt"))
     assert lat == [0.5, 1.5, 2.5]
-    assert pg._percentile(lat, 50) == 1.5
-    assert pg._percentile([], 50) is None
+    assert pgbench.percentile(lat, 50) == 1.5
+    assert pgbench.percentile([], 50) is None
 
 
 def test_redact_hides_passwords():

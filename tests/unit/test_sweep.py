@@ -9,6 +9,8 @@ import time
 import pytest
 
 from encbench.analysis import summary as analysis
+from encbench.engines import concurrent
+from encbench.host import rawhash
 from encbench.workloads import sweep
 from encbench.errors import BadValueError
 
@@ -30,9 +32,9 @@ def test_sessions_and_function_keys():
 
 
 def test_sessions_must_fit_max_connections():
-    sweep.check_sessions_fit(8, 100)
+    concurrent.check_sessions_fit(8, 100)
     with pytest.raises(BadValueError, match="max_connections=10"):
-        sweep.check_sessions_fit(8, 10)
+        concurrent.check_sessions_fit(8, 10)
 
 
 class FakeConn:
@@ -51,7 +53,7 @@ def test_run_together_starts_every_session_at_once():
         return conn.delay
 
     conns = [FakeConn(log, 0.05), FakeConn(log, 0.1), FakeConn(log, 0.02)]
-    results, elapsed = sweep.run_together(conns, execute)
+    results, elapsed = concurrent.run_together(conns, execute)
     assert results == [0.05, 0.1, 0.02]  # in connection order
     assert max(log) - min(log) < 0.03  # released together
     assert 0.09 <= elapsed < 0.5  # until the slowest one ends
@@ -67,7 +69,7 @@ def test_run_together_raises_the_first_error_after_all_end():
         ended.append(conn)
 
     with pytest.raises(RuntimeError, match="boom"):
-        sweep.run_together([FakeConn(None, 0), FakeConn(None, 0.05)], execute)
+        concurrent.run_together([FakeConn(None, 0), FakeConn(None, 0.05)], execute)
     assert len(ended) == 1
 
 
@@ -75,18 +77,18 @@ def test_openssl_speed_output_parsed(monkeypatch):
     out = ("Doing sha256 ops for 1s on 10 size blocks: 7307634 sha256 ops in 1.00s\n"
            "version: 3.0.19\nThe 'numbers' are in 1000s of bytes per second processed.\n"
            "type             10 bytes\nsha256           73076.34k\n")
-    monkeypatch.setattr(sweep.shutil, "which", lambda name: "/usr/bin/openssl")
-    monkeypatch.setattr(sweep.subprocess, "run",
+    monkeypatch.setattr(rawhash.shutil, "which", lambda name: "/usr/bin/openssl")
+    monkeypatch.setattr(rawhash.subprocess, "run",
                         lambda *a, **k: subprocess.CompletedProcess(a, 0, stdout=out, stderr=""))
-    assert sweep._openssl_speed("sha256", 10, hmac_mode=False) == pytest.approx(7_307_634)
-    monkeypatch.setattr(sweep.shutil, "which", lambda name: None)
-    assert sweep._openssl_speed("sha256", 10, hmac_mode=False) is None
+    assert rawhash._openssl_speed("sha256", 10, hmac_mode=False) == pytest.approx(7_307_634)
+    monkeypatch.setattr(rawhash.shutil, "which", lambda name: None)
+    assert rawhash._openssl_speed("sha256", 10, hmac_mode=False) is None
 
 
 def test_raw_hash_is_measured():
-    r = sweep.raw_hash("sha256", seconds=0.02, repeats=3)
-    assert r["us_per_call"] > 0 and r["hashlib_us_per_call"] > 0 and r["input_bytes"] == sweep.VALUE_BYTES
-    assert sweep.raw_hash("hmac-sha256", seconds=0.02, repeats=3)["algorithm"] == "HMAC-SHA256"
+    r = rawhash.raw_hash("sha256", seconds=0.02, repeats=3)
+    assert r["us_per_call"] > 0 and r["hashlib_us_per_call"] > 0 and r["input_bytes"] == rawhash.VALUE_BYTES
+    assert rawhash.raw_hash("hmac-sha256", seconds=0.02, repeats=3)["algorithm"] == "HMAC-SHA256"
 
 
 def _doc(per_level: dict[int, tuple[list[float], list[float]]], cores: int = 2) -> dict:

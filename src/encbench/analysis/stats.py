@@ -246,16 +246,8 @@ def holm(pvalues: Sequence[float], alpha: float) -> list[bool]:
     return rejected
 
 
-def difference_ci(
-    baseline: Sequence[float],
-    contender: Sequence[float],
-    *,
-    confidence: float = CONFIDENCE,
-    n_resamples: int | None = None,
-    seed: int = 0,
-) -> Estimate:
+def difference_ci(baseline: Sequence[float], contender: Sequence[float], *, confidence: float = CONFIDENCE) -> Estimate:
     """mean(contender) - mean(baseline) with a Welch t-interval (unequal variances)."""
-    del n_resamples, seed
     a, bad_a = finite(baseline)
     b, bad_b = finite(contender)
     base = dict(n_baseline=int(a.size), n_contender=int(b.size), excluded=bad_a + bad_b,

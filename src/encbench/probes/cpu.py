@@ -17,16 +17,18 @@ def _stat_ticks(pid: int, children: bool) -> tuple[int, int]:
     return user, sys_
 
 
+def _schedstat_ns(pid: int, tid: int | str) -> int:
+    """Exact CPU time of one thread (/proc/PID/task/TID/schedstat, nanoseconds); 0 once it has gone."""
+    try:
+        with open(f"/proc/{pid}/task/{tid}/schedstat") as f:
+            return int(f.read().split()[0])
+    except (FileNotFoundError, ProcessLookupError):
+        return 0
+
+
 def _run_ns(pid: int) -> int:
-    """Exact CPU time of a process's live threads (/proc/PID/task/TID/schedstat, nanoseconds)."""
-    total = 0
-    for tid in os.listdir(f"/proc/{pid}/task"):
-        try:
-            with open(f"/proc/{pid}/task/{tid}/schedstat") as f:
-                total += int(f.read().split()[0])
-        except (FileNotFoundError, ProcessLookupError):
-            continue
-    return total
+    """Exact CPU time of a process's live threads."""
+    return sum(_schedstat_ns(pid, tid) for tid in os.listdir(f"/proc/{pid}/task"))
 
 
 class _Reading:
@@ -59,14 +61,7 @@ class _Reading:
 
 
 def _threads_ns(threads: list[tuple[int, int]]) -> int:
-    total = 0
-    for pid, tid in threads:
-        try:
-            with open(f"/proc/{pid}/task/{tid}/schedstat") as f:
-                total += int(f.read().split()[0])
-        except (FileNotFoundError, ProcessLookupError):
-            continue
-    return total
+    return sum(_schedstat_ns(pid, tid) for pid, tid in threads)
 
 
 def _client_times(process: bool = False) -> tuple[float, float]:

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Callable
 
 from ...errors import EngineUnavailableError, UsageError
+from . import ports
 
 
 def unprivileged_user(preferred: str) -> tuple[str, int, int] | None:
@@ -66,6 +67,30 @@ def wait_ready(proc: subprocess.Popen, try_connect: Callable[[], None], not_yet:
         except not_yet:
             time.sleep(0.1)
     return False, f"not accepting connections after {timeout} s; {last_line()}"
+
+
+def start_on_free_port(launch: Callable[[int], subprocess.Popen],
+                       wait: Callable[[subprocess.Popen], tuple[bool, str]],
+                       port_taken: Callable[[str], bool], *, attempts: int = 5) -> tuple[subprocess.Popen | None, str]:
+    """Start a server on a free port, on another one while it fails because its port was taken.
+
+    A port free when chosen can be taken before the server binds it: launch(port) starts the
+    server there, wait(proc) says whether it became ready (and why not), port_taken(why) whether
+    that failure is worth another port. A server that did not become ready is killed and reaped.
+    Returns (the ready process, "") or (None, the last failure).
+    """
+    last = ""
+    for _ in range(attempts):
+        proc = launch(ports.free_port())
+        ok, last = wait(proc)
+        if ok:
+            return proc, ""
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        if not port_taken(last):
+            break
+    return None, last
 
 
 def parse_settings(specs: list[str]) -> dict[str, str]:

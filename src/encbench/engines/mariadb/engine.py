@@ -24,7 +24,7 @@ from urllib.parse import parse_qs, unquote, urlparse
 from ..sqlite import datagen
 from ...workloads import sweep
 from ...errors import BadValueError, EngineUnavailableError, UsageError
-from ...host import rawcipher
+from ...host import rawcipher, rawhash
 from ...probes.waits import DEFAULT_INTERVAL_S
 from ...util.redact import redact
 from ...tls.variants import DEFAULT_TLS, check_tls
@@ -32,6 +32,7 @@ from ...lab.variants import Variant, VariantKey, int_validator
 from . import server as maria_server
 from .. import wire
 from ..base import Engine, LiveReader, PrepareContext, Session, Table
+from ..concurrent import check_sessions_fit
 from .client import connect_bounded, first_line, pymysql, unreachable, where_of
 from .session import HASH_FUNCTIONS, RT_ROWS, MariaSession, check_table, copy_rows
 
@@ -253,7 +254,7 @@ class MariaDBEngine(Engine):
                     _create_transit(cur, schema, bulk_rows)
                 if hashing:
                     cur.execute("SELECT @@max_connections")
-                    sweep.check_sessions_fit(max(int(v["sessions"]) for v in hashing), int(cur.fetchone()[0]))
+                    check_sessions_fit(max(int(v["sessions"]) for v in hashing), int(cur.fetchone()[0]))
                     ctx.progress(f"creating the hash table ({hash_rows:,} rows)")
                     _create_hash_table(cur, schema, hash_rows)
                     setup["hash_rows"] = hash_rows
@@ -342,7 +343,7 @@ class MariaDBEngine(Engine):
     def calibrate(self, setup: dict) -> dict:
         out = {}
         if setup.get("hash_functions"):
-            out["raw_hash"] = {f: sweep.raw_hash(f) for f in setup["hash_functions"]}
+            out["raw_hash"] = {f: rawhash.raw_hash(f) for f in setup["hash_functions"]}
         if "on" not in setup.get("tables", {}):
             return out
         algo = (setup.get("instance_settings") or {}).get("file_key_management_encryption_algorithm", "AES_CTR")
@@ -440,7 +441,7 @@ def _create_hash_table(cur, schema: str, rows: int) -> None:
     cur.execute(f"CREATE TABLE {schema}.hashsrc (id INT NOT NULL PRIMARY KEY, v VARCHAR(16) NOT NULL) ENGINE=InnoDB")
     for lo in range(1, rows + 1, 50_000):
         hi = min(rows, lo + 49_999)
-        cur.execute(f"INSERT INTO {schema}.hashsrc SELECT seq, LPAD(seq, {sweep.VALUE_BYTES}, '0') "
+        cur.execute(f"INSERT INTO {schema}.hashsrc SELECT seq, LPAD(seq, {rawhash.VALUE_BYTES}, '0') "
                     f"FROM {schema}.seq_{lo}_to_{hi}")
 
 

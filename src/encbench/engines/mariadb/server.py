@@ -25,9 +25,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from ..local import certs
-from ..local import ports
 from ...errors import BadValueError, EngineUnavailableError
-from ..local.server import last_log_line, run_tool, unprivileged_user
+from ..local.server import last_log_line, run_tool, start_on_free_port, unprivileged_user
 from .client import connect_bounded
 
 INSTALL_HINT = "install it with: apt-get install mariadb-server mariadb-backup"
@@ -273,9 +272,9 @@ def start(settings: dict | None = None, *, base: dict | None = None, buffer_pool
         if tls:
             crt, key = certs.self_signed(root, owner=user[1:] if user else None)
             tls_lines = [f"ssl_cert={crt}", f"ssl_key={key}"]
-        last = ""
-        for _ in range(5):
-            handle.port = ports.free_port()
+
+        def launch(port: int) -> subprocess.Popen:
+            handle.port = port
             lines = ["[mariadbd]", f"datadir={handle.datadir}", f"socket={handle.socket}", f"port={handle.port}",
                      "bind-address=127.0.0.1", f"tmpdir={root / 'tmp'}", f"pid_file={handle.pidfile}",
                      *([f"file_key_management_filename={handle.keyfile}"] if own_keys else []),
@@ -295,17 +294,15 @@ def start(settings: dict | None = None, *, base: dict | None = None, buffer_pool
                         raise EngineUnavailableError(f"mariadb-install-db failed: {cause}") from None
                     raise e from None
             server.proc = handle.launch()
-            ok, last = handle.wait_ready(server.proc)
-            if ok:
-                _create_bench_user(handle)
-                server.keep = keep
-                return server
-            if server.proc.poll() is None:
-                server.proc.kill()
-                server.proc.wait()
-            server.proc = None
-            if "already in use" not in last and "bind" not in last.lower():
-                break
+            return server.proc
+
+        proc, last = start_on_free_port(launch, handle.wait_ready,
+                                        lambda why: "already in use" in why or "bind" in why.lower())
+        if proc is not None:
+            _create_bench_user(handle)
+            server.keep = keep
+            return server
+        server.proc = None
         raise EngineUnavailableError(f"the private MariaDB server did not start: {last}")
     except BaseException:
         server.stop()

@@ -21,8 +21,6 @@ from ..base import Session
 from ...util.redact import redact
 from ...tls.variants import forced, openssl_client_conf
 from ...lab.variants import Variant
-from ...workloads.sweep import close_all
-from ...workloads.sweep import run_together as sweep_run_together
 from .client import (
     check_tls_state,
     connect_bounded,
@@ -33,7 +31,9 @@ from .client import (
     unreachable,
     where_of,
 )
+from ..concurrent import SessionsTogether
 from .server import Handle
+from .waits import WaitSampler
 
 # InnoDB status counters -> the pages probe's names
 COUNTERS = {
@@ -94,48 +94,7 @@ def thread_os_id(cur) -> tuple[int | None, int | None]:
     return (row[0], row[1]) if row else (None, None)
 
 
-class WaitSampler:
-    """Its own connection; sample() returns what the watched server threads are doing now.
-
-    performance_schema.events_waits_current: an event still in progress (END_EVENT_ID IS
-    NULL) is a wait; a connection in command Sleep is idle (waiting for its client);
-    anything else is on CPU (or runnable).
-    """
-
-    SQL = ("SELECT t.THREAD_ID, t.PROCESSLIST_COMMAND, w.EVENT_NAME, w.END_EVENT_ID "
-           "FROM performance_schema.threads t LEFT JOIN performance_schema.events_waits_current w "
-           "ON w.THREAD_ID = t.THREAD_ID WHERE ")
-
-    def __init__(self, params: dict, thread_ids: list[int] | None, others_of: tuple[str, int] | None):
-        """thread_ids: those threads; others_of=(user, connection id): every other connection of that user."""
-        self.conn = connect_bounded(params, autocommit=True, ssl_disabled=True)
-        self.cur = self.conn.cursor()
-        if thread_ids is not None:
-            self.sql = self.SQL + "t.THREAD_ID IN (" + ",".join(str(int(t)) for t in thread_ids or [0]) + ")"
-            self.args: tuple = ()
-        else:
-            self.sql = self.SQL + ("t.PROCESSLIST_USER = %s AND t.PROCESSLIST_ID NOT IN (%s, CONNECTION_ID()) "
-                                   "AND t.TYPE = 'FOREGROUND'")
-            self.args = others_of
-        self.sample()
-
-    def sample(self) -> list[str]:
-        self.cur.execute(self.sql, self.args)
-        by_thread: dict[int, str] = {}
-        for tid, command, event, end in self.cur.fetchall():
-            if command == "Sleep":
-                by_thread[tid] = "Client/idle"
-            elif event and end is None:
-                by_thread[tid] = event.removeprefix("wait/").replace("/", ".", 1)
-            else:
-                by_thread.setdefault(tid, "CPU")
-        return list(by_thread.values())
-
-    def close(self) -> None:
-        self.conn.close()
-
-
-class MariaSession(Session):
+class MariaSession(SessionsTogether, Session):
     """One connection in a worker process, over TCP, in the variant's TLS state."""
 
     def __init__(self, setup: dict, variant: Variant, scratch: Path, *, mutable: bool):
@@ -431,23 +390,24 @@ class MariaSession(Session):
         return {"queries": len(lat), "qps": len(lat) / duration, "latency_p50_ms": pct(50),
                 "latency_p95_ms": pct(95), "latency_p99_ms": pct(99), "tls_checked_connections": len(outs)}
 
-    # -- the hash workload: k sessions started together -----------------------------------
+    # -- the hash workload: k sessions started together (concurrent.SessionsTogether) -------
     def hash_sql(self, function: str, with_function: bool) -> str:
         expr = HASH_FUNCTIONS[function] if with_function else "v"
         return f"SELECT MAX({expr}) FROM {self.schema}.hashsrc"
 
-    def open_sessions(self, k: int, *, parallel: bool) -> list:
-        my = pymysql()
-        conns = []
-        try:
-            for _ in range(k):
-                conns.append(connect_bounded(self.setup["_conn"], database=self.schema, autocommit=True,
-                                             ssl_disabled=True))
-        except my.err.OperationalError as e:
-            self.close_sessions(conns)
-            raise EngineUnavailableError(f"cannot open {k} sessions: {first_line(e)}",
-                                         hint="use fewer --sessions, or raise max_connections") from None
-        return conns
+    def _new_session(self):
+        return connect_bounded(self.setup["_conn"], database=self.schema, autocommit=True, ssl_disabled=True)
+
+    @staticmethod
+    def _session_value(conn, sql: str):
+        cur = conn.cursor()
+        cur.execute(sql)
+        return cur.fetchone()[0]
+
+    def _connect_errors(self):
+        return pymysql().err.OperationalError
+
+    _error_line = staticmethod(first_line)
 
     def sessions_target(self, conns: list) -> Target:
         ids = [c.thread_id() for c in conns]
@@ -467,16 +427,6 @@ class MariaSession(Session):
             extra["wait_sampler"] = self._sampler(ps_threads, None)
         return Target(pids=[self.server_pid] if self.server_pid else [], client=True, client_process=True,
                       threads=threads, extra=extra)
-
-    def run_sessions(self, conns: list, sql: str) -> tuple[list, float]:
-        def one(conn):
-            cur = conn.cursor()
-            cur.execute(sql)
-            return cur.fetchone()[0]
-
-        return sweep_run_together(conns, one)
-
-    close_sessions = staticmethod(close_all)
 
     def close(self) -> None:
         try:

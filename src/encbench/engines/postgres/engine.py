@@ -1,51 +1,44 @@
 """PostgreSQL: encryption in transit (TLS on the wire protocol), with the server's own view.
 
-Managed mode (default) starts a private server (pg_server.py); external mode measures a
+Managed mode (default) starts a private server (server.py); external mode measures a
 server given by --dsn / PG* variables and changes nothing on it unless
---allow-reconfigure. Every measured connection's TLS state is read from pg_stat_ssl;
-a connection not in the requested state fails the run (CheckFailedError).
+--allow-reconfigure. Every measured connection's TLS state is read from pg_stat_ssl
+(session.py); a connection not in the requested state fails the run (CheckFailedError).
 """
 
 from __future__ import annotations
 
 import os
-import re
 import secrets
 import shutil
 import subprocess
 import sys
-import time
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
-from ...errors import BadValueError, CheckFailedError, EncbenchError, EngineUnavailableError, UsageError
-from ...probes import Target
+from ...errors import BadValueError, EncbenchError, EngineUnavailableError, UsageError
 from ...probes.waits import DEFAULT_INTERVAL_S
 from ...util.redact import redact
 from ...tls.variants import DEFAULT_TLS, TLS_RE, check_tls, openssl_client_conf  # noqa: F401 (re-exported)
 from ...lab.variants import Variant, VariantKey, int_validator
 from ...util import interrupts
 from ..local import restore_journal
+from ...host import rawhash
 from ...workloads import sweep
+from . import client
+from . import pgbench
 from . import server as pg_server
 from . import state as pg_state
 from .. import wire
 from ..base import Engine, LiveReader, PrepareContext, Session, Table
+from ..concurrent import check_sessions_fit
+from .client import connect_admin, first_line
+from .session import HASH_FUNCTIONS, RT_ROWS, PgSession
 
-_TLS_RE = TLS_RE
 SSL_SETTINGS = ("ssl_ciphers", "ssl_min_protocol_version", "ssl_max_protocol_version")
-RT_ROWS = 10_000
 
 
 IN_TRANSIT = ("storm", "roundtrip", "bulk", "connect")
-# hash workload: what each function name runs per row (pgcrypto for digest and hmac)
-HASH_FUNCTIONS = {
-    "sha256": "sha256(v::bytea)",
-    "sha512": "sha512(v::bytea)",
-    "md5": "md5(v)",
-    "digest-sha256": "digest(v, 'sha256')",
-    "hmac-sha256": f"hmac(v, '{sweep.HMAC_KEY}', 'sha256')",
-}
 PGCRYPTO = ("digest-sha256", "hmac-sha256")
 
 VARIANT_KEYS = (
@@ -60,17 +53,9 @@ VARIANT_KEYS = (
 )
 
 
-def _psycopg():
-    try:
-        import psycopg
-    except ImportError as e:  # pragma: no cover - depends on the installation
-        raise EngineUnavailableError(f"psycopg is not importable ({e})", hint="pip install 'psycopg[binary]'") from None
-    return psycopg
-
-
 def server_settings(tls: str) -> dict[str, str] | None:
     """The ssl_* settings a tls variant needs on the server; None: the server's defaults."""
-    m = _TLS_RE.match(tls)
+    m = TLS_RE.match(tls)
     if not m:
         return None
     proto, suite = m.group(1), m.group(2)
@@ -78,348 +63,6 @@ def server_settings(tls: str) -> dict[str, str] | None:
     if proto == "TLSv1.2":
         out["ssl_ciphers"] = suite
     return out
-
-
-def client_params(tls: str) -> dict[str, str]:
-    if tls == "off":
-        return {"sslmode": "disable"}
-    m = _TLS_RE.match(tls)
-    if not m:
-        return {"sslmode": "require"}
-    proto = m.group(1)
-    return {"sslmode": "require", "ssl_min_protocol_version": proto, "ssl_max_protocol_version": proto}
-
-
-def check_connection(state: dict, tls: str) -> None:
-    """Fail loudly when the server's view of a connection differs from the variant."""
-    want_ssl = tls != "off"
-    problem = None
-    if bool(state.get("ssl")) != want_ssl:
-        problem = f"ssl={state.get('ssl')}"
-    else:
-        m = _TLS_RE.match(tls)
-        if m and (state.get("version") != m.group(1) or state.get("cipher") != m.group(2)):
-            problem = f"{state.get('version')} {state.get('cipher')}"
-    if problem:
-        raise CheckFailedError(f"the server reports this connection as {problem}, not tls={tls}",
-                               hint="the cipher was not negotiated as asked: check the server's ssl settings")
-
-
-def conninfo_of(setup: dict) -> dict:
-    return dict(setup["_conninfo"])
-
-
-class PgSession(Session):
-    """One connection (plus whatever its workloads open), with the server's view of TLS."""
-
-    def __init__(self, setup: dict, variant: Variant, scratch: Path):
-        self.setup, self.variant, self.tls = setup, variant, variant.get("tls", "off")
-        conf = openssl_client_conf(self.tls)
-        if conf:  # before the first TLS connection of this (fresh) process
-            path = scratch / "openssl-client.cnf"
-            path.write_text(conf)
-            os.environ["OPENSSL_CONF"] = str(path)
-        self.psycopg = _psycopg()
-        self.schema = setup["schema"]
-        self.table = f"{self.schema}.rt"
-        self.row_count = RT_ROWS
-        t0 = time.perf_counter()
-        self.conn = self.connect()
-        self.open_metrics = {"wall_s": time.perf_counter() - t0}
-        self.backend_pid = self.conn.info.backend_pid
-        self.tls_state = self.ssl_state(self.conn)
-        check_connection(self.tls_state, self.tls)
-        self.info = {"tls": self.tls_state, "backend_pid": self.backend_pid}
-        self.notices = 0
-        self.conn.add_notice_handler(self._on_notice)
-        self._target: Target | None = None
-
-    # -- connections --------------------------------------------------------------
-    def connect(self, application_name: str = "encbench"):
-        try:
-            return self.psycopg.connect(**{"connect_timeout": CONNECT_TIMEOUT_S, **conninfo_of(self.setup)},
-                                        **client_params(self.tls), autocommit=True, application_name=application_name)
-        except self.psycopg.OperationalError as e:
-            msg = _first_line(e)
-            if any(s in str(e) for s in _NO_SERVER + ("server closed the connection unexpectedly",)):
-                raise EngineUnavailableError(f"the server went away: {msg}",
-                                             hint="it was reachable when the run started: was it stopped, "
-                                                  "restarted or killed?") from None
-            if _TLS_RE.match(self.tls) and "SSL" in msg:
-                raise BadValueError(f"tls={self.tls} was refused: {msg}",
-                                    hint="use a protocol and suite both the server and the client accept "
-                                         "(e.g. TLSv1.2:ECDHE-RSA-AES256-GCM-SHA384; `openssl ciphers -v` lists them)") from None
-            raise EngineUnavailableError(f"cannot connect with tls={self.tls}: {msg}",
-                                         hint="check the server's TLS settings and pg_hba.conf") from None
-
-    @staticmethod
-    def ssl_state(conn) -> dict:
-        row = conn.execute("SELECT ssl, version, cipher, bits FROM pg_stat_ssl WHERE pid = pg_backend_pid()").fetchone()
-        return {"ssl": row[0], "version": row[1], "cipher": row[2], "bits": row[3]}
-
-    def _on_notice(self, diag) -> None:
-        self.notices += 1
-
-    # -- what the probes attach to ------------------------------------------------
-    def target(self) -> Target:
-        if self._target is not None:
-            return self._target
-        return self.backend_target([self.backend_pid])
-
-    def backend_target(self, pids: list[int], *, application_name: str | None = None) -> Target:
-        local = [p for p in pids if _is_local_postgres(p)]
-        sampler = _sampler_factory(self.setup, pids=pids, application_name=application_name)
-        return Target(pids=local, client=True, extra={"wait_sampler": sampler, "socket_fds": [self.conn.fileno()],
-                                                      "wait_interval_s": self.setup["wait_interval_s"]})
-
-    def churn_target(self, application_name: str) -> Target:
-        """The postmaster with its reaped children: the CPU of backends that came and went."""
-        pm = _parent_pid(self.backend_pid)
-        sampler = _sampler_factory(self.setup, pids=None, application_name=application_name)
-        return Target(pids=[pm] if pm and _is_local_postgres(pm) else [], client=True, reaped_children=True,
-                      extra={"wait_sampler": sampler, "wait_interval_s": self.setup["wait_interval_s"]})
-
-    def use_target(self, target: Target | None) -> None:
-        self._target = target
-
-    def set_cache(self, state: str) -> dict:
-        return {}
-
-    # -- workload primitives ------------------------------------------------------
-    def execute(self, sql: str, params: tuple = ()) -> int:
-        return self.conn.execute(sql, params).rowcount
-
-    def query(self, sql: str, params: tuple = ()) -> list:
-        return self.conn.execute(sql, params).fetchall()
-
-    def storm(self, messages: int, send: bool) -> dict:
-        """A server-side loop of RAISE NOTICE; with send=False the same loop, messages not sent."""
-        self.conn.execute(f"SET client_min_messages = {'notice' if send else 'warning'}")
-        self.notices = 0
-        self.conn.execute(f"DO $$ BEGIN FOR i IN 1..{int(messages)} LOOP RAISE NOTICE 'x'; END LOOP; END $$")
-        received = self.notices
-        if send and received != messages:
-            raise CheckFailedError(f"storm: {received} of {messages} notices reached the client")
-        return {"messages_received": received}
-
-    def libpq_params(self) -> tuple[dict, dict]:
-        """(conninfo, TLS parameters) for a client driver's own connection with this variant."""
-        return conninfo_of(self.setup), client_params(self.tls)
-
-    def check_client_tls(self, state: dict) -> None:
-        """A client driver's connection, as pg_stat_ssl sees it, against this variant."""
-        check_connection(state, self.tls)
-
-    def native_storm(self, messages: int, send: bool):
-        """The storm through a native C client (drivers/pg_storm.py); None where it cannot be built here."""
-        from .storm import session_storm
-
-        return session_storm(self, messages, send)
-
-    def stream_out(self) -> dict:
-        total = 0
-        with self.conn.cursor().copy(f"COPY {self.schema}.bulk TO STDOUT") as copy:
-            for chunk in copy:
-                total += len(chunk)
-        return {"bytes_received": total}
-
-    def connect_cycles(self, n: int, appname: str) -> list[int]:
-        """n connections one after the other, each checked in pg_stat_ssl, then closed."""
-        pids = []
-        for _ in range(n):
-            conn = self.connect(appname)
-            check_connection(self.ssl_state(conn), self.tls)
-            pids.append(conn.info.backend_pid)
-            conn.close()
-        return pids
-
-    @staticmethod
-    def settle(pids: list[int], timeout: float = 5.0) -> None:
-        """Until the backends' processes are gone: their CPU is then in the postmaster's account."""
-        deadline = time.monotonic() + timeout
-        for pid in pids:
-            while os.path.exists(f"/proc/{pid}") and time.monotonic() < deadline:
-                time.sleep(0.0005)
-
-    def select_load(self, *, clients: int, seconds: float, appname: str, scratch: Path) -> dict:
-        """pgbench as the load driver: C connections of primary-key SELECTs, every one checked."""
-        if not self.setup.get("pgbench"):
-            raise EngineUnavailableError("pgbench not found (the roundtrip workload drives pgbench)",
-                                         hint="install it: apt-get install postgresql (Debian ships pgbench there)")
-        script = scratch / "roundtrip.sql"
-        script.write_text(f"\\set id random(1, {RT_ROWS})\nSELECT v FROM {self.schema}.rt WHERE id = :id;\n")
-        info = conninfo_of(self.setup)
-        # PG* variables the user set still apply (as for --dsn); what the DSN says wins
-        env = {k: v for k, v in os.environ.items() if not k.startswith(("PGSSL", "PGAPPNAME"))}
-        for key, var in (("host", "PGHOST"), ("port", "PGPORT"), ("user", "PGUSER"), ("dbname", "PGDATABASE"),
-                         ("password", "PGPASSWORD")):
-            if info.get(key):
-                env[var] = str(info[key])
-        env["PGAPPNAME"] = appname
-        for k, v in client_params(self.tls).items():
-            env[{"sslmode": "PGSSLMODE", "ssl_min_protocol_version": "PGSSLMINPROTOCOLVERSION",
-                 "ssl_max_protocol_version": "PGSSLMAXPROTOCOLVERSION"}[k]] = v
-        prefix = scratch / "rt"
-        cmd = [self.setup["pgbench"], "-n", "-M", "prepared", "-f", str(script), "-c", str(clients),
-               "-j", str(clients), "-T", str(int(seconds)), "-l", f"--log-prefix={prefix}"]
-        proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=scratch)
-        states = self._watch_tls(appname, clients, proc)
-        out, err = proc.communicate()
-        if proc.returncode != 0:
-            last = ((err or out).strip().splitlines() or ["no output"])[-1]
-            raise CheckFailedError(f"pgbench failed: {redact(last)}")
-        self.settle([s["pid"] for s in states])
-        lat = _pgbench_latencies(scratch, prefix.name)
-        tps = re.search(r"tps = ([0-9.]+)", out)
-        duration = float(re.search(r"duration: (\d+)", out).group(1)) if "duration:" in out else seconds
-        return {
-            "queries": len(lat), "qps": len(lat) / duration,
-            "latency_p50_ms": _percentile(lat, 50), "latency_p95_ms": _percentile(lat, 95),
-            "latency_p99_ms": _percentile(lat, 99),
-            "pgbench_tps": float(tps.group(1)) if tps else None, "tls_checked_connections": len(states),
-        }
-
-    def _watch_tls(self, appname: str, clients: int, proc) -> list[dict]:
-        """pg_stat_ssl of every pgbench connection, read while they are connected."""
-        seen: dict[int, dict] = {}
-        while len(seen) < clients and proc.poll() is None:
-            for pid, ssl, version, cipher, bits in self.conn.execute(
-                    "SELECT s.pid, s.ssl, s.version, s.cipher, s.bits FROM pg_stat_ssl s "
-                    "JOIN pg_stat_activity a USING (pid) WHERE a.application_name = %s", (appname,)).fetchall():
-                seen[pid] = {"pid": pid, "ssl": ssl, "version": version, "cipher": cipher, "bits": bits}
-            if len(seen) < clients:
-                time.sleep(0.02)
-        for state in seen.values():
-            check_connection(state, self.tls)
-        if len(seen) < clients:
-            proc.kill()
-            raise CheckFailedError(f"only {len(seen)} of {clients} pgbench connections could be checked in pg_stat_ssl",
-                                   hint="use a longer --param seconds")
-        return list(seen.values())
-
-    # -- the hash workload: k sessions started together ----------------------------
-    def hash_sql(self, function: str, with_function: bool) -> str:
-        expr = HASH_FUNCTIONS[function] if with_function else "v"
-        return f"SELECT count({expr}) FROM {self.schema}.hashsrc"
-
-    def open_sessions(self, k: int, *, parallel: bool) -> list:
-        conns = []
-        try:
-            for _ in range(k):
-                conn = self.psycopg.connect(**conninfo_of(self.setup), sslmode="disable", autocommit=True,
-                                            application_name="encbench-hash")
-                conns.append(conn)
-                if not parallel:  # one session is one CPU
-                    conn.execute("SET max_parallel_workers_per_gather = 0")
-        except self.psycopg.OperationalError as e:
-            self.close_sessions(conns)
-            raise EngineUnavailableError(f"cannot open {k} sessions: {_first_line(e)}",
-                                         hint="use fewer --sessions, or raise max_connections") from None
-        return conns
-
-    def sessions_target(self, conns: list) -> Target:
-        pids = [c.info.backend_pid for c in conns]
-        sampler = _sampler_factory(self.setup, pids=pids, application_name=None)
-        return Target(pids=[p for p in pids if _is_local_postgres(p)], client=True, client_process=True,
-                      extra={"wait_sampler": sampler, "wait_interval_s": self.setup["wait_interval_s"]})
-
-    def run_sessions(self, conns: list, sql: str) -> tuple[list, float]:
-        return sweep.run_together(conns, lambda c: c.execute(sql).fetchone()[0])
-
-    close_sessions = staticmethod(sweep.close_all)
-
-    def close(self) -> None:
-        self.conn.close()
-
-
-def _pgbench_latencies(directory: Path, prefix: str) -> list[float]:
-    """Per-transaction latencies in ms from pgbench -l logs (client txn latency_us script epoch us)."""
-    out: list[float] = []
-    for path in directory.glob(f"{prefix}.*"):
-        with open(path) as f:
-            for line in f:
-                parts = line.split()
-                if len(parts) >= 3:
-                    out.append(int(parts[2]) / 1000.0)
-    return out
-
-
-def _percentile(values: list[float], q: float) -> float | None:
-    if not values:
-        return None
-    import numpy as np
-
-    return float(np.percentile(values, q))
-
-
-def _first_line(e: Exception) -> str:
-    return redact(str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__)
-
-
-def _is_local_postgres(pid: int) -> bool:
-    try:
-        with open(f"/proc/{pid}/comm") as f:
-            return f.read().strip().startswith("postgres")
-    except OSError:
-        return False
-
-
-def _parent_pid(pid: int) -> int | None:
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as f:
-            return int(f.read().rsplit(b")", 1)[1].split()[1])
-    except (OSError, ValueError, IndexError):
-        return None
-
-
-class _WaitSampler:
-    """Its own connection; sample() returns the wait events of the watched backends.
-
-    Kept cheap, since it runs beside the measurement: pg_stat_get_activity(pid) for the
-    known backends (no join with the catalogs, as the pg_stat_activity view does), as a
-    prepared statement, and one warm-up sample when the probe starts (outside the timing).
-    """
-
-    BY_PID = "SELECT wait_event_type, wait_event, state FROM pg_stat_get_activity(%s)"
-    BY_APP = ("SELECT wait_event_type, wait_event, state FROM pg_stat_get_activity(NULL) "
-              "WHERE application_name = %s")
-
-    def __init__(self, conninfo: dict, pids: list[int] | None, application_name: str | None):
-        import psycopg
-
-        local = conninfo.get("host") in ("127.0.0.1", "localhost", "::1")
-        self.conn = psycopg.connect(**conninfo, sslmode="disable" if local else "prefer", autocommit=True,
-                                    application_name="encbench-sampler")
-        self.cur = self.conn.cursor()
-        self.pids, self.appname = pids, application_name
-        self.sample()  # warm-up: plan, catalog caches, first snapshot
-
-    def _rows(self) -> list[tuple]:
-        if self.appname:
-            return self.cur.execute(self.BY_APP, (self.appname,), prepare=True).fetchall()
-        rows = []
-        for pid in self.pids or []:
-            rows += self.cur.execute(self.BY_PID, (pid,), prepare=True).fetchall()
-        return rows
-
-    def sample(self) -> list[str]:
-        out = []
-        for wtype, event, state in self._rows():
-            if state != "active":
-                out.append("Client/idle" if state and state.startswith("idle") else f"state/{state}")
-            elif wtype:
-                out.append(f"{wtype}/{event}")
-            else:
-                out.append("CPU")
-        return out
-
-    def close(self) -> None:
-        self.conn.close()
-
-
-def _sampler_factory(setup: dict, *, pids, application_name) -> Callable[[], _WaitSampler]:
-    info = conninfo_of(setup)
-    return lambda: _WaitSampler(info, pids, application_name)
 
 
 class PostgresEngine(Engine):
@@ -483,16 +126,16 @@ class PostgresEngine(Engine):
                       dict(self.metric_words)))
 
     def check_available(self) -> None:
-        _psycopg()
+        client.psycopg()
 
     def versions(self) -> dict[str, str]:
-        psycopg = _psycopg()
+        psycopg = client.psycopg()
         v = psycopg.pq.version()
         return {"psycopg": psycopg.__version__, "libpq": f"{v // 10000}.{v % 10000}"}
 
     # -- server -------------------------------------------------------------------
     def prepare(self, ctx: PrepareContext) -> dict:
-        psycopg = _psycopg()
+        psycopg = client.psycopg()
         dsn = ctx.options.get("dsn")
         server = None
         if dsn and ctx.options.get("keep"):
@@ -510,7 +153,7 @@ class PostgresEngine(Engine):
                                  "wait_interval_s": float(ctx.options.get("wait_interval") or DEFAULT_INTERVAL_S)}
         self._servers[setup["schema"]] = server
         try:
-            admin = _connect_admin(psycopg, conninfo)
+            admin = connect_admin(psycopg, conninfo)
             setup["server"] = _server_facts(admin)
             journal = _open_journal(psycopg, admin, conninfo, managed=managed, reconfigure=reconfigure)
             setup["_journal"] = journal
@@ -536,7 +179,7 @@ class PostgresEngine(Engine):
             _create_objects(admin, setup["schema"], ctx.params.get("bulk", {}).get("rows", 0))
             hashing = [v for v in ctx.variants if "sessions" in v]
             if hashing:
-                sweep.check_sessions_fit(max(int(v["sessions"]) for v in hashing),
+                check_sessions_fit(max(int(v["sessions"]) for v in hashing),
                                          int(admin.execute("SHOW max_connections").fetchone()[0]))
                 if any(v["function"] in PGCRYPTO for v in hashing):
                     if not admin.execute("SELECT 1 FROM pg_extension WHERE extname = 'pgcrypto'").fetchone():
@@ -549,7 +192,7 @@ class PostgresEngine(Engine):
                 setup["hash_rows"] = rows
                 setup["hash_functions"] = sorted({v["function"] for v in hashing})
             admin.close()
-            setup["pgbench"] = _find_pgbench(server)
+            setup["pgbench"] = pgbench.find(server)
             setup["versions"] = {"postgresql_server": setup["server"]["version"]}
             setup["dsn"] = redact(dsn) if dsn else None
             if server is not None and server.keep:
@@ -581,11 +224,11 @@ class PostgresEngine(Engine):
             return
         journal = setup.get("_journal")
         if journal is not None and "_conninfo" in setup:
-            _restore(_psycopg(), setup["_conninfo"], journal)
+            _restore(client.psycopg(), setup["_conninfo"], journal)
 
     def calibrate(self, setup: dict) -> dict:
         functions = setup.get("hash_functions") or []
-        return {"raw_hash": {f: sweep.raw_hash(f) for f in functions}} if functions else {}
+        return {"raw_hash": {f: rawhash.raw_hash(f) for f in functions}} if functions else {}
 
     def open_session(self, setup: dict, variant: Variant, *, mutable: bool, scratch_dir: Path) -> Session:
         return PgSession(setup, variant, scratch_dir)
@@ -594,7 +237,7 @@ class PostgresEngine(Engine):
         """Community PostgreSQL has no encryption at rest: say so, and show where the canary lands."""
         from ...lab import leakcheck
 
-        psycopg = _psycopg()
+        psycopg = client.psycopg()
         dsn = options.get("dsn")
         server = None if dsn else pg_server.start()
         conninfo = _parse_dsn(psycopg, dsn) if dsn else server.conninfo()
@@ -604,7 +247,7 @@ class PostgresEngine(Engine):
                                       len(canary))
         admin = journal = None
         try:
-            admin = _connect_admin(psycopg, conninfo)
+            admin = connect_admin(psycopg, conninfo)
             journal = _open_journal(psycopg, admin, conninfo, managed=server is not None, reconfigure=False)
             targets = _leak_targets(admin, report)
             journal.data["schema"] = schema
@@ -657,7 +300,7 @@ def _checkpoint(admin, report) -> None:
         if not pg_state.is_denied(e):
             raise
         role = pg_state.quote_ident(pg_state.current_user(admin))
-        report.notes.append(f"the data pages were not forced to the table files (CHECKPOINT: {_first_line(e)}; "
+        report.notes.append(f"the data pages were not forced to the table files (CHECKPOINT: {first_line(e)}; "
                             f"enable with: GRANT pg_checkpoint TO {role}): the canary may reach them only at the "
                             f"server's next checkpoint; the WAL and the dump are scanned as usual")
 
@@ -666,29 +309,11 @@ def _parse_dsn(psycopg, dsn: str) -> dict:
     try:
         info = psycopg.conninfo.conninfo_to_dict(dsn)
     except psycopg.ProgrammingError as e:
-        raise BadValueError(f"--dsn is not a valid connection string: {_first_line(e)}",
+        raise BadValueError(f"--dsn is not a valid connection string: {first_line(e)}",
                             hint="use postgresql://user@host:port/db or 'host=... port=... dbname=...'") from None
     for k in ("sslmode", "application_name"):
         info.pop(k, None)  # encbench sets these per variant
     return info
-
-
-CONNECT_TIMEOUT_S = 10  # libpq connect_timeout: the whole connection attempt (docs/RESULTS.md)
-_NO_SERVER = ("timeout expired", "Connection refused", "could not translate host name", "No such file or directory")
-
-
-def _connect_admin(psycopg, conninfo: dict):
-    last = None
-    for sslmode in ("prefer", "disable"):
-        try:
-            return psycopg.connect(**{"connect_timeout": CONNECT_TIMEOUT_S, **conninfo}, sslmode=sslmode,
-                                   autocommit=True, application_name="encbench-admin")
-        except psycopg.OperationalError as e:
-            last = e
-            if any(s in str(e) for s in _NO_SERVER):
-                break  # no server answers there: without TLS it would not either (a second timeout)
-    raise EngineUnavailableError(f"cannot connect to the PostgreSQL server: {_first_line(last)}",
-                                 hint="check --dsn (host, port, user, password) and that the server is running")
 
 
 def _server_facts(conn) -> dict:
@@ -731,14 +356,14 @@ def _ensure_pgcrypto(conn, may_create: bool) -> bool:
         conn.execute("CREATE EXTENSION IF NOT EXISTS pgcrypto")
         return True
     except Exception as e:  # psycopg.Error; not importable at module level here
-        raise EngineUnavailableError(f"cannot create the pgcrypto extension: {_first_line(e)}",
+        raise EngineUnavailableError(f"cannot create the pgcrypto extension: {first_line(e)}",
                                      hint="install the PostgreSQL contrib modules, or use --function sha256") from None
 
 
 def _create_hash_table(conn, schema: str, rows: int) -> None:
     """hashsrc: one 10-character value per row (seed 004's ID VARCHAR(10)), read into shared buffers."""
     conn.execute(f"CREATE TABLE {schema}.hashsrc (v text NOT NULL)")
-    conn.execute(f"INSERT INTO {schema}.hashsrc SELECT lpad(i::text, {sweep.VALUE_BYTES}, '0') "
+    conn.execute(f"INSERT INTO {schema}.hashsrc SELECT lpad(i::text, {rawhash.VALUE_BYTES}, '0') "
                  f"FROM generate_series(1, {int(rows)}) i")
     conn.execute(f"VACUUM ANALYZE {schema}.hashsrc")
     conn.execute(f"SELECT count(v) FROM {schema}.hashsrc")
@@ -798,13 +423,13 @@ def _open_journal(psycopg, admin, conninfo: dict, *, managed: bool, reconfigure:
 def _restore(psycopg, conninfo: dict, journal: restore_journal.Journal, *, earlier: bool = False) -> bool:
     """Undo a journal's changes, verified, then delete it; on failure say so and keep it for the next run."""
     def connect():
-        return _connect_admin(psycopg, conninfo)
+        return connect_admin(psycopg, conninfo)
 
     whose = f"an earlier encbench run left on {journal.describe()}" if earlier else "this run changed"
     try:
         done = pg_state.restore(connect, journal.data)
     except (psycopg.Error, EncbenchError) as e:
-        msg = e.one_line() if isinstance(e, EncbenchError) else _first_line(e)
+        msg = e.one_line() if isinstance(e, EncbenchError) else first_line(e)
         where = f"; {journal.path} keeps what must be restored: the next `encbench run --dsn` against " \
                 f"this server restores it first" if journal.path else ""
         _note(f"could not restore what {whose}: {msg}{where}")
@@ -827,7 +452,7 @@ def _change_ssl_settings(setup: dict, target: dict) -> None:
     what to restore before the first statement; a setting going back to as found is RESET
     when it was not in postgresql.auto.conf, set to its old value when it was.
     """
-    psycopg = _psycopg()
+    psycopg = client.psycopg()
     journal = setup["_journal"]
     found = journal.data["settings"]
     changes: dict[str, str | None] = {}
@@ -843,15 +468,15 @@ def _change_ssl_settings(setup: dict, target: dict) -> None:
         if not journal.data.get("changed"):
             journal.data["changed"] = True
             journal.save()
-        admin = _connect_admin(psycopg, setup["_conninfo"])
+        admin = connect_admin(psycopg, setup["_conninfo"])
         try:
             pg_state.alter_system(admin, changes, on_each=applied)
-            pg_state.wait_running(lambda: _connect_admin(psycopg, setup["_conninfo"]), _running_values(setup, target))
+            pg_state.wait_running(lambda: connect_admin(psycopg, setup["_conninfo"]), _running_values(setup, target))
         except psycopg.OperationalError as e:
-            raise EngineUnavailableError(f"the server went away while its ssl settings were changed: {_first_line(e)}",
+            raise EngineUnavailableError(f"the server went away while its ssl settings were changed: {first_line(e)}",
                                          hint="check that it is running; the next run against it restores them") from None
         except psycopg.Error as e:
-            raise BadValueError(f"the server rejected the ssl settings {changes}: {_first_line(e)}",
+            raise BadValueError(f"the server rejected the ssl settings {changes}: {first_line(e)}",
                                 hint="use a cipher suite and protocol the server's OpenSSL knows") from None
         finally:
             admin.close()
@@ -872,13 +497,3 @@ def _pg_dump(server, conninfo: dict, table: str, out: Path) -> None:
         raise EngineUnavailableError(f"pg_dump failed: {redact((done.stderr.strip().splitlines() or ['?'])[-1])}")
 
 
-def _find_pgbench(server) -> str | None:
-    if server is not None and (server.bindir / "pgbench").exists():
-        return str(server.bindir / "pgbench")
-    found = shutil.which("pgbench")
-    if found:
-        return found
-    try:
-        return str(pg_server.find_bindir() / "pgbench")
-    except EngineUnavailableError:
-        return None

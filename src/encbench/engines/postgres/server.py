@@ -22,9 +22,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..local import certs
-from ..local import ports
 from ...errors import EngineUnavailableError
-from ..local.server import last_log_line, run_tool, unprivileged_user, wait_ready
+from ..local.server import last_log_line, run_tool, start_on_free_port, unprivileged_user, wait_ready
 
 INSTALL_HINT = "install them with: apt-get install postgresql (Debian/Ubuntu), or measure an existing server with --dsn"
 START_TIMEOUT_S = 30
@@ -159,24 +158,22 @@ def start(*, keep: bool = False, settings: dict | None = None) -> PgServer:
         crt, key = certs.self_signed(root, owner=user[1:] if user else None)
         conf = dict(SERVER_SETTINGS, **(settings or {}), ssl_cert_file=str(crt), ssl_key_file=str(key),
                     unix_socket_directories=str(server.sockdir))
-        last_error = ""
-        for _ in range(5):
-            server.port = ports.free_port()
-            args = [str(bindir / "postgres"), "-D", str(server.datadir), "-c", f"port={server.port}"]
+
+        def launch(port: int) -> subprocess.Popen:
+            server.port = port
+            args = [str(bindir / "postgres"), "-D", str(server.datadir), "-c", f"port={port}"]
             for k, v in conf.items():
                 args += ["-c", f"{k}={v}"]
             server.args = args
             server._spawn()
-            ok, last_error = _wait_ready(server)
-            if ok:
-                server.keep = keep
-                return server
-            if server.proc.poll() is None:
-                server.proc.kill()
-                server.proc.wait()
-            server.proc = None
-            if not _port_taken(server, last_error):
-                break
+            return server.proc
+
+        proc, last_error = start_on_free_port(launch, lambda _proc: _wait_ready(server),
+                                              lambda why: _port_taken(server, why))
+        if proc is not None:
+            server.keep = keep
+            return server
+        server.proc = None
         raise EngineUnavailableError(f"the private PostgreSQL server did not start: {last_error}",
                                      hint=f"see {server.logfile}" if keep else "run with --keep to inspect its log")
     except BaseException:

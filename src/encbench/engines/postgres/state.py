@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from typing import Callable
 
 from ...errors import EngineUnavailableError
+from .client import first_line
 
 TEST_HOOK = "ENCBENCH_TEST_HOOK_RECONFIGURE"  # tests only: "pause:FILE" (see _test_hook)
 RELOAD_WAIT_S = 10
@@ -48,12 +49,6 @@ def is_denied(e: Exception) -> bool:
     return isinstance(e, psycopg.errors.InsufficientPrivilege)
 
 
-def _first_line(e: Exception) -> str:
-    from ...util.redact import redact
-
-    return redact(str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__)
-
-
 def read_setting(conn, name: str) -> str | Denied:
     """SHOW name, or Denied (settings such as ssl_ciphers need pg_read_all_settings)."""
     from psycopg import sql
@@ -63,7 +58,7 @@ def read_setting(conn, name: str) -> str | Denied:
     except Exception as e:  # psycopg.Error
         if not is_denied(e):
             raise
-        return Denied(name, _first_line(e), f"GRANT pg_read_all_settings TO {quote_ident(current_user(conn))}")
+        return Denied(name, first_line(e), f"GRANT pg_read_all_settings TO {quote_ident(current_user(conn))}")
 
 
 def auto_conf_entries(conn, names) -> dict[str, str] | Denied:
@@ -75,7 +70,7 @@ def auto_conf_entries(conn, names) -> dict[str, str] | Denied:
     except Exception as e:
         if not is_denied(e):
             raise
-        return Denied("pg_file_settings", _first_line(e), "a superuser role (pg_file_settings is superuser-only)")
+        return Denied("pg_file_settings", first_line(e), "a superuser role (pg_file_settings is superuser-only)")
     return dict(rows)
 
 

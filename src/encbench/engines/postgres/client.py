@@ -1,0 +1,74 @@
+"""The PostgreSQL client side shared by the measured session, the wait sampler and the engine:
+psycopg imported on demand, the connection parameters of a TLS variant and the check that the
+server's view of a connection (pg_stat_ssl) agrees with it, the admin connection, and the
+one-line reason a connection failed.
+
+It imports nothing of encbench's engines, so every one of them can import it (no cycle).
+"""
+
+from __future__ import annotations
+
+from ...errors import CheckFailedError, EngineUnavailableError
+from ...tls.variants import TLS_RE
+from ...util.redact import redact
+
+
+def psycopg():
+    """The psycopg module, or a clear error where it is not installed."""
+    try:
+        import psycopg
+    except ImportError as e:  # pragma: no cover - depends on the installation
+        raise EngineUnavailableError(f"psycopg is not importable ({e})", hint="pip install 'psycopg[binary]'") from None
+    return psycopg
+
+
+def client_params(tls: str) -> dict[str, str]:
+    if tls == "off":
+        return {"sslmode": "disable"}
+    m = TLS_RE.match(tls)
+    if not m:
+        return {"sslmode": "require"}
+    proto = m.group(1)
+    return {"sslmode": "require", "ssl_min_protocol_version": proto, "ssl_max_protocol_version": proto}
+
+
+def check_connection(state: dict, tls: str) -> None:
+    """Fail loudly when the server's view of a connection differs from the variant."""
+    want_ssl = tls != "off"
+    problem = None
+    if bool(state.get("ssl")) != want_ssl:
+        problem = f"ssl={state.get('ssl')}"
+    else:
+        m = TLS_RE.match(tls)
+        if m and (state.get("version") != m.group(1) or state.get("cipher") != m.group(2)):
+            problem = f"{state.get('version')} {state.get('cipher')}"
+    if problem:
+        raise CheckFailedError(f"the server reports this connection as {problem}, not tls={tls}",
+                               hint="the cipher was not negotiated as asked: check the server's ssl settings")
+
+
+def conninfo_of(setup: dict) -> dict:
+    return dict(setup["_conninfo"])
+
+
+def first_line(e: Exception) -> str:
+    return redact(str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__)
+
+
+CONNECT_TIMEOUT_S = 10  # libpq connect_timeout: the whole connection attempt (docs/RESULTS.md)
+NO_SERVER = ("timeout expired", "Connection refused", "could not translate host name", "No such file or directory")
+
+
+def connect_admin(psycopg, conninfo: dict):
+    last = None
+    for sslmode in ("prefer", "disable"):
+        try:
+            return psycopg.connect(**{"connect_timeout": CONNECT_TIMEOUT_S, **conninfo}, sslmode=sslmode,
+                                   autocommit=True, application_name="encbench-admin")
+        except psycopg.OperationalError as e:
+            last = e
+            if any(s in str(e) for s in NO_SERVER):
+                break  # no server answers there: without TLS it would not either (a second timeout)
+    raise EngineUnavailableError(f"cannot connect to the PostgreSQL server: {first_line(last)}",
+                                 hint="check --dsn (host, port, user, password) and that the server is running")
+

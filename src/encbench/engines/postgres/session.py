@@ -1,0 +1,247 @@
+"""One measured PostgreSQL connection: TLS per variant with the server's own view (pg_stat_ssl) as
+proof, the in-transit primitives (storm, streamed COPY, connection churn, a pgbench select load)
+and the in-query hash workload's k sessions, with the backends the probes attach to.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+
+from ...errors import BadValueError, CheckFailedError, EngineUnavailableError
+from ...lab.variants import Variant
+from ...probes import Target
+from ...tls.variants import TLS_RE, openssl_client_conf
+from ...util.redact import redact
+from ...host.rawhash import HMAC_KEY
+from ..base import Session
+from ..concurrent import SessionsTogether
+from . import client, pgbench
+from .client import CONNECT_TIMEOUT_S, NO_SERVER, check_connection, client_params, conninfo_of, first_line
+from .waits import sampler_factory
+
+RT_ROWS = 10_000
+# hash workload: what each function name runs per row (pgcrypto for digest and hmac)
+HASH_FUNCTIONS = {
+    "sha256": "sha256(v::bytea)",
+    "sha512": "sha512(v::bytea)",
+    "md5": "md5(v)",
+    "digest-sha256": "digest(v, 'sha256')",
+    "hmac-sha256": f"hmac(v, '{HMAC_KEY}', 'sha256')",
+}
+
+
+class PgSession(SessionsTogether, Session):
+    """One connection (plus whatever its workloads open), with the server's view of TLS."""
+
+    def __init__(self, setup: dict, variant: Variant, scratch: Path):
+        self.setup, self.variant, self.tls = setup, variant, variant.get("tls", "off")
+        conf = openssl_client_conf(self.tls)
+        if conf:  # before the first TLS connection of this (fresh) process
+            path = scratch / "openssl-client.cnf"
+            path.write_text(conf)
+            os.environ["OPENSSL_CONF"] = str(path)
+        self.psycopg = client.psycopg()
+        self.schema = setup["schema"]
+        self.table = f"{self.schema}.rt"
+        self.row_count = RT_ROWS
+        t0 = time.perf_counter()
+        self.conn = self.connect()
+        self.open_metrics = {"wall_s": time.perf_counter() - t0}
+        self.backend_pid = self.conn.info.backend_pid
+        self.tls_state = self.ssl_state(self.conn)
+        check_connection(self.tls_state, self.tls)
+        self.info = {"tls": self.tls_state, "backend_pid": self.backend_pid}
+        self.notices = 0
+        self.conn.add_notice_handler(self._on_notice)
+        self._target: Target | None = None
+
+    # -- connections --------------------------------------------------------------
+    def connect(self, application_name: str = "encbench"):
+        try:
+            return self.psycopg.connect(**{"connect_timeout": CONNECT_TIMEOUT_S, **conninfo_of(self.setup)},
+                                        **client_params(self.tls), autocommit=True, application_name=application_name)
+        except self.psycopg.OperationalError as e:
+            msg = first_line(e)
+            if any(s in str(e) for s in NO_SERVER + ("server closed the connection unexpectedly",)):
+                raise EngineUnavailableError(f"the server went away: {msg}",
+                                             hint="it was reachable when the run started: was it stopped, "
+                                                  "restarted or killed?") from None
+            if TLS_RE.match(self.tls) and "SSL" in msg:
+                raise BadValueError(f"tls={self.tls} was refused: {msg}",
+                                    hint="use a protocol and suite both the server and the client accept "
+                                         "(e.g. TLSv1.2:ECDHE-RSA-AES256-GCM-SHA384; `openssl ciphers -v` lists them)") from None
+            raise EngineUnavailableError(f"cannot connect with tls={self.tls}: {msg}",
+                                         hint="check the server's TLS settings and pg_hba.conf") from None
+
+    @staticmethod
+    def ssl_state(conn) -> dict:
+        row = conn.execute("SELECT ssl, version, cipher, bits FROM pg_stat_ssl WHERE pid = pg_backend_pid()").fetchone()
+        return {"ssl": row[0], "version": row[1], "cipher": row[2], "bits": row[3]}
+
+    def _on_notice(self, diag) -> None:
+        self.notices += 1
+
+    # -- what the probes attach to ------------------------------------------------
+    def target(self) -> Target:
+        if self._target is not None:
+            return self._target
+        return self.backend_target([self.backend_pid])
+
+    def backend_target(self, pids: list[int], *, application_name: str | None = None) -> Target:
+        local = [p for p in pids if is_local_postgres(p)]
+        sampler = sampler_factory(self.setup, pids=pids, application_name=application_name)
+        return Target(pids=local, client=True, extra={"wait_sampler": sampler, "socket_fds": [self.conn.fileno()],
+                                                      "wait_interval_s": self.setup["wait_interval_s"]})
+
+    def churn_target(self, application_name: str) -> Target:
+        """The postmaster with its reaped children: the CPU of backends that came and went."""
+        pm = parent_pid(self.backend_pid)
+        sampler = sampler_factory(self.setup, pids=None, application_name=application_name)
+        return Target(pids=[pm] if pm and is_local_postgres(pm) else [], client=True, reaped_children=True,
+                      extra={"wait_sampler": sampler, "wait_interval_s": self.setup["wait_interval_s"]})
+
+    def use_target(self, target: Target | None) -> None:
+        self._target = target
+
+    def set_cache(self, state: str) -> dict:
+        return {}
+
+    # -- workload primitives ------------------------------------------------------
+    def execute(self, sql: str, params: tuple = ()) -> int:
+        return self.conn.execute(sql, params).rowcount
+
+    def query(self, sql: str, params: tuple = ()) -> list:
+        return self.conn.execute(sql, params).fetchall()
+
+    def storm(self, messages: int, send: bool) -> dict:
+        """A server-side loop of RAISE NOTICE; with send=False the same loop, messages not sent."""
+        self.conn.execute(f"SET client_min_messages = {'notice' if send else 'warning'}")
+        self.notices = 0
+        self.conn.execute(f"DO $$ BEGIN FOR i IN 1..{int(messages)} LOOP RAISE NOTICE 'x'; END LOOP; END $$")
+        received = self.notices
+        if send and received != messages:
+            raise CheckFailedError(f"storm: {received} of {messages} notices reached the client")
+        return {"messages_received": received}
+
+    def libpq_params(self) -> tuple[dict, dict]:
+        """(conninfo, TLS parameters) for a client driver's own connection with this variant."""
+        return conninfo_of(self.setup), client_params(self.tls)
+
+    def check_client_tls(self, state: dict) -> None:
+        """A client driver's connection, as pg_stat_ssl sees it, against this variant."""
+        check_connection(state, self.tls)
+
+    def native_storm(self, messages: int, send: bool):
+        """The storm through a native C client (drivers/pg_storm.py); None where it cannot be built here."""
+        from .storm import session_storm
+
+        return session_storm(self, messages, send)
+
+    def stream_out(self) -> dict:
+        total = 0
+        with self.conn.cursor().copy(f"COPY {self.schema}.bulk TO STDOUT") as copy:
+            for chunk in copy:
+                total += len(chunk)
+        return {"bytes_received": total}
+
+    def connect_cycles(self, n: int, appname: str) -> list[int]:
+        """n connections one after the other, each checked in pg_stat_ssl, then closed."""
+        pids = []
+        for _ in range(n):
+            conn = self.connect(appname)
+            check_connection(self.ssl_state(conn), self.tls)
+            pids.append(conn.info.backend_pid)
+            conn.close()
+        return pids
+
+    @staticmethod
+    def settle(pids: list[int], timeout: float = 5.0) -> None:
+        """Until the backends' processes are gone: their CPU is then in the postmaster's account."""
+        deadline = time.monotonic() + timeout
+        for pid in pids:
+            while os.path.exists(f"/proc/{pid}") and time.monotonic() < deadline:
+                time.sleep(0.0005)
+
+    def select_load(self, *, clients: int, seconds: float, appname: str, scratch: Path) -> dict:
+        """pgbench as the load driver: C connections of primary-key SELECTs, every one checked."""
+        if not self.setup.get("pgbench"):
+            raise EngineUnavailableError("pgbench not found (the roundtrip workload drives pgbench)",
+                                         hint="install it: apt-get install postgresql (Debian ships pgbench there)")
+        proc = pgbench.start(self.setup["pgbench"], table=f"{self.schema}.rt", rows=RT_ROWS,
+                             conninfo=conninfo_of(self.setup), tls_params=client_params(self.tls), appname=appname,
+                             clients=clients, seconds=seconds, scratch=scratch)
+        states = self._watch_tls(appname, clients, proc)
+        out, err = proc.communicate()
+        if proc.returncode != 0:
+            last = ((err or out).strip().splitlines() or ["no output"])[-1]
+            raise CheckFailedError(f"pgbench failed: {redact(last)}")
+        self.settle([s["pid"] for s in states])
+        return {**pgbench.summary(out, scratch, seconds), "tls_checked_connections": len(states)}
+
+    def _watch_tls(self, appname: str, clients: int, proc) -> list[dict]:
+        """pg_stat_ssl of every pgbench connection, read while they are connected."""
+        seen: dict[int, dict] = {}
+        while len(seen) < clients and proc.poll() is None:
+            for pid, ssl, version, cipher, bits in self.conn.execute(
+                    "SELECT s.pid, s.ssl, s.version, s.cipher, s.bits FROM pg_stat_ssl s "
+                    "JOIN pg_stat_activity a USING (pid) WHERE a.application_name = %s", (appname,)).fetchall():
+                seen[pid] = {"pid": pid, "ssl": ssl, "version": version, "cipher": cipher, "bits": bits}
+            if len(seen) < clients:
+                time.sleep(0.02)
+        for state in seen.values():
+            check_connection(state, self.tls)
+        if len(seen) < clients:
+            proc.kill()
+            raise CheckFailedError(f"only {len(seen)} of {clients} pgbench connections could be checked in pg_stat_ssl",
+                                   hint="use a longer --param seconds")
+        return list(seen.values())
+
+    # -- the hash workload: k sessions started together (concurrent.SessionsTogether) --
+    def hash_sql(self, function: str, with_function: bool) -> str:
+        expr = HASH_FUNCTIONS[function] if with_function else "v"
+        return f"SELECT count({expr}) FROM {self.schema}.hashsrc"
+
+    def _new_session(self):
+        return self.psycopg.connect(**conninfo_of(self.setup), sslmode="disable", autocommit=True,
+                                    application_name="encbench-hash")
+
+    def _session_setup(self, conn, parallel: bool) -> None:
+        if not parallel:  # one session is one CPU
+            conn.execute("SET max_parallel_workers_per_gather = 0")
+
+    @staticmethod
+    def _session_value(conn, sql: str):
+        return conn.execute(sql).fetchone()[0]
+
+    def _connect_errors(self):
+        return self.psycopg.OperationalError
+
+    _error_line = staticmethod(first_line)
+
+    def sessions_target(self, conns: list) -> Target:
+        pids = [c.info.backend_pid for c in conns]
+        sampler = sampler_factory(self.setup, pids=pids, application_name=None)
+        return Target(pids=[p for p in pids if is_local_postgres(p)], client=True, client_process=True,
+                      extra={"wait_sampler": sampler, "wait_interval_s": self.setup["wait_interval_s"]})
+
+    def close(self) -> None:
+        self.conn.close()
+
+
+def is_local_postgres(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/comm") as f:
+            return f.read().strip().startswith("postgres")
+    except OSError:
+        return False
+
+
+def parent_pid(pid: int) -> int | None:
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            return int(f.read().rsplit(b")", 1)[1].split()[1])
+    except (OSError, ValueError, IndexError):
+        return None
+
