@@ -11,11 +11,7 @@ ENGINE_WORDS = {"sqlite", "postgres", "postgresql", "mariadb", "mysql"}
 
 # Where an engine name may stand as a string literal outside engines/, and why. Keep it short:
 # an engine-specific decision belongs to the engine (an attribute or a method).
-ALLOWED = {
-    "profiling/profiler.py": ({"sqlite", "postgres", "mariadb"}, "perf sample categories named after the shared objects they "
-                                                       "match, stored in result files; taking them from the engines "
-                                                       "would change the order in which shared objects are classified"),
-}
+ALLOWED: dict[str, tuple[set[str], str]] = {}
 
 
 def _engine_literals(path: Path) -> list[tuple[int, str]]:

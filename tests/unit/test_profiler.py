@@ -24,6 +24,16 @@ def test_category_of(sym, dso, cat):
     assert profiler.category_of(sym, dso) == cat
 
 
+def test_categories_come_from_the_engines_in_the_order_they_are_classified():
+    """Each engine declares its own categories; the table keeps the order (and the names) stored until now:
+    the in-process engine's extension before Python's objects, the server engines after the runtime."""
+    assert [c for c, _, _ in profiler.categories()] == [
+        "kernel", "libcrypto", "libcrypto", "sqlcipher", "sqlite", "python", "libc", "postgres", "mariadb"]
+    assert profiler.category_of("ExecScan", "/usr/lib/postgresql/15/bin/postgres") == "postgres"
+    assert profiler.category_of("row_search_mvcc", "/usr/sbin/mariadbd") == "mariadb"
+    assert profiler.category_of("PyObject_Call", "/usr/lib/postgresql/15/lib/plpython3.so") == "python"
+
+
 def _samples(spec: dict[tuple[str, str], int]) -> list[Sample]:
     return [Sample("python", 1, 1, [Frame("main", "python"), Frame(sym, dso)]) for (sym, dso), n in spec.items()
             for _ in range(n)]

@@ -106,6 +106,10 @@ class Engine:
     metric_words: dict[str, str] = {}  # verdict wording, e.g. {"cpu_s": "server CPU"}
     label: str = ""  # its name in prose (reports)
     selftest_workloads: tuple[str, ...] = ()  # `encbench selftest`'s reduced suite (none: the first default workload)
+    # perf sample categories of its own code (profiling/profiler.py): (category, regex on the shared object, regex
+    # on the symbol or ""); in_process: its code is a Python extension, classified before Python's own objects
+    profile_categories: tuple[tuple[str, str, str], ...] = ()
+    profile_in_process: bool = False
     # a server engine: how its addresses are written and what its TLS looks like
     dsn_schemes: tuple[str, ...] = ()  # URL schemes of its DSNs and tls-scan targets, the usual one first
     default_port: int | None = None

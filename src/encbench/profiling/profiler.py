@@ -13,6 +13,7 @@ Measured runs are never profiled: perf costs time.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import os
 import re
 import shutil
@@ -29,20 +30,32 @@ MAX_REPEATS = 500
 TOP_FOLDED = 3000  # stacks kept in the result file
 
 # (category, regex on the object, regex on the symbol): first match wins; a symbol rule is needed
-# where one object holds several libraries (sqlcipher3 links SQLite, SQLCipher and OpenSSL statically).
-CATEGORIES: tuple[tuple[str, str, str], ...] = (
+# where one object holds several libraries. The engines declare their own (Engine.profile_categories):
+# an engine whose code runs in the client's process is a Python extension, so its rules come before
+# Python's; a server engine's come after the runtime's, in registry order.
+HEAD_CATEGORIES: tuple[tuple[str, str, str], ...] = (
     ("kernel", r"kernel|vmlinux|\[k\]", r""),
     ("libcrypto", r"libcrypto", r""),
-    ("libcrypto", r"_sqlite3|sqlcipher", r"^(aesni_|aes_|_?vpaes|sha\d+_|sha512|sha256|sha1_|EVP_|HMAC|hmac_|ossl_|"
-                                         r"OPENSSL_|CRYPTO_|PKCS5_|evp_|bn_|BN_|md_|gcm_|ctr_|cbc_|RAND_)"),
-    ("sqlcipher", r"_sqlite3|sqlcipher", r"^(sqlcipher|sqlite3Codec|codec)"),
-    ("sqlite", r"_sqlite3|libsqlite|sqlcipher", r""),
+)
+RUNTIME_CATEGORIES: tuple[tuple[str, str, str], ...] = (
     ("python", r"python|\.cpython-|_rust\.abi3", r""),
     ("libc", r"libc\.so|libc-|ld-linux|libm\.so|libpthread", r""),
-    ("postgres", r"postgres", r""),
-    ("mariadb", r"mariadbd|mysqld", r""),
 )
-_COMPILED = [(c, re.compile(o), re.compile(s) if s else None) for c, o, s in CATEGORIES]
+
+
+@functools.cache
+def categories() -> tuple[tuple[str, str, str], ...]:
+    """The whole ordered table: the kernel and libcrypto, the in-process engines, the runtime, the server engines."""
+    from ..engines import ENGINES
+
+    engines = [e for _, e in ENGINES.items()]
+    return (HEAD_CATEGORIES + tuple(c for e in engines if e.profile_in_process for c in e.profile_categories)
+            + RUNTIME_CATEGORIES + tuple(c for e in engines if not e.profile_in_process for c in e.profile_categories))
+
+
+@functools.cache
+def _compiled() -> list[tuple[str, re.Pattern, re.Pattern | None]]:
+    return [(c, re.compile(o), re.compile(s) if s else None) for c, o, s in categories()]
 
 
 # -- recording ------------------------------------------------------------------------
@@ -135,14 +148,14 @@ class Profiler:
 
 
 def category_of(sym: str, dso: str) -> str:
-    for name, obj, sym_rx in _COMPILED:
+    for name, obj, sym_rx in _compiled():
         if obj.search(dso) and (sym_rx is None or sym_rx.search(sym)):
             return name
     return "other"
 
 
 def categorize(samples) -> dict[str, float]:
-    """Share (0..1) of the samples whose leaf frame falls in each category (CATEGORIES), largest first."""
+    """Share (0..1) of the samples whose leaf frame falls in each category (categories()), largest first."""
     weights: dict[str, int] = {}
     total = 0
     for s in samples:

@@ -122,6 +122,7 @@ class MariaDBEngine(Engine):
     workloads = AT_REST + IN_TRANSIT + ("hash",)
     default_workloads = AT_REST + IN_TRANSIT
     session_class = MariaSession
+    profile_categories = (("mariadb", r"mariadbd|mysqld", r""),)
     options = ("dsn", "keep", "allow_reconfigure", "wait_interval", "settings")
     label = "MariaDB"
     dsn_schemes = ("mysql", "mariadb")

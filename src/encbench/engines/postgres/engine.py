@@ -73,6 +73,7 @@ class PostgresEngine(Engine):
     workloads = IN_TRANSIT + ("hash",)
     default_workloads = IN_TRANSIT
     session_class = PgSession
+    profile_categories = (("postgres", r"postgres", r""),)
     options = ("dsn", "keep", "allow_reconfigure", "wait_interval")
     table_columns = ("workload", "op", "variant", "elapsed", "d_elapsed", "server_cpu", "d_server_cpu",
                      "client_cpu", "d_client_cpu", "server_per_unit", "server_ctx", "net", "rate", "d_rate",

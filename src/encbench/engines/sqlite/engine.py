@@ -286,6 +286,14 @@ class SQLiteEngine(Engine):
     label = "SQLite/SQLCipher"
     # selftest: one minute on 2 cores at the default size and runs (scan-eq has cold reads and warm CPU)
     selftest_workloads = ("scan-eq",)
+    # sqlcipher3's extension links SQLite, SQLCipher and OpenSSL statically: the symbol says which one
+    profile_categories = (
+        ("libcrypto", r"_sqlite3|sqlcipher", r"^(aesni_|aes_|_?vpaes|sha\d+_|sha512|sha256|sha1_|EVP_|HMAC|hmac_|ossl_|"
+                                             r"OPENSSL_|CRYPTO_|PKCS5_|evp_|bn_|BN_|md_|gcm_|ctr_|cbc_|RAND_)"),
+        ("sqlcipher", r"_sqlite3|sqlcipher", r"^(sqlcipher|sqlite3Codec|codec)"),
+        ("sqlite", r"_sqlite3|libsqlite|sqlcipher", r""),
+    )
+    profile_in_process = True
 
     def check_available(self) -> None:
         _import()
