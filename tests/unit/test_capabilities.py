@@ -231,3 +231,23 @@ def test_worker_calls_check_operation_of_the_session():
     assert worker._measure(op, Checked(), {"cache": "warm"}, ["wall"])["extra"] == {"n": 1, "checked": "warm"}
     assert worker._measure(op, Plain(), {"cache": "warm"}, ["wall"])["extra"] == {"n": 1}
     assert "getattr" not in Path(worker.__file__).read_text()
+
+
+# -- encbench list says which engine serves which workload, from the same derivation ----------
+
+def test_list_shows_what_each_session_serves(monkeypatch, capsys):
+    import argparse
+    import json
+
+    from encbench.cli.list import cmd_list
+
+    assert cmd_list(argparse.Namespace(json=True)) == 0
+    supported = json.loads(capsys.readouterr().out)["supported"]
+    assert supported == {n: list(ENGINES.get(n).workloads) for n in ENGINES.names()}
+    engine = ENGINES.get("postgres")
+    no_stream = type("NoStream", (engine.session_class,), {"stream_out": None})  # not callable: not served
+    monkeypatch.setattr(engine, "session_class", no_stream)
+    assert cmd_list(argparse.Namespace(json=False)) == 0
+    line = next(x for x in capsys.readouterr().out.splitlines() if x.strip().startswith("postgres ")
+                and "storm" in x)
+    assert line.split()[1:] == ["storm,", "roundtrip,", "connect,", "hash"]

@@ -15,11 +15,13 @@ def cmd_list(args) -> int:
     from ..engines import ENGINES
     from ..probes import PROBES
     from ..lab.variants import PLACEBO_KEY
-    from ..workloads import WORKLOADS
+    from ..workloads import WORKLOADS, capabilities
 
     data = {
         "engines": {n: e.description for n, e in ENGINES.items()},
         "workloads": {n: w.description for n, w in WORKLOADS.items()},
+        # what each engine lists and its session can serve (workloads/capabilities.py)
+        "supported": {n: list(capabilities.supported(e, WORKLOADS)) for n, e in ENGINES.items()},
         "variants": {f"{n}:{k.name}": f"{k.description} (default {','.join(k.default)})"
                      + (f"; workloads {','.join(k.workloads)}" if k.workloads else "")
                      for n, e in ENGINES.items() for k in e.variant_keys}
@@ -37,5 +39,5 @@ def cmd_list(args) -> int:
             continue
         width = max(len(k) for k in items)
         for k, v in items.items():
-            print(f"  {k:<{width}}  {v}")
+            print(f"  {k:<{width}}  {v if isinstance(v, str) else ', '.join(v)}")
     return 0
