@@ -7,6 +7,8 @@ a partial file and an older file is re-analysed by the current statistics.
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Mapping
+from dataclasses import dataclass, field, fields, replace
 
 from . import stats
 from ..drivers.client_share import notes as client_notes, withheld_reason
@@ -537,39 +539,153 @@ def profiles(doc: dict) -> list[dict]:
     return out
 
 
-def analyze(doc: dict, margin_pct: float = stats.DEFAULT_MARGIN_PCT) -> dict:
-    """Everything `show` prints, recomputed from the runs; verdicts use this equivalence margin."""
+# -- the analysis object: what every command reads ------------------------------------------
+
+ANALYSIS_VERSION = 1  # the shape of Analysis and its to_dict(): bump it when a field is added, dropped or changes meaning
+
+HEADER, STORED, SHOWN = "header", "stored", "shown"  # where a field comes from (Analysis field metadata)
+
+
+def _field(part: str, *, optional: bool = False):
+    """header: facts of the document (in show --json, never stored again); stored: what the result file
+    keeps (runner); shown: added for the output only (the files written next to the result).
+    An optional field is None when it does not apply, and then absent from to_dict() and stored()."""
+    meta = {"part": part, "optional": optional}
+    return field(default=None, metadata=meta) if optional else field(metadata=meta)
+
+
+@dataclass
+class Analysis(Mapping):
+    """The analysis of one result document: `analyze(doc)` computes it, every command consumes it.
+
+    `to_dict()` is exactly what `show --json` prints; `stored()` what the runner keeps in the result
+    file and `from_doc()` reads back; `of()` accepts this object or its dict. Read as a mapping it is
+    its JSON view (read-only): `a["comparisons"]`, `a.get("scaling", [])`, `dict(a, comparisons=...)`.
+    Entries stay JSON-shaped dicts (their keys: docs/RESULTS.md and lab/resultschema.py).
+    """
+
+    schema_version: int | None = _field(HEADER)  # the result file's, not this object's (that is `version`)
+    status: str | None = _field(HEADER)
+    engine: str | None = _field(HEADER)  # the engine's name
+    summaries: list[dict] = _field(STORED)  # one per (workload, operation, variant, metric)
+    comparisons: list[dict] = _field(STORED)  # contender vs baseline per metric, with the verdict fields
+    derived: list[dict] = _field(STORED)  # per-page decrypt (read) and encrypt (write) costs
+    attribution: list[dict] = _field(STORED)  # where an elapsed overhead went
+    notes: list[str] = _field(STORED)
+    scaling: list[dict] | None = _field(STORED, optional=True)  # a hash sweep: one entry per function, op, k
+    hash_costs: list[dict] | None = _field(STORED, optional=True)  # a hash sweep: server CPU per row vs raw
+    profiles: list[dict] | None = _field(STORED, optional=True)  # a hash sweep: --profile summaries
+    files: list[str] | None = _field(SHOWN, optional=True)  # plots and flame graphs written beside the file
+    placebo_comparisons: list[dict] | None = _field(STORED, optional=True)  # A/A twins, never in comparisons
+    version: int = field(default=ANALYSIS_VERSION, metadata={"part": None})  # not in to_dict: show --json stays
+
+    # -- reading ---------------------------------------------------------------------------
+    @staticmethod
+    def _header(doc: dict) -> dict:
+        return {"schema_version": doc.get("schema_version"), "status": doc.get("status"),
+                "engine": (doc.get("engine") or {}).get("name")}
+
+    @classmethod
+    def _parts(cls, *parts: str):
+        return [f for f in fields(cls) if f.metadata.get("part") in parts]
+
+    @classmethod
+    def from_dict(cls, d: Mapping) -> Analysis:
+        """The inverse of to_dict(); a missing list is empty, a missing optional field None."""
+        return cls(**{f.name: d.get(f.name, None if f.metadata["optional"] or f.metadata["part"] == HEADER else [])
+                      for f in cls._parts(HEADER, STORED, SHOWN)})
+
+    @classmethod
+    def from_doc(cls, doc: dict) -> Analysis:
+        """The analysis a run stored in its result file (runner: `doc.update(analysis.stored())`), as it is."""
+        return cls(**cls._header(doc), **{f.name: doc.get(f.name, None if f.metadata["optional"] else [])
+                                          for f in cls._parts(STORED)})
+
+    @classmethod
+    def of(cls, analysis: Mapping) -> Analysis:
+        """This object, or one made from its dict (a test's or an old caller's)."""
+        return analysis if isinstance(analysis, Analysis) else cls.from_dict(analysis)
+
+    # -- writing ---------------------------------------------------------------------------
+    def to_dict(self) -> dict:
+        """What `show --json` prints (json.dumps(..., indent=1)): the header, then every field that applies;
+        a comparison stored before verdicts existed is judged on the way out (default margin)."""
+        out = dict(self)
+        out["comparisons"] = [c if "verdict" in c and "ci90" in c else dict(c, **judged(c)) for c in self.comparisons]
+        return out
+
+    def stored(self) -> dict:
+        """What the result file keeps (the runner adds it to the document): every stored field that applies."""
+        return {f.name: getattr(self, f.name) for f in self._parts(STORED)
+                if getattr(self, f.name) is not None or not f.metadata["optional"]}
+
+    # -- views -----------------------------------------------------------------------------
+    def rejudged(self, margin_pct: float) -> Analysis:
+        """The same analysis with its comparisons' verdicts for another equivalence margin (the CIs stay)."""
+        return replace(self, comparisons=rejudge(self.comparisons, margin_pct))
+
+    @property
+    def margin_pct(self) -> float:
+        """The equivalence margin the verdicts were judged with."""
+        return next((c["equivalence"]["margin_pct"] for c in self.comparisons if c.get("equivalence")),
+                    stats.DEFAULT_MARGIN_PCT)
+
+    # the read-only JSON view (Mapping): the keys of to_dict(), in its order
+    def _keys(self) -> list[str]:
+        return [f.name for f in self._parts(HEADER, STORED, SHOWN)
+                if not f.metadata["optional"] or getattr(self, f.name) is not None]
+
+    def __getitem__(self, key: str):
+        if key not in self._keys():
+            raise KeyError(key)
+        return getattr(self, key)
+
+    def __iter__(self):
+        return iter(self._keys())
+
+    def __len__(self) -> int:
+        return len(self._keys())
+
+
+def analyze(doc: dict, margin_pct: float = stats.DEFAULT_MARGIN_PCT) -> Analysis:
+    """Everything `show` prints, recomputed from the runs; verdicts use this equivalence margin.
+
+    The one place a result document is analysed: `run` (through the runner, which stores
+    `Analysis.stored()` in the file), `show`, `estimate`, `report` and `selftest` all take this object.
+    """
     groups = collect(doc)
     every = comparisons(doc, groups, margin_pct)
     comps = [c for c in every if not c.get("placebo")]  # placebo twins (A/A) never mix with the real ones
     placebo = [c for c in every if c.get("placebo")]
     scale = scaling(doc, groups)
-    out = {
-        "summaries": summaries(groups),
-        "comparisons": comps,
-        "derived": derived(doc, groups, comps),
-        "attribution": attribution(doc, groups, comps),
-        "notes": notes(doc, groups) + ([placebo_note(placebo)] if placebo else []) + profiler.notes(doc, comps),
-    }
-    if placebo:
-        out["placebo_comparisons"] = placebo
-    out["notes"] += client_notes(groups)  # in-transit: did the client set the pace?
+    found = profiles(doc) if scale else None
+    text = notes(doc, groups) + ([placebo_note(placebo)] if placebo else []) + profiler.notes(doc, comps)
+    text += client_notes(groups)  # in-transit: did the client set the pace?
     if scale:
-        out["scaling"] = scale
-        out["hash_costs"] = hash_costs(doc, scale)
-        out["profiles"] = profiles(doc)
-        busy = [e for e in scale if (e.get("client_cpu_share") or 0) > CLIENT_BOUND_SHARE]
-        if busy:
-            out["notes"].append("the client may be the bottleneck: its CPU is more than "
-                                f"{CLIENT_BOUND_SHARE:.0%} of client + server CPU at " + ", ".join(
-                                    f"{e['function']}/{e['operation']} {e['sessions']} sessions "
-                                    f"({e['client_cpu_share']:.0%})" for e in busy))
-        elif all("client_cpu_share" in e for e in scale):
-            top = max(e["client_cpu_share"] for e in scale)
-            out["notes"].append(f"the client is not the bottleneck: its CPU is at most {top:.1%} of client + "
-                                "server CPU at every sessions level")
-        if (doc.get("workloads", {}).get("hash", {}).get("params") or {}).get("profile") and not out["profiles"]:
-            out["notes"].append("--profile records during the warmup runs, and there were none: use --warmups 1")
-        errors = sorted({p["error"] for p in out["profiles"] if "error" in p})
-        out["notes"] += [f"CPU profile: {e}" for e in errors]
-    return out
+        text += sweep_notes(doc, scale, found)
+    return Analysis(
+        **Analysis._header(doc),
+        summaries=summaries(groups), comparisons=comps, derived=derived(doc, groups, comps),
+        attribution=attribution(doc, groups, comps), notes=text,
+        scaling=scale or None, hash_costs=hash_costs(doc, scale) if scale else None, profiles=found,
+        placebo_comparisons=placebo or None,
+    )
+
+
+def sweep_notes(doc: dict, scale: list[dict], found: list[dict]) -> list[str]:
+    """A hash sweep's notes: was the client the bottleneck, and what became of --profile."""
+    out = []
+    busy = [e for e in scale if (e.get("client_cpu_share") or 0) > CLIENT_BOUND_SHARE]
+    if busy:
+        out.append("the client may be the bottleneck: its CPU is more than "
+                   f"{CLIENT_BOUND_SHARE:.0%} of client + server CPU at " + ", ".join(
+                       f"{e['function']}/{e['operation']} {e['sessions']} sessions "
+                       f"({e['client_cpu_share']:.0%})" for e in busy))
+    elif all("client_cpu_share" in e for e in scale):
+        top = max(e["client_cpu_share"] for e in scale)
+        out.append(f"the client is not the bottleneck: its CPU is at most {top:.1%} of client + "
+                   "server CPU at every sessions level")
+    if (doc.get("workloads", {}).get("hash", {}).get("params") or {}).get("profile") and not found:
+        out.append("--profile records during the warmup runs, and there were none: use --warmups 1")
+    errors = sorted({p["error"] for p in found if "error" in p})
+    return out + [f"CPU profile: {e}" for e in errors]

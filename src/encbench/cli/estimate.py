@@ -38,9 +38,9 @@ def cmd_estimate(args) -> int:
     results.check_readable(args.source)
     doc = results.load(args.source)
     with results.reading(args.source):
-        doc["derived"] = analysis.analyze(doc)["derived"]  # re-analysed: an older file gains what this version derives
-        entry = estimate.pick(doc, args.workload)
-        write_entry = estimate.pick(doc, kind="write") if args.write_rate else None
+        analysed = analysis.analyze(doc)  # re-analysed: an older file gains what this version derives
+        entry = estimate.pick(analysed, args.workload)
+        write_entry = estimate.pick(analysed, kind="write") if args.write_rate else None
     live = None
     if args.live:
         live = estimate.live_rate(args.live, seconds)

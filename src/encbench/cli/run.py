@@ -145,13 +145,12 @@ def cmd_run(args, argv: list[str]) -> int:
     kept = (doc.get("dataset") or {}).get("kept_server")
     if kept:
         print(f"encbench: the private server is kept (--keep): {kept}", file=sys.stderr)
-    analysis = {k: doc.get(k, []) for k in ("summaries", "comparisons", "derived", "attribution", "notes")}
-    analysis.update({k: doc[k] for k in ("scaling", "hash_costs", "profiles", "placebo_comparisons") if k in doc})
-    if args.margin is not None:  # the file's verdicts use the default margin: judged again (the CIs stay)
-        from ..analysis import summary as an_mod
+    from ..analysis.summary import Analysis
 
-        analysis["comparisons"] = an_mod.rejudge(analysis["comparisons"], margin_pct(args))
-    analysis["files"] = report.write_files(doc, output, analysis.get("scaling", []))
+    analysis = Analysis.from_doc(doc)  # what the runner stored in the file
+    if args.margin is not None:  # the file's verdicts use the default margin: judged again (the CIs stay)
+        analysis = analysis.rejudged(margin_pct(args))
+    analysis.files = report.write_files(doc, output, analysis.scaling or [])
     if args.json:
         print(report.render_json(doc, analysis))
     else:

@@ -37,6 +37,6 @@ def cmd_show(args) -> int:
     doc = results.load(args.file)
     with results.reading(args.file):
         an = analysis.analyze(doc, margin_pct=margin_pct(args))
-        an["files"] = report.write_files(doc, Path(args.file), an.get("scaling", []), only_missing=True)
+        an.files = report.write_files(doc, Path(args.file), an.scaling or [], only_missing=True)
         _emit(doc, an, "json" if args.json else args.format)
     return 0

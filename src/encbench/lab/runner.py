@@ -337,7 +337,7 @@ def execute(config: RunConfig, *, on_progress: Callable[[str, int, int], None] =
             except Exception as e:  # as below: the raw runs matter more
                 doc["analysis_error"] = f"{type(e).__name__}: {e}"
             try:
-                doc.update(analysis.analyze(doc))
+                doc.update(analysis.analyze(doc).stored())
             except Exception as e:  # the raw runs matter more than their summary: keep them
                 doc["analysis_error"] = f"{type(e).__name__}: {e}"
             if started:

@@ -413,11 +413,11 @@ def run(settings: Settings, *, progress: Callable[[str], None] = lambda msg: Non
                 p.unlink(missing_ok=True)
             work.rmdir()
     analyses = [analysis.analyze(d) for d in docs]
-    placebo = [c for an in analyses for c in an.get("placebo_comparisons", [])]
+    placebo = [c for a in analyses for c in a.placebo_comparisons or []]
     cross_rows = compare.compare(docs[0], docs[1])["comparisons"]
     within, cross = false_positives(placebo), false_positives(cross_rows)
     la, lb = log_stats(docs[0]), log_stats(docs[1])
-    pairs = sorted({(c["workload"], c["operation"], c["baseline"], c["contender"]) for c in analyses[0]["comparisons"]})
+    pairs = sorted({(c["workload"], c["operation"], c["baseline"], c["contender"]) for c in analyses[0].comparisons})
     per_invocation = sum(seconds) / len(seconds)
     floors = {m: noise_floor(absolute_rows(la, lb, m), runs=settings.runs, invocation_s=per_invocation)
               for m, _ in HEADLINE}

@@ -88,7 +88,7 @@ def overhead_chart(rows: list[dict], metric: str, word: str, title: str) -> str 
     return text
 
 
-def _table_html(doc: dict, analysis: dict, t: dict, many: bool) -> tuple[str, list[dict]]:
+def _table_html(doc: dict, analysis: an.Analysis, t: dict, many: bool) -> tuple[str, list[dict]]:
     cols = report.columns(t)
     rows = report.rows(doc, analysis, t if many else None)
     head = "".join(f"<th>{_e(report.COLUMNS[c][0])}</th>" for c in cols)
@@ -124,7 +124,7 @@ def section(doc: dict, path: Path, index: int) -> str:
             out.append(f"<figure class=\"plot overhead\">{chart}<figcaption>Δ {_e(word)} per row with its "
                        "95% CI (red: costs, green: saves, blue: no cost, equivalence shown; grey: no verdict)"
                        "</figcaption></figure>")
-    scale = analysis.get("scaling") or []
+    scale = analysis.scaling or []
     if scale:
         out.append(_scaling_figure(doc, scale))
         out.append(_lines("Scaling of the in-query hash", report.scaling_lines(analysis), "scaling"))
@@ -132,7 +132,7 @@ def section(doc: dict, path: Path, index: int) -> str:
         out.append(_flames(doc))
     out.append(_lines("Per-page decrypt cost", report.derived_lines(analysis) + report.raw_cipher_lines(doc), "derived"))
     out.append(_lines("Where the overhead went", report.attribution_lines(analysis), "attribution"))
-    out.append(_lines("Notes", analysis["notes"], "notes"))
+    out.append(_lines("Notes", analysis.notes, "notes"))
     out.append(_lines("Warnings", report.warning_lines(analysis), "warnings"))
     env = doc["environment"]
     out.append("<h3>Environment</h3><pre class=\"environment\">" + _e(

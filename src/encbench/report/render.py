@@ -33,16 +33,17 @@ def _in_table(doc: dict, table: dict | None, workload: str) -> bool:
     return table is None or an.table_for(doc["engine"], workload) == table
 
 
-def rows(doc: dict, analysis: dict, table: dict | None = None) -> list[dict]:
+def rows(doc: dict, analysis: an.Analysis, table: dict | None = None) -> list[dict]:
     """One row per (workload, operation, contender variant), baseline and contender side by side.
 
     With a table (one of analysis.tables), only the rows of its workloads.
     """
+    analysis = an.Analysis.of(analysis)
     groups = an.collect(doc)
     t = table or an.tables(doc["engine"])[0]
     axis = t["axis"]
     comps = defaultdict(list)
-    for c in analysis["comparisons"]:
+    for c in analysis.comparisons:
         if _in_table(doc, table, c["workload"]):
             comps[(c["workload"], c["operation"], c["contender"], c["baseline"])].append(c)
     order = list(doc.get("workloads", {}))
@@ -201,9 +202,9 @@ def _cells(r: dict, cols: list[str]) -> list[str]:
     return [COLUMNS[c][1](r) for c in cols]
 
 
-def derived_lines(analysis: dict) -> list[str]:
+def derived_lines(analysis: an.Analysis) -> list[str]:
     out = []
-    for d in analysis["derived"]:
+    for d in an.Analysis.of(analysis).derived:
         ci = d["per_page_cpu_ci"]
         if d.get("kind") == "write":
             line = (f"write side, {d['workload']}/{d['operation']} {d['contender']}: +{fmt_seconds(d['added_cpu_s'])} "
@@ -231,9 +232,10 @@ def _ci_text(ci, fmt="{:.2f}") -> str:
     return f" [{fmt.format(ci[0])}, {fmt.format(ci[1])}]" if ci else ""
 
 
-def scaling_lines(analysis: dict) -> list[str]:
+def scaling_lines(analysis: an.Analysis) -> list[str]:
+    analysis = an.Analysis.of(analysis)
     out = []
-    for e in analysis.get("scaling", []):
+    for e in analysis.scaling or []:
         if e["operation"] == "profile":
             continue
         line = (f"{e['function']}/{e['operation']} {e['sessions']} sessions: {e['throughput']:,.0f} rows/s"
@@ -252,7 +254,7 @@ def scaling_lines(analysis: dict) -> list[str]:
     if out:
         out.append("efficiency = throughput(k) / (min(k, cores) x throughput(1)); degradation = wall(k) / wall(1), "
                    "the same rows per session; ratios of trimmed geometric means with Yuen-Welch t 95% CIs")
-    for c in analysis.get("hash_costs", []):
+    for c in analysis.hash_costs or []:
         line = (f"{c['function']}: the engine spends {c['function_us_per_row']:.3f} µs of server CPU per row on the "
                 f"function ({c['hash_us_per_row']:.3f} with it, {c['baseline_us_per_row']:.3f} without, 1 session)")
         if c.get("raw_us_per_call"):
@@ -262,9 +264,9 @@ def scaling_lines(analysis: dict) -> list[str]:
     return out
 
 
-def profile_lines(analysis: dict) -> list[str]:
+def profile_lines(analysis: an.Analysis) -> list[str]:
     out = []
-    for p in analysis.get("profiles", []):
+    for p in an.Analysis.of(analysis).profiles or []:
         if "error" in p:
             continue
         funcs = ", ".join(f"{name} {share:.0%}" for name, share in p["top_functions"][:6])
@@ -321,9 +323,9 @@ def write_files(doc: dict, result_path, scale: list[dict], *, only_missing: bool
     return sorted(set(written))
 
 
-def attribution_lines(analysis: dict) -> list[str]:
+def attribution_lines(analysis: an.Analysis) -> list[str]:
     out = []
-    for a in analysis.get("attribution", []):
+    for a in an.Analysis.of(analysis).attribution:
         if a["elapsed_s"] is None:
             continue
         parts = [f"server CPU {_signed_seconds(a['server_cpu_s'])}", f"client CPU {_signed_seconds(a['client_cpu_s'])}"]
@@ -356,11 +358,12 @@ def raw_cipher_lines(doc: dict) -> list[str]:
     return out
 
 
-def warning_lines(analysis: dict, limit: int = 8) -> list[str]:
+def warning_lines(analysis: an.Analysis, limit: int = 8) -> list[str]:
     """Warnings on the figures in the table (elapsed, CPU), few-runs warnings folded into one."""
-    keys = {(c["workload"], c["operation"], v) for c in analysis["comparisons"]
+    analysis = an.Analysis.of(analysis)
+    keys = {(c["workload"], c["operation"], v) for c in analysis.comparisons
             for v in (c["baseline"], c["contender"]) if (c["workload"], c["operation"]) != an.OPEN}
-    shown = [s for s in analysis["summaries"] if s["metric"] in ("wall_s", "cpu_s")
+    shown = [s for s in analysis.summaries if s["metric"] in ("wall_s", "cpu_s")
              and (s["workload"], s["operation"], s["variant"]) in keys]
     few = sorted({s["n"] for s in shown if s["n"] < stats.MIN_RUNS})
     warns = [f"only {', '.join(map(str, few))} run(s) per variant: too few for a verdict (it takes "
@@ -371,15 +374,12 @@ def warning_lines(analysis: dict, limit: int = 8) -> list[str]:
     return warns
 
 
-def _margin(analysis: dict | None) -> float:
+def _margin(analysis: an.Analysis | None) -> float:
     """The equivalence margin the analysis' verdicts were judged with."""
-    for c in (analysis or {}).get("comparisons", []):
-        if c.get("equivalence"):
-            return c["equivalence"]["margin_pct"]
-    return stats.DEFAULT_MARGIN_PCT
+    return an.Analysis.of(analysis).margin_pct if analysis is not None else stats.DEFAULT_MARGIN_PCT
 
 
-def header_lines(doc: dict, analysis: dict | None = None) -> list[str]:
+def header_lines(doc: dict, analysis: an.Analysis | None = None) -> list[str]:
     env, cfg, ds = doc["environment"], doc["config"], doc.get("dataset") or {}
     flags = ",".join(k for k, v in env["cpu"]["flags"].items() if v) or "none"
     versions = ", ".join(f"{k} {v}" for k, v in env.get("engine_versions", {}).items())
@@ -411,7 +411,23 @@ def header_lines(doc: dict, analysis: dict | None = None) -> list[str]:
     return lines
 
 
-def render_text(doc: dict, analysis: dict, console: Console) -> None:
+# the sections after the tables, in order: (terminal title, markdown and HTML title, lines from the document
+# and its analysis); every renderer walks this table
+SECTIONS = (
+    ("Where the overhead went (mean contender minus mean baseline)", "Where the overhead went",
+     lambda doc, a: attribution_lines(a)),
+    ("Scaling of the in-query hash (seed 004)", "Scaling of the in-query hash", lambda doc, a: scaling_lines(a)),
+    ("CPU profile of the server (perf, warmup runs)", "CPU profile of the server", lambda doc, a: profile_lines(a)),
+    ("Files", "Files", lambda doc, a: a.files or []),
+    ("Per-page decrypt cost (seed 003)", "Per-page decrypt cost",
+     lambda doc, a: derived_lines(a) + raw_cipher_lines(doc)),
+    ("Notes", "Notes", lambda doc, a: a.notes),
+    ("Warnings", "Warnings", lambda doc, a: warning_lines(a)),
+)
+
+
+def render_text(doc: dict, analysis: an.Analysis, console: Console) -> None:
+    analysis = an.Analysis.of(analysis)
     for line in header_lines(doc, analysis):
         console.print(line, highlight=False)
     many = len(_tables(doc)) > 1
@@ -424,13 +440,8 @@ def render_text(doc: dict, analysis: dict, console: Console) -> None:
         for r in rows(doc, analysis, t if many else None):
             table.add_row(*_cells(r, cols))
         console.print(table)
-    _print_section(console, "Where the overhead went (mean contender minus mean baseline)", attribution_lines(analysis))
-    _print_section(console, "Scaling of the in-query hash (seed 004)", scaling_lines(analysis))
-    _print_section(console, "CPU profile of the server (perf, warmup runs)", profile_lines(analysis))
-    _print_section(console, "Files", analysis.get("files", []))
-    _print_section(console, "Per-page decrypt cost (seed 003)", derived_lines(analysis) + raw_cipher_lines(doc))
-    _print_section(console, "Notes", analysis["notes"])
-    _print_section(console, "Warnings", warning_lines(analysis))
+    for title, _, lines in SECTIONS:
+        _print_section(console, title, lines(doc, analysis))
     if doc["config"].get("command"):
         console.print(f"Reproduce: {doc['config']['command']}", highlight=False, soft_wrap=True)
 
@@ -442,7 +453,8 @@ def _print_section(console: Console, title: str, lines: list[str]) -> None:
             console.print(f"  - {line}", highlight=False, soft_wrap=True, markup=False)
 
 
-def render_markdown(doc: dict, analysis: dict) -> str:
+def render_markdown(doc: dict, analysis: an.Analysis) -> str:
+    analysis = an.Analysis.of(analysis)
     out = ["# encbench results\n"]
     out += [f"- {line}" for line in header_lines(doc, analysis)]
     many = len(_tables(doc)) > 1
@@ -455,12 +467,8 @@ def render_markdown(doc: dict, analysis: dict) -> str:
         out.append("|" + "---|" * len(cols))
         for r in rows(doc, analysis, t if many else None):
             out.append("| " + " | ".join(c.replace("|", "\\|") for c in _cells(r, cols)) + " |")
-    for title, lines in (("Where the overhead went", attribution_lines(analysis)),
-                         ("Scaling of the in-query hash", scaling_lines(analysis)),
-                         ("CPU profile of the server", profile_lines(analysis)),
-                         ("Files", analysis.get("files", [])),
-                         ("Per-page decrypt cost", derived_lines(analysis) + raw_cipher_lines(doc)),
-                         ("Notes", analysis["notes"]), ("Warnings", warning_lines(analysis))):
+    for _, title, section in SECTIONS:
+        lines = section(doc, analysis)
         if lines:
             out += ["", f"## {title}", ""] + [f"- {line}" for line in lines]
     if doc["config"].get("command"):
@@ -468,16 +476,10 @@ def render_markdown(doc: dict, analysis: dict) -> str:
     return "\n".join(out) + "\n"
 
 
-def render_json(doc: dict, analysis: dict) -> str:
-    # each comparison carries `verdict` (one of stats.VERDICTS), `verdict_text` and `equivalence`
-    comps = [c if "verdict" in c and "ci90" in c else dict(c, **an.judged(c)) for c in analysis["comparisons"]]
-    return json.dumps({
-        "schema_version": doc["schema_version"], "status": doc["status"], "engine": doc["engine"]["name"],
-        "summaries": analysis["summaries"], "comparisons": comps, "derived": analysis["derived"],
-        "attribution": analysis.get("attribution", []), "notes": analysis["notes"],
-        **{k: analysis[k] for k in ("scaling", "hash_costs", "profiles", "files", "placebo_comparisons")
-           if k in analysis},
-    }, indent=1)
+def render_json(doc: dict, analysis: an.Analysis) -> str:
+    """Analysis.to_dict() (each comparison carries `verdict`, one of stats.VERDICTS, `verdict_text` and
+    `equivalence`); the document's facts (schema version, status, engine) are in the analysis' header."""
+    return json.dumps(an.Analysis.of(analysis).to_dict(), indent=1)
 
 
 def command_line(argv: list[str]) -> str:
