@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import re
 import time
+from collections.abc import Mapping
 
 from ..errors import BadValueError, UsageError
 from ..util.redact import redact
@@ -42,10 +43,11 @@ def parse_rate(text: str, *, what: str) -> float:
     return rate
 
 
-def pick(doc: dict, workload: str | None = None, *, kind: str = "read") -> dict:
+def pick(analysis: Mapping, workload: str | None = None, *, kind: str = "read") -> dict:
     """The per-page cost entry to use: the workload asked for, else scan-eq, else the first.
-    kind "write": the warm rebuild's per-page encrypt cost."""
-    derived = [d for d in doc.get("derived") or [] if d.get("per_page_cpu_s") is not None
+    kind "write": the warm rebuild's per-page encrypt cost. `analysis`: summary.Analysis (its `derived`),
+    or any mapping with a "derived" list."""
+    derived = [d for d in analysis.get("derived") or [] if d.get("per_page_cpu_s") is not None
                and d.get("kind", "read") == kind]
     if kind == "write":
         if not derived:

@@ -610,9 +610,7 @@ class Analysis(Mapping):
     def to_dict(self) -> dict:
         """What `show --json` prints (json.dumps(..., indent=1)): the header, then every field that applies;
         a comparison stored before verdicts existed is judged on the way out (default margin)."""
-        out = dict(self)
-        out["comparisons"] = [c if "verdict" in c and "ci90" in c else dict(c, **judged(c)) for c in self.comparisons]
-        return out
+        return dict(self, comparisons=self.shown_comparisons())
 
     def stored(self) -> dict:
         """What the result file keeps (the runner adds it to the document): every stored field that applies."""
@@ -620,6 +618,10 @@ class Analysis(Mapping):
                 if getattr(self, f.name) is not None or not f.metadata["optional"]}
 
     # -- views -----------------------------------------------------------------------------
+    def shown_comparisons(self) -> list[dict]:
+        """The comparisons, each with its verdict fields (one stored before verdicts existed: judged now)."""
+        return [c if "verdict" in c and "ci90" in c else dict(c, **judged(c)) for c in self.comparisons]
+
     def rejudged(self, margin_pct: float) -> Analysis:
         """The same analysis with its comparisons' verdicts for another equivalence margin (the CIs stay)."""
         return replace(self, comparisons=rejudge(self.comparisons, margin_pct))

@@ -60,11 +60,6 @@ def _margin(comps: list[dict], given: float | None) -> float:
     return found[0] if found else stats.DEFAULT_MARGIN_PCT
 
 
-def _as_dict(analysis) -> dict:
-    """The analysis as `show` has it (a dict today; a typed object with to_dict() tomorrow)."""
-    return analysis.to_dict() if hasattr(analysis, "to_dict") else analysis
-
-
 def _write(fields: tuple[str, ...], rows: Iterable[dict]) -> str:
     buf = io.StringIO(newline="")
     w = csv.DictWriter(buf, fieldnames=fields, lineterminator="\r\n", quoting=csv.QUOTE_MINIMAL)
@@ -74,15 +69,16 @@ def _write(fields: tuple[str, ...], rows: Iterable[dict]) -> str:
     return buf.getvalue()
 
 
-def show_rows(doc: dict, analysis, margin_pct: float | None = None) -> list[dict]:
-    """One dict per comparison of the analysis (placebo twins last), keyed by SHOW_FIELDS."""
-    analysis = _as_dict(analysis)
-    margin = _margin(analysis["comparisons"], margin_pct)
-    summary = {(s["workload"], s["operation"], s["variant"], s["metric"]): s for s in analysis["summaries"]}
+def show_rows(doc: dict, analysis: an.Analysis, margin_pct: float | None = None) -> list[dict]:
+    """One dict per comparison of the analysis (placebo twins last), keyed by SHOW_FIELDS; the margin is
+    the one given, else the one the verdicts were judged with."""
+    analysis = an.Analysis.of(analysis)
+    margin = margin_pct if margin_pct is not None else analysis.margin_pct
+    summary = {(s["workload"], s["operation"], s["variant"], s["metric"]): s for s in analysis.summaries}
     catalog = an.metric_catalog()
     out = []
-    for kind, comps in ((KIND_COMPARISON, analysis["comparisons"]),
-                        (KIND_PLACEBO, analysis.get("placebo_comparisons") or [])):
+    for kind, comps in ((KIND_COMPARISON, analysis.shown_comparisons()),
+                        (KIND_PLACEBO, analysis.placebo_comparisons or [])):
         for c in comps:
             t = an.table_for(doc["engine"], c["workload"])
             base = summary.get((c["workload"], c["operation"], c["baseline"], c["metric"])) or {}
