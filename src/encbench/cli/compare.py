@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import argparse
+import sys
+from pathlib import Path
 
 from .. import errors
 from .common import console, margin_pct
@@ -21,8 +23,13 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                         "(default: a conservative ±25%% for absolute elapsed/CPU)")
     p.add_argument("--margin", default=None, metavar="PCT",
                    help="equivalence margin for 'no cost' verdicts, in percent (default 2: the 90%% CI within ±2%%)")
-    p.add_argument("--format", choices=("table", "markdown", "json"), default="table")
+    p.add_argument("--format", choices=("table", "markdown", "json", "csv"), default="table",
+                   help="table (terminal), markdown (a ticket), json, or csv (one row per comparison; the gate's "
+                        "lines then go to stderr)")
     p.add_argument("--json", action="store_true", help="same as --format json")
+    p.add_argument("--junit", default=None, metavar="FILE",
+                   help="also write the gate as JUnit XML: one test case per --fail-if condition per row "
+                        "(failure: shown worse; skipped: not judged), for CI test reports")
 
 
 def cmd_compare(args) -> int:
@@ -32,6 +39,8 @@ def cmd_compare(args) -> int:
     from ..analysis import gate
 
     conditions = [gate.parse(c) for c in args.fail_if]  # a bad condition fails before the files are read
+    if args.junit:
+        _check_junit(args.junit, conditions)
     margin = margin_pct(args)
     floor = gate.load_floor(args.noise_floor) if args.noise_floor else None
     results.check_readable(args.a), results.check_readable(args.b)
@@ -44,16 +53,56 @@ def cmd_compare(args) -> int:
             verdict["nothing_judged"] = verdict["checked"] == 0 and bool(verdict["not_judged"])
             out["gate"] = verdict
         fmt = "json" if args.json else args.format
-        print(compare.render(out, fmt, args.a, args.b)) if fmt != "table" else compare.render_table(out, args.a, args.b, console())
+        _render(out, fmt, args)
+        if args.junit:
+            from ..report import junit
+
+            junit.write(Path(args.junit), conditions, out["comparisons"], args.a, args.b)
     failed = bool(verdict and (verdict["failed"] or verdict["nothing_judged"]))
     if verdict and fmt != "json":
-        for line in verdict["failed"]:
-            print(f"FAIL  {line}")
-        if verdict["not_judged"]:
-            print(f"not judged: {len(verdict['not_judged'])} comparisons ({verdict['not_judged'][0]}"
-                  + (", ..." if len(verdict["not_judged"]) > 1 else "") + ")")
-        state = ("FAILED: nothing could be judged, so the build is not vouched for (use more runs)"
-                 if verdict["nothing_judged"] else "FAILED" if verdict["failed"] else "passed")
-        print(f"gate: {state} ({', '.join(c.text for c in conditions)}; {verdict['checked']} comparisons checked, "
-              f"{verdict['method']})")
+        _print_gate(_gate_lines(verdict, conditions), fmt)
     return errors.EXIT_GATE if failed else 0
+
+
+def _check_junit(path: str, conditions: list) -> None:
+    """--junit: only with a gate, and a writable path (checked before any file is read)."""
+    from ..report import junit
+
+    if not conditions:
+        raise errors.UsageError("--junit writes the gate's test cases: it needs --fail-if COND",
+                                hint="e.g. --fail-if 'overhead>5%' --junit gate.xml")
+    junit.check_writable(Path(path))
+
+
+def _render(out: dict, fmt: str, args) -> None:
+    from ..analysis import compare
+
+    if fmt == "csv":
+        from ..report import csvout
+
+        print(csvout.compare_csv(out, args.a, args.b), end="")
+    elif fmt == "table":
+        compare.render_table(out, args.a, args.b, console())
+    else:
+        print(compare.render(out, fmt, args.a, args.b))
+
+
+def _gate_lines(verdict: dict, conditions: list) -> list[str]:
+    lines = [f"FAIL  {line}" for line in verdict["failed"]]
+    if verdict["not_judged"]:
+        lines.append(f"not judged: {len(verdict['not_judged'])} comparisons ({verdict['not_judged'][0]}"
+                     + (", ..." if len(verdict["not_judged"]) > 1 else "") + ")")
+    state = ("FAILED: nothing could be judged, so the build is not vouched for (use more runs)"
+             if verdict["nothing_judged"] else "FAILED" if verdict["failed"] else "passed")
+    lines.append(f"gate: {state} ({', '.join(c.text for c in conditions)}; {verdict['checked']} comparisons checked, "
+                 f"{verdict['method']})")
+    return lines
+
+
+def _print_gate(lines: list[str], fmt: str) -> None:
+    """The gate's lines after the table; a Markdown section of their own; on stderr beside CSV (one document)."""
+    if fmt == "markdown":
+        print("\n## Gate\n\n" + "\n".join(f"- {line}" for line in lines))
+    else:
+        for line in lines:
+            print(line, file=sys.stderr if fmt == "csv" else sys.stdout)

@@ -10,19 +10,24 @@ from .common import console, margin_pct
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("file")
-    p.add_argument("--format", choices=("table", "markdown", "json"), default="table")
+    p.add_argument("--format", choices=("table", "markdown", "json", "csv"), default="table",
+                   help="table (terminal), markdown (a ticket), json, or csv (one row per comparison)")
     p.add_argument("--json", action="store_true", help="same as --format json")
     p.add_argument("--margin", default=None, metavar="PCT",
                    help="equivalence margin for 'no cost' verdicts, in percent (default 2: the 90%% CI within ±2%%)")
 
 
-def _emit(doc: dict, analysis: dict, fmt: str) -> None:
+def _emit(doc: dict, analysis: dict, fmt: str, margin: float | None = None) -> None:
     from ..report import render as report
 
     if fmt == "json":
         print(report.render_json(doc, analysis))
     elif fmt == "markdown":
         print(report.render_markdown(doc, analysis), end="")
+    elif fmt == "csv":
+        from ..report import csvout
+
+        print(csvout.show_csv(doc, analysis, margin), end="")
     else:
         report.render_text(doc, analysis, console())
 
@@ -38,5 +43,5 @@ def cmd_show(args) -> int:
     with results.reading(args.file):
         an = analysis.analyze(doc, margin_pct=margin_pct(args))
         an.files = report.write_files(doc, Path(args.file), an.scaling or [], only_missing=True)
-        _emit(doc, an, "json" if args.json else args.format)
+        _emit(doc, an, "json" if args.json else args.format, margin_pct(args))
     return 0
