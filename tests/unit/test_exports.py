@@ -164,3 +164,18 @@ def test_junit_bad_path_is_an_output_error(tmp_path):
     (tmp_path / "d").mkdir()
     with pytest.raises(OutputError, match="is a directory"):
         junit.write(tmp_path / "d", [gate.parse("overhead>5%")], [], "a", "b")
+
+
+def test_compare_markdown_escapes_a_pipe_in_a_cell(golden):
+    """--format markdown renders in a ticket: a '|' inside a cell must not split it (GitHub's table rule)."""
+    from markdown_it import MarkdownIt
+
+    out = compare.compare(golden, golden)
+    out["comparisons"] = [dict(out["comparisons"][0], variant="tls=a|b")]
+    md = MarkdownIt("commonmark").enable("table")
+    text = compare.render(out, "markdown", "a", "b")
+    tokens = md.parse(text)
+    header = sum(t.type == "th_open" for t in tokens)
+    cells = [t for t in tokens if t.type == "td_open"]
+    assert header == len(compare.HEADERS) == len(cells)
+    assert "<td>tls=a|b</td>" in md.render(text)

@@ -211,6 +211,6 @@ def render(out: dict, fmt: str, path_a: str, path_b: str) -> str:
     if fmt == "json":
         return json.dumps(dict(out, a=path_a, b=path_b), indent=1)
     lines = ["| " + " | ".join(HEADERS) + " |", "|" + "---|" * len(HEADERS)]
-    lines += ["| " + " | ".join(_cells(r)) + " |" for r in out["comparisons"]]
+    lines += ["| " + " | ".join(c.replace("|", "\\|") for c in _cells(r)) + " |" for r in out["comparisons"]]
     lines += [""] + [f"- {n}" for n in _notes(out, path_a, path_b)]
     return "\n".join(lines)
