@@ -179,3 +179,11 @@ def test_compare_markdown_escapes_a_pipe_in_a_cell(golden):
     cells = [t for t in tokens if t.type == "td_open"]
     assert header == len(compare.HEADERS) == len(cells)
     assert "<td>tls=a|b</td>" in md.render(text)
+
+
+def test_docs_list_the_csv_columns_as_they_are():
+    """docs/RESULTS.md names the columns in their order: a renamed or moved column fails here."""
+    text = " ".join((Path(__file__).resolve().parents[2] / "docs" / "RESULTS.md").read_text().split())
+    assert "`" + ", ".join(csvout.SHOW_FIELDS) + "`" in text
+    assert "`" + ", ".join(csvout.COMPARE_FIELDS) + "`" in text
+    assert csvout.KIND_COMPARISON in text and csvout.KIND_PLACEBO in text
