@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import sys
 
 
@@ -9,6 +10,12 @@ def console(stderr: bool = False):
     from rich.console import Console
 
     return Console(stderr=stderr, width=None if sys.stdout.isatty() else 200)
+
+
+def add_margin_argument(p: argparse.ArgumentParser) -> None:
+    """--margin, as run, show and compare take it (margin_pct reads it)."""
+    p.add_argument("--margin", default=None, metavar="PCT",
+                   help="equivalence margin for 'no cost' verdicts, in percent (default 2: the 90%% CI within ±2%%)")
 
 
 def margin_pct(args) -> float:

@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 
 from .. import errors
-from .common import console, margin_pct
+from .common import add_margin_argument, console, margin_pct
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -21,8 +21,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--noise-floor", default=None, metavar="FILE",
                    help="the between-invocation noise floor written by `encbench selftest --save-floor FILE` "
                         "(default: a conservative ±25%% for absolute elapsed/CPU)")
-    p.add_argument("--margin", default=None, metavar="PCT",
-                   help="equivalence margin for 'no cost' verdicts, in percent (default 2: the 90%% CI within ±2%%)")
+    add_margin_argument(p)
     p.add_argument("--format", choices=("table", "markdown", "json", "csv"), default="table",
                    help="table (terminal), markdown (a ticket), json, or csv (one row per comparison; the gate's "
                         "lines then go to stderr)")
@@ -33,10 +32,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def cmd_compare(args) -> int:
-    from ..analysis import compare
+    from ..analysis import compare, gate
     from ..lab import results
-
-    from ..analysis import gate
 
     conditions = [gate.parse(c) for c in args.fail_if]  # a bad condition fails before the files are read
     if args.junit:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import json
 import os
 
 from .. import errors
@@ -21,9 +22,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def cmd_estimate(args) -> int:
-    import json
-
     from ..analysis import estimate
+    from ..analysis import summary as analysis
     from ..lab import results
     from ..util.units import fmt_bytes, parse_positive_int, parse_seconds
 
@@ -33,8 +33,6 @@ def cmd_estimate(args) -> int:
     rate = estimate.parse_rate(args.read_rate, what="--read-rate") if args.read_rate else None
     write_rate = estimate.parse_rate(args.write_rate, what="--write-rate") if args.write_rate else None
     seconds = parse_seconds(args.seconds, what="--seconds", minimum=0.1, maximum=3600) if args.live else None
-    from ..analysis import summary as analysis
-
     results.check_readable(args.source)
     doc = results.load(args.source)
     with results.reading(args.source):

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import argparse
+import json
+import tempfile
 from pathlib import Path
 
 from .. import errors
@@ -18,9 +20,6 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def cmd_leak_check(args) -> int:
-    import json
-    import tempfile
-
     from ..engines import DEFAULT_ENGINE, ENGINES
 
     engine = ENGINES.get(args.engine or DEFAULT_ENGINE)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import json
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -10,11 +11,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def cmd_list(args) -> int:
-    import json
-
     from ..engines import ENGINES
-    from ..probes import PROBES
     from ..lab.variants import PLACEBO_KEY
+    from ..probes import PROBES
     from ..workloads import WORKLOADS, capabilities
 
     data = {

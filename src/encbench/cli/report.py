@@ -12,8 +12,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def cmd_report(args) -> int:
-    from ..report import html as html_report
     from ..lab import results
+    from ..report import html as html_report
 
     results.check_writable(Path(args.output), hint="choose a writable -o path")
     for f in args.files:

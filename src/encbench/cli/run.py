@@ -9,7 +9,7 @@ import time
 from pathlib import Path
 
 from .. import errors
-from .common import console, margin_pct, parse_settings
+from .common import add_margin_argument, console, margin_pct, parse_settings
 from .defaults import DEFAULT_RUNS, DEFAULT_SEED, DEFAULT_SIZE, QUICK_RUNS, QUICK_SIZE, data_dir_default
 
 
@@ -22,8 +22,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--warmups", default="1", help="warmup runs per variant, stored but never in statistics (default 1)")
     p.add_argument("--size", default=None, help=f"data size, e.g. 50MB, 1GB (default {DEFAULT_SIZE}, --quick {QUICK_SIZE})")
     p.add_argument("--quick", action="store_true", help="smoke run: small data, few runs")
-    p.add_argument("--margin", default=None, metavar="PCT",
-                   help="equivalence margin for 'no cost' verdicts, in percent (default 2: the 90%% CI within ±2%%)")
+    add_margin_argument(p)
     p.add_argument("--precision", default=None, metavar="P%",
                    help="after the planned runs, add rounds until every elapsed/CPU comparison's CI is within "
                         "±P points (or --max-time is up; default cap 10m); at least 6 runs per variant")
@@ -79,16 +78,14 @@ def _read_key(args) -> tuple[str | None, str]:
 
 
 def cmd_run(args, argv: list[str]) -> int:
-    from ..report import render as report
-    from ..lab import runner
     from ..engines import DEFAULT_ENGINE, ENGINES
+    from ..lab import precision, results, runctx, runner
     from ..probes import DEFAULT_PROBES
+    from ..report import render as report
     from ..util.units import parse_count, parse_positive_int, parse_seconds, parse_size
 
     engine_name = args.engine or DEFAULT_ENGINE
     engine = ENGINES.get(engine_name)
-    from ..lab import precision
-
     target = precision.parse_points(args.precision) if args.precision else None
     max_time = precision.parse_duration(args.max_time) if args.max_time else None
     adaptive = target is not None or max_time is not None
@@ -128,8 +125,6 @@ def cmd_run(args, argv: list[str]) -> int:
         precision=target, max_time_s=max_time, pin=args.pin,
     )
     runner.plan(config)  # every name and value checked before anything is created
-    from ..lab import results
-
     results.check_writable(output, create_parent=not args.output)  # only the default directory is created
     err = console(stderr=True)
     try:
@@ -155,8 +150,6 @@ def cmd_run(args, argv: list[str]) -> int:
         print(report.render_json(doc, analysis))
     else:
         report.render_text(doc, analysis, console())
-        from ..lab import runctx
-
         for line in precision.lines(doc) + runctx.lines(doc):
             print(line)
         print(f"results written to {output} (encbench show {output})", file=sys.stderr)

@@ -23,11 +23,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def cmd_selftest(args, argv: list[str]) -> int:
-    from ..report import render as report
-    from ..lab import results
-    from ..lab import runner
-    from ..lab import selftest
     from ..engines import DEFAULT_ENGINE, ENGINES
+    from ..lab import results, runner, selftest
+    from ..report import render as report
     from ..util.units import parse_count, parse_positive_int, parse_size
 
     engine = ENGINES.get(args.engine or DEFAULT_ENGINE)

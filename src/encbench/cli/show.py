@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from .common import console, margin_pct
+from .common import add_margin_argument, console, margin_pct
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -13,8 +13,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--format", choices=("table", "markdown", "json", "csv"), default="table",
                    help="table (terminal), markdown (a ticket), json, or csv (one row per comparison)")
     p.add_argument("--json", action="store_true", help="same as --format json")
-    p.add_argument("--margin", default=None, metavar="PCT",
-                   help="equivalence margin for 'no cost' verdicts, in percent (default 2: the 90%% CI within ±2%%)")
+    add_margin_argument(p)
 
 
 def _emit(doc: dict, analysis: dict, fmt: str, margin: float | None = None) -> None:
@@ -35,7 +34,6 @@ def _emit(doc: dict, analysis: dict, fmt: str, margin: float | None = None) -> N
 def cmd_show(args) -> int:
     from ..analysis import summary as analysis
     from ..lab import results
-
     from ..report import render as report
 
     results.check_readable(args.file)  # a FIFO or a device is refused, never opened

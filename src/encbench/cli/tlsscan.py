@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import json
 import time
 from pathlib import Path
 
@@ -47,11 +48,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def cmd_tls_scan(args, argv: list[str]) -> int:
-    import json
-
+    from ..engines import ENGINES
+    from ..lab import results
     from ..tls import baseline as tlsbaseline
     from ..tls import scan as tlsscan
-    from ..engines import ENGINES
     from ..util.units import parse_positive_int
 
     if bool(args.target) == bool(args.engine):
@@ -63,13 +63,9 @@ def cmd_tls_scan(args, argv: list[str]) -> int:
     runs = parse_positive_int(args.runs, what="--runs", maximum=1000)
     baseline = tlsbaseline.load(Path(args.baseline)) if args.baseline else None  # bad files fail before any scan
     if args.save_baseline:
-        from ..lab import results
-
         results.check_writable(Path(args.save_baseline), what="the baseline",
                                hint="choose a writable regular file for --save-baseline")
     if args.measure:
-        from ..lab import results
-
         results.check_writable(_tls_measure_output(args), create_parent=not args.output)
     settings = parse_settings(args.setting) if args.setting else {}
     server = None
