@@ -45,6 +45,11 @@ if [ "${1:-}" = "--test" ]; then
   command -v cc >/dev/null 2>&1 || missing+=(gcc)
   [ -f /usr/include/postgresql/libpq-fe.h ] || missing+=(libpq-dev)
   command -v mariadb >/dev/null 2>&1 || missing+=(mariadb-client)
+  # the encrypted-filesystem layer (host/encfs): loop ext4 images, fscrypt, gocryptfs over FUSE
+  command -v mkfs.ext4 >/dev/null 2>&1 || [ -x /usr/sbin/mkfs.ext4 ] || missing+=(e2fsprogs)
+  command -v fscrypt >/dev/null 2>&1 || missing+=(fscrypt)
+  command -v gocryptfs >/dev/null 2>&1 || missing+=(gocryptfs)
+  command -v fusermount3 >/dev/null 2>&1 || missing+=(fuse3)
   if [ ${#missing[@]} -gt 0 ]; then
     apt_install "${missing[@]}"
   fi

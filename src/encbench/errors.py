@@ -103,6 +103,19 @@ class NotADatabaseError(EngineUnavailableError):
     exit_code = 16
 
 
+class FilesystemUnavailableError(EngineUnavailableError):
+    """An encrypted filesystem (host/encfs) cannot be made here: not root, no loop device, no /dev/fuse,
+    fscrypt or gocryptfs not installed."""
+
+    exit_code = 19
+
+
+class EncryptionRefusedError(EngineUnavailableError):
+    """The filesystem refuses to encrypt (no `encrypt` feature, a kernel without fscrypt support)."""
+
+    exit_code = 20
+
+
 EXIT_INTERRUPTED = 130
 EXIT_LEAK = 13  # leak-check: plaintext found on disk
 EXIT_DRIFT = 14  # tls-scan --baseline: the server's TLS differs from the baseline
@@ -129,5 +142,8 @@ EXIT_CODES = {
     EXIT_GATE: "compare --fail-if: a contender is worse than allowed",
     NotADatabaseError.exit_code: "tls-scan: the port does not speak the database protocol named",
     EXIT_SELFTEST: "selftest: the A/A check found more false positives than the statistics promise",
+    FilesystemUnavailableError.exit_code: "encrypted filesystem unavailable (not root, no loop device or "
+                                          "/dev/fuse, fscrypt or gocryptfs missing)",
+    EncryptionRefusedError.exit_code: "the filesystem refuses to encrypt (encrypt feature or kernel support missing)",
     EXIT_INTERRUPTED: "interrupted (Ctrl-C); results so far kept",
 }

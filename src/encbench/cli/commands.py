@@ -9,7 +9,7 @@ import argparse
 from dataclasses import dataclass
 from typing import Callable
 
-from . import compare, estimate, leakcheck, list as list_cmd, report, run, selftest, show, tlsscan
+from . import cleanup, compare, estimate, leakcheck, list as list_cmd, report, run, selftest, show, tlsscan
 
 
 @dataclass(frozen=True)
@@ -41,6 +41,8 @@ COMMANDS: tuple[Command, ...] = (
     Command("selftest", "an A/A check of this machine (about a minute): false positives, noise "
                         "floor, cold cache, CPU placement",
             selftest.add_arguments, selftest.cmd_selftest, takes_argv=True),
+    Command("cleanup", "remove the filesystems (mounts, loop devices, keys, images) that killed runs left",
+            cleanup.add_arguments, cleanup.cmd_cleanup),
     Command("list", "list engines, workloads, variants and probes", list_cmd.add_arguments, list_cmd.cmd_list),
 )
 

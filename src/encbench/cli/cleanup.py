@@ -1,0 +1,47 @@
+"""`encbench cleanup`: remove what killed runs left of the filesystems encbench made (host/encfs).
+
+Only what the ledger records, and only for runs whose process is gone (pid + start time): a
+live run's mounts and any mount encbench did not create are never touched.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--json", action="store_true", help="print what was removed as JSON")
+
+
+def cmd_cleanup(args) -> int:
+    from ..errors import FilesystemUnavailableError
+    from ..host.encfs import ledger
+
+    if os.geteuid() != 0:  # the ledger, the mounts and the loop devices are root's
+        raise FilesystemUnavailableError(f"cleanup needs root (running as uid {os.geteuid()})",
+                                         hint="run encbench cleanup as root")
+    done = ledger.reclaim()
+    live = [r["id"] for r in ledger.records() if _is_live(r)]
+    rows = [{"id": r["id"], "kind": r.get("kind"), "owner_pid": r["owner"].get("pid"), "workdir": r["workdir"],
+             "removed": not problems, "problems": problems} for r, problems in done]
+    if args.json:
+        print(json.dumps({"reclaimed": rows, "live_kept": live}, indent=1))
+    else:
+        for row in rows:
+            state = "removed" if row["removed"] else "INCOMPLETE: " + "; ".join(row["problems"])
+            print(f"{row['id']} (dead pid {row['owner_pid']}) {row['workdir']}: {state}")
+        print(f"cleanup: {sum(r['removed'] for r in rows)} removed, "
+              f"{sum(not r['removed'] for r in rows)} incomplete, {len(live)} of live runs kept")
+    if any(not r["removed"] for r in rows):
+        raise FilesystemUnavailableError("some leftovers could not be removed (listed above)",
+                                         hint="stop what still uses them and run encbench cleanup again")
+    return 0
+
+
+def _is_live(record: dict) -> bool:
+    from ..lab import leftovers
+
+    owner = record.get("owner") or {}
+    return isinstance(owner.get("pid"), int) and owner["pid"] != os.getpid() and leftovers.alive(owner)

@@ -1,0 +1,90 @@
+"""Encrypted filesystems to put a database's files on: `plain` (the baseline), `fscrypt`, `gocryptfs`.
+
+    with encfs.create("fscrypt", 64 << 20, workdir) as m:   # a Mount
+        ... put files under m.path ...
+        encfs.cipher_info(m)   # which cipher really runs, as data
+    # unmounted, loop device detached, key shredded, image deleted
+
+Each kind is one module (plain.py, fscrypt.py, gocryptfs.py) with NAME, DESCRIPTION, CIPHER_SIDE,
+BACKING_KIND, REQUIREMENTS, build(record, size) and cipher(mount), registered in KINDS. Every
+kind sits on the same loop-mounted ext4 image, so `plain` isolates what encryption costs. The
+ledger (ledger.py) makes every mount recoverable after a kill: `create` reclaims what dead runs
+left before it makes anything, and `encbench cleanup` does the same on demand.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from types import ModuleType
+
+from ...errors import FilesystemUnavailableError
+from ...util import interrupts
+from ...util.registry import Registry
+from . import base, fscrypt, gocryptfs, ledger, plain
+from .base import Mount
+
+KINDS: Registry[ModuleType] = Registry("encrypted filesystem kind")
+for _kind in (plain, fscrypt, gocryptfs):
+    KINDS.register(_kind.NAME, _kind)
+
+__all__ = ["KINDS", "Mount", "create", "cipher_info", "check", "reclaim", "reclaim_quietly"]
+
+
+def check(kind: str) -> None:
+    """Raise FilesystemUnavailableError (what is missing, what to do) when `kind` cannot be made here."""
+    base.check(KINDS.get(kind).REQUIREMENTS, kind)
+
+
+def reclaim():
+    """Tear down what dead runs left (ledger.reclaim): [(record, problems)]."""
+    return ledger.reclaim()
+
+
+def reclaim_quietly() -> list:
+    """reclaim(), with one stderr line when it removed something (as lab/leftovers.claim does)."""
+    done = ledger.reclaim()
+    if done:
+        pids = sorted({r["owner"].get("pid") for r, _ in done}, key=str)
+        print(f"encbench: reclaimed {len(done)} filesystem{'s' if len(done) > 1 else ''} left by dead "
+              f"run{'s' if len(pids) > 1 else ''} (pid {', '.join(map(str, pids))}): "
+              + ", ".join(r["id"] + (f" (incomplete: {'; '.join(p)})" if p else "") for r, p in done),
+              file=sys.stderr)
+    return done
+
+
+def _destroyer(record: dict):
+    def destroy() -> None:
+        with interrupts.deferred():  # a Ctrl-C must not cut the teardown short
+            problems = ledger.teardown(record)
+        if problems:
+            raise FilesystemUnavailableError(f"clean-up of {record['id']} incomplete: {'; '.join(problems)}",
+                                             hint="run `encbench cleanup` once nothing uses it")
+    return destroy
+
+
+def create(kind: str, size: int, workdir: str | Path) -> Mount:
+    """Make a filesystem of `kind` (`size` bytes of image) in a new directory under `workdir`."""
+    module = KINDS.get(kind)
+    base.check(module.REQUIREMENTS, kind)
+    workdir = Path(workdir)
+    if not workdir.is_dir():
+        raise FilesystemUnavailableError(f"{kind}: working directory {workdir} does not exist")
+    reclaim_quietly()
+    record = ledger.new_record(kind, workdir)
+    try:
+        made = module.build(record, size)
+    except BaseException:
+        with interrupts.deferred():
+            ledger.teardown(record)
+        raise
+    return Mount(kind=kind, path=made["path"], mount_point=made["mount_point"], backing=made["backing"],
+                 backing_kind=module.BACKING_KIND, image=Path(record["image"]), cipher_side=module.CIPHER_SIDE,
+                 record_id=record["id"], workdir=Path(record["workdir"]), key_files=tuple(made["key_files"]),
+                 _destroy=_destroyer(record))
+
+
+def cipher_info(mount: Mount, measure: bool = False) -> dict:
+    """Which cipher really runs for this mount, as data (no key material). measure=True lets a kind run its
+    own speed test where it has one (gocryptfs -speed, seconds)."""
+    return KINDS.get(mount.kind).cipher(mount, measure=measure)

@@ -1,0 +1,126 @@
+"""`gocryptfs`: a FUSE filesystem encrypting in userspace (AES-256-GCM per 4 KiB block).
+
+The cipher directory lives on a plain loop-mounted ext4 image (the same as the `plain` kind,
+so `plain` is the baseline of both kinds); the passfile holds 256 random bits. scrypt's cost
+(-scryptn) only guards a guessable password, so the minimum is used: mounting stays fast.
+The daemon writes its log to a file in the mount's working directory (-nosyslog), never to a
+pipe of ours nor to syslog. `-allow_other` lets a server running as another user (postgres)
+use the mount.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import re
+import secrets
+import subprocess
+from pathlib import Path
+
+from ...errors import FilesystemUnavailableError
+from . import base, cipherinfo, ledger, loopfs
+
+NAME = "gocryptfs"
+DESCRIPTION = "gocryptfs (FUSE, userspace AES-256-GCM) over a loop-mounted ext4 image"
+CIPHER_SIDE = "userspace"
+BACKING_KIND = "cipher-dir"
+REQUIREMENTS = base.Requirements(tools=loopfs.REQUIREMENTS.tools + ("gocryptfs", "fusermount3"),
+                                 devices=("loop", "fuse"))
+SCRYPT_N_LOG2 = 10
+MOUNT_TIMEOUT_S = 30
+
+
+def write_passfile(keydir: Path) -> Path:
+    pw = keydir / "gocryptfs.pass"
+    fd = os.open(pw, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    with os.fdopen(fd, "w") as f:
+        f.write(secrets.token_hex(32) + "\n")
+    return pw
+
+
+def _mount(cipher_dir: Path, point: Path, passfile: Path, log: Path) -> None:
+    exe = base.which("gocryptfs") or "gocryptfs"
+    with open(log, "ab") as out:
+        # the parent exits once the daemon reports the mount ready; the daemon keeps only the log file
+        p = subprocess.run([exe, "-q", "-nosyslog", "-allow_other", "-passfile", str(passfile), str(cipher_dir),
+                            str(point)], stdin=subprocess.DEVNULL, stdout=out, stderr=out, timeout=MOUNT_TIMEOUT_S)
+    if p.returncode != 0:
+        err = " ".join(log.read_text(errors="replace").split())[-300:]
+        raise FilesystemUnavailableError(f"gocryptfs mount failed (exit {p.returncode}): {err}")
+
+
+def build(record: dict, size: int) -> dict:
+    workdir = Path(record["workdir"])
+    lower = loopfs.make(record, size, encrypt_feature=False, name="lower")
+    cipher_dir = lower / "cipher"
+    cipher_dir.mkdir(mode=0o700)
+    passfile = write_passfile(Path(record["keydir"]))
+    base.run(["gocryptfs", "-init", "-q", "-scryptn", str(SCRYPT_N_LOG2), "-passfile", str(passfile),
+              str(cipher_dir)], what="gocryptfs -init")
+    point = workdir / "mnt"
+    point.mkdir(mode=0o755)
+    ledger.add_mount(record, point, "fuse.gocryptfs", str(cipher_dir))
+    _mount(cipher_dir, point, passfile, workdir / "gocryptfs.log")
+    data = point / "data"
+    data.mkdir(mode=0o755)
+    return {"path": data, "mount_point": point, "backing": cipher_dir, "key_files": (passfile,)}
+
+
+def info(cipher_dir: Path) -> dict:
+    """`gocryptfs -info` (needs no password): contentEncryption, FeatureFlags, Creator."""
+    out = base.run(["gocryptfs", "-info", str(cipher_dir)], what="gocryptfs -info")
+    return {k.strip(): v.strip() for k, _, v in (line.partition(":") for line in out.splitlines()) if v}
+
+
+@functools.lru_cache(maxsize=1)
+def version() -> str | None:
+    """`gocryptfs -version`: e.g. "2.3"."""
+    first = base.run(["gocryptfs", "-version"], what="gocryptfs -version").split(";")[0].split()
+    return first[-1] if first else None
+
+
+@functools.lru_cache(maxsize=1)
+def speed() -> dict:
+    """`gocryptfs -speed`: the version, the CPU line, each backend's MB/s as gocryptfs reports them, and the
+    backend it selects per cipher in auto mode (a second or two)."""
+    out = base.run(["gocryptfs", "-speed"], what="gocryptfs -speed")
+    lines = out.splitlines()
+    rates, selected = {}, {}
+    for line in lines:
+        m = re.match(r"^(\S+)\s+([\d.]+) MB/s(\s+\(selected in auto mode\))?", line.strip())
+        if m:
+            rates[m.group(1)] = float(m.group(2))
+            if m.group(3):
+                family, _, backend = m.group(1).rpartition("-")
+                selected[family] = backend
+    cpu = next((ln[4:].strip() for ln in lines if ln.startswith("cpu:")), None)
+    first = lines[0].split(";")[0].split() if lines else []
+    return {"version": first[-1] if first else None, "cpu": cpu,
+            "aes_acceleration": None if cpu is None else "with AES acceleration" in cpu,
+            "reported_mb_s": rates, "selected": selected}
+
+
+def auto_backend(flags: set[str] | None = None) -> str:
+    """The AES-GCM backend gocryptfs picks in auto mode (stupidgcm.PreferOpenSSLAES256GCM): Go's when the CPU
+    has AES and carry-less multiply instructions (x86 aes+pclmulqdq, arm64 aes+pmull), else OpenSSL's."""
+    flags = cipherinfo.cpu_flags() if flags is None else flags
+    return "Go" if {"aes", "pclmulqdq"} <= flags or {"aes", "pmull"} <= flags else "OpenSSL"
+
+
+def cipher(mount: base.Mount, measure: bool = False) -> dict:
+    """The cipher of the mount's config (-info) and the backend gocryptfs runs it with. measure=True also runs
+    `gocryptfs -speed` (10 s on a busy 2-core machine), which names the backend itself and its MB/s."""
+    conf = info(mount.backing)
+    content = conf.get("contentEncryption")  # e.g. AES-GCM-256
+    backend, how = auto_backend(), "CPU flags (gocryptfs's auto-mode rule)"
+    out = {"kind": NAME, "encrypted": bool(content), "side": CIPHER_SIDE, "content_encryption": content,
+           "feature_flags": (conf.get("FeatureFlags") or "").split(), "creator": conf.get("Creator"),
+           "cpu_has_aes": cipherinfo.cpu_has_aes(), "version": version()}
+    if measure:
+        sp = speed()
+        backend, how = sp["selected"].get(content or "", backend), "gocryptfs -speed"
+        out |= {"cpu": sp["cpu"], "aes_acceleration": sp["aes_acceleration"],
+                "gocryptfs_speed_mb_s": sp["reported_mb_s"]}
+    out |= {"backend": backend, "backend_from": how,
+            "summary": f"{content} in userspace (gocryptfs {out['version']}, {backend} backend)"}
+    return out
