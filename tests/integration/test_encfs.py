@@ -330,6 +330,32 @@ def test_cleanup_never_touches_a_mount_encbench_did_not_make(tmp_path):
     assert leftovers(tmp_path) == NOTHING
 
 
+@needs("plain")
+def test_a_foreign_mount_inside_a_dead_runs_filesystem_is_left_alone(tmp_path):
+    """Someone mounted a tmpfs inside a dead run's filesystem: cleanup unmounts nothing above it (a lazy unmount
+    would take it along), deletes nothing, says so (exit 19), and finishes once it is gone."""
+    dead = _child(tmp_path, 0, hold=True)
+    assert dead.stdout.readline().strip() == "mounted"
+    rec = next(r for r in ledger.records() if r["owner"]["pid"] == dead.pid)
+    dead.kill()
+    dead.wait(timeout=30)
+    foreign = Path(rec["workdir"]) / "mnt" / "data" / "foreign"
+    foreign.mkdir()
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", str(foreign)], check=True)
+    try:
+        (foreign / "theirs").write_text("keep me")
+        res = cli("cleanup")
+        msg = assert_one_line_error(res, errors.FilesystemUnavailableError.exit_code)
+        assert "could not be removed" in msg and "not encbench's" in res.stdout, str(res)
+        assert (foreign / "theirs").read_text() == "keep me"
+        assert [r["id"] for r in ledger.records() if r["id"] == rec["id"]] == [rec["id"]]
+    finally:
+        subprocess.run(["umount", str(foreign)], check=False)
+    res = cli("cleanup")
+    assert res.returncode == 0 and "1 removed" in res.stdout, str(res)
+    assert leftovers(tmp_path) == NOTHING
+
+
 def test_cleanup_with_nothing_to_do():
     res = cli("cleanup")
     assert res.returncode == 0 and "removed" in res.stdout, str(res)

@@ -175,8 +175,9 @@ def _stop_strays(record: dict) -> list[int]:
     return [p.pid for p in procs]
 
 
-def _unmount(m: dict) -> str | None:
-    """Unmount one recorded mount if it is mounted with the recorded source; a problem line or None."""
+def _unmount(m: dict, ours: set[str]) -> str | None:
+    """Unmount one recorded mount if it is mounted with the recorded source and nothing but our own mounts
+    (`ours`: the record's mount points) sits below it; a problem line or None."""
     point = m["point"]
     for attempt in range(10):
         here = [src for src, mp, _ in mounts() if mp == point]
@@ -184,6 +185,9 @@ def _unmount(m: dict) -> str | None:
             return None
         if not _source_is_ours(here[-1], m):
             return f"{point}: mounted from {here[-1]}, not the recorded {m['source']}: left alone"
+        if foreign := [mp for mp in _mounted_under(point) if mp != point and mp not in ours]:
+            # unmounting (even lazily) would take that mount with it
+            return f"{point}: {', '.join(foreign)} is mounted below it and is not encbench's: left alone"
         lazy = attempt >= 8  # a busy mount of ours: detach it lazily rather than leave it
         cmds = [["umount", *(["-l"] if lazy else []), point]]
         if m["fstype"].startswith("fuse"):
@@ -247,12 +251,13 @@ def _mounted_under(directory: str) -> list[str]:
 def teardown(record: dict) -> list[str]:
     """Undo everything the record names; [] when all is gone (the record too), else the problems."""
     problems = []
+    ours = {m["point"] for m in record["mounts"]}
     for m in reversed(record["mounts"]):  # innermost (FUSE over the ext4 mount) first
-        if (p := _unmount(m)) is not None:
+        if (p := _unmount(m, ours)) is not None:
             problems.append(p)
     _stop_strays(record)  # a gocryptfs/mkfs/fscrypt caught half-way by a kill
     for m in reversed(record["mounts"]):  # something a stray mounted before it was stopped
-        if (p := _unmount(m)) is not None and p not in problems:
+        if (p := _unmount(m, ours)) is not None and p not in problems:
             problems.append(p)
     problems += _detach_loops(record["image"])
     _destroy_keys(Path(record["keydir"]))
