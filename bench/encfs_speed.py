@@ -36,7 +36,21 @@ def _drop(mount: encfs.Mount, f: Path) -> None:
                 oscache.drop_file(p)
 
 
-def write_read(mount: encfs.Mount, mib: int) -> tuple[float, float]:
+def _read(f: Path) -> float:
+    t = time.perf_counter()
+    n = 0
+    fd = os.open(f, os.O_RDONLY)
+    try:
+        while chunk := os.read(fd, BLOCK):
+            n += len(chunk)
+    finally:
+        os.close(fd)
+    return n / (time.perf_counter() - t) / 1e6
+
+
+def write_read(mount: encfs.Mount, mib: int) -> tuple[float, float, float]:
+    """(write, cold read, warm read) MB/s; the warm read (the same file again, from the page cache) shows the
+    eviction before the cold one took effect."""
     f = mount.path / "seq.dat"
     buf = os.urandom(BLOCK)
     t = time.perf_counter()
@@ -49,17 +63,10 @@ def write_read(mount: encfs.Mount, mib: int) -> tuple[float, float]:
         os.close(fd)
     w = mib * BLOCK / (time.perf_counter() - t) / 1e6
     _drop(mount, f)
-    t = time.perf_counter()
-    n = 0
-    fd = os.open(f, os.O_RDONLY)
-    try:
-        while chunk := os.read(fd, BLOCK):
-            n += len(chunk)
-    finally:
-        os.close(fd)
-    r = n / (time.perf_counter() - t) / 1e6
+    cold = _read(f)
+    warm = _read(f)
     f.unlink()
-    return w, r
+    return w, cold, warm
 
 
 def userspace(seconds: float = 0.3) -> dict[str, float]:
@@ -104,19 +111,18 @@ def main() -> int:
                 mounts[k] = encfs.create(k, (args.mib + 48) << 20, work)
             except EncbenchError as e:
                 print(f"{k}: skipped: {e.one_line()}", file=sys.stderr)
-        res = {k: ([], []) for k in mounts}
+        res = {k: ([], [], []) for k in mounts}
         for _ in range(args.repeats):
             for k, m in mounts.items():
-                w, r = write_read(m, args.mib)
-                res[k][0].append(w)
-                res[k][1].append(r)
+                for column, value in zip(res[k], write_read(m, args.mib)):
+                    column.append(value)
         print(f"sequential {args.mib} MiB, 1 MiB blocks, {args.repeats} repeats (median [each]), images in {args.dir}")
-        print(f"{'kind':<10} {'write MB/s':<24} {'read MB/s':<24} cipher")
+        print(f"{'kind':<10} {'write MB/s':<24} {'read MB/s (cold)':<24} {'read MB/s (warm)':<26} cipher")
         for k, m in mounts.items():
-            w, r = res[k]
+            w, r, warm = res[k]
             info = encfs.cipher_info(m, measure=args.gocryptfs_speed)
             fmt = lambda v: f"{statistics.median(v):7.0f} [{' '.join(f'{x:.0f}' for x in v)}]"  # noqa: E731
-            print(f"{k:<10} {fmt(w):<24} {fmt(r):<24} {info.get('summary', 'none')}")
+            print(f"{k:<10} {fmt(w):<24} {fmt(r):<24} {fmt(warm):<26} {info.get('summary', 'none')}")
         print("userspace (cryptography/OpenSSL, MB/s per core, CPU time):")
         for name, rate in userspace().items():
             print(f"  {name:<22} {rate:8.0f}")
