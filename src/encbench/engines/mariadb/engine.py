@@ -1,6 +1,6 @@
 """MariaDB: encryption at rest (InnoDB + file_key_management) and in transit (TLS).
 
-Managed mode (default) starts a private server (maria_server.py) with the key management
+Managed mode (default) starts a private server (server.py) with the key management
 plugin, TLS and O_DIRECT; external mode measures a server given by --dsn mysql://... in
 a schema of its own (dropped afterwards) and changes nothing else on it.
 
@@ -8,7 +8,7 @@ One instance holds both copies of the data: a table created ENCRYPTED=NO and one
 ENCRYPTED=YES, each checked in INNODB_TABLESPACES_ENCRYPTION before a run counts. cache=cold
 restarts the private server before each operation (no buffer-pool load, O_DIRECT: every
 page comes from storage); cache=warm reads the table once first. Each operation's InnoDB
-counters prove the state (maria_session.MariaSession.check_operation).
+counters prove the state (session.MariaSession.check_operation).
 """
 
 from __future__ import annotations

@@ -325,7 +325,7 @@ class MariaSession(SessionsTogether, Session):
         check_tls_state(state, self.tls)
 
     def native_storm(self, messages: int, send: bool):
-        """The storm through the `mariadb` client (drivers/maria_storm.py); None without it."""
+        """The storm through the `mariadb` client (storm.py); None without it."""
         from .storm import session_storm
 
         return session_storm(self, messages, send)

@@ -36,8 +36,6 @@ from .client import connect_admin, first_line
 from .session import HASH_FUNCTIONS, RT_ROWS, PgSession
 
 SSL_SETTINGS = ("ssl_ciphers", "ssl_min_protocol_version", "ssl_max_protocol_version")
-
-
 IN_TRANSIT = ("storm", "roundtrip", "bulk", "connect")
 PGCRYPTO = ("digest-sha256", "hmac-sha256")
 

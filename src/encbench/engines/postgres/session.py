@@ -134,7 +134,7 @@ class PgSession(SessionsTogether, Session):
         check_connection(state, self.tls)
 
     def native_storm(self, messages: int, send: bool):
-        """The storm through a native C client (drivers/pg_storm.py); None where it cannot be built here."""
+        """The storm through a native C client (storm.py); None where it cannot be built here."""
         from .storm import session_storm
 
         return session_storm(self, messages, send)
