@@ -89,6 +89,11 @@ def test_mounts_hides_canary_and_leaves_nothing(kind, tmp_path):
             out.flush()
             os.fsync(out.fileno())
         assert f.read_bytes() == body
+        # a server running as another user (the next slice's postgres) can reach the data directory
+        d, path = m.workdir, m.path.relative_to(m.workdir)
+        for part in path.parts:
+            assert os.stat(d).st_mode & 0o001, f"{d} not traversable by other users"
+            d = d / part
         for key in m.key_files:  # generated, 0600, on tmpfs when there is one
             assert key.stat().st_mode & 0o777 == 0o600
             assert key.stat().st_size >= 32

@@ -53,7 +53,7 @@ def build(record: dict, size: int) -> dict:
     workdir = Path(record["workdir"])
     lower = loopfs.make(record, size, encrypt_feature=False, name="lower")
     cipher_dir = lower / "cipher"
-    cipher_dir.mkdir(mode=0o700)
+    cipher_dir.mkdir(mode=0o755)  # the mounted root takes its mode: other users (postgres) must traverse it
     passfile = write_passfile(Path(record["keydir"]))
     base.run(["gocryptfs", "-init", "-q", "-scryptn", str(SCRYPT_N_LOG2), "-passfile", str(passfile),
               str(cipher_dir)], what="gocryptfs -init")

@@ -74,7 +74,7 @@ def new_record(kind: str, workdir: Path) -> dict:
     record = {"id": rid, "kind": kind, "owner": leftovers.me(), "created": time.time(),
               "workdir": str(own), "image": str(own / "fs.img"), "keydir": str(keys), "mounts": []}
     _write(record)
-    own.mkdir(mode=0o700)
+    own.mkdir(mode=0o755)  # a server running as another user (postgres) must reach its data below
     keys.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
     keys.mkdir(mode=0o700)
     return record
