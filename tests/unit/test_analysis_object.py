@@ -179,25 +179,3 @@ def test_no_module_re_lists_the_analysis_keys():
     assert found == []
     # the check finds what it is meant to find
     assert list(_key_lists(ast.parse('K = ("scaling", "hash_costs")'), names)) == [1]
-
-
-def test_the_table_reads_its_means_from_the_summaries(doc, analysis):
-    """render.rows takes each side's means from the analysis (no second pass over the runs): the
-    summaries' means of the finite values, so a NaN run no longer turns a cell into 'not a number'."""
-    means = analysis.means()
-    for s in analysis.summaries:
-        assert means[(s["workload"], s["operation"], s["variant"])][s["metric"]] == s["mean"]
-    row = next(r for r in render.rows(doc, analysis) if r["workload"] == "scan-like")
-    assert row["base"] == means[("scan-like", row["operation"], row["baseline"])]
-    broken = copy.deepcopy(doc)
-    run = next(r for r in broken["runs"] if not r["warmup"] and r["variant_label"] == row["contender"]
-               and r["workload"] == "scan-like")
-    run["operations"][0]["metrics"]["wall_s"] = float("nan")
-    fresh = an.analyze(broken)
-    finite = [op["metrics"]["wall_s"] for r in broken["runs"] if not r["warmup"]
-              and r["variant_label"] == row["contender"] and r["workload"] == "scan-like"
-              for op in r["operations"] if op["operation"] == row["operation"]]
-    finite = [x for x in finite if x == x]
-    cont = next(r for r in render.rows(broken, fresh) if r["contender"] == row["contender"]
-                and r["operation"] == row["operation"])["cont"]
-    assert len(finite) == 2 and cont["wall_s"] == pytest.approx(sum(finite) / 2)

@@ -626,14 +626,6 @@ class Analysis(Mapping):
         """The same analysis with its comparisons' verdicts for another equivalence margin (the CIs stay)."""
         return replace(self, comparisons=rejudge(self.comparisons, margin_pct))
 
-    def means(self) -> dict[tuple[str, str, str], dict[str, float]]:
-        """(workload, operation, variant label) -> metric -> mean of the finite values (the summaries')."""
-        out: dict[tuple[str, str, str], dict[str, float]] = defaultdict(dict)
-        for s in self.summaries:
-            if s["mean"] is not None:
-                out[(s["workload"], s["operation"], s["variant"])][s["metric"]] = s["mean"]
-        return dict(out)
-
     @property
     def margin_pct(self) -> float:
         """The equivalence margin the verdicts were judged with."""

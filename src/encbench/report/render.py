@@ -25,6 +25,10 @@ def _pct(ratio, ci) -> str:
     return text
 
 
+def _means(groups, key) -> dict[str, float]:
+    return {m: sum(v) / len(v) for m, v in groups.get(key, {}).items() if v}
+
+
 def _in_table(doc: dict, table: dict | None, workload: str) -> bool:
     return table is None or an.table_for(doc["engine"], workload) == table
 
@@ -35,7 +39,7 @@ def rows(doc: dict, analysis: an.Analysis, table: dict | None = None) -> list[di
     With a table (one of analysis.tables), only the rows of its workloads.
     """
     analysis = an.Analysis.of(analysis)
-    means = analysis.means()
+    groups = an.collect(doc)
     t = table or an.tables(doc["engine"])[0]
     axis = t["axis"]
     comps = defaultdict(list)
@@ -55,7 +59,7 @@ def rows(doc: dict, analysis: an.Analysis, table: dict | None = None) -> list[di
     for (wl, op, cont, base), cs in comps.items():
         if (wl, op) == an.OPEN:
             continue  # connection open (key derivation) is reported apart, never as a workload
-        b, c = means.get((wl, op, base), {}), means.get((wl, op, cont), {})
+        b, c = _means(groups, (wl, op, base)), _means(groups, (wl, op, cont))
         by_metric = {x["metric"]: x for x in cs}
         setting = ",".join(f"{k}={v}" for k, v in variants[cont].items() if k in varying) or "-"
         n = min(x["n_contender"] for x in cs), min(x["n_baseline"] for x in cs)
