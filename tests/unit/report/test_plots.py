@@ -7,6 +7,8 @@ from pathlib import Path
 
 from encbench.report.plots import scaling_plots
 
+TESTS = next(p for p in Path(__file__).resolve().parents if p.name == "tests")
+
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 TITLE = "sha256 scaling on testbox"
 
@@ -159,7 +161,7 @@ def test_report_overhead_bars_keep_their_ci_whiskers(monkeypatch):
     from encbench.lab import results
     from encbench.report import html, render
 
-    doc = results.load(Path(__file__).resolve().parents[1] / "golden" / "results-v1.json")
+    doc = results.load(TESTS / "golden" / "results-v1.json")
     rows = render.rows(doc, an.analyze(doc))
     closed = []
     real_close = plt.close

@@ -14,7 +14,9 @@ from encbench import cli, errors
 from encbench.cli import app
 from encbench.cli.commands import BY_NAME, COMMANDS, Command
 
-ROOT = Path(__file__).resolve().parents[2]
+TESTS = next(p for p in Path(__file__).resolve().parents if p.name == "tests")
+
+ROOT = TESTS.parent
 
 
 @pytest.fixture(autouse=True)

@@ -18,7 +18,9 @@ from encbench.analysis import summary as an
 from encbench.lab import results
 from encbench.report import render
 
-GOLDEN = Path(__file__).resolve().parents[1] / "golden" / "results-v1.json"
+TESTS = next(p for p in Path(__file__).resolve().parents if p.name == "tests")
+
+GOLDEN = TESTS / "golden" / "results-v1.json"
 SRC = Path(an.__file__).resolve().parents[1]
 OPTIONAL = ("scaling", "hash_costs", "profiles", "files", "placebo_comparisons")
 

@@ -10,6 +10,8 @@ import pytest
 
 from encbench.util.redact import HIDDEN, command_line, redact
 
+TESTS = next(p for p in Path(__file__).resolve().parents if p.name == "tests")
+
 SECRET = "Pw9z Qunique7731"
 
 
@@ -102,7 +104,7 @@ def test_a_command_stored_by_an_older_version_is_redacted_on_load(tmp_path):
     assert stored_command(leaked) == ("encbench run --engine postgres --dsn 'host=127.0.0.1 user=bench2 "
                                       "password=<hidden> dbname=app' -o x.json")
     assert stored_command("encbench run --quick") == "encbench run --quick"  # nothing to hide: unchanged
-    golden = Path(__file__).parents[1] / "golden" / "results-v1.json"
+    golden = TESTS / "golden" / "results-v1.json"
     doc = json.loads(golden.read_text())
     doc["config"]["command"] = leaked
     path = tmp_path / "old.json"

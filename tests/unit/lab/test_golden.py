@@ -21,7 +21,9 @@ from encbench.analysis import stats
 from encbench.engines.sqlite.engine import VARIANT_KEYS
 from encbench.lab.variants import label, matrix
 
-GOLDEN_DIR = Path(__file__).resolve().parent.parent / "golden"
+TESTS = next(p for p in Path(__file__).resolve().parents if p.name == "tests")
+
+GOLDEN_DIR = TESTS / "golden"
 GOLDEN = GOLDEN_DIR / "results-v1.json"
 EXPECTED = GOLDEN_DIR / "results-v1.expected.json"
 COMPARISON_KEYS = ("workload", "operation", "metric", "baseline", "contender")

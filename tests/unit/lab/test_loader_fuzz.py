@@ -26,7 +26,9 @@ import pytest
 
 from encbench import cli
 
-GOLDEN = Path(__file__).resolve().parent.parent / "golden" / "results-v1.json"
+TESTS = next(p for p in Path(__file__).resolve().parents if p.name == "tests")
+
+GOLDEN = TESTS / "golden" / "results-v1.json"
 SEED = 11
 MUTANTS_PER_SOURCE = 150
 TIMEOUT_S = 20

@@ -19,7 +19,9 @@ from encbench.errors import OutputError
 from encbench.lab import results
 from encbench.report import csvout, junit
 
-GOLDEN = Path(__file__).resolve().parents[1] / "golden" / "results-v1.json"
+TESTS = next(p for p in Path(__file__).resolve().parents if p.name == "tests")
+
+GOLDEN = TESTS / "golden" / "results-v1.json"
 
 
 @pytest.fixture(scope="module")
@@ -183,7 +185,7 @@ def test_compare_markdown_escapes_a_pipe_in_a_cell(golden):
 
 def test_docs_list_the_csv_columns_as_they_are():
     """docs/RESULTS.md names the columns in their order: a renamed or moved column fails here."""
-    text = " ".join((Path(__file__).resolve().parents[2] / "docs" / "RESULTS.md").read_text().split())
+    text = " ".join((TESTS.parent / "docs" / "RESULTS.md").read_text().split())
     assert "`" + ", ".join(csvout.SHOW_FIELDS) + "`" in text
     assert "`" + ", ".join(csvout.COMPARE_FIELDS) + "`" in text
     assert csvout.KIND_COMPARISON in text and csvout.KIND_PLACEBO in text

@@ -11,7 +11,9 @@ import pytest
 from encbench.profiling import flame
 from encbench.profiling.flame import Frame, Sample
 
-SAMPLE_FILE = Path(__file__).resolve().parents[1] / "data" / "perf-script-sample.txt"
+TESTS = next(p for p in Path(__file__).resolve().parents if p.name == "tests")
+
+SAMPLE_FILE = TESTS / "data" / "perf-script-sample.txt"
 SVG_NS = "{http://www.w3.org/2000/svg}"
 
 # Hand-written perf script text covering the header variants.

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+from pathlib import Path
 
 import pytest
 
@@ -12,6 +13,8 @@ from encbench.analysis import gate
 from encbench.analysis import stats
 from encbench.engines.postgres.engine import PostgresEngine
 from encbench.errors import BadValueError, ResultFileError, SchemaVersionError, UnknownNameError, UsageError
+
+TESTS = next(p for p in Path(__file__).resolve().parents if p.name == "tests")
 
 
 def test_conditions_parse():
@@ -81,7 +84,7 @@ def test_no_overhead_row_for_the_connection_open():
 
     from encbench.analysis import compare
 
-    doc = json.loads((Path(__file__).parents[1] / "golden" / "results-v1.json").read_text())
+    doc = json.loads((TESTS / "golden" / "results-v1.json").read_text())
     rows = compare.compare(doc, doc)["comparisons"]
     kinds = {r["kind"] for r in rows if r["workload"] == "(open)"}
     assert kinds == {"absolute"}

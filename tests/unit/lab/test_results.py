@@ -16,7 +16,9 @@ from encbench.errors import (
     EncbenchError, OutputError, ResultFileError, SchemaVersionError, UnknownNameError,
 )
 
-GOLDEN = Path(__file__).resolve().parent.parent / "golden" / "results-v1.json"
+TESTS = next(p for p in Path(__file__).resolve().parents if p.name == "tests")
+
+GOLDEN = TESTS / "golden" / "results-v1.json"
 
 
 def _minimal(**over) -> dict:
