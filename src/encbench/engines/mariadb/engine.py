@@ -9,6 +9,11 @@ ENCRYPTED=YES, each checked in INNODB_TABLESPACES_ENCRYPTION before a run counts
 restarts the private server before each operation (no buffer-pool load, O_DIRECT: every
 page comes from storage); cache=warm reads the table once first. Each operation's InnoDB
 counters prove the state (session.MariaSession.check_operation).
+
+encryption=fscrypt|gocryptfs (filesystems.py): a private server per value whose data directory is on
+an encrypted filesystem of that kind, the table ENCRYPTED=NO; with any of them in the run, the
+instance holding `off` (and `on`) moves onto a plain loop-mounted ext4 filesystem and every server
+runs with InnoDB's instance-level encryption off (server.FS_BENCH), so `off` is the one baseline.
 """
 
 from __future__ import annotations
@@ -29,6 +34,7 @@ from ...probes.waits import DEFAULT_INTERVAL_S
 from ...util.redact import redact
 from ...tls.variants import DEFAULT_TLS, check_tls
 from ...lab.variants import Variant, VariantKey, int_validator
+from . import filesystems
 from . import server as maria_server
 from .. import wire
 from ..base import Engine, LiveReader, PrepareContext, Session, Table
@@ -38,12 +44,14 @@ from .session import HASH_FUNCTIONS, RT_ROWS, MariaSession, check_table, copy_ro
 
 AT_REST = ("scan-like", "scan-eq", "dml", "rebuild", "backup")
 IN_TRANSIT = ("storm", "roundtrip", "bulk", "connect")
-TABLES = {"off": "plain", "on": "enc"}
+TABLES = {"off": "plain", "on": "enc"}  # fscrypt/gocryptfs: a `plain` table on a server of their own
 INNODB_ROW_BYTES = 420  # stored bytes per generated row in InnoDB (pages, index), to size the buffer pool
 
 VARIANT_KEYS = (
-    VariantKey("encryption", "InnoDB table encryption: a table created ENCRYPTED=NO or ENCRYPTED=YES "
-               "(file_key_management, AES_CTR unless --setting changes it)", ("off", "on"), ("off", "on"),
+    VariantKey("encryption", "encryption at rest: off/on, a table created ENCRYPTED=NO or ENCRYPTED=YES "
+               "(InnoDB, file_key_management, AES_CTR unless --setting changes it); fscrypt/gocryptfs, the server's "
+               "data directory on an encrypted filesystem (InnoDB encryption off; `off` then runs on a plain "
+               "loop-mounted ext4 filesystem, needs root)", ("off", "on"), ("off", "on", *filesystems.KINDS),
                workloads=AT_REST),
     VariantKey("cache", "cold: the private server restarted before each operation (empty buffer pool, O_DIRECT "
                "reads); warm: the table read once before", ("cold", "warm"), ("cold", "warm"),
@@ -156,6 +164,8 @@ class MariaDBEngine(Engine):
 
     def __init__(self) -> None:
         self._servers: dict[str, maria_server.MariaServer | None] = {}
+        self._fs_servers: dict[str, dict[str, maria_server.MariaServer]] = {}  # schema -> value -> server
+        self._mounts: dict[str, filesystems.Mounts] = {}  # schema -> the run's filesystems
 
     def tables(self) -> tuple[Table, ...]:
         return (
@@ -202,6 +212,16 @@ class MariaDBEngine(Engine):
             if "backup" in wanted_workloads:
                 raise UsageError("the backup workload reads the server's data directory: only on the private server",
                                  hint="with --dsn leave out --workload backup (name the others)")
+        fs_values = filesystems.wanted(v["encryption"] for v in at_rest)
+        if fs_values and dsn:
+            raise UsageError(f"encryption={fs_values[0]} puts a private server's data directory on an encrypted "
+                             "filesystem: not with --dsn", hint="drop --dsn, or --variant encryption=off,on")
+        if fs_values and opts.get("keep"):
+            raise UsageError(f"--keep keeps the private server, but encryption={fs_values[0]} removes its "
+                             "filesystems at the end", hint="drop --keep, or --variant encryption=off,on")
+        if fs_values:
+            filesystems.check(fs_values)
+        schema = f"encbench_{secrets.token_hex(4)}"
         server = None
         if dsn:
             conn_params = dict(dsn_params)
@@ -209,17 +229,33 @@ class MariaDBEngine(Engine):
         else:
             pool_mb = 128 + (3 * rows * INNODB_ROW_BYTES + bulk_rows * 1300 + hash_rows * 80) // (1 << 20)
             pool_mb = -(-pool_mb // 128) * 128
-            ctx.progress(f"starting a private MariaDB server (buffer pool {pool_mb} MB)")
-            server = maria_server.start(settings, base=maria_server.BENCH, buffer_pool_mb=pool_mb, tls=True,
-                                        keep=bool(opts.get("keep")))
+            mounts = None
+            if fs_values:
+                mounts = self._mounts[schema] = filesystems.Mounts()
+                try:
+                    mounts.create(fs_values, filesystems.image_bytes(rows * INNODB_ROW_BYTES), ctx.progress)
+                except BaseException:
+                    self._destroy_mounts(schema)
+                    raise
+            ctx.progress(f"starting a private MariaDB server (buffer pool {pool_mb} MB"
+                         + (", data on the plain filesystem)" if mounts else ")"))
+            try:
+                server = maria_server.start(settings, base=maria_server.FS_BENCH if mounts else maria_server.BENCH,
+                                            buffer_pool_mb=pool_mb, tls=True, keep=bool(opts.get("keep")),
+                                            data_root=mounts.by_value["off"].path if mounts else None)
+            except BaseException:
+                self._destroy_mounts(schema)
+                raise
             conn_params = server.handle.tcp_params()
             admin_params = {"unix_socket": str(server.handle.socket), "user": "root"}
-        schema = f"encbench_{secrets.token_hex(4)}"
         setup: dict = {"managed": server is not None, "schema": schema, "_conn": conn_params, "_admin": admin_params,
                        "wait_interval_s": float(opts.get("wait_interval") or DEFAULT_INTERVAL_S),
                        "rows": rows, "seed": ctx.seed, "generator_version": datagen.GENERATOR_VERSION,
                        "dsn": redact(dsn) if dsn else None, "tables": {}, "markers": {}}
         self._servers[schema] = server
+        if fs_values:
+            setup["filesystems"] = {}
+            setup["fs_instance_settings"] = "InnoDB instance-level encryption off on every server (server.FS_BENCH)"
         try:
             admin = _connect(my, admin_params, "the MariaDB server")
             setup["_answered"] = True  # the clean-up may reconnect (never to a server that did not answer)
@@ -262,9 +298,13 @@ class MariaDBEngine(Engine):
                     setup["hash_functions"] = sorted({v["function"] for v in hashing})
             finally:
                 admin.close()
+            if fs_values:
+                self._prepare_filesystems(ctx, setup, fs_values, settings, pool_mb)
             if server is not None:  # a checkpoint: the data load's redo is not in any backup or restart
                 ctx.progress("restarting the private server (checkpoint after the data load)")
                 server.handle.restart()
+                for other in self._fs_servers.get(schema, {}).values():
+                    other.handle.restart()
             if transit or hashing:  # these tables are read from the buffer pool, never from storage
                 admin = _connect(my, admin_params, "the MariaDB server")
                 try:
@@ -286,48 +326,73 @@ class MariaDBEngine(Engine):
 
     def _create_at_rest(self, cur, ctx: PrepareContext, setup: dict, encryptions: set[str]) -> None:
         schema, rows = setup["schema"], setup["rows"]
-        ddl = ("(id INT NOT NULL AUTO_INCREMENT PRIMARY KEY, k BIGINT NOT NULL, grp INT NOT NULL, "
-               "name VARCHAR(64) NOT NULL, body TEXT NOT NULL, KEY grp (grp)) ENGINE=InnoDB")
         ctx.progress(f"generating the plain table ({rows:,} rows)")
         t0 = time.perf_counter()
-        cur.execute(f"CREATE TABLE {schema}.plain {ddl} ENCRYPTED=NO")
-        batch: list[tuple] = []
-        sql = f"INSERT INTO {schema}.plain VALUES (%s, %s, %s, %s, %s)"
-        for row in datagen.rows(rows, ctx.seed):
-            batch.append(row)
-            if len(batch) >= 5000:
-                cur.executemany(sql, batch)
-                batch.clear()
-        if batch:
-            cur.executemany(sql, batch)
+        _load_plain(cur, schema, rows, ctx.seed)
         setup["generation_s"] = time.perf_counter() - t0
         if "on" in encryptions:
             ctx.progress(f"copying it into an encrypted table ({rows:,} rows)")
-            cur.execute(f"CREATE TABLE {schema}.enc {ddl} ENCRYPTED=YES")
+            cur.execute(f"CREATE TABLE {schema}.enc {TABLE_DDL} ENCRYPTED=YES")
             copy_rows(cur, f"{schema}.plain", f"{schema}.enc", rows)
-        for enc in sorted(encryptions):
-            table = TABLES[enc]
-            # one row that only this table holds: a backup of the other table never contains it
-            marker = f"encbench marker {table} {secrets.token_hex(8)}"
-            cur.execute(f"INSERT INTO {schema}.{table} VALUES (%s, 0, 0, 'marker', %s)", (rows + 1, marker))
-            setup["markers"][enc] = marker
-            setup["tables"][enc] = table
-            cur.execute(f"ANALYZE TABLE {schema}.{table}")
-            cur.fetchall()
-            setup.setdefault("table_encryption", {})[table] = check_table(cur, schema, table, {"encryption": enc})
+        for enc in sorted(encryptions & set(TABLES)):
+            _finish_table(cur, setup, enc, TABLES[enc], TABLES[enc])
         if "off" not in encryptions:
             cur.execute(f"DROP TABLE {schema}.plain")
         setup["rows"] = rows  # the marker row (id rows+1) is outside every workload's id range
+
+    def _prepare_filesystems(self, ctx: PrepareContext, setup: dict, values: list[str], settings: dict,
+                             pool_mb: int) -> None:
+        """A server per filesystem value on its mount, the same plain table (same rows, same seed) in each."""
+        my = pymysql()
+        schema, mounts = setup["schema"], self._mounts[setup["schema"]]
+        servers = self._fs_servers.setdefault(schema, {})
+        for value in filesystems.BASELINE_VALUES:
+            if value in setup["tables"]:
+                setup["filesystems"][value] = filesystems.describe(mounts.by_value["off"])
+        for value in values:
+            mount = mounts.by_value[value]
+            ctx.progress(f"starting a private MariaDB server on the {value} filesystem (buffer pool {pool_mb} MB)")
+            srv = servers[value] = maria_server.start(settings, base=maria_server.FS_BENCH, buffer_pool_mb=pool_mb,
+                                                      tls=True, data_root=mount.path)
+            setup["filesystems"][value] = filesystems.describe(mount)
+            setup.setdefault("_servers", {})[value] = {
+                "_handle": srv.handle.to_dict(), "_conn": srv.handle.tcp_params(),
+                "_admin": {"unix_socket": str(srv.handle.socket), "user": "root"}}
+            admin = _connect(my, setup["_servers"][value]["_admin"], f"the MariaDB server on {value}")
+            try:
+                cur = admin.cursor()
+                cur.execute(f"CREATE DATABASE {schema}")
+                ctx.progress(f"generating the table on {value} ({setup['rows']:,} rows)")
+                _load_plain(cur, schema, setup["rows"], ctx.seed)
+                _finish_table(cur, setup, value, "plain", f"{value}/plain")
+            finally:
+                admin.close()
+
+    def _destroy_mounts(self, key) -> None:
+        mounts = self._mounts.pop(key, None)
+        problems = mounts.destroy() if mounts is not None else []
+        if problems:
+            from ...errors import FilesystemUnavailableError
+
+            raise FilesystemUnavailableError(f"clean-up of the MariaDB filesystems incomplete: {'; '.join(problems)}",
+                                             hint="run `encbench cleanup` once nothing uses them")
 
     def apply_variant(self, setup: dict, variant: Variant, workload: str = "") -> dict:
         return {}
 
     def cleanup(self, setup: dict) -> None:
         server = self._servers.pop(setup.get("schema"), None)
-        if server is not None:
-            if server.keep:
-                return  # --keep: the server and its tables stay for inspection
-            server.stop()
+        fs_servers = self._fs_servers.pop(setup.get("schema"), {})
+        if server is not None or fs_servers:
+            try:
+                for srv in fs_servers.values():  # each stopped before its filesystem goes
+                    srv.stop()
+                if server is not None:
+                    if server.keep:
+                        return  # --keep: the server and its tables stay for inspection
+                    server.stop()
+            finally:
+                self._destroy_mounts(setup.get("schema"))
             return
         if "schema" not in setup or "_admin" not in setup or not setup.get("_answered"):
             return  # nothing was created; a server that never answered is not asked again
@@ -435,6 +500,37 @@ def _server_facts(cur) -> dict:
         "buffer_pool_bytes": int(var("innodb_buffer_pool_size") or 0),
         "host": cur.connection.host, "port": cur.connection.port,
     }
+
+
+TABLE_DDL = ("(id INT NOT NULL AUTO_INCREMENT PRIMARY KEY, k BIGINT NOT NULL, grp INT NOT NULL, "
+             "name VARCHAR(64) NOT NULL, body TEXT NOT NULL, KEY grp (grp)) ENGINE=InnoDB")
+
+
+def _load_plain(cur, schema: str, rows: int, seed: int) -> None:
+    """The table `plain` (ENCRYPTED=NO) with the generated rows."""
+    cur.execute(f"CREATE TABLE {schema}.plain {TABLE_DDL} ENCRYPTED=NO")
+    batch: list[tuple] = []
+    sql = f"INSERT INTO {schema}.plain VALUES (%s, %s, %s, %s, %s)"
+    for row in datagen.rows(rows, seed):
+        batch.append(row)
+        if len(batch) >= 5000:
+            cur.executemany(sql, batch)
+            batch.clear()
+    if batch:
+        cur.executemany(sql, batch)
+
+
+def _finish_table(cur, setup: dict, value: str, table: str, key: str) -> None:
+    """The marker row only this table holds (a backup of another never contains it), statistics, and the
+    server's own word on its encryption (checked against the variant)."""
+    rows, schema = setup["rows"], setup["schema"]
+    marker = f"encbench marker {table} {value} {secrets.token_hex(8)}"
+    cur.execute(f"INSERT INTO {schema}.{table} VALUES (%s, 0, 0, 'marker', %s)", (rows + 1, marker))
+    setup["markers"][value] = marker
+    setup["tables"][value] = table
+    cur.execute(f"ANALYZE TABLE {schema}.{table}")
+    cur.fetchall()
+    setup.setdefault("table_encryption", {})[key] = check_table(cur, schema, table, {"encryption": value})
 
 
 def _create_hash_table(cur, schema: str, rows: int) -> None:

@@ -69,6 +69,13 @@ BENCH = {
     "max_connections": "300",
 }
 
+# a run with a filesystem variant (encryption=fscrypt|gocryptfs): every server of the run, the plain-mount
+# baseline included, with InnoDB's instance-level encryption off (redo log, temporary tables and files, Aria
+# in plaintext), so each variant differs from `off` by one thing: the table's ENCRYPTED=YES (`on`) or the
+# filesystem (fscrypt, gocryptfs). The plugin stays loaded for the `on` table.
+FS_BENCH = dict(BENCH, innodb_encrypt_log="OFF", innodb_encrypt_temporary_tables="OFF", encrypt_tmp_files="OFF",
+                encrypt_binlog="OFF", aria_encrypt_tables="OFF")
+
 
 def binaries() -> dict[str, str]:
     found = {name: shutil.which(name) or (f"/usr/sbin/{name}" if os.access(f"/usr/sbin/{name}", os.X_OK) else None)
@@ -98,10 +105,15 @@ class Handle:
     mariadbd: str
     password: str = ""
     settings: dict = field(default_factory=dict)
+    data_root: str = ""  # where the data directory and tmpdir live when not under root (a filesystem's mount)
 
     @property
     def datadir(self) -> Path:
-        return Path(self.root) / "data"
+        return Path(self.data_root or self.root) / "data"
+
+    @property
+    def tmpdir(self) -> Path:
+        return Path(self.data_root or self.root) / "tmp"
 
     @property
     def socket(self) -> Path:
@@ -228,6 +240,8 @@ class MariaServer:
             proc.kill()
             proc.wait()
         shutil.rmtree(self.handle.root, ignore_errors=True)
+        if self.handle.data_root:
+            shutil.rmtree(self.handle.data_root, ignore_errors=True)
 
 
 def _check_settings(settings: dict) -> None:
@@ -238,10 +252,12 @@ def _check_settings(settings: dict) -> None:
 
 
 def start(settings: dict | None = None, *, base: dict | None = None, buffer_pool_mb: int = 128,
-          tls: bool = False, keep: bool = False) -> MariaServer:
+          tls: bool = False, keep: bool = False, data_root: Path | None = None) -> MariaServer:
     """install-db, key file, certificate, config, start; retried on a port race.
 
-    base: the settings to start from (ENCRYPTED by default); settings: the user's changes.
+    base: the settings to start from (ENCRYPTED by default); settings: the user's changes; data_root: a
+    directory (on a filesystem encbench mounted) to hold the data directory and tmpdir instead of the
+    private directory (keys, socket, config and log stay there).
     """
     bins = binaries()
     user = unprivileged_user("mysql")
@@ -255,18 +271,21 @@ def start(settings: dict | None = None, *, base: dict | None = None, buffer_pool
                                 hint="give file_key_management_filename a readable file of lines '1;<64 hex digits>'")
     root = Path(tempfile.mkdtemp(prefix="encbench-maria-"))
     handle = Handle(root=str(root), port=0, user=list(user) if user else None, mariadbd=bins["mariadbd"],
-                    password=secrets.token_urlsafe(18), settings=conf)
+                    password=secrets.token_urlsafe(18), settings=conf,
+                    data_root=str(Path(data_root) / f"mariadb-{root.name}") if data_root else "")
     server = MariaServer(handle)
     atexit.register(server.stop)
     try:
         os.chmod(root, 0o700)
         (root / "sock").mkdir(mode=0o700)
-        (root / "tmp").mkdir(mode=0o700)
+        if data_root:
+            Path(handle.data_root).mkdir(mode=0o700)
+        handle.tmpdir.mkdir(mode=0o700)
         fd = os.open(handle.keyfile, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
         with os.fdopen(fd, "w") as f:
             f.write(f"1;{secrets.token_hex(32)}\n")
         if user:
-            for p in (root, root / "sock", root / "tmp", handle.keyfile):
+            for p in (root, root / "sock", handle.tmpdir, handle.keyfile, *([Path(handle.data_root)] if data_root else [])):
                 os.chown(p, user[1], user[2])
         tls_lines = []
         if tls:
@@ -276,7 +295,7 @@ def start(settings: dict | None = None, *, base: dict | None = None, buffer_pool
         def launch(port: int) -> subprocess.Popen:
             handle.port = port
             lines = ["[mariadbd]", f"datadir={handle.datadir}", f"socket={handle.socket}", f"port={handle.port}",
-                     "bind-address=127.0.0.1", f"tmpdir={root / 'tmp'}", f"pid_file={handle.pidfile}",
+                     "bind-address=127.0.0.1", f"tmpdir={handle.tmpdir}", f"pid_file={handle.pidfile}",
                      *([f"file_key_management_filename={handle.keyfile}"] if own_keys else []),
                      f"innodb_buffer_pool_size={int(buffer_pool_mb)}M", "innodb_log_file_size=96M",
                      "skip-name-resolve", f"log_error={handle.logfile}", *tls_lines]

@@ -32,6 +32,7 @@ from .client import (
     where_of,
 )
 from ..concurrent import SessionsTogether
+from . import filesystems
 from .server import Handle
 from .waits import WaitSampler
 
@@ -98,6 +99,10 @@ class MariaSession(SessionsTogether, Session):
     """One connection in a worker process, over TCP, in the variant's TLS state."""
 
     def __init__(self, setup: dict, variant: Variant, scratch: Path, *, mutable: bool):
+        enc = variant.get("encryption")
+        if enc in setup.get("_servers", {}):  # a filesystem variant: the server on that filesystem
+            setup = dict(setup, **setup["_servers"][enc])
+        self.fs = setup.get("filesystems", {}).get(enc) if enc else None  # the mount its data is on, if any
         self.setup, self.variant, self.scratch = setup, variant, scratch
         self.tls = variant.get("tls", "off")
         conf = openssl_client_conf(self.tls)
@@ -157,6 +162,11 @@ class MariaSession(SessionsTogether, Session):
     def _locate(self) -> None:
         cur = self.conn.cursor()
         self.server_pid = local_server_pid(cur)
+        # gocryptfs decrypts in its daemon: its CPU and storage reads count with the server's
+        self.fs_daemon = (filesystems.daemon_pid(self.fs["mount_point"])
+                          if self.fs and self.fs.get("cipher_side") == "userspace" else None)
+        if self.fs_daemon:
+            self.info["fs_daemon_pid"] = self.fs_daemon
         self.ps_thread, self.os_thread = thread_os_id(cur)
         self.info["server_thread"] = self.ps_thread
 
@@ -169,7 +179,7 @@ class MariaSession(SessionsTogether, Session):
     def target(self) -> Target:
         if self._target is not None:
             return self._target
-        pids = [self.server_pid] if self.server_pid else []
+        pids = ([self.server_pid] if self.server_pid else []) + ([self.fs_daemon] if self.fs_daemon else [])
         threads = [(self.server_pid, self.os_thread)] if self.server_pid and self.os_thread else []
         extra: dict[str, Any] = {"socket_fds": [self.conn._sock.fileno()] if self.conn._sock else [],
                                  "counters": self.counters,
@@ -209,7 +219,10 @@ class MariaSession(SessionsTogether, Session):
             if enc and decrypted <= 0:
                 raise CheckFailedError("encryption=on, cache=cold but no page was decrypted (Innodb_num_pages_decrypted)")
             if not enc and decrypted > 0 and not self.setup.get("instance_encrypts_tables"):
-                raise CheckFailedError(f"encryption=off but {decrypted:.0f} pages were decrypted during the operation")
+                raise CheckFailedError(f"encryption={variant.get('encryption')} but {decrypted:.0f} pages were "
+                                       "decrypted by InnoDB during the operation")
+            if self.fs:  # the OS page cache too: the kernel's count of bytes read from storage
+                filesystems.check_cold(variant.get("encryption", ""), metrics)
         return {"cache_verified": 1}
 
     # -- at rest ------------------------------------------------------------------------
@@ -221,6 +234,12 @@ class MariaSession(SessionsTogether, Session):
             self.conn.close()
             self._warm = False
             took = self.handle.restart()
+            if self.fs:  # O_DIRECT does not keep every filesystem's page cache empty (filesystems.py)
+                dropped = filesystems.drop_os_cache(self.handle.datadir, self.fs)
+                self.conn = self.connect()
+                self._locate()
+                return {"cache": "cold", "method": filesystems.COLD_METHOD, "restart_s": took,
+                        "os_cache_dropped_files": dropped}
             self.conn = self.connect()
             self._locate()
             return {"cache": "cold", "method": "server restarted (no buffer-pool load; O_DIRECT reads)",
