@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from integration_helpers import Result, encbench_command
+from integration_helpers import Result, encbench_command, external_pg
 
 TIMEOUT = 180  # seconds, per CLI invocation (the slowest one here takes ~6 s)
 
@@ -81,3 +81,10 @@ def second(encbench, data_dir, out_dir, happy):
                    "--data-dir", str(data_dir), "-o", str(path))
     assert res.returncode == 0, str(res)
     return res, json.loads(path.read_text()), path
+
+
+@pytest.fixture
+def no_tls_pg():
+    """A PostgreSQL server the test started (not encbench) with ssl=off: the in-transit refusals and tls-scan's."""
+    with external_pg({"ssl": "off"}) as server:
+        yield server

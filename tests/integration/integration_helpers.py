@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 from dataclasses import dataclass
 from pathlib import Path
+
+import pytest
 
 
 def encbench_command() -> list[str]:
@@ -86,3 +89,32 @@ def _skipif(missing: bool, reason: str):
 
 needs_pg = _skipif(not HAVE_PG, "PostgreSQL server binaries not installed")
 needs_mariadb = _skipif(not HAVE_MARIADB, "MariaDB server binaries not installed")
+
+
+@contextlib.contextmanager
+def external_pg(settings: dict | None = None):
+    """A PostgreSQL server started by the test, not by encbench (as a DBA's server would be); skips without binaries."""
+    if not HAVE_PG:
+        pytest.skip("PostgreSQL server binaries not installed")
+    from encbench.engines.postgres import server as pg_server
+
+    server = pg_server.start(settings=settings) if settings else pg_server.start()
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+@contextlib.contextmanager
+def external_maria(**options):
+    """A MariaDB server started by the test (maria_server.start's options; base BENCH unless given)."""
+    if not HAVE_MARIADB:
+        pytest.skip("MariaDB server binaries not installed")
+    from encbench.engines.mariadb import server as maria_server
+
+    options.setdefault("base", maria_server.BENCH)
+    server = maria_server.start(**options)
+    try:
+        yield server
+    finally:
+        server.stop()

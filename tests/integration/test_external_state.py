@@ -18,8 +18,7 @@ import time
 import pytest
 
 from encbench.engines.mariadb import server as maria_server
-from encbench.engines.postgres import server as pg_server
-from integration_helpers import HAVE_MARIADB, HAVE_PG
+from integration_helpers import external_maria, external_pg
 from server_state import diff, journals, kill_pg, maria_state, pg_state, start_encbench, start_paused
 
 pytestmark = pytest.mark.integration
@@ -32,20 +31,14 @@ PG_FORCED = ["--allow-reconfigure", "--variant", "tls=off,TLSv1.2:ECDHE-RSA-AES2
 
 @pytest.fixture(scope="module")
 def pg():
-    if not HAVE_PG:
-        pytest.skip("PostgreSQL server binaries not installed")
-    server = pg_server.start()
-    yield server
-    server.stop()
+    with external_pg() as server:
+        yield server
 
 
 @pytest.fixture(scope="module")
 def maria():
-    if not HAVE_MARIADB:
-        pytest.skip("MariaDB server binaries not installed")
-    server = maria_server.start(base=maria_server.BENCH, tls=True)
-    yield server
-    server.stop()
+    with external_maria(tls=True) as server:
+        yield server
 
 
 def _pg_dsn(server) -> str:

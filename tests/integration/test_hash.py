@@ -8,9 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from encbench.engines.postgres import server as pg_server
 from encbench.profiling.profiler import Profiler
-from integration_helpers import HAVE_MARIADB, HAVE_PG, assert_one_line_error, process_command_lines
+from integration_helpers import HAVE_MARIADB, HAVE_PG, assert_one_line_error, external_pg, process_command_lines
 
 pytestmark = pytest.mark.integration
 
@@ -86,11 +85,8 @@ def test_bad_hash_input(encbench, tmp_path):
 @pytest.fixture(scope="module")
 def small_pg():
     """An external server with few connections and no pgcrypto."""
-    if not HAVE_PG:
-        pytest.skip("PostgreSQL server binaries not installed")
-    server = pg_server.start(settings={"max_connections": "20"})
-    yield server
-    server.stop()
+    with external_pg({"max_connections": "20"}) as server:
+        yield server
 
 
 def test_external_limits_are_clear(encbench, tmp_path, small_pg):

@@ -15,7 +15,8 @@ from pathlib import Path
 import pytest
 
 from encbench.engines.mariadb import server as maria_server
-from integration_helpers import HAVE_MARIADB, assert_one_line_error, encbench_command, needs_mariadb, process_command_lines
+from integration_helpers import (HAVE_MARIADB, assert_one_line_error, encbench_command, external_maria, needs_mariadb,
+                                 process_command_lines)
 
 pytestmark = pytest.mark.integration
 
@@ -144,11 +145,8 @@ def test_tls_verified_per_connection(managed_run):
 @pytest.fixture(scope="module")
 def external():
     """A real server not started by encbench, as a DBA's server would be."""
-    if not HAVE_MARIADB:
-        pytest.skip("MariaDB server binaries not installed")
-    server = maria_server.start(base=maria_server.BENCH, tls=True)
-    yield server
-    server.stop()
+    with external_maria(tls=True) as server:
+        yield server
 
 
 def _dsn(server, password=None) -> str:

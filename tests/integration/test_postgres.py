@@ -15,7 +15,8 @@ from pathlib import Path
 import pytest
 
 from encbench.engines.postgres import server as pg_server
-from integration_helpers import HAVE_PG, assert_one_line_error, encbench_command, needs_pg, process_command_lines
+from integration_helpers import (assert_one_line_error, encbench_command, external_pg, needs_pg,
+                                 process_command_lines)
 
 pytestmark = pytest.mark.integration
 
@@ -89,11 +90,8 @@ def test_missing_binaries(encbench, tmp_path):
 @pytest.fixture(scope="module")
 def external():
     """A real server not started by encbench, as a DBA's server would be."""
-    if not HAVE_PG:
-        pytest.skip("PostgreSQL server binaries not installed")
-    server = pg_server.start()
-    yield server
-    server.stop()
+    with external_pg() as server:
+        yield server
 
 
 def _dsn(server, password=None) -> str:
@@ -169,17 +167,8 @@ def test_external_bad_input(encbench, tmp_path, external):
     assert_one_line_error(res, 2)
 
 
-@pytest.fixture
-def no_tls_server():
-    if not HAVE_PG:
-        pytest.skip("PostgreSQL server binaries not installed")
-    server = pg_server.start(settings={"ssl": "off"})
-    yield server
-    server.stop()
-
-
-def test_tls_asked_but_server_has_none(encbench, tmp_path, no_tls_server):
-    res = encbench("run", "--engine", "postgres", "--dsn", _dsn(no_tls_server), "--workload", "storm",
+def test_tls_asked_but_server_has_none(encbench, tmp_path, no_tls_pg):
+    res = encbench("run", "--engine", "postgres", "--dsn", _dsn(no_tls_pg), "--workload", "storm",
                    "-o", str(tmp_path / "x.json"))
     line = assert_one_line_error(res, 10)
     assert "TLS off" in line
@@ -246,11 +235,8 @@ def test_a_taken_port_is_retried(monkeypatch):
 
 @pytest.fixture
 def tls13_only_server():
-    if not HAVE_PG:
-        pytest.skip("PostgreSQL server binaries not installed")
-    server = pg_server.start(settings={"ssl_min_protocol_version": "TLSv1.3"})
-    yield server
-    server.stop()
+    with external_pg({"ssl_min_protocol_version": "TLSv1.3"}) as server:
+        yield server
 
 
 def test_protocol_outside_the_server_range_is_refused(encbench, tmp_path, tls13_only_server):

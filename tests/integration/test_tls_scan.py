@@ -155,15 +155,6 @@ def test_bad_input(encbench, tmp_path):
     assert_one_line_error(res, 6)
 
 
-@pytest.fixture
-def no_tls_pg():
-    if not HAVE_PG:
-        pytest.skip("PostgreSQL server binaries not installed")
-    server = pg_server.start(settings={"ssl": "off"})
-    yield server
-    server.stop()
-
-
 def test_server_without_tls(encbench, no_tls_pg):
     res = encbench("tls-scan", f"postgresql://127.0.0.1:{no_tls_pg.port}")
     assert "TLS off" in assert_one_line_error(res, 15)
