@@ -9,7 +9,7 @@ import argparse
 from dataclasses import dataclass
 from typing import Callable
 
-from . import cleanup, compare, estimate, leakcheck, list as list_cmd, report, run, selftest, show, tlsscan
+from . import atrest, cleanup, compare, estimate, leakcheck, list as list_cmd, report, run, selftest, show, tlsscan
 
 
 @dataclass(frozen=True)
@@ -30,6 +30,8 @@ COMMANDS: tuple[Command, ...] = (
     Command("show", "print the table of a result file", show.add_arguments, show.cmd_show),
     Command("compare", "compare the same workload/variant across two result files (B vs A)",
             compare.add_arguments, compare.cmd_compare),
+    Command("atrest", "one table across engines: which at-rest option costs least per workload (result files)",
+            atrest.add_arguments, atrest.cmd_atrest),
     Command("leak-check", "does plaintext reach the disk although encryption at rest is on?",
             leakcheck.add_arguments, leakcheck.cmd_leak_check),
     Command("tls-scan", "what TLS a database server accepts (protocols, suites, groups, certificate)",
