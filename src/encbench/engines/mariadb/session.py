@@ -123,6 +123,9 @@ class MariaSession(SessionsTogether, Session):
         self.tls_state = server_tls_state(cur)
         check_tls_state(self.tls_state, self.tls)
         self.info: dict = {"tls": self.tls_state}
+        if self.fs:  # the server's own word on where its data is (a test checks it is on the variant's mount)
+            cur.execute("SELECT @@datadir")
+            self.info["datadir"] = cur.fetchone()[0]
         self.copy = None
         if self.at_rest:
             source = setup["tables"][variant["encryption"]]
