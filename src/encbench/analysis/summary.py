@@ -541,7 +541,7 @@ def profiles(doc: dict) -> list[dict]:
 
 # -- the analysis object: what every command reads ------------------------------------------
 
-ANALYSIS_VERSION = 1  # the shape of Analysis and its to_dict(): bump it when a field is added, dropped or changes meaning
+ANALYSIS_VERSION = 2  # the shape of Analysis and its to_dict(): bump it when a field is added, dropped or changes meaning
 
 HEADER, STORED, SHOWN = "header", "stored", "shown"  # where a field comes from (Analysis field metadata)
 
@@ -575,6 +575,8 @@ class Analysis(Mapping):
     scaling: list[dict] | None = _field(STORED, optional=True)  # a hash sweep: one entry per function, op, k
     hash_costs: list[dict] | None = _field(STORED, optional=True)  # a hash sweep: server CPU per row vs raw
     profiles: list[dict] | None = _field(STORED, optional=True)  # a hash sweep: --profile summaries
+    # the headline summary in plain words (analysis/headline.py): made from the fields above, never stored
+    headline: list[dict] | None = _field(SHOWN, optional=True)
     files: list[str] | None = _field(SHOWN, optional=True)  # plots and flame graphs written beside the file
     placebo_comparisons: list[dict] | None = _field(STORED, optional=True)  # A/A twins, never in comparisons
     version: int = field(default=ANALYSIS_VERSION, metadata={"part": None})  # not in to_dict: show --json stays
@@ -599,7 +601,7 @@ class Analysis(Mapping):
     def from_doc(cls, doc: dict) -> Analysis:
         """The analysis a run stored in its result file (runner: `doc.update(analysis.stored())`), as it is."""
         return cls(**cls._header(doc), **{f.name: doc.get(f.name, None if f.metadata["optional"] else [])
-                                          for f in cls._parts(STORED)})
+                                          for f in cls._parts(STORED)}).with_headline()
 
     @classmethod
     def of(cls, analysis: Mapping) -> Analysis:
@@ -624,7 +626,14 @@ class Analysis(Mapping):
 
     def rejudged(self, margin_pct: float) -> Analysis:
         """The same analysis with its comparisons' verdicts for another equivalence margin (the CIs stay)."""
-        return replace(self, comparisons=rejudge(self.comparisons, margin_pct))
+        return replace(self, comparisons=rejudge(self.comparisons, margin_pct)).with_headline()
+
+    def with_headline(self) -> Analysis:
+        """This analysis with its headline summary made from its fields (None when it has nothing to say)."""
+        from . import headline
+
+        self.headline = headline.build(self) or None
+        return self
 
     @property
     def margin_pct(self) -> float:
@@ -671,7 +680,7 @@ def analyze(doc: dict, margin_pct: float = stats.DEFAULT_MARGIN_PCT) -> Analysis
         attribution=attribution(doc, groups, comps), notes=text,
         scaling=scale or None, hash_costs=hash_costs(doc, scale) if scale else None, profiles=found,
         placebo_comparisons=placebo or None,
-    )
+    ).with_headline()
 
 
 def sweep_notes(doc: dict, scale: list[dict], found: list[dict]) -> list[str]:

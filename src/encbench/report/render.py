@@ -9,7 +9,7 @@ from rich.console import Console
 from rich.table import Table
 
 from ..analysis import summary as an
-from ..analysis import stats
+from ..analysis import headline, stats
 from ..engines import engine_named
 from ..profiling import profiler
 from ..util.redact import command_line as redact_command_line
@@ -411,6 +411,9 @@ def header_lines(doc: dict, analysis: an.Analysis | None = None) -> list[str]:
     return lines
 
 
+# the headline summary (analysis/headline.py), shown first: before the header and the tables
+SUMMARY = ("Summary", "Summary", lambda doc, a: headline.lines(a))
+
 # the sections after the tables, in order: (terminal title, markdown and HTML title, lines from the document
 # and its analysis); every renderer walks this table
 SECTIONS = (
@@ -428,6 +431,7 @@ SECTIONS = (
 
 def render_text(doc: dict, analysis: an.Analysis, console: Console) -> None:
     analysis = an.Analysis.of(analysis)
+    _print_section(console, SUMMARY[0], SUMMARY[2](doc, analysis))
     for line in header_lines(doc, analysis):
         console.print(line, highlight=False)
     many = len(_tables(doc)) > 1
@@ -456,6 +460,8 @@ def _print_section(console: Console, title: str, lines: list[str]) -> None:
 def render_markdown(doc: dict, analysis: an.Analysis) -> str:
     analysis = an.Analysis.of(analysis)
     out = ["# encbench results\n"]
+    summary = SUMMARY[2](doc, analysis)
+    out += [f"## {SUMMARY[1]}", ""] + [f"- {line}" for line in summary] + [""] if summary else []
     out += [f"- {line}" for line in header_lines(doc, analysis)]
     many = len(_tables(doc)) > 1
     for t in _tables(doc):

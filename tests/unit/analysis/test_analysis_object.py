@@ -42,13 +42,14 @@ def _show_json_as_it_was(doc: dict, a: dict) -> str:
         "schema_version": doc["schema_version"], "status": doc["status"], "engine": doc["engine"]["name"],
         "summaries": a["summaries"], "comparisons": comps, "derived": a["derived"],
         "attribution": a.get("attribution", []), "notes": a["notes"],
-        **{k: a[k] for k in ("scaling", "hash_costs", "profiles", "files", "placebo_comparisons") if k in a},
+        **{k: a[k] for k in ("scaling", "hash_costs", "profiles", "headline", "files", "placebo_comparisons")
+           if k in a},  # headline: added by issue 14 item 1 (analysis/headline.py), the one change
     }, indent=1)
 
 
 def test_fields_on_the_golden_file(doc, analysis):
     assert isinstance(analysis, an.Analysis)
-    assert analysis.version == an.ANALYSIS_VERSION == 1
+    assert analysis.version == an.ANALYSIS_VERSION == 2  # 2: the headline field (issue 14 item 1)
     assert (analysis.schema_version, analysis.status, analysis.engine) == (1, "complete", "sqlite")
     # two workloads (scan-like, backup) and the connection open, 3 runs per variant (6 opens)
     assert len(analysis.summaries) == 172 and all(s["n"] == (6 if s["workload"] == "(open)" else 3)
@@ -62,7 +63,7 @@ def test_fields_on_the_golden_file(doc, analysis):
     assert all(getattr(analysis, k) is None for k in OPTIONAL)
     assert analysis.margin_pct == stats.DEFAULT_MARGIN_PCT
     assert list(analysis) == ["schema_version", "status", "engine", "summaries", "comparisons", "derived",
-                              "attribution", "notes"]
+                              "attribution", "notes", "headline"]
 
 
 def test_to_dict_is_show_json_byte_for_byte(doc, analysis):
@@ -142,11 +143,11 @@ def test_a_hash_sweep_fills_its_optional_fields():
     assert [c["function"] for c in a.hash_costs] == ["sha256"]
     assert a.profiles == [{"function": "sha256", "sessions": 2, "error": "no perf"}]
     assert "CPU profile: no perf" in a.notes and a.placebo_comparisons is None
-    assert list(a.to_dict())[-3:] == ["scaling", "hash_costs", "profiles"]
+    assert list(a.to_dict())[-4:] == ["scaling", "hash_costs", "profiles", "headline"]
     assert list(a.stored())[-3:] == ["scaling", "hash_costs", "profiles"]
     a.files = ["x-scaling.png"]
-    assert list(a.to_dict())[-4:] == ["scaling", "hash_costs", "profiles", "files"]
-    assert "files" not in a.stored()  # written beside the file, never stored in it
+    assert list(a.to_dict())[-5:] == ["scaling", "hash_costs", "profiles", "headline", "files"]
+    assert "files" not in a.stored() and "headline" not in a.stored()  # made for the output, never stored
     assert an.Analysis.from_dict(a.to_dict()) == a
 
 

@@ -1,0 +1,372 @@
+"""The headline summary: what encryption costs, in plain words, read first (issue 14 item 1).
+
+`build(analysis)` turns an Analysis (comparisons, summaries, derived, scaling, hash_costs,
+profiles) into a few lines, each a dict (JSON-shaped, `Analysis.headline`):
+
+    {"lab": "at rest", "label": "cold reads", "metric": "cpu_s", "verdict": "costs",
+     "verdicts": {"costs": 2}, "rows": [{workload, operation, baseline, contender, ratio, ci,
+     verdict}, ...], "range": [lowest ratio, highest ratio], "figures": [{name, value, ci, ...}],
+     "text": "cold reads: costs +266% CPU [+213, +329]; 9.5 µs per 4 KB page ..."}
+
+Nothing here is measured or assumed: every number is read from the analysis, and the words
+follow the comparisons' verdicts (stats.VERDICTS): "no cost" only where the verdict is no_cost.
+Rows are grouped into lines by what the analysis knows of them: the workload and operation, the
+cache setting and the setting compared (the axis: the key in which baseline and contender
+differ). A line's `verdict` is its rows' common verdict, or "mixed" (then `verdicts` counts them).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass
+from typing import Callable
+
+from . import stats
+from ..util.units import fmt_seconds
+
+MIXED = "mixed"  # a line whose rows got different verdicts (each row keeps its own)
+
+# the setting compared (a comparison's axis) -> the lab it belongs to
+LABS = {"encryption": "at rest", "tls": "in transit", "sessions": "hash sweep"}
+
+METRIC_WORDS = {"cpu_s": "CPU", "client_cpu_s": "client CPU", "wall_s": "elapsed"}
+
+
+@dataclass(frozen=True)
+class LineSpec:
+    """One headline line: the rows it gathers (workloads, and a cache setting or any), the metric it
+    leads with (the first of `metrics` the rows have), what it adds, and a remark in plain words."""
+
+    label: str
+    workloads: tuple[str, ...]
+    cache: str | None = None  # None: any cache setting
+    metrics: tuple[str, ...] = ("cpu_s", "wall_s")
+    extras: Callable | None = None  # (analysis, rows) -> list of figures
+    remark: str = ""
+    per_contender: bool = False  # several contenders (cipher suites): name the cheapest and the dearest
+    figures_first: bool = False  # the figures say it best (the open's time); the verdict follows them
+
+
+def _label_dict(label: str) -> dict[str, str]:
+    """'encryption=on,cache=cold' -> {'encryption': 'on', 'cache': 'cold'} (lab.variants.label's inverse)."""
+    return dict(part.split("=", 1) for part in label.split(",") if "=" in part)
+
+
+def axis_of(c: dict) -> str | None:
+    """The setting a comparison is about: the key both sides have with different values."""
+    base, cont = _label_dict(c["baseline"]), _label_dict(c["contender"])
+    return next((k for k in cont if k in base and base[k] != cont[k]), None)
+
+
+def _fmt(ratio: float) -> str:
+    """The format of a change: one decimal below 10%, none above (+0.4%, +8.8%, +266%)."""
+    return "{:+.1f}" if abs(ratio - 1) < 0.1 else "{:+.0f}"
+
+
+def _pct(x: float) -> str:
+    return _fmt(x).format((x - 1) * 100) + "%"
+
+
+def _est(r: dict, word: str = "") -> str:
+    """'+266% CPU [+213, +329]': the change, the metric, the 95% CI (in the change's precision)."""
+    if r["ratio"] is None:
+        return "no estimate"
+    fmt = _fmt(r["ratio"])
+    ci = f" [{fmt.format((r['ci'][0] - 1) * 100)}, {fmt.format((r['ci'][1] - 1) * 100)}]" if r["ci"] else ""
+    return f"{_pct(r['ratio'])}{' ' + word if word else ''}{ci}"
+
+
+# -- figures beside the verdict, read from the analysis' other fields ---------------------------
+
+def _matching(entries, rows):
+    keys = {(r["workload"], r["operation"], r["contender"]) for r in rows}
+    return [e for e in entries if (e["workload"], e["operation"], e["contender"]) in keys]
+
+
+def _span(values: list[float], fmt: Callable[[float], str]) -> str:
+    lo, hi = min(values), max(values)
+    return fmt(lo) if fmt(lo) == fmt(hi) else f"{fmt(lo)} to {fmt(hi)}"
+
+
+def per_page(analysis, rows, kind: str) -> list[dict]:
+    """The derived per-page CPU cost (decrypt for reads, encrypt for writes) of these rows."""
+    out = []
+    for d in _matching(analysis.derived, rows):
+        if d.get("kind", "read") != kind:
+            continue
+        out.append({"name": f"per_page_{kind}_cpu_s", "workload": d["workload"], "operation": d["operation"],
+                    "contender": d["contender"], "value": d["per_page_cpu_s"], "ci": d["per_page_cpu_ci"],
+                    "page_size": d["page_size"], "mb_per_s_per_core": d.get("decrypt_mb_per_s_per_core"),
+                    "mb_per_s_ci": d.get("decrypt_mb_per_s_ci"),
+                    "percent_of_raw_cipher": d.get("percent_of_raw_cipher"),
+                    "percent_of_raw_cipher_ci": d.get("percent_of_raw_cipher_ci"),
+                    "raw_cipher_flag": d.get("raw_cipher_flag")})
+    return out
+
+
+def _per_page_text(f: dict, kind: str) -> str:
+    ci = f" [{fmt_seconds(f['ci'][0])}, {fmt_seconds(f['ci'][1])}]" if f["ci"] else ""
+    size = f"{f['page_size'] / 1024:g} KB" if f["page_size"] % 1024 == 0 else f"{f['page_size']}-byte"
+    text = f"{fmt_seconds(f['value'])}{ci} per {size} page"
+    if kind == "write":
+        return text + " to encrypt (an upper bound: other write work is in it too)"
+    if f["mb_per_s_per_core"]:
+        text += f" = {f['mb_per_s_per_core']:,.0f} MB/s per core"
+    if f["percent_of_raw_cipher"] is not None:
+        pci = f["percent_of_raw_cipher_ci"]
+        text += f", {f['percent_of_raw_cipher']:.0f}%" + (f" [{pci[0]:.0f}, {pci[1]:.0f}]" if pci else "") + \
+            " of this CPU's raw cipher"
+    if f["raw_cipher_flag"]:  # rawcipher.set_beside: a CI or an estimate beyond what is possible
+        text += f" ({f['raw_cipher_flag']})"
+    return text
+
+
+def reads_per_page(analysis, rows) -> list[dict]:
+    return per_page(analysis, rows, "read")
+
+
+def writes_per_page(analysis, rows) -> list[dict]:
+    return per_page(analysis, rows, "write")
+
+
+def _mean_of(analysis, workload: str, operation: str, variant: str, metric: str, stat: str = "mean"):
+    return next((s[stat] for s in analysis.summaries if (s["workload"], s["operation"], s["variant"], s["metric"])
+                 == (workload, operation, variant, metric)), None)
+
+
+def compression(analysis, rows) -> list[dict]:
+    """Per operation that compresses (its output differs from the pages it read): the ratio, plain and encrypted."""
+    out = []
+    for op in sorted({r["operation"] for r in rows}):
+        mine = [r for r in rows if r["operation"] == op]
+        sides = {}
+        for side in ("baseline", "contender"):
+            ratios = []
+            for r in mine:
+                read = _mean_of(analysis, r["workload"], op, r[side], "backup_bytes")
+                written = _mean_of(analysis, r["workload"], op, r[side], "output_bytes")
+                if read and written:
+                    ratios.append(read / written)
+            sides[side] = ratios
+        if sides["baseline"] and sides["contender"] and any(
+                round(x, 2) != 1 for x in sides["baseline"] + sides["contender"]):
+            out.append({"name": "compression_ratio", "operation": op,
+                        "baseline": [min(sides["baseline"]), max(sides["baseline"])],
+                        "contender": [min(sides["contender"]), max(sides["contender"])]})
+    return out
+
+
+def _compression_text(f: dict) -> str:
+    def x(span):
+        return f"{span[0]:.2f}x" if f"{span[0]:.2f}" == f"{span[1]:.2f}" else f"{span[0]:.2f}x to {span[1]:.2f}x"
+
+    return f"{f['operation']} compresses {x(f['contender'])} encrypted vs {x(f['baseline'])} plain"
+
+
+def open_time(analysis, rows) -> list[dict]:
+    """The connection open's median time, with and without (medians of the runs, from the summaries)."""
+    with_, without = [], []
+    for r in rows:
+        w = _mean_of(analysis, r["workload"], r["operation"], r["contender"], "wall_s", "median")
+        b = _mean_of(analysis, r["workload"], r["operation"], r["baseline"], "wall_s", "median")
+        if w is not None:
+            with_.append(w)
+        if b is not None:
+            without.append(b)
+    if not with_:
+        return []
+    return [{"name": "open_wall_s_median", "value": [min(with_), max(with_)],
+             "baseline": [min(without), max(without)] if without else None}]
+
+
+def _open_text(f: dict) -> str:
+    text = f"{_span(f['value'], fmt_seconds)} per connection (median)"
+    return text + (f", {_span(f['baseline'], fmt_seconds)} without" if f["baseline"] else "")
+
+
+FIGURE_TEXT = {"per_page_read_cpu_s": lambda f: _per_page_text(f, "read"),
+               "per_page_write_cpu_s": lambda f: _per_page_text(f, "write"),
+               "compression_ratio": _compression_text, "open_wall_s_median": _open_text}
+
+READS = ("scan-like", "scan-eq")
+OPEN = ("(open)",)
+
+# at rest and in transit: the lines, in the order they are read; a workload listed nowhere gets a line of its own
+SPECS = {
+    "at rest": (
+        LineSpec("cold reads", READS, "cold", extras=reads_per_page),
+        LineSpec("warm reads", READS, "warm"),
+        LineSpec("writes", ("dml", "rebuild"), extras=writes_per_page, remark="every write re-encrypts its pages"),
+        LineSpec("backups", ("backup",), metrics=("wall_s", "cpu_s"), extras=compression),
+        LineSpec("opening a database", OPEN, metrics=("wall_s",), extras=open_time, figures_first=True,
+                 remark="key derivation, once per connection"),
+    ),
+    "in transit": tuple(
+        LineSpec(f"TLS {wl}", (wl,), metrics=("wall_s", "cpu_s"), per_contender=True, remark=remark)
+        for wl, remark in (("storm", "many short queries"), ("bulk", "large result sets"),
+                           ("roundtrip", "one small query at a time"), ("connect", "new connections: handshakes"))
+    ),
+}
+
+
+# -- the lines --------------------------------------------------------------------------------
+
+def _row(c: dict) -> dict:
+    return {"workload": c["workload"], "operation": c["operation"], "baseline": c["baseline"],
+            "contender": c["contender"], "ratio": c["ratio"], "ci": c["ci"], "verdict": c["verdict"],
+            "n": min(c.get("n_baseline", 0), c.get("n_contender", 0)),
+            "margin_pct": (c.get("equivalence") or {}).get("margin_pct"),
+            "verdict_text": c.get("verdict_text", "")}
+
+
+def _names(rows: list[dict]) -> list[str]:
+    """What tells the rows of a line apart: workload/operation and the settings that differ among them."""
+    ops = {(r["workload"], r["operation"]) for r in rows}
+    one_workload = len({r["workload"] for r in rows}) == 1
+    settings = [_label_dict(r["contender"]) for r in rows]
+    varying = [k for k in dict.fromkeys(k for s in settings for k in s)
+               if len({s.get(k) for s in settings}) > 1]
+    out = []
+    for r, s in zip(rows, settings):
+        parts = [r["operation"] if one_workload else f"{r['workload']}/{r['operation']}"] if len(ops) > 1 else []
+        parts += [f"{k}={s[k]}" for k in varying if k in s]
+        out.append(" ".join(parts))
+    return out
+
+
+def _estimates(rows: list[dict], word: str, per_contender: bool) -> str:
+    """One row: its estimate; two: both, named; more: the range, with the lowest and highest named."""
+    names = _names(rows)
+    rated = [(r, n) for r, n in zip(rows, names) if r["ratio"] is not None]
+    if not rated:
+        return f"no estimate of {word}"
+    if len(rated) == 1:
+        r, n = rated[0]
+        return _est(r, word) + (f" ({n})" if n and len(rows) > 1 else "")
+    if len(rated) == 2 and not per_contender:
+        return ", ".join(f"{_est(r, word if i == 0 else '')} ({n})" for i, (r, n) in enumerate(rated))
+    lo, hi = min(rated, key=lambda x: x[0]["ratio"]), max(rated, key=lambda x: x[0]["ratio"])
+    which = ("cheapest", "dearest") if per_contender else ("lowest", "highest")
+    return (f"{_pct(lo[0]['ratio'])} to {_pct(hi[0]['ratio'])} {word} over {len(rated)} rows "
+            f"({which[0]}: {lo[1]} {_est(lo[0])}; {which[1]}: {hi[1]} {_est(hi[0])})")
+
+
+def _verdict_words(code: str, rows: list[dict], estimate: str) -> str:
+    """The line's words for its one verdict (stats.VERDICTS), as judge() means them."""
+    if code == stats.COSTS:
+        return f"costs {estimate}"
+    if code == stats.SAVES:
+        return f"saves {estimate}"
+    if code == stats.NO_COST:
+        margin = rows[0]["margin_pct"]
+        return f"no cost: within ±{margin:g}% (equivalence shown): {estimate}"
+    if code == stats.INCONCLUSIVE:
+        return f"inconclusive: {estimate} is too wide, run longer"
+    if code == stats.TOO_FEW_RUNS:
+        n = min(r["n"] for r in rows)
+        return f"{estimate}; too few runs for a verdict ({n} per side, need {stats.MIN_RUNS})"
+    if code == stats.WITHHELD:
+        return f"no verdict: {rows[0]['verdict_text']}"
+    return f"no verdict: {estimate}"
+
+
+def _mixed_words(counts: Counter, estimate: str) -> str:
+    order = [v for v in stats.VERDICTS if v in counts]
+    told = ", ".join(f"{v.replace('_', ' ')} in {counts[v]}" for v in order)
+    return f"{estimate}; verdicts differ: {told} of {sum(counts.values())} rows"
+
+
+def _line(lab: str, spec: LineSpec, comps: list[dict], analysis) -> dict | None:
+    mine = [c for c in comps if c["workload"] in spec.workloads
+            and (spec.cache is None or _label_dict(c["contender"]).get("cache") == spec.cache)]
+    metric = next((m for m in spec.metrics if any(c["metric"] == m for c in mine)), None)
+    if metric is None:
+        return None
+    rows = [_row(c) for c in mine if c["metric"] == metric]
+    counts = Counter(r["verdict"] for r in rows)
+    word = METRIC_WORDS.get(metric, metric)
+    estimate = _estimates(rows, word, spec.per_contender)
+    code = next(iter(counts)) if len(counts) == 1 else MIXED
+    words = _verdict_words(code, rows, estimate) if code != MIXED else _mixed_words(counts, estimate)
+    figures = spec.extras(analysis, rows) if spec.extras else []
+    told = [FIGURE_TEXT[f["name"]](f) for f in figures]
+    text = f"{spec.label}: " + "; ".join([*told, words] if spec.figures_first else [words, *told])
+    if spec.remark:
+        text += f" ({spec.remark})"
+    rated = [r["ratio"] for r in rows if r["ratio"] is not None]
+    return {"lab": lab, "label": spec.label, "metric": metric, "verdict": code, "verdicts": dict(counts),
+            "rows": rows, "range": [min(rated), max(rated)] if rated else None, "figures": figures, "text": text}
+
+
+def _by_lab(comps: list[dict]) -> dict[str, list[dict]]:
+    out: dict[str, list[dict]] = {}
+    for c in comps:
+        axis = axis_of(c)
+        out.setdefault(LABS.get(axis, axis or "other"), []).append(c)
+    return out
+
+
+def comparison_lines(analysis) -> list[dict]:
+    """The at-rest and in-transit lines (and a line per workload no spec names), lab by lab."""
+    out = []
+    for lab, comps in _by_lab(analysis.shown_comparisons()).items():
+        if lab == LABS["sessions"]:
+            continue  # the hash sweep has its own line (sweep_lines)
+        specs = SPECS.get(lab, ())
+        named = {wl for s in specs for wl in s.workloads}
+        rest = [wl for wl in dict.fromkeys(c["workload"] for c in comps) if wl not in named]
+        specs = specs + tuple(LineSpec(f"{wl}", (wl,), metrics=("cpu_s", "wall_s")) for wl in rest)
+        out += [line for spec in specs if (line := _line(lab, spec, comps, analysis))]
+    return out
+
+
+def sweep_lines(analysis) -> list[dict]:
+    """Per hash function: efficiency and degradation at the highest sessions level, the function's CPU per row
+    against the raw hash, and where the server's CPU went (the profile at the highest level recorded)."""
+    out = []
+    scale = [e for e in analysis.scaling or [] if e["operation"] == "hash"]
+    costs = {c["function"]: c for c in analysis.hash_costs or []}
+    for function in dict.fromkeys(e["function"] for e in scale):
+        top = max((e for e in scale if e["function"] == function), key=lambda e: e["sessions"])
+        parts, figures = [], []
+        if top["sessions"] > 1 and top["efficiency"] is not None:
+            ci = top["efficiency_ci"]
+            parts.append(f"at {top['sessions']} sessions efficiency {top['efficiency']:.2f}"
+                         + (f" [{ci[0]:.2f}, {ci[1]:.2f}]" if ci else "") + " (1.00: linear up to the cores)")
+            figures.append({"name": "efficiency", "sessions": top["sessions"], "value": top["efficiency"], "ci": ci})
+        if top["sessions"] > 1 and top["degradation"] is not None:
+            ci = top["degradation_ci"]
+            parts.append(f"each session takes {top['degradation']:.2f}x" + (f" [{ci[0]:.2f}, {ci[1]:.2f}]" if ci else "")
+                         + " the time of one alone")
+            figures.append({"name": "degradation", "sessions": top["sessions"], "value": top["degradation"], "ci": ci})
+        c = costs.get(function)
+        if c:
+            text = f"{c['function_us_per_row']:.3f} µs of server CPU per row on the function"
+            if c.get("times_raw"):
+                text += f" ({c['times_raw']:.1f}x the raw hash on this CPU)"
+            parts.append(text)
+            figures.append({"name": "function_us_per_row", "value": c["function_us_per_row"],
+                            "times_raw": c.get("times_raw")})
+        prof = [p for p in analysis.profiles or [] if p.get("function") == function and "error" not in p]
+        if prof:
+            p = max(prof, key=lambda p: p["sessions"])
+            leaf = ", ".join(f"{name} {share:.0%}" for name, share in p["top_functions"][:2])
+            parts.append(f"the server's CPU at {p['sessions']} sessions: libcrypto {p['libcrypto_share']:.0%}, "
+                         f"locks {p['lock_share']:.0%}" + (f" (top: {leaf})" if leaf else ""))
+            figures.append({"name": "profile", "sessions": p["sessions"], "libcrypto_share": p["libcrypto_share"],
+                            "lock_share": p["lock_share"]})
+        if parts:
+            out.append({"lab": LABS["sessions"], "label": f"hash sweep, {function}", "metric": None, "verdict": None,
+                        "verdicts": {}, "rows": [], "range": None, "figures": figures,
+                        "text": f"hash sweep, {function}: " + "; ".join(parts)})
+    return out
+
+
+def build(analysis) -> list[dict]:
+    """The headline lines of an analysis (an Analysis: its fields are read, nothing else)."""
+    return comparison_lines(analysis) + sweep_lines(analysis)
+
+
+def lines(analysis) -> list[str]:
+    """The text form: one string per line (what the terminal, Markdown and HTML show)."""
+    return [line["text"] for line in (analysis.headline or [])]

@@ -1,0 +1,222 @@
+"""issue 14 item 1: the headline summary (analysis/headline.py). Every number in it is the analysis'
+(the golden file's, and a copy whose encrypted runs are scaled: the summary follows); its words follow
+the verdicts (fabricated comparisons, judged by the real judge); it is shown first by every renderer
+and carried by show --json."""
+
+from __future__ import annotations
+
+import copy
+import json
+from pathlib import Path
+
+import pytest
+from rich.console import Console
+
+from encbench.analysis import headline, stats
+from encbench.analysis import summary as an
+from encbench.lab import results
+from encbench.report import html, render
+
+TESTS = next(p for p in Path(__file__).resolve().parents if p.name == "tests")
+GOLDEN = TESTS / "golden" / "results-v1.json"
+COLD = "encryption=on,cache=cold,page_size=4096,kdf_iter=256000,key=passphrase"
+
+
+@pytest.fixture(scope="module")
+def doc() -> dict:
+    return results.load(GOLDEN)
+
+
+@pytest.fixture(scope="module")
+def analysis(doc) -> an.Analysis:
+    return an.analyze(doc)
+
+
+def _line(a: an.Analysis, label: str) -> dict:
+    found = [x for x in a.headline if x["label"] == label]
+    assert len(found) == 1, [x["label"] for x in a.headline]
+    return found[0]
+
+
+def _comparison(a: an.Analysis, workload, operation, contender, metric) -> dict:
+    return next(c for c in a.comparisons if (c["workload"], c["operation"], c["contender"], c["metric"])
+                == (workload, operation, contender, metric))
+
+
+def _summary(a: an.Analysis, workload, operation, variant, metric) -> dict:
+    return next(s for s in a.summaries if (s["workload"], s["operation"], s["variant"], s["metric"])
+                == (workload, operation, variant, metric))
+
+
+def _pct(x: float) -> str:
+    return f"{(x - 1) * 100:+.0f}%"
+
+
+# -- the golden file: the lines, with the analysis' numbers -----------------------------------
+
+def test_the_golden_files_lines(analysis):
+    assert [x["label"] for x in analysis.headline] == ["cold reads", "warm reads", "backups", "opening a database"]
+    assert {x["lab"] for x in analysis.headline} == {"at rest"}
+    assert all(x["text"].startswith(x["label"] + ": ") for x in analysis.headline)
+    assert headline.lines(analysis) == [x["text"] for x in analysis.headline]
+
+
+def test_cold_reads_carry_the_cpu_comparison_and_the_per_page_cost(analysis):
+    cold = _line(analysis, "cold reads")
+    c = _comparison(analysis, "scan-like", "scan", COLD, "cpu_s")
+    assert cold["metric"] == "cpu_s" and len(cold["rows"]) == 1
+    row = cold["rows"][0]
+    assert (row["ratio"], row["ci"], row["verdict"]) == (c["ratio"], c["ci"], c["verdict"])
+    assert cold["verdict"] == stats.TOO_FEW_RUNS  # 3 runs per variant
+    ci = [f"{(x - 1) * 100:+.0f}" for x in c["ci"]]
+    assert f"cold reads: {_pct(c['ratio'])} CPU [{ci[0]}, {ci[1]}]" in cold["text"]
+    assert "too few runs for a verdict (3 per side, need 6)" in cold["text"]
+    d = analysis.derived[0]
+    (fig,) = cold["figures"]
+    assert (fig["value"], fig["ci"], fig["mb_per_s_per_core"]) == (
+        d["per_page_cpu_s"], d["per_page_cpu_ci"], d["decrypt_mb_per_s_per_core"])
+    assert f"= {d['decrypt_mb_per_s_per_core']:,.0f} MB/s per core" in cold["text"]
+    assert f"{d['percent_of_raw_cipher']:.0f}%" in cold["text"] and "per 4 KB page" in cold["text"]
+    assert d["raw_cipher_flag"] in cold["text"]  # the upper end of its CI is not possible: said so
+
+
+def test_backups_and_the_open(analysis):
+    backups = _line(analysis, "backups")
+    assert backups["metric"] == "wall_s" and len(backups["rows"]) == 4
+    ratios = [_comparison(analysis, "backup", r["operation"], r["contender"], "wall_s")["ratio"]
+              for r in backups["rows"]]
+    assert backups["range"] == [min(ratios), max(ratios)]
+    assert f"{_pct(min(ratios))} to {_pct(max(ratios))} elapsed over 4 rows" in backups["text"]
+    (comp,) = backups["figures"]  # only the zstd backup compresses
+    plain = (_summary(analysis, "backup", "to-file+zstd", "encryption=off,cache=cold,page_size=4096", "backup_bytes")
+             ["mean"] / _summary(analysis, "backup", "to-file+zstd", "encryption=off,cache=cold,page_size=4096",
+                                 "output_bytes")["mean"])
+    assert comp["operation"] == "to-file+zstd" and comp["baseline"][0] == pytest.approx(plain)
+    assert f"to-file+zstd compresses 1.00x encrypted vs {plain:.2f}x plain" in backups["text"]
+    opening = _line(analysis, "opening a database")
+    medians = [_summary(analysis, "(open)", "connect", r["contender"], "wall_s")["median"] for r in opening["rows"]]
+    assert opening["figures"][0]["value"] == [min(medians), max(medians)]
+    assert opening["verdict"] == stats.COSTS  # 6 opens per side: enough for a verdict
+    assert opening["text"].startswith(f"opening a database: {min(medians) * 1e3:.1f} ms to ")
+    assert "costs +" in opening["text"]
+
+
+def test_show_json_carries_it_and_the_file_does_not_store_it(analysis):
+    shown = json.loads(json.dumps(analysis.to_dict()))
+    assert shown["headline"] == analysis.headline
+    assert "headline" not in analysis.stored()
+    assert an.Analysis.from_dict(shown).headline == analysis.headline
+
+
+# -- the analysis input changes, the summary follows -----------------------------------------------
+
+def _scaled(doc: dict, factor: float) -> dict:
+    """A copy whose encrypted runs took `factor` times the CPU and time they did."""
+    out = copy.deepcopy(doc)
+    for run in out["runs"]:
+        if run["variant"].get("encryption") == "on":
+            for op in run.get("operations", []):
+                for metric in ("cpu_s", "cpu_user_s", "cpu_sys_s", "wall_s"):
+                    if metric in op.get("metrics", {}):
+                        op["metrics"][metric] *= factor
+            if run.get("open"):
+                run["open"]["wall_s"] *= factor
+    return out
+
+
+def test_the_summary_follows_the_runs(doc, analysis):
+    changed = an.analyze(_scaled(doc, 2.0))
+    before, after = _line(analysis, "cold reads"), _line(changed, "cold reads")
+    assert after["rows"][0]["ratio"] == pytest.approx(2 * before["rows"][0]["ratio"])
+    assert after["text"] != before["text"] and _pct(after["rows"][0]["ratio"]) in after["text"]
+    assert after["figures"][0]["value"] > before["figures"][0]["value"]  # more CPU per page decrypted
+    assert _line(changed, "opening a database")["figures"][0]["value"][0] == pytest.approx(
+        2 * _line(analysis, "opening a database")["figures"][0]["value"][0])
+    # and the run's own stored analysis, read back as `run` does, has the same summary as `show`
+    stored = an.Analysis.from_doc({**doc, **analysis.stored()})
+    assert stored.headline == analysis.headline
+
+
+# -- the words follow the verdicts --------------------------------------------------------------
+
+def _comp(workload: str, contender: str, ratio: float, ci, ci90, n: int = 10, metric: str = "cpu_s",
+          baseline: str | None = None, operation: str = "scan") -> dict:
+    base = baseline or ",".join(p if not p.startswith(("encryption=", "tls=")) else p.split("=")[0] + "=off"
+                                for p in contender.split(","))
+    c = {"workload": workload, "operation": operation, "metric": metric, "baseline": base, "contender": contender,
+         "ratio": ratio, "ci": ci, "ci90": ci90, "n_baseline": n, "n_contender": n, "excluded": 0}
+    return dict(c, **an.judged(c))
+
+
+WARM = "encryption=on,cache=warm"
+CASES = {  # verdict -> (ratio, 95% CI, 90% CI, runs per side)
+    stats.COSTS: (1.30, [1.20, 1.40], [1.22, 1.38], 10),
+    stats.SAVES: (0.80, [0.75, 0.85], [0.76, 0.84], 10),
+    stats.NO_COST: (1.002, [0.991, 1.013], [0.993, 1.011], 10),
+    stats.INCONCLUSIVE: (1.02, [0.95, 1.10], [0.96, 1.08], 10),
+    stats.TOO_FEW_RUNS: (1.02, [0.95, 1.10], [0.96, 1.08], 3),
+}
+WORDS = {stats.COSTS: "warm reads: costs +30% CPU [+20, +40]",
+         stats.SAVES: "warm reads: saves -20% CPU [-25, -15]",
+         stats.NO_COST: "warm reads: no cost: within ±2% (equivalence shown): +0.2% CPU [-0.9, +1.3]",
+         stats.INCONCLUSIVE: "warm reads: inconclusive: +2.0% CPU [-5.0, +10.0] is too wide, run longer",
+         stats.TOO_FEW_RUNS: "warm reads: +2.0% CPU [-5.0, +10.0]; too few runs for a verdict (3 per side, need 6)"}
+
+
+@pytest.mark.parametrize("verdict", list(CASES))
+def test_the_words_follow_the_verdict(verdict):
+    ratio, ci, ci90, n = CASES[verdict]
+    c = _comp("scan-eq", WARM, ratio, ci, ci90, n)
+    assert c["verdict"] == verdict  # the case is what it says (judged by stats.judge)
+    (line,) = an.Analysis(None, None, "sqlite", [], [c], [], [], []).with_headline().headline
+    assert (line["label"], line["verdict"], line["verdicts"]) == ("warm reads", verdict, {verdict: 1})
+    assert line["text"] == WORDS[verdict]
+    assert ("no cost" in line["text"]) == (verdict == stats.NO_COST)
+
+
+def test_rows_that_disagree_are_a_mixed_line_with_both_estimates():
+    comps = [_comp("scan-eq", WARM, *CASES[stats.NO_COST]), _comp("scan-like", WARM, *CASES[stats.COSTS])]
+    (line,) = an.Analysis(None, None, "sqlite", [], comps, [], [], []).with_headline().headline
+    assert line["verdict"] == headline.MIXED and line["verdicts"] == {stats.NO_COST: 1, stats.COSTS: 1}
+    assert "+0.2% CPU [-0.9, +1.3] (scan-eq/scan), +30% [+20, +40] (scan-like/scan)" in line["text"]
+    assert "verdicts differ: costs in 1, no cost in 1 of 2 rows" in line["text"]
+    assert not line["text"].startswith("warm reads: no cost")
+
+
+def test_a_rejudged_analysis_gets_a_rejudged_summary():
+    c = _comp("scan-eq", WARM, 1.03, [1.01, 1.05], [1.015, 1.045])
+    a = an.Analysis(None, None, "sqlite", [], [c], [], [], []).with_headline()
+    assert a.headline[0]["verdict"] == stats.COSTS
+    wide = a.rejudged(5.0)  # within ±5%: equivalence shown
+    assert wide.headline[0]["verdict"] == stats.NO_COST and "within ±5%" in wide.headline[0]["text"]
+
+
+def test_tls_names_the_cheapest_and_the_dearest_suite():
+    suites = {"TLS_AES_128_GCM_SHA256": 1.10, "TLS_AES_256_GCM_SHA384": 1.25, "TLS_CHACHA20_POLY1305_SHA256": 1.40}
+    comps = [_comp("storm", f"tls={s}", r, [r - 0.05, r + 0.05], [r - 0.04, r + 0.04], metric="wall_s",
+                   operation="queries") for s, r in suites.items()]
+    (line,) = an.Analysis(None, None, "postgres", [], comps, [], [], []).with_headline().headline
+    assert (line["lab"], line["label"], line["verdict"]) == ("in transit", "TLS storm", stats.COSTS)
+    assert line["range"] == [1.10, 1.40]
+    assert ("costs +10% to +40% elapsed over 3 rows (cheapest: tls=TLS_AES_128_GCM_SHA256 +10% [+5, +15]; "
+            "dearest: tls=TLS_CHACHA20_POLY1305_SHA256 +40% [+35, +45])") in line["text"]
+
+
+def test_an_empty_analysis_has_no_headline():
+    assert an.Analysis(None, None, "sqlite", [], [], [], [], []).with_headline().headline is None
+
+
+# -- shown first --------------------------------------------------------------------------------
+
+def test_every_renderer_shows_it_first(doc, analysis, tmp_path):
+    console = Console(record=True, width=100)
+    render.render_text(doc, analysis, console)
+    text = console.export_text()
+    assert text.startswith("Summary\n  - cold reads: ")
+    md = render.render_markdown(doc, analysis)
+    assert md.index("## Summary") < md.index("- encbench ") < md.index("| workload")
+    assert all(f"- {line}" in md for line in headline.lines(analysis))
+    page = html.render([(GOLDEN, doc)])
+    first = page.index("class=\"lines summary\"")
+    assert first < page.index("class=\"meta\"><li>encbench") < page.index("<table")
+    assert "cold reads: " in page[first:page.index("</ul>", first)]
