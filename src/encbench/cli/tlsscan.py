@@ -10,6 +10,7 @@ from pathlib import Path
 from .. import errors
 from .common import parse_settings
 from .defaults import data_dir_default
+from .history import add_store_argument, check_store, record
 
 
 class _TlsScanEngines:
@@ -45,6 +46,23 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--runs", default="3", help="--measure: measured runs per suite (default 3)")
     p.add_argument("--quick", action="store_true", help="--measure: small workload sizes")
     p.add_argument("-o", "--output", default=None, help="--measure: result file of the measuring run")
+    p.add_argument("--timeout", default=None, metavar="SECONDS",
+                   help="time limit of one target's whole scan (default 120; each network wait 10 at most)")
+    p.add_argument("--prometheus", default=None, metavar="FILE",
+                   help="also write the results in the node_exporter textfile format (e.g. .../textfile/encbench.prom)")
+    fleet = p.add_argument_group("many targets")
+    fleet.add_argument("--targets", default=None, metavar="FILE",
+                       help="scan every target of FILE: one DSN or host:port[/engine] per line, # comments")
+    fleet.add_argument("--jobs", default=None, metavar="N", help="--targets: scans at a time (default 8)")
+    fleet.add_argument("--baseline-dir", default=None, metavar="DIR",
+                       help=f"--targets: compare each target with its own baseline in DIR (saved there on first "
+                            f"sight); exit {errors.EXIT_DRIFT} if any target drifted")
+    fleet.add_argument("--update-baselines", action="store_true",
+                       help="--baseline-dir: save each scan as the target's new baseline after comparing")
+    fleet.add_argument("--format", default="text", choices=("text", "jsonl"),
+                       help="--targets: a summary table (text) or one JSON object per target (jsonl)")
+    fleet.add_argument("--jsonl", default=None, metavar="FILE", help="--targets: also write the JSON Lines to FILE")
+    add_store_argument(p)
 
 
 def cmd_tls_scan(args, argv: list[str]) -> int:
@@ -54,6 +72,14 @@ def cmd_tls_scan(args, argv: list[str]) -> int:
     from ..tls import scan as tlsscan
     from ..util.units import parse_positive_int
 
+    check_store(args, argv)
+    if args.targets:
+        return _cmd_fleet(args)
+    for name in ("jobs", "baseline_dir", "update_baselines", "jsonl"):
+        if getattr(args, name):
+            raise errors.UsageError(f"--{name.replace('_', '-')} goes with --targets FILE")
+    if args.format != "text":
+        raise errors.UsageError("--format goes with --targets FILE", hint="use --json for one target")
     if bool(args.target) == bool(args.engine):
         raise errors.UsageError("give either a TARGET (postgresql://host:port, mysql://host:port) or --engine",
                                 hint="e.g. encbench tls-scan --engine postgres")
@@ -67,6 +93,9 @@ def cmd_tls_scan(args, argv: list[str]) -> int:
                                hint="choose a writable regular file for --save-baseline")
     if args.measure:
         results.check_writable(_tls_measure_output(args), create_parent=not args.output)
+    if args.prometheus:
+        _check_prometheus(args.prometheus)
+    timeout = _timeout(args)
     settings = parse_settings(args.setting) if args.setting else {}
     server = None
     try:
@@ -75,6 +104,8 @@ def cmd_tls_scan(args, argv: list[str]) -> int:
             endpoint = tlsscan.Endpoint(ENGINES.get(args.engine).wire_protocol, "127.0.0.1", server.port)
         else:
             endpoint = tlsscan.parse_target(args.target)
+        endpoint.timeout = min(tlsscan.TIMEOUT_S, timeout)
+        endpoint.deadline = time.monotonic() + timeout
         result = tlsscan.scan(endpoint)
         if args.engine:
             result["managed"] = f"a private {args.engine} server started by encbench" + (
@@ -106,7 +137,87 @@ def cmd_tls_scan(args, argv: list[str]) -> int:
                 print(f"  {line}" if line.startswith("note:") else f"  DRIFT  {line}")
         if measured:
             _print_tls_ranking(measured)
+    if args.prometheus:
+        from ..report import prometheus
+        from ..tls import fleet
+
+        one = fleet.Outcome(fleet.Target(0, endpoint), exit_code=errors.EXIT_DRIFT if changes else 0,
+                            status="drift" if changes else "ok", scan=result, drift=changes if baseline else None)
+        prometheus.write(Path(args.prometheus), prometheus.tls_registry([one]))
+    from ..history import record as history
+
+    stored = dict(result, target=history.private_target(args.engine)) if args.engine else result  # not its port
+    record(args, lambda: history.scan_entry([(stored, changes if baseline else None)], command=args.store_command,
+                                            exit_code=errors.EXIT_DRIFT if changes else 0))
     return errors.EXIT_DRIFT if changes else 0
+
+
+def _timeout(args) -> float:
+    from ..tls import fleet
+    from ..util.units import parse_seconds
+
+    return parse_seconds(args.timeout, what="--timeout", minimum=0.1, maximum=3600) if args.timeout \
+        else fleet.DEFAULT_TIMEOUT_S
+
+
+def _check_prometheus(path: str) -> None:
+    from ..lab import results
+
+    if not path.endswith(".prom"):
+        raise errors.BadValueError(f"--prometheus {path}: node_exporter's textfile collector reads *.prom files only",
+                                   hint="name it e.g. encbench.prom")
+    results.check_writable(Path(path), what="the Prometheus file", hint="choose a writable file for --prometheus")
+
+
+def _cmd_fleet(args) -> int:
+    """tls-scan --targets FILE: every target scanned, a table or JSON Lines, per-target baselines."""
+    from ..lab import results
+    from ..tls import fleet
+    from ..util.units import parse_positive_int
+
+    if args.target or args.engine:
+        raise errors.UsageError("--targets FILE replaces TARGET and --engine", hint="give one of them")
+    for name in ("setting", "save_baseline", "baseline", "measure", "json"):
+        if getattr(args, name):
+            flag = "--" + name.replace("_", "-")
+            raise errors.UsageError(f"{flag} takes one target, not --targets",
+                                    hint="use --baseline-dir for baselines, --format jsonl for JSON" if name in
+                                    ("save_baseline", "baseline", "json") else "scan that server on its own")
+    if args.update_baselines and not args.baseline_dir:
+        raise errors.UsageError("--update-baselines goes with --baseline-dir DIR")
+    jobs = parse_positive_int(args.jobs, what="--jobs", maximum=256) if args.jobs else fleet.DEFAULT_JOBS
+    timeout = _timeout(args)
+    targets = fleet.read_targets(Path(args.targets))  # every line checked before anything is scanned
+    if args.jsonl:
+        results.check_writable(Path(args.jsonl), what="the JSON Lines file", hint="choose a writable file for --jsonl")
+    if args.prometheus:
+        _check_prometheus(args.prometheus)
+    baseline_dir = Path(args.baseline_dir) if args.baseline_dir else None
+    if baseline_dir is not None:
+        fleet.prepare_baseline_dir(baseline_dir)
+    outcomes = fleet.scan_all(targets, jobs=jobs, timeout_s=timeout, baseline_dir=baseline_dir,
+                              update=args.update_baselines)
+    lines = [json.dumps(o.to_dict()) for o in outcomes]
+    if args.jsonl:
+        results.replace_atomic(Path(args.jsonl), "".join(line + "\n" for line in lines), what="the JSON Lines file",
+                               hint="choose a writable file for --jsonl")
+    if args.prometheus:
+        from ..report import prometheus
+
+        prometheus.write(Path(args.prometheus), prometheus.tls_registry(outcomes))
+    if args.format == "jsonl":
+        for line in lines:
+            print(line)
+    else:
+        for line in fleet.table_lines(outcomes):
+            print(line)
+    from ..history import record as history
+
+    record(args, lambda: history.scan_entry(
+        [(o.scan, o.drift) for o in outcomes if o.scan], command=args.store_command,
+        target=f"{len(outcomes)} targets ({Path(args.targets).name})", exit_code=fleet.exit_code(outcomes),
+        failed=[{"target": o.target.label, "error": o.error} for o in outcomes if not o.scan]))
+    return fleet.exit_code(outcomes)
 
 
 def _tls_scan_server(engine: str, settings: dict):

@@ -14,7 +14,8 @@ from __future__ import annotations
 import datetime
 import socket
 import ssl
-from dataclasses import dataclass
+import time
+from dataclasses import dataclass, field
 from typing import Callable
 from urllib.parse import urlparse
 
@@ -29,7 +30,7 @@ TLS13_SUITES = ("TLS_AES_256_GCM_SHA384", "TLS_CHACHA20_POLY1305_SHA256", "TLS_A
                 "TLS_AES_128_CCM_SHA256", "TLS_AES_128_CCM_8_SHA256")
 GROUPS = ("X25519", "X448", "prime256v1", "secp384r1", "secp521r1", "ffdhe2048", "ffdhe3072", "ffdhe4096")
 
-TIMEOUT_S = 10.0
+TIMEOUT_S = 10.0  # seconds, per network wait (connect, the preamble's answer, a handshake)
 
 
 @dataclass
@@ -37,10 +38,23 @@ class Endpoint:
     kind: str  # the wire protocol (Engine.wire_protocol)
     host: str
     port: int
+    timeout: float = field(default=TIMEOUT_S, compare=False)  # per network wait
+    deadline: float | None = field(default=None, compare=False)  # time.monotonic() by which the whole scan ends
 
     @property
     def label(self) -> str:
         return f"{self.kind}://{self.host}:{self.port}"
+
+    def wait_s(self) -> float:
+        """How long the next network wait may take: the timeout, or less when the deadline is nearer; raises
+        EngineUnavailableError once the deadline has passed (a target that answers too slowly, or never)."""
+        if self.deadline is None:
+            return self.timeout
+        left = self.deadline - time.monotonic()
+        if left <= 0:
+            raise EngineUnavailableError(f"{self.label}: the scan did not finish within its time limit",
+                                         hint="raise --timeout, or check that the server answers promptly")
+        return min(self.timeout, left)
 
 
 def parse_target(text: str) -> Endpoint:
@@ -72,7 +86,11 @@ def schemes_text() -> str:
 
 def _connect(ep: Endpoint) -> socket.socket:
     try:
-        return socket.create_connection((ep.host, ep.port), timeout=TIMEOUT_S)
+        return socket.create_connection((ep.host, ep.port), timeout=ep.wait_s())
+    except socket.timeout:
+        ep.wait_s()  # past the deadline: say so
+        raise EngineUnavailableError(f"cannot reach {ep.label}: no answer to the connection within {ep.timeout:g} s",
+                                     hint="check the host and port, and that the server listens there") from None
     except OSError as e:
         raise EngineUnavailableError(f"cannot reach {ep.label}: {e.strerror or e}",
                                      hint="check the host and port, and that the server listens there") from None
@@ -126,8 +144,10 @@ def handshake(ep: Endpoint, offer: Offer) -> Handshake:
         try:
             engine_of(ep.kind).tls_preamble(sock, ep.label)
         except socket.timeout:
-            raise NotADatabaseError(f"{ep.label}: no {ep.kind} protocol answer within {TIMEOUT_S:.0f} s",
+            ep.wait_s()  # past the deadline: say so
+            raise NotADatabaseError(f"{ep.label}: no {ep.kind} protocol answer within {ep.timeout:g} s",
                                     hint=f"check the port and the scheme ({schemes_text()})") from None
+        sock.settimeout(ep.wait_s())
         try:
             tls = ctx.wrap_socket(sock, server_hostname=None, do_handshake_on_connect=True)
         except (ssl.SSLError, ConnectionError, OSError) as e:
