@@ -155,6 +155,8 @@ class Handle:
     # -- process ---------------------------------------------------------------------
     def launch(self) -> subprocess.Popen:
         args = [self.mariadbd, f"--defaults-file={self.cnf}"] + ([f"--user={self.user[0]}"] if self.user else [])
+        if self.data_root:  # named on the command line: a dead run's server is found (and stopped) by the
+            args.append(f"--datadir={self.datadir}")  # encfs ledger's teardown of the filesystem it holds
         return subprocess.Popen(args, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                                 start_new_session=True)
 
