@@ -38,7 +38,7 @@ class LineSpec:
     leads with (the first of `metrics` the rows have), what it adds, and a remark in plain words."""
 
     label: str
-    workloads: tuple[str, ...]
+    workloads: tuple[str, ...]  # a workload, or workload/operation (dml/insert): only that operation
     cache: str | None = None  # None: any cache setting
     metrics: tuple[str, ...] = ("cpu_s", "wall_s")
     extras: Callable | None = None  # (analysis, rows) -> list of figures
@@ -104,21 +104,38 @@ def per_page(analysis, rows, kind: str) -> list[dict]:
     return out
 
 
-def _per_page_text(f: dict, kind: str) -> str:
-    ci = f" [{fmt_seconds(f['ci'][0])}, {fmt_seconds(f['ci'][1])}]" if f["ci"] else ""
-    size = f"{f['page_size'] / 1024:g} KB" if f["page_size"] % 1024 == 0 else f"{f['page_size']}-byte"
-    text = f"{fmt_seconds(f['value'])}{ci} per {size} page"
+def _size(page_size: int) -> str:
+    return f"{page_size / 1024:g} KB" if page_size % 1024 == 0 else f"{page_size}-byte"
+
+
+def _seconds_ci(f: dict) -> str:
+    return f"{fmt_seconds(f['value'])}" + (f" [{fmt_seconds(f['ci'][0])}, {fmt_seconds(f['ci'][1])}]" if f["ci"] else "")
+
+
+def _per_page_text(figs: list[dict], kind: str) -> str:
+    """One row: its cost per page with the CI (and the speed, the share of the raw cipher); several: the range,
+    the lowest and highest named with their CIs."""
+    sizes = " or ".join(dict.fromkeys(_size(f["page_size"]) for f in figs))
+    if len(figs) == 1:
+        text = f"{_seconds_ci(figs[0])} per {sizes} page"
+    else:
+        lo, hi = min(figs, key=lambda f: f["value"]), max(figs, key=lambda f: f["value"])
+        text = (f"{fmt_seconds(lo['value'])} to {fmt_seconds(hi['value'])} per {sizes} page (lowest: "
+                f"{lo['workload']}/{lo['operation']} {_seconds_ci(lo)}; highest: {hi['workload']}/{hi['operation']} "
+                f"{_seconds_ci(hi)})")
     if kind == "write":
         return text + " to encrypt (an upper bound: other write work is in it too)"
-    if f["mb_per_s_per_core"]:
-        text += f" = {f['mb_per_s_per_core']:,.0f} MB/s per core"
-    if f["percent_of_raw_cipher"] is not None:
-        pci = f["percent_of_raw_cipher_ci"]
-        text += f", {f['percent_of_raw_cipher']:.0f}%" + (f" [{pci[0]:.0f}, {pci[1]:.0f}]" if pci else "") + \
-            " of this CPU's raw cipher"
-    if f["raw_cipher_flag"]:  # rawcipher.set_beside: a CI or an estimate beyond what is possible
-        text += f" ({f['raw_cipher_flag']})"
-    return text
+    speeds = [f["mb_per_s_per_core"] for f in figs if f["mb_per_s_per_core"]]
+    if speeds:
+        text += f" = {_span(speeds, lambda x: f'{x:,.0f}')} MB/s per core"
+    shares = [f for f in figs if f["percent_of_raw_cipher"] is not None]
+    if len(shares) == 1 and shares[0]["percent_of_raw_cipher_ci"]:
+        pci = shares[0]["percent_of_raw_cipher_ci"]
+        text += f", {shares[0]['percent_of_raw_cipher']:.0f}% [{pci[0]:.0f}, {pci[1]:.0f}] of this CPU's raw cipher"
+    elif shares:
+        text += f", {_span([f['percent_of_raw_cipher'] for f in shares], lambda x: f'{x:.0f}%')} of this CPU's raw cipher"
+    flags = list(dict.fromkeys(f["raw_cipher_flag"] for f in figs if f["raw_cipher_flag"]))
+    return text + "".join(f" ({flag})" for flag in flags)  # rawcipher.set_beside: beyond what is possible
 
 
 def reads_per_page(analysis, rows) -> list[dict]:
@@ -156,11 +173,12 @@ def compression(analysis, rows) -> list[dict]:
     return out
 
 
-def _compression_text(f: dict) -> str:
+def _compression_text(figs: list[dict]) -> str:
     def x(span):
         return f"{span[0]:.2f}x" if f"{span[0]:.2f}" == f"{span[1]:.2f}" else f"{span[0]:.2f}x to {span[1]:.2f}x"
 
-    return f"{f['operation']} compresses {x(f['contender'])} encrypted vs {x(f['baseline'])} plain"
+    return "; ".join(f"{f['operation']} compresses {x(f['contender'])} encrypted vs {x(f['baseline'])} plain"
+                     for f in figs)
 
 
 def open_time(analysis, rows) -> list[dict]:
@@ -179,16 +197,18 @@ def open_time(analysis, rows) -> list[dict]:
              "baseline": [min(without), max(without)] if without else None}]
 
 
-def _open_text(f: dict) -> str:
+def _open_text(figs: list[dict]) -> str:
+    (f,) = figs
     text = f"{_span(f['value'], fmt_seconds)} per connection (median)"
     return text + (f", {_span(f['baseline'], fmt_seconds)} without" if f["baseline"] else "")
 
 
-FIGURE_TEXT = {"per_page_read_cpu_s": lambda f: _per_page_text(f, "read"),
-               "per_page_write_cpu_s": lambda f: _per_page_text(f, "write"),
+# a figure's name -> the text of the line's figures of that name
+FIGURE_TEXT = {"per_page_read_cpu_s": lambda figs: _per_page_text(figs, "read"),
+               "per_page_write_cpu_s": lambda figs: _per_page_text(figs, "write"),
                "compression_ratio": _compression_text, "open_wall_s_median": _open_text}
 
-READS = ("scan-like", "scan-eq")
+READS = ("scan-like", "scan-eq", "dml/select")
 OPEN = ("(open)",)
 
 # at rest and in transit: the lines, in the order they are read; a workload listed nowhere gets a line of its own
@@ -196,7 +216,8 @@ SPECS = {
     "at rest": (
         LineSpec("cold reads", READS, "cold", extras=reads_per_page),
         LineSpec("warm reads", READS, "warm"),
-        LineSpec("writes", ("dml", "rebuild"), extras=writes_per_page, remark="every write re-encrypts its pages"),
+        LineSpec("writes", ("dml/insert", "dml/update", "dml/delete", "rebuild"), extras=writes_per_page,
+                 remark="every write re-encrypts its pages"),
         LineSpec("backups", ("backup",), metrics=("wall_s", "cpu_s"), extras=compression),
         LineSpec("opening a database", OPEN, metrics=("wall_s",), extras=open_time, figures_first=True,
                  remark="key derivation, once per connection"),
@@ -277,7 +298,7 @@ def _mixed_words(counts: Counter, estimate: str) -> str:
 
 
 def _line(lab: str, spec: LineSpec, comps: list[dict], analysis) -> dict | None:
-    mine = [c for c in comps if c["workload"] in spec.workloads
+    mine = [c for c in comps if (c["workload"] in spec.workloads or f"{c['workload']}/{c['operation']}" in spec.workloads)
             and (spec.cache is None or _label_dict(c["contender"]).get("cache") == spec.cache)]
     metric = next((m for m in spec.metrics if any(c["metric"] == m for c in mine)), None)
     if metric is None:
@@ -289,7 +310,8 @@ def _line(lab: str, spec: LineSpec, comps: list[dict], analysis) -> dict | None:
     code = next(iter(counts)) if len(counts) == 1 else MIXED
     words = _verdict_words(code, rows, estimate) if code != MIXED else _mixed_words(counts, estimate)
     figures = spec.extras(analysis, rows) if spec.extras else []
-    told = [FIGURE_TEXT[f["name"]](f) for f in figures]
+    told = [FIGURE_TEXT[name]([f for f in figures if f["name"] == name])
+            for name in dict.fromkeys(f["name"] for f in figures)]
     text = f"{spec.label}: " + "; ".join([*told, words] if spec.figures_first else [words, *told])
     if spec.remark:
         text += f" ({spec.remark})"
@@ -313,7 +335,7 @@ def comparison_lines(analysis) -> list[dict]:
         if lab == LABS["sessions"]:
             continue  # the hash sweep has its own line (sweep_lines)
         specs = SPECS.get(lab, ())
-        named = {wl for s in specs for wl in s.workloads}
+        named = {wl.split("/")[0] for s in specs for wl in s.workloads}
         rest = [wl for wl in dict.fromkeys(c["workload"] for c in comps) if wl not in named]
         specs = specs + tuple(LineSpec(f"{wl}", (wl,), metrics=("cpu_s", "wall_s")) for wl in rest)
         out += [line for spec in specs if (line := _line(lab, spec, comps, analysis))]
