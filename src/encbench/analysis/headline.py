@@ -392,3 +392,50 @@ def build(analysis) -> list[dict]:
 def lines(analysis) -> list[str]:
     """The text form: one string per line (what the terminal, Markdown and HTML show)."""
     return [line["text"] for line in (analysis.headline or [])]
+
+
+# -- the commands that print no result file: one line each, printed first -------------------------
+
+def leak_check_line(report) -> str:
+    """leak-check's answer in one line, from its LeakReport: a leak (where), or none (and whether the control
+    proves the scan could have found one)."""
+    if report.findings:
+        where = ", ".join(dict.fromkeys(f.role for f in report.findings))
+        return (f"LEAK: the plaintext canary reached the disk in {len(report.findings)} of {report.scanned_files} "
+                f"files ({where}) although {report.configuration}")
+    text = f"no leak: the canary is in none of the {report.scanned_files} files scanned ({report.configuration})"
+    if report.control:
+        found = report.control.get("found_in") or []
+        text += (f"; the control ({report.control['configuration']}) finds it in {', '.join(found)}, so the scan "
+                 "would see a leak" if found else "; but the control finds it nowhere either: the scan proves nothing")
+    return text
+
+
+GRADES = "ABCF"  # tls/scan.py's grades, best first
+
+
+def _first(names: list[str], n: int) -> str:
+    return ", ".join(names[:n]) + (f" and {len(names) - n} more" if len(names) > n else "")
+
+
+def tls_scan_line(result: dict, changes: list[str] | None = None, measured: dict | None = None) -> str:
+    """tls-scan's answer in one line: protocols, suites and the worst grade, drift from a baseline, and with
+    --measure the cheapest and dearest suite by storm elapsed (its ratio vs no TLS with the 95% CI)."""
+    suites = [s for ss in result["suites"].values() for s in ss]
+    worst = max((s["grade"] for s in suites), default="-", key=lambda g: GRADES.find(g))
+    weak = [s["suite"] for s in suites if s["grade"] in ("C", "F")]
+    text = (f"{result['target']}: {', '.join(result['protocols']) or 'no protocol'}; {len(suites)} suites accepted, "
+            f"worst grade {worst}" + (f" ({len(weak)} weak: {_first(weak, 3)})" if weak else ""))
+    if changes is not None:
+        real = [c for c in changes if not c.startswith("note:")]
+        text += f"; {len(real)} change(s) since the baseline" if real else "; no change since the baseline"
+    rated = [r for r in (measured or {}).get("ranking", []) if (r.get("storm elapsed") or {}).get("ratio") is not None]
+    if rated:
+        def est(r):
+            return f"{r['tls']} {_est(r['storm elapsed'])}"
+
+        lo = min(rated, key=lambda r: r["storm elapsed"]["ratio"])
+        hi = max(rated, key=lambda r: r["storm elapsed"]["ratio"])
+        text += (f"; storm elapsed vs no TLS: {est(lo)}" if lo is hi else
+                 f"; storm elapsed vs no TLS: cheapest {est(lo)}, dearest {est(hi)}")
+    return text

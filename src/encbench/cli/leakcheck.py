@@ -36,6 +36,9 @@ def cmd_leak_check(args) -> int:
     if args.json:
         print(json.dumps(report.to_dict(), indent=1))
     else:
+        from ..analysis.headline import leak_check_line
+
+        print(f"Summary: {leak_check_line(report)}")
         print(f"leak-check, engine {report.engine}: {report.configuration}")
         print(f"scanned {report.scanned_files} files ({report.scanned_bytes:,} bytes) for a "
               f"{report.canary_len}-byte random canary")

@@ -125,6 +125,9 @@ def cmd_tls_scan(args, argv: list[str]) -> int:
             out["measure"] = measured
         print(json.dumps(out, indent=1))
     else:
+        from ..analysis.headline import tls_scan_line
+
+        print(f"Summary: {tls_scan_line(result, changes if baseline is not None else None, measured)}")
         for line in tlsscan.summary_lines(result):
             print(line)
         if args.save_baseline:

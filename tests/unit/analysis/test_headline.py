@@ -220,3 +220,37 @@ def test_every_renderer_shows_it_first(doc, analysis, tmp_path):
     first = page.index("class=\"lines summary\"")
     assert first < page.index("class=\"meta\"><li>encbench") < page.index("<table")
     assert "cold reads: " in page[first:page.index("</ul>", first)]
+
+
+# -- leak-check and tls-scan: one line each ----------------------------------------------------
+
+def test_the_leak_check_line_follows_the_report():
+    from encbench.lab.leakcheck import Finding, LeakReport
+
+    clean = LeakReport("sqlite", "SQLCipher on", 48, scanned_files=3, scanned_bytes=100,
+                       control={"configuration": "plain SQLite", "found_in": ["db (main database)"]})
+    assert headline.leak_check_line(clean) == (
+        "no leak: the canary is in none of the 3 files scanned (SQLCipher on); the control (plain SQLite) finds it "
+        "in db (main database), so the scan would see a leak")
+    blind = LeakReport("sqlite", "SQLCipher on", 48, scanned_files=3, control={"configuration": "plain", "found_in": []})
+    assert "the scan proves nothing" in headline.leak_check_line(blind)
+    finding = Finding(path="pg_wal/000000010000000000000001", role="WAL", occurrences=2, fix="x")
+    leaky = LeakReport("postgres", "no encryption at rest", 48, scanned_files=9, findings=[finding, finding])
+    assert headline.leak_check_line(leaky).startswith("LEAK: the plaintext canary reached the disk in 2 of 9 files (WAL)")
+
+
+def test_the_tls_scan_line_names_grades_drift_and_the_measured_suites():
+    result = {"target": "127.0.0.1:5432", "protocols": ["TLSv1.2", "TLSv1.3"],
+              "suites": {"TLSv1.3": [{"suite": "TLS_AES_256_GCM_SHA384", "grade": "A"}],
+                         "TLSv1.2": [{"suite": "AES256-SHA", "grade": "C"}]}}
+    assert headline.tls_scan_line(result) == ("127.0.0.1:5432: TLSv1.2, TLSv1.3; 2 suites accepted, worst grade C "
+                                              "(1 weak: AES256-SHA)")
+    many = dict(result, suites={"TLSv1.2": [{"suite": f"S{i}", "grade": "C"} for i in range(5)]})
+    assert "5 weak: S0, S1, S2 and 2 more" in headline.tls_scan_line(many)
+    assert headline.tls_scan_line(result, ["note: x"]).endswith("; no change since the baseline")
+    assert headline.tls_scan_line(result, ["suite added: X"]).endswith("; 1 change(s) since the baseline")
+    ranking = [{"tls": "TLS_AES_256_GCM_SHA384", "storm elapsed": {"ratio": 1.12, "ci": [1.08, 1.16]}},
+               {"tls": "AES256-SHA", "storm elapsed": {"ratio": 1.31, "ci": [1.25, 1.37]}},
+               {"tls": "X", "storm elapsed": None}]
+    assert headline.tls_scan_line(result, None, {"ranking": ranking}).endswith(
+        "; storm elapsed vs no TLS: cheapest TLS_AES_256_GCM_SHA384 +12% [+8, +16], dearest AES256-SHA +31% [+25, +37]")
