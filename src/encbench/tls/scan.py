@@ -85,11 +85,11 @@ def schemes_text() -> str:
 
 
 def _connect(ep: Endpoint) -> socket.socket:
+    wait = ep.wait_s()
     try:
-        return socket.create_connection((ep.host, ep.port), timeout=ep.wait_s())
+        return socket.create_connection((ep.host, ep.port), timeout=wait)
     except socket.timeout:
-        ep.wait_s()  # past the deadline: say so
-        raise EngineUnavailableError(f"cannot reach {ep.label}: no answer to the connection within {ep.timeout:g} s",
+        raise EngineUnavailableError(f"cannot reach {ep.label}: no answer to the connection within {round(wait, 1):g} s",
                                      hint="check the host and port, and that the server listens there") from None
     except OSError as e:
         raise EngineUnavailableError(f"cannot reach {ep.label}: {e.strerror or e}",
@@ -144,8 +144,8 @@ def handshake(ep: Endpoint, offer: Offer) -> Handshake:
         try:
             engine_of(ep.kind).tls_preamble(sock, ep.label)
         except socket.timeout:
-            ep.wait_s()  # past the deadline: say so
-            raise NotADatabaseError(f"{ep.label}: no {ep.kind} protocol answer within {ep.timeout:g} s",
+            raise NotADatabaseError(f"{ep.label}: no {ep.kind} protocol answer within "
+                                    f"{round(sock.gettimeout() or ep.timeout, 1):g} s",
                                     hint=f"check the port and the scheme ({schemes_text()})") from None
         sock.settimeout(ep.wait_s())
         try:

@@ -156,3 +156,20 @@ def test_run_and_leak_metrics_parse_back(tmp_path):
     assert fams["encbench_leak_findings"][0].value == 2
     assert fams["encbench_leak_occurrences"][0].labels["role"] == "binary log"
     assert fams["encbench_leak_occurrences"][0].value == 4
+
+
+def test_the_cli_checks_its_fleet_options_before_any_scan(tmp_path, capsys):
+    from encbench import cli
+
+    t = tmp_path / "t.txt"
+    t.write_text("db1.invalid:5432\n")
+    cases = [(["--targets", str(t), "--jobs", "0"], 4), (["--targets", str(t), "--timeout", "nan"], 4),
+             (["--targets", str(t), "--prometheus", str(tmp_path / "x.txt")], 4),
+             (["--targets", str(t), "--baseline-dir", str(t)], 5),
+             (["--targets", str(t), "--update-baselines"], 2), (["--targets", str(t), "--json"], 2),
+             (["--targets", str(t), "postgresql://db1"], 2), (["postgresql://db1", "--jobs", "4"], 2),
+             (["postgresql://db1", "--format", "jsonl"], 2)]
+    for args, code in cases:
+        assert cli.main(["tls-scan", *args]) == code, args
+        err = capsys.readouterr().err
+        assert len(err.splitlines()) == 1 and "Traceback" not in err, (args, err)
