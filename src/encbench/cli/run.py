@@ -54,6 +54,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--function", default=None, metavar="NAME[,NAME]",
                    help="hash workload: the hash function (see `encbench list`; same as --variant function=...)")
     p.add_argument("--rows", default=None, help="hash workload: rows each session hashes (same as --param hash_rows=...)")
+    p.add_argument("--method", default=None, metavar="NAME[,NAME]",
+                   help="column workload: how the column is encrypted, e.g. none,client-gcm,client-siv (see `encbench "
+                        "list`; same as --variant method=...)")
     p.add_argument("--profile", action="store_true",
                    help="record a CPU profile (perf) of the engine during the warmup runs, any workload: shares, flame "
                         "graphs next to the results, what an overhead is spent on")
@@ -106,12 +109,15 @@ def cmd_run(args, argv: list[str]) -> int:
                        ("settings", args.setting and parse_settings(args.setting)))
                       if value}
     variants = list(args.variant) + [f"{k}={v}" for k, v in (("sessions", args.sessions),
-                                                              ("function", args.function)) if v]
+                                                              ("function", args.function),
+                                                              ("method", args.method)) if v]
     params = list(args.param) + [f"{k}={v}" for k, v in (("hash_rows", args.rows), ("profile", args.profile and 1),
                                                           ("parallel", args.parallel and 1)) if v]
     if (args.sessions or args.function or args.rows or args.parallel or (args.profile and "hash" in engine.workloads)) \
             and not args.workload:
         args.workload = ["hash"]  # the hash options name their workload
+    if args.method and not args.workload:
+        args.workload = ["column"]  # so does --method
     config = runner.RunConfig(
         engine=engine_name,
         workloads=args.workload or list(engine.default_workloads or engine.workloads),

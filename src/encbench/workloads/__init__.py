@@ -6,6 +6,7 @@ from ..util.registry import Registry
 from .backup import Backup
 from .base import Operation, Workload
 from .bulk import Bulk
+from .column import Column
 from .connect import Connect
 from .dml import Dml
 from .hash import Hash
@@ -16,7 +17,7 @@ from .scan_like import ScanLike
 from .storm import Storm
 
 WORKLOADS: Registry[Workload] = Registry("workload")
-for _cls in (ScanLike, ScanEq, Dml, Rebuild, Backup, Storm, Roundtrip, Bulk, Connect, Hash):
+for _cls in (ScanLike, ScanEq, Dml, Rebuild, Backup, Storm, Roundtrip, Bulk, Connect, Hash, Column):
     WORKLOADS.register(_cls.name, _cls())
 
 __all__ = ["WORKLOADS", "Workload", "Operation"]

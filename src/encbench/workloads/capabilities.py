@@ -14,6 +14,7 @@ Families:
   at rest:    ScanSession < DmlSession, RebuildSession, BackupSession        (AtRestSession)
   in transit: StormSession, StreamSession, ConnectSession, SelectLoadSession  (InTransitSession)
   in query:   HashSqlSession, ConcurrentSessions                             (InQuerySession)
+  in column:  ColumnSession
 """
 
 from __future__ import annotations
@@ -130,7 +131,43 @@ class InQuerySession(HashSqlSession, ConcurrentSessions, Protocol):
     """Everything the in-query (hash) workload needs."""
 
 
-FAMILIES: dict[str, type] = {"at rest": AtRestSession, "in transit": InTransitSession, "in query": InQuerySession}
+# -- in column: one column encrypted in the client or by the database (workloads/column.py) ---
+
+class ColumnSession(Protocol):
+    """A table of its own (id, value) for the column workload. Values are what the client sends: ciphertext
+    for a client method, plaintext for `none` and for the engine's own in-database methods (its SQL encrypts
+    on the way in and decrypts on the way out, with the key of `column_key`)."""
+
+    def column_key(self) -> bytes:
+        """The run's key material (from --key-file / ENCBENCH_KEY, or generated): never stored anywhere."""
+
+    def column_methods(self) -> dict[str, bool]:
+        """The engine's in-database methods: name -> searchable (an index serves an equality lookup)."""
+
+    def column_create(self, method: str, indexed: bool, /) -> dict:
+        """Untimed: a fresh empty table for this method, with an index on the value when `indexed`."""
+
+    def column_insert(self, rows: list[tuple[int, bytes]], /) -> int:
+        """(id, value) rows written in one transaction."""
+
+    def column_read(self) -> list[tuple[int, bytes]]:
+        """Every (id, value), in id order (decrypted by the database for an in-database method)."""
+
+    def column_lookup(self, value: bytes, /) -> list[int]:
+        """The ids of the rows whose value equals this one (the table's index where there is one)."""
+
+    def column_update(self, rows: list[tuple[bytes, int]], /) -> int:
+        """(new value, id) rows changed in one transaction: how many."""
+
+    def column_size(self) -> dict:
+        """Untimed: {"value_bytes": the stored values' total length, "db_bytes": the table's (and index's) space}."""
+
+    def column_explain(self, by_value: bool, /) -> dict:
+        """Untimed: the plan of the lookup (by_value) or of the full read: {"index_used": 0|1, "plan": text}."""
+
+
+FAMILIES: dict[str, type] = {"at rest": AtRestSession, "in transit": InTransitSession, "in query": InQuerySession,
+                             "in column": ColumnSession}
 
 
 # -- the derivation ------------------------------------------------------------------------

@@ -22,25 +22,29 @@ from ...host import rawcipher
 from ...errors import CheckFailedError, EngineUnavailableError, WrongKeyError
 from ...probes import Target
 from ...lab.variants import Variant, VariantKey, int_validator, normalize
-from ..base import Engine, PrepareContext, Session
+from ...workloads import column as column_lab
+from ..base import Engine, PrepareContext, Session, Table
 
 TABLE = "bench"
 DEFAULT_PASSPHRASE = "encbench-synthetic-data"  # the data is synthetic: this key protects nothing
 DEFAULT_CACHE_KIB = 2000  # SQLite's default page cache (cache_size=-2000)
+AT_REST = ("scan-like", "scan-eq", "dml", "rebuild", "backup")  # SQLCipher's workloads: the keys below vary them
 
 VARIANT_KEYS = (
-    VariantKey("encryption", "SQLCipher page encryption off (plain SQLite) or on", ("off", "on"), ("off", "on")),
+    VariantKey("encryption", "SQLCipher page encryption off (plain SQLite) or on", ("off", "on"), ("off", "on"),
+               workloads=AT_REST),
     VariantKey("cache", "cold: caches dropped before each operation; warm: table already in the page cache",
-               ("cold", "warm"), ("cold", "warm")),
+               ("cold", "warm"), ("cold", "warm"), workloads=AT_REST),
     VariantKey("page_size", "database page size in bytes (512..65536, a power of two)", ("4096",),
                validate=int_validator("page_size", lambda n: 512 <= n <= 65536 and n & (n - 1) == 0,
-                                      "use a power of two from 512 to 65536")),
+                                      "use a power of two from 512 to 65536"), workloads=AT_REST),
     VariantKey("kdf_iter", "PBKDF2 iterations of the key derivation", ("256000",),
                validate=int_validator("kdf_iter", lambda n: 1 <= n <= 10_000_000, "use 1 to 10000000"),
-               applies_when=(("encryption", "on"),)),
+               applies_when=(("encryption", "on"),), workloads=AT_REST),
     VariantKey("key", "passphrase (derived with PBKDF2 at open) or raw (a 256-bit key, no derivation)",
-               ("passphrase",), ("passphrase", "raw"), applies_when=(("encryption", "on"),)),
+               ("passphrase",), ("passphrase", "raw"), applies_when=(("encryption", "on"),), workloads=AT_REST),
 )
+COLUMN_TABLE = "col"  # the column workload's table, in a plain database file of its own per run
 
 
 def _import():
@@ -75,15 +79,16 @@ def file_name(variant: Variant) -> str:
 
 
 class SQLiteSession(Session):
-    def __init__(self, path: Path, variant: Variant, setup: dict, *, copy_of: Path | None):
+    def __init__(self, path: Path, variant: Variant, setup: dict, *, copy_of: Path | None, create: bool = False):
         sqlcipher3 = _import()
         self.path, self.variant, self.copy_of = path, variant, copy_of
         self.table, self.row_count = TABLE, setup["rows"]
         self.page_size = int(variant.get("page_size", "4096"))
         self._key = key_sql(variant, setup["_passphrase"])
+        self._column_key = bytes.fromhex(setup["_column_key"]) if setup.get("_column_key") else b""
         self._warm = False
         t0, ru0 = time.perf_counter(), resource.getrusage(resource.RUSAGE_SELF)
-        self.conn = _connect(sqlcipher3, path, variant, self._key)
+        self.conn = _connect(sqlcipher3, path, variant, self._key, create=create)
         ru1 = resource.getrusage(resource.RUSAGE_SELF)
         self.open_metrics = {
             "wall_s": time.perf_counter() - t0,
@@ -154,6 +159,53 @@ class SQLiteSession(Session):
         if self.copy_of is not None:
             for p in self._files():
                 p.unlink()
+
+    # -- the column workload (workloads/column.py): a table of its own in a fresh plain file ----------
+    # SQLite is embedded: the database's work and the cipher's run in the same process, so all of the CPU
+    # measured is the application's (the client's). It has no in-database column functions: client methods only.
+    def column_key(self) -> bytes:
+        return self._column_key
+
+    def column_methods(self) -> dict[str, bool]:
+        return {}
+
+    def column_create(self, method: str, indexed: bool) -> dict:
+        if method not in column_lab.CLIENT_METHODS:
+            raise CheckFailedError(f"SQLite has no in-database column method {method!r}")
+        self.conn.execute(f"DROP TABLE IF EXISTS {COLUMN_TABLE}")
+        self.conn.execute(f"CREATE TABLE {COLUMN_TABLE} (id INTEGER PRIMARY KEY, v BLOB NOT NULL)")
+        if indexed:
+            self.conn.execute(f"CREATE INDEX {COLUMN_TABLE}_v ON {COLUMN_TABLE} (v)")
+        return {"indexed": int(indexed)}
+
+    def column_insert(self, rows: list[tuple[int, bytes]]) -> int:
+        self.conn.execute("BEGIN")
+        self.conn.executemany(f"INSERT INTO {COLUMN_TABLE} (id, v) VALUES (?, ?)", rows)
+        self.conn.execute("COMMIT")
+        return len(rows)
+
+    def column_read(self) -> list[tuple[int, bytes]]:
+        return self.conn.execute(f"SELECT id, v FROM {COLUMN_TABLE} ORDER BY id").fetchall()
+
+    def column_lookup(self, value: bytes) -> list[int]:
+        return [r[0] for r in self.conn.execute(f"SELECT id FROM {COLUMN_TABLE} WHERE v = ?", (value,))]
+
+    def column_update(self, rows: list[tuple[bytes, int]]) -> int:
+        self.conn.execute("BEGIN")
+        changed = self.conn.executemany(f"UPDATE {COLUMN_TABLE} SET v = ? WHERE id = ?", rows).rowcount
+        self.conn.execute("COMMIT")
+        return changed
+
+    def column_size(self) -> dict:
+        value_bytes = self.conn.execute(f"SELECT coalesce(sum(length(v)), 0) FROM {COLUMN_TABLE}").fetchone()[0]
+        pages, free, size = (self.conn.execute(f"PRAGMA {p}").fetchone()[0]
+                             for p in ("page_count", "freelist_count", "page_size"))
+        return {"value_bytes": value_bytes, "db_bytes": (pages - free) * size}  # the file holds only this table
+
+    def column_explain(self, by_value: bool) -> dict:
+        sql = (f"SELECT id FROM {COLUMN_TABLE} WHERE v = ?" if by_value else f"SELECT id, v FROM {COLUMN_TABLE} ORDER BY id")
+        plan = "; ".join(r[-1] for r in self.conn.execute("EXPLAIN QUERY PLAN " + sql, (b"",) if by_value else ()))
+        return {"index_used": int(" USING " in plan and "INDEX" in plan and plan.startswith("SEARCH")), "plan": plan}
 
 
 # sqlite3_db_status counters: pages read into / written from the page cache
@@ -280,8 +332,9 @@ def _plant_sqlite(sqlcipher3, directory: Path, variant: Variant, canary: str, re
 class SQLiteEngine(Engine):
     name = "sqlite"
     description = "SQLite plain vs SQLCipher 4 (embedded, no server; PyPI sqlcipher3-wheels)"
-    variant_keys = VARIANT_KEYS
-    workloads = ("scan-like", "scan-eq", "dml", "rebuild", "backup")
+    variant_keys = (*VARIANT_KEYS, column_lab.method_key())
+    workloads = (*AT_REST, "column")
+    default_workloads = AT_REST  # the column lab on request: --workload column, --method or --variant method=
     session_class = SQLiteSession
     label = "SQLite/SQLCipher"
     # selftest: one minute on 2 cores at the default size and runs (scan-eq has cold reads and warm CPU)
@@ -294,6 +347,11 @@ class SQLiteEngine(Engine):
         ("sqlite", r"_sqlite3|libsqlite|sqlcipher", r""),
     )
     profile_in_process = True
+
+    def tables(self) -> tuple[Table, ...]:
+        return (Table("", "encryption", "off", AT_REST),
+                Table("Column encryption (SQLite is embedded: every CPU figure is the application's, the client's)",
+                      "method", column_lab.BASELINE, ("column",), column_lab.TABLE_COLUMNS))
 
     def check_available(self) -> None:
         _import()
@@ -322,7 +380,9 @@ class SQLiteEngine(Engine):
         passphrase = ctx.key or DEFAULT_PASSPHRASE
         files: dict[str, dict] = {}
         for variant in ctx.variants:
-            self._ensure(sqlcipher3, ctx, ddir, spec, variant, passphrase, files)
+            if "encryption" in variant:  # the column workload's variants make their own table per run
+                self._ensure(sqlcipher3, ctx, ddir, spec, variant, passphrase, files)
+        column = self._column_setup(ctx)
         return {
             "dataset_id": dataset_id,
             "data_dir": str(ddir),
@@ -333,7 +393,19 @@ class SQLiteEngine(Engine):
             "files": files,
             "key_source": ctx.key_source,
             "_passphrase": passphrase,  # keys starting with _ never reach result files
+            **column,
         }
+
+    @staticmethod
+    def _column_setup(ctx: PrepareContext) -> dict:
+        """The column workload's methods and key (derived from --key-file / ENCBENCH_KEY, else generated)."""
+        methods = [v["method"] for v in ctx.variants if "method" in v]
+        if not methods:
+            return {}
+        material, source = column_lab.column_key_material(ctx.key)
+        return {"column": {"methods": list(dict.fromkeys(methods)), "key_source": source,
+                           "value_bytes": column_lab.VALUE_BYTES},
+                "_column_key": material.hex()}  # never in a result file (keys starting with _)
 
     def _ensure(self, sqlcipher3, ctx: PrepareContext, ddir: Path, spec: dict, variant: Variant,
                 passphrase: str, files: dict[str, dict]) -> dict:
@@ -395,7 +467,14 @@ class SQLiteEngine(Engine):
         sizes = sorted({int(f["variant"].get("page_size", 4096)) for f in setup["files"].values()
                         if f["variant"].get("encryption") == "on"})
         lib = _import()._sqlite3.__file__  # the OpenSSL SQLCipher links (sqlcipher3 bundles its own)
-        return {"raw_cipher": {str(ps): rawcipher.sqlcipher_page(ps, engine_lib=lib) for ps in sizes}}
+        out = {"raw_cipher": {str(ps): rawcipher.sqlcipher_page(ps, engine_lib=lib) for ps in sizes}}
+        if setup.get("column"):  # the column methods' AEADs on one value: the floor of their per-row cost
+            from ...host import rawcolumn
+
+            algorithms = [column_lab.CLIENT_METHODS[m].algorithm for m in setup["column"]["methods"]
+                          if m in column_lab.CLIENT_METHODS and column_lab.CLIENT_METHODS[m].algorithm]
+            out["raw_column_cipher"] = rawcolumn.reference(algorithms, setup["column"]["value_bytes"])
+        return out
 
     def leak_check(self, options: dict, workdir: Path):
         """SQLCipher with its defaults, rollback journal and WAL, plus a backup; a plain control."""
@@ -414,6 +493,8 @@ class SQLiteEngine(Engine):
         return report
 
     def open_session(self, setup: dict, variant: Variant, *, mutable: bool, scratch_dir: Path) -> Session:
+        if "method" in variant:  # the column workload: a fresh plain database file in the run's scratch directory
+            return SQLiteSession(scratch_dir / f"column-{os.getpid()}.db", variant, setup, copy_of=None, create=True)
         source = Path(setup["files"][file_name(variant)]["path"])
         if not mutable:
             return SQLiteSession(source, variant, setup, copy_of=None)

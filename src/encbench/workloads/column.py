@@ -1,0 +1,317 @@
+"""The in-column lab (issue 16): what encrypting one column costs, and what it does to lookups.
+
+A fresh table of N rows with one value column, on which four operations are timed apart:
+insert (every value encrypted, then written), read (every row fetched, then decrypted),
+lookup (point lookups by equality on the encrypted value) and update (every value replaced
+by a new encrypted one). The variant key `method` says how the value is protected:
+
+  none        plaintext, indexed: the baseline
+  client-gcm  AES-256-GCM in the application, a random 96-bit nonce per value (randomized:
+              equal values give different ciphertexts, so no index can serve an equality
+              lookup: every row is fetched and decrypted)
+  client-siv  AES-256-SIV in the application (RFC 5297, deterministic: equal values give
+              equal ciphertexts, so the index on the ciphertext serves the lookup)
+
+with the `cryptography` package (OpenSSL). An engine adds its own in-database methods
+(pgcrypto, AES_ENCRYPT) by passing them to `method_key`: for those the workload sends
+plaintext and the session's SQL encrypts and decrypts (`ColumnSession`).
+
+The key comes from --key-file / ENCBENCH_KEY (HKDF-SHA256) or is generated per run
+(`column_key_material`); each method derives its own subkey. It lives in the setup under a
+key starting with `_` (never in a result file) and in the worker's memory only.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+from ..errors import CheckFailedError, WrongKeyError
+from ..lab.variants import VariantKey
+from .base import Operation, Param, Workload
+from .capabilities import ColumnSession
+
+BASELINE = "none"
+KEY_BYTES = 32  # the master key material a run holds; each method derives its own subkey from it
+_HKDF_SALT = b"encbench column v1"
+
+# the report table (engines' Table for the column workload): per-row throughput, CPU, the verdict
+TABLE_COLUMNS = ("workload", "op", "variant", "elapsed", "d_elapsed", "cpu", "d_cpu", "rate", "d_rate", "verdict")
+
+
+def value(i: int, generation: int = 0) -> bytes:
+    """Row i's plaintext: an e-mail-like 23-byte value, unique per row (generation 1: the update's)."""
+    return f"{'user' if generation == 0 else 'upd-'}{i:07d}@example.org".encode()
+
+
+VALUE_BYTES = len(value(0))
+
+
+def _hkdf(material: bytes, info: str, length: int) -> bytes:
+    from cryptography.hazmat.primitives import hashes
+    from cryptography.hazmat.primitives.kdf.hkdf import HKDF
+
+    return HKDF(algorithm=hashes.SHA256(), length=length, salt=_HKDF_SALT, info=info.encode()).derive(material)
+
+
+def column_key_material(passphrase: str | None) -> tuple[bytes, str]:
+    """(key material, where it came from): derived from a passphrase (--key-file, ENCBENCH_KEY), else random."""
+    if passphrase:
+        return _hkdf(passphrase.encode(), "master", KEY_BYTES), "derived (HKDF-SHA256) from the key given"
+    return os.urandom(KEY_BYTES), "generated for this run (os.urandom), never stored"
+
+
+# -- the client-side methods ---------------------------------------------------------------
+
+class Plain:
+    """No encryption: the value as it is (the baseline)."""
+
+    name = BASELINE
+    algorithm = ""
+    searchable = True  # equal values are equal: an index on the column serves an equality lookup
+    client = True  # the workload's side does the work (nothing to do here)
+    overhead_bytes = 0
+
+    def __init__(self, material: bytes | None = None):
+        pass
+
+    def encrypt(self, data: bytes) -> bytes:
+        return data
+
+    def decrypt(self, data: bytes) -> bytes:
+        return data
+
+
+class Gcm(Plain):
+    """AES-256-GCM, a random 12-byte nonce per value: nonce || ciphertext || 16-byte tag."""
+
+    name = "client-gcm"
+    algorithm = "aes-256-gcm"
+    searchable = False
+    overhead_bytes = 12 + 16
+
+    def __init__(self, material: bytes):
+        from cryptography.exceptions import InvalidTag
+        from cryptography.hazmat.primitives.ciphers.aead import AESGCM
+
+        self._aead, self._invalid = AESGCM(_hkdf(material, self.name, 32)), InvalidTag
+
+    def encrypt(self, data: bytes) -> bytes:
+        nonce = os.urandom(12)
+        return nonce + self._aead.encrypt(nonce, data, None)
+
+    def decrypt(self, data: bytes) -> bytes:
+        try:
+            return self._aead.decrypt(data[:12], data[12:], None)
+        except self._invalid:
+            raise _wrong_key(self) from None
+
+
+class Siv(Plain):
+    """AES-256-SIV (RFC 5297, a 512-bit key), deterministic: 16-byte synthetic IV || ciphertext."""
+
+    name = "client-siv"
+    algorithm = "aes-256-siv"
+    searchable = True  # deterministic: the ciphertext of the value looked up equals the stored one
+    overhead_bytes = 16
+
+    def __init__(self, material: bytes):
+        from cryptography.exceptions import InvalidTag
+        from cryptography.hazmat.primitives.ciphers.aead import AESSIV
+
+        self._aead, self._invalid = AESSIV(_hkdf(material, self.name, 64)), InvalidTag
+
+    def encrypt(self, data: bytes) -> bytes:
+        return self._aead.encrypt(data, None)
+
+    def decrypt(self, data: bytes) -> bytes:
+        try:
+            return self._aead.decrypt(data, None)
+        except self._invalid:
+            raise _wrong_key(self) from None
+
+
+def _wrong_key(cipher) -> WrongKeyError:
+    return WrongKeyError(f"a value of the encrypted column does not decrypt with the key given ({cipher.algorithm}: "
+                         "the authentication tag does not match)",
+                         hint="use the key it was encrypted with (--key-file or ENCBENCH_KEY)")
+
+
+CLIENT_METHODS: dict[str, type[Plain]] = {c.name: c for c in (Plain, Gcm, Siv)}
+CLIENT_DESCRIPTIONS = {
+    "none": "plaintext, indexed (baseline)",
+    "client-gcm": "AES-256-GCM in the client, random nonce (randomized: lookups scan and decrypt every row)",
+    "client-siv": "AES-256-SIV in the client (deterministic: the index on the ciphertext serves lookups)",
+}
+
+
+@dataclass(frozen=True)
+class InDatabase:
+    """An engine's own method: plaintext goes to the session, whose SQL encrypts and decrypts."""
+
+    name: str
+    searchable: bool
+    client = False
+    algorithm = ""
+
+    def encrypt(self, data: bytes) -> bytes:
+        return data
+
+    def decrypt(self, data: bytes) -> bytes:
+        return data
+
+
+def cipher_for(method: str, material: bytes, engine_methods: dict[str, bool] | None = None):
+    """The codec the workload runs on its side: a client method's cipher, or a pass-through for an in-database one
+    (engine_methods: name -> searchable)."""
+    if method in CLIENT_METHODS:
+        return CLIENT_METHODS[method](material)
+    return InDatabase(method, bool((engine_methods or {}).get(method)))
+
+
+def method_key(engine_methods: dict[str, str] | None = None,
+               default: tuple[str, ...] = tuple(CLIENT_METHODS)) -> VariantKey:
+    """The `method` key of an engine: the client methods every engine has, plus its own in-database ones
+    (name -> description). Compared with `none`."""
+    descriptions = {**CLIENT_DESCRIPTIONS, **(engine_methods or {})}
+    return VariantKey("method", "how the column workload's value is protected: "
+                      + "; ".join(f"{n}: {d}" for n, d in descriptions.items()),
+                      default, tuple(descriptions), workloads=("column",))
+
+
+# -- the workload ------------------------------------------------------------------------
+
+def _spread(n: int, k: int) -> list[int]:
+    """k row ids spread evenly over 1..n."""
+    k = min(k, n)
+    return [1 + (i * (n - 1)) // max(1, k - 1) for i in range(k)] if k > 1 else [1 + n // 2]
+
+
+def _per_row(n: int, cipher_s: float) -> Callable[[dict], dict]:
+    """The probes' totals per row: throughput, elapsed and CPU per row (both sides where the client is apart),
+    and the share of the client's CPU the cipher calls took (an embedded engine: the process is the client)."""
+
+    def check(metrics: dict) -> dict:
+        out = {"cipher_us_per_row": 1e6 * cipher_s / n}
+        if metrics.get("wall_s"):
+            out.update(rows_per_s=n / metrics["wall_s"], wall_us_per_row=1e6 * metrics["wall_s"] / n)
+        for metric, prefix in (("cpu_s", "cpu"), ("client_cpu_s", "client_cpu")):
+            if metric in metrics:
+                out[f"{prefix}_us_per_row"] = 1e6 * metrics[metric] / n
+        side = metrics.get("client_cpu_s", metrics.get("cpu_s"))  # where the client's cipher calls count
+        if side:
+            out["cipher_share_of_cpu"] = cipher_s / side
+        return out
+
+    return check
+
+
+def _timed(fn: Callable[[bytes], bytes], items: list[bytes]) -> tuple[list[bytes], float]:
+    """fn over every item, with the calling thread's CPU time it took (the cipher's share of the operation)."""
+    t0 = time.thread_time()
+    out = [fn(x) for x in items]
+    return out, time.thread_time() - t0
+
+
+class Column(Workload):
+    name = "column"
+    needs = ColumnSession
+    mutates = True
+    description = ("one encrypted column (--method / method=none,client-gcm,client-siv, and the engine's own): insert N "
+                   "rows, read and decrypt them all, point lookups by equality on the encrypted value, update every "
+                   "value; per row: time, CPU, bytes, the cipher's share; whether the lookup used an index")
+    params = (
+        Param("column_rows", "rows of the column workload's table (inserted, read, updated)", 10_000, 1_000,
+              minimum=10, maximum=10_000_000),
+        Param("lookups", "point lookups by equality per run (column workload)", 20, 5, minimum=1, maximum=100_000),
+    )
+
+    def operations(self, session, scratch: Path, params: dict) -> list[Operation]:
+        method = session.variant["method"]
+        cipher = cipher_for(method, session.column_key(), session.column_methods())
+        n, k = params["column_rows"], params["lookups"]
+        ids = list(range(1, n + 1))
+        plain = [value(i) for i in ids]
+        state: dict = {}
+
+        def create() -> None:
+            state["created"] = session.column_create(method, cipher.searchable)
+
+        def insert() -> dict:
+            stored, spent = _timed(cipher.encrypt, plain)
+            session.column_insert(list(zip(ids, stored)))
+            state["cipher_s"] = spent
+            return {"column_rows": n, "cipher_cpu_s": spent, **state["created"]}
+
+        def sizes() -> dict:
+            size = session.column_size()
+            return {"value_bytes_per_row": size["value_bytes"] / n, "db_bytes": size["db_bytes"],
+                    "db_bytes_per_row": size["db_bytes"] / n,
+                    "value_overhead_bytes": size["value_bytes"] / n - VALUE_BYTES}
+
+        def read() -> dict:
+            rows = session.column_read()
+            state["read"], spent = _timed(cipher.decrypt, [v for _, v in rows])
+            state["cipher_s"] = spent
+            return {"column_rows": len(rows), "cipher_cpu_s": spent}
+
+        def check_read() -> dict:
+            if state.pop("read") != plain:
+                raise CheckFailedError(f"column workload ({method}): the values read back differ from those written")
+            return {"read_back_equal": 1}
+
+        targets = _spread(n, k)
+
+        def lookup() -> dict:
+            found, examined, spent = [], 0, 0.0
+            for i in targets:
+                if cipher.searchable:  # the ciphertext of the value (deterministic) through the index
+                    t0 = time.thread_time()
+                    probe = cipher.encrypt(value(i))
+                    spent += time.thread_time() - t0
+                    hits = session.column_lookup(probe)
+                    examined += len(hits)
+                else:  # randomized: every row fetched and decrypted, the equal ones kept
+                    rows = session.column_read()
+                    clear, s = _timed(cipher.decrypt, [v for _, v in rows])
+                    spent += s
+                    examined += len(rows)
+                    hits = [rid for (rid, _), c in zip(rows, clear) if c == value(i)]
+                found.append(list(hits))
+            state["found"] = found
+            return {"queries": len(targets), "rows_examined_per_lookup": examined / len(targets),
+                    "cipher_cpu_s": spent}
+
+        def check_lookup() -> dict:
+            found = state.pop("found")
+            if [sorted(f) for f in found] != [[i] for i in targets]:
+                raise CheckFailedError(f"column workload ({method}): a lookup by equality did not find exactly its row")
+            return session.column_explain(cipher.searchable)
+
+        def lookup_rates(metrics: dict) -> dict:
+            if not metrics.get("wall_s"):
+                return {}
+            return {"qps": len(targets) / metrics["wall_s"], "wall_us_per_lookup": 1e6 * metrics["wall_s"] / len(targets)}
+
+        new_plain = [value(i, 1) for i in ids]
+
+        def update() -> dict:
+            stored, spent = _timed(cipher.encrypt, new_plain)
+            changed = session.column_update([(v, i) for i, v in zip(ids, stored)])
+            if changed != n:
+                raise CheckFailedError(f"column workload ({method}): the update changed {changed} rows, not {n}")
+            state["cipher_s"] = spent
+            return {"column_rows": n, "cipher_cpu_s": spent}
+
+        def per_row(metrics: dict) -> dict:  # after the run that set state["cipher_s"]
+            return _per_row(n, state.pop("cipher_s"))(metrics)
+
+        return [
+            Operation("insert", insert, before=create, after=sizes, check=per_row),
+            Operation("read", read, after=check_read, check=per_row),
+            Operation("lookup", lookup, after=check_lookup, check=lookup_rates),
+            Operation("update", update, check=per_row),
+        ]
