@@ -18,7 +18,7 @@ differ). A line's `verdict` is its rows' common verdict, or "mixed" (then `verdi
 from __future__ import annotations
 
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Callable
 
 from . import stats
@@ -224,7 +224,7 @@ SPECS = {
     ),
     "in transit": tuple(
         LineSpec(f"TLS {wl}", (wl,), metrics=("wall_s", "cpu_s"), per_contender=True, remark=remark)
-        for wl, remark in (("storm", "many short queries"), ("bulk", "large result sets"),
+        for wl, remark in (("storm", ""), ("bulk", "large result sets"),
                            ("roundtrip", "one small query at a time"), ("connect", "new connections: handshakes"))
     ),
 }
@@ -338,8 +338,19 @@ def comparison_lines(analysis) -> list[dict]:
         named = {wl.split("/")[0] for s in specs for wl in s.workloads}
         rest = [wl for wl in dict.fromkeys(c["workload"] for c in comps) if wl not in named]
         specs = specs + tuple(LineSpec(f"{wl}", (wl,), metrics=("cpu_s", "wall_s")) for wl in rest)
-        out += [line for spec in specs if (line := _line(lab, spec, comps, analysis))]
+        out += [line for spec in specs for one in _per_operation(spec, comps)
+                if (line := _line(lab, one, comps, analysis))]
     return out
+
+
+def _per_operation(spec: LineSpec, comps: list[dict]) -> list[LineSpec]:
+    """A suites line per operation (storm's messages and its loop-only control are ranked apart); others as they are."""
+    if not spec.per_contender:
+        return [spec]
+    ops = list(dict.fromkeys(f"{c['workload']}/{c['operation']}" for c in comps if c["workload"] in spec.workloads))
+    if len(ops) < 2:
+        return [spec]
+    return [replace(spec, label=f"{spec.label} {op.split('/', 1)[1]}", workloads=(op,)) for op in ops]
 
 
 def sweep_lines(analysis) -> list[dict]:

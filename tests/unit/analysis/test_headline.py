@@ -202,6 +202,16 @@ def test_tls_names_the_cheapest_and_the_dearest_suite():
             "dearest: tls=TLS_CHACHA20_POLY1305_SHA256 +40% [+35, +45])") in line["text"]
 
 
+def test_storm_ranks_its_suites_per_operation():
+    """storm's messages and its loop-only control are two operations: each ranks the suites on its own line."""
+    comps = [_comp("storm", f"tls={s}", r, [r - 0.05, r + 0.05], [r - 0.04, r + 0.04], metric="wall_s", operation=op)
+             for op, rs in (("messages", (1.5, 1.2)), ("loop-only", (1.01, 1.02))) for s, r in zip("AB", rs)]
+    lines = an.Analysis(None, None, "postgres", [], comps, [], [], []).with_headline().headline
+    assert [(x["label"], x["range"]) for x in lines] == [("TLS storm messages", [1.2, 1.5]),
+                                                        ("TLS storm loop-only", [1.01, 1.02])]
+    assert "cheapest: tls=B +20% [+15, +25]; dearest: tls=A +50% [+45, +55]" in lines[0]["text"]
+
+
 def test_an_empty_analysis_has_no_headline():
     assert an.Analysis(None, None, "sqlite", [], [], [], [], []).with_headline().headline is None
 
