@@ -54,11 +54,15 @@ def test_report_renders_in_chromium_with_every_section(encbench, tmp_path, hash_
     assert "<h1>encbench report</h1>" in html
     assert html.count('class="result"') == len(files)
     assert 'class="results"' in html and "Δ CPU [95% CI]" in html  # the at-rest table
+    # the headline summary first in each file's section, before its header and table (issue 14 item 1)
+    assert html.count('class="lines summary"') == len(files) and "cold reads: " in html
+    assert html.index('class="lines summary"') < html.index('class="meta"><li>encbench') < html.index('class="results"')
     assert html.count('class="plot overhead"') >= 1 and "<svg" in html
     assert 'class="lines derived"' in html and 'class="lines notes"' in html
     assert 'class="command"' in html and "encbench run" in html and 'class="environment"' in html
     if hash_results:
         assert 'class="plot scaling"' in html and "efficiency" in html
+        assert "hash sweep, " in html  # the sweep's summary line
         if Profiler.available() is None:
             assert 'class="flame"' in html
     shot = tmp_path / "shot.png"

@@ -391,7 +391,7 @@ def sweep_lines(analysis) -> list[dict]:
         if parts:
             out.append({"lab": LABS["sessions"], "label": f"hash sweep, {function}", "metric": None, "verdict": None,
                         "verdicts": {}, "rows": [], "range": None, "figures": figures,
-                        "text": f"hash sweep, {function}: " + "; ".join(parts)})
+                        "text": f"hash sweep, {function}: " + "; ".join(parts) + f" ({top['runs']} runs per level)"})
     return out
 
 

@@ -212,6 +212,31 @@ def test_storm_ranks_its_suites_per_operation():
     assert "cheapest: tls=B +20% [+15, +25]; dearest: tls=A +50% [+45, +55]" in lines[0]["text"]
 
 
+def test_the_hash_sweep_line_reads_scaling_hash_costs_and_profiles():
+    from dataclasses import replace
+
+    from test_analysis_object import _sweep_doc
+
+    a = an.analyze(_sweep_doc())
+    (line,) = a.headline
+    top = next(e for e in a.scaling if (e["operation"], e["sessions"]) == ("hash", 2))
+    cost = a.hash_costs[0]
+    assert (line["lab"], line["label"], line["verdict"]) == ("hash sweep", "hash sweep, sha256", None)
+    figures = {f["name"]: f for f in line["figures"]}
+    assert (figures["efficiency"]["value"], figures["efficiency"]["ci"]) == (top["efficiency"], top["efficiency_ci"])
+    assert figures["degradation"]["value"] == top["degradation"]
+    assert figures["function_us_per_row"]["value"] == cost["function_us_per_row"]
+    assert (f"at 2 sessions efficiency {top['efficiency']:.2f} [{top['efficiency_ci'][0]:.2f}, "
+            f"{top['efficiency_ci'][1]:.2f}]") in line["text"]
+    assert f"({cost['times_raw']:.1f}x the raw hash on this CPU)" in line["text"]
+    assert "profile" not in figures  # its one profile is an error: nothing to say
+    profile = {"function": "sha256", "sessions": 2, "libcrypto_share": 0.42, "lock_share": 0.05,
+               "top_functions": [["sha256_block_data_order", 0.31], ["memcpy", 0.04]]}
+    (line,) = replace(a, profiles=[profile]).with_headline().headline
+    assert ("the server's CPU at 2 sessions: libcrypto 42%, locks 5% (top: sha256_block_data_order 31%, memcpy 4%)"
+            in line["text"])
+
+
 def test_an_empty_analysis_has_no_headline():
     assert an.Analysis(None, None, "sqlite", [], [], [], [], []).with_headline().headline is None
 
