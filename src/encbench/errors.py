@@ -116,6 +116,19 @@ class EncryptionRefusedError(EngineUnavailableError):
     exit_code = 20
 
 
+class StoreUnavailableError(EncbenchError):
+    """--store / encbench history: the history store cannot be reached, opened or written (the result file,
+    when the command writes one, is written before the store is tried)."""
+
+    exit_code = 21
+
+
+class StoreSchemaError(StoreUnavailableError):
+    """A history store whose schema is newer than this encbench knows (written by a newer encbench)."""
+
+    exit_code = 22
+
+
 EXIT_INTERRUPTED = 130
 EXIT_LEAK = 13  # leak-check: plaintext found on disk
 EXIT_DRIFT = 14  # tls-scan --baseline: the server's TLS differs from the baseline
@@ -145,5 +158,7 @@ EXIT_CODES = {
     FilesystemUnavailableError.exit_code: "encrypted filesystem unavailable (not root, no loop device or "
                                           "/dev/fuse, fscrypt or gocryptfs missing)",
     EncryptionRefusedError.exit_code: "the filesystem refuses to encrypt (encrypt feature or kernel support missing)",
+    StoreUnavailableError.exit_code: "history store unreachable, not a store, or not writable",
+    StoreSchemaError.exit_code: "history store of a newer schema than this encbench knows",
     EXIT_INTERRUPTED: "interrupted (Ctrl-C); results so far kept",
 }

@@ -9,7 +9,7 @@ import argparse
 from dataclasses import dataclass
 from typing import Callable
 
-from . import atrest, cleanup, compare, estimate, leakcheck, list as list_cmd, report, run, selftest, show, tlsscan
+from . import atrest, cleanup, compare, estimate, history, leakcheck, list as list_cmd, report, run, selftest, show, tlsscan
 
 
 @dataclass(frozen=True)
@@ -33,7 +33,7 @@ COMMANDS: tuple[Command, ...] = (
     Command("atrest", "one table across engines: which at-rest option costs least per workload (result files)",
             atrest.add_arguments, atrest.cmd_atrest),
     Command("leak-check", "does plaintext reach the disk although encryption at rest is on?",
-            leakcheck.add_arguments, leakcheck.cmd_leak_check),
+            leakcheck.add_arguments, leakcheck.cmd_leak_check, takes_argv=True),
     Command("tls-scan", "what TLS a database server accepts (protocols, suites, groups, certificate)",
             tlsscan.add_arguments, tlsscan.cmd_tls_scan, takes_argv=True),
     Command("report", "one self-contained HTML file from result files (tables, plots, flame graphs)",
@@ -43,6 +43,8 @@ COMMANDS: tuple[Command, ...] = (
     Command("selftest", "an A/A check of this machine (about a minute): false positives, noise "
                         "floor, cold cache, CPU placement",
             selftest.add_arguments, selftest.cmd_selftest, takes_argv=True),
+    Command("history", "what --store recorded (run, tls-scan, leak-check): the runs, and a figure's trend over time",
+            history.add_arguments, history.cmd_history),
     Command("cleanup", "remove the filesystems (mounts, loop devices, keys, images) that killed runs left",
             cleanup.add_arguments, cleanup.cmd_cleanup),
     Command("list", "list engines, workloads, variants and probes", list_cmd.add_arguments, list_cmd.cmd_list),

@@ -9,6 +9,7 @@ from pathlib import Path
 
 from .. import errors
 from .common import parse_settings
+from .history import add_store_argument, check_store, record
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -17,13 +18,15 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--json", action="store_true", help="print the report as JSON")
     p.add_argument("--setting", action="append", default=[], metavar="NAME=VALUE",
                    help="mariadb: a server setting of the private server, e.g. innodb_encrypt_log=OFF (repeatable)")
+    add_store_argument(p)
 
 
-def cmd_leak_check(args) -> int:
+def cmd_leak_check(args, argv: list[str] | None = None) -> int:
     from ..engines import DEFAULT_ENGINE, ENGINES
 
     engine = ENGINES.get(args.engine or DEFAULT_ENGINE)
     engine.check_available()
+    check_store(args, argv)
     options = {"dsn": args.dsn} if args.dsn else {}
     if args.setting:
         options["settings"] = parse_settings(args.setting)
@@ -51,4 +54,8 @@ def cmd_leak_check(args) -> int:
             print(f"control ({report.control['configuration']}): the same canary is found in {found}")
         for n in report.notes:
             print(f"note: {n}")
-    return errors.EXIT_LEAK if report.leaks else 0
+    from ..history import leak_entry
+
+    code = errors.EXIT_LEAK if report.leaks else 0
+    record(args, lambda: leak_entry(report, dsn=args.dsn, command=args.store_command, exit_code=code))
+    return code

@@ -11,6 +11,7 @@ from pathlib import Path
 from .. import errors
 from .common import add_margin_argument, console, margin_pct, parse_settings
 from .defaults import DEFAULT_RUNS, DEFAULT_SEED, DEFAULT_SIZE, QUICK_RUNS, QUICK_SIZE, data_dir_default
+from .history import add_store_argument, check_store, record
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -64,6 +65,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--setting", action="append", default=[], metavar="NAME=VALUE",
                    help="mariadb: a setting of the private server, e.g. file_key_management_encryption_algorithm=AES_CBC "
                         "or innodb_encrypt_log=OFF (repeatable)")
+    add_store_argument(p)
 
 
 def _read_key(args) -> tuple[str | None, str]:
@@ -131,6 +133,7 @@ def cmd_run(args, argv: list[str]) -> int:
         precision=target, max_time_s=max_time, pin=args.pin,
     )
     runner.plan(config)  # every name and value checked before anything is created
+    check_store(args)
     results.check_writable(output, create_parent=not args.output)  # only the default directory is created
     err = console(stderr=True)
     try:
@@ -159,6 +162,9 @@ def cmd_run(args, argv: list[str]) -> int:
         for line in precision.lines(doc) + runctx.lines(doc):
             print(line)
         print(f"results written to {output} (encbench show {output})", file=sys.stderr)
+    from ..history import run_entry
+
+    record(args, lambda: run_entry(doc, analysis, result_file=str(output)), str(output))  # after the result file
     return 0
 
 
