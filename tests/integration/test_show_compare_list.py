@@ -81,7 +81,7 @@ def test_show_margin(encbench, happy):
     assert res.returncode == 0, str(res)
     margins = {c["equivalence"]["margin_pct"] for c in json.loads(res.stdout)["comparisons"] if c["equivalence"]}
     assert margins <= {5.0}
-    res = encbench("show", str(path), "--margin", "5", "--format", "markdown")  # no table wrapping in a cell
+    res = encbench("show", str(path), "--margin", "5", "--format", "markdown", "--detail")  # the full verdicts
     table = [line for line in res.stdout.splitlines() if line.startswith("|")]  # the summary may say the open costs
     assert "too few runs for a verdict" in res.stdout and not any("costs +" in line for line in table)
     assert "within ±5%" in res.stdout  # the header explains the verdicts with the margin in force

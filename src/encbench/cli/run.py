@@ -35,6 +35,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--seed", default=str(DEFAULT_SEED), help="data generation seed")
     p.add_argument("-o", "--output", default=None, help="result file (default encbench-results/<engine>-<time>.json)")
     p.add_argument("--json", action="store_true", help="print the summaries as JSON instead of the table")
+    p.add_argument("--detail", action="store_true",
+                   help="every column of the tables and every warning (as `encbench show FILE --detail`)")
     p.add_argument("--data-dir", default=None, help=f"where generated data is kept and reused (default {data_dir_default()})")
     p.add_argument("--regenerate", action="store_true", help="rebuild the data files even if they exist")
     p.add_argument("--key-file", default=None,
@@ -158,7 +160,7 @@ def cmd_run(args, argv: list[str]) -> int:
     if args.json:
         print(report.render_json(doc, analysis))
     else:
-        report.render_text(doc, analysis, console())
+        report.render_text(doc, analysis, console(), detail=args.detail)
         for line in precision.lines(doc) + runctx.lines(doc):
             print(line)
         print(f"results written to {output} (encbench show {output})", file=sys.stderr)
@@ -168,18 +170,54 @@ def cmd_run(args, argv: list[str]) -> int:
     return 0
 
 
+class RunClock:
+    """An honest ETA: the measured pace (the time since the first run started over the runs done) times the
+    runs left; none before a run is done (data generation and calibration are no pace)."""
+
+    def __init__(self, now=time.monotonic):
+        self.now, self.first, self.done, self.total = now, None, 0, 0
+
+    def update(self, done: int, total: int, measuring: bool) -> None:
+        if measuring and self.first is None:
+            self.first = self.now()
+        self.done, self.total = done, total
+
+    def eta_s(self) -> float | None:
+        if self.first is None or self.done < 1:
+            return None
+        return (self.now() - self.first) / self.done * max(0, self.total - self.done)
+
+    def eta_text(self) -> str:
+        eta = self.eta_s()
+        if eta is None:
+            return "ETA after the first run"
+        minutes, seconds = divmod(int(round(eta)), 60)
+        return f"ETA {minutes}:{seconds:02d}" if minutes else f"ETA {seconds} s"
+
+
 def _run_with_progress(config, err) -> dict:
+    """One rich bar on a terminal (the run in progress, runs done of planned, elapsed, ETA); a pipe or file gets
+    nothing on stderr until the end (its one-line errors stay one line)."""
     from ..lab import runner
 
     if not err.is_terminal:
         return runner.execute(config)
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+    from rich.table import Column
 
-    with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                  console=err, transient=True) as progress:
-        task = progress.add_task("preparing", total=None)
+    clock = RunClock()
+    with Progress(TextColumn("{task.description}", table_column=Column(no_wrap=True, overflow="ellipsis", ratio=1)),
+                  BarColumn(bar_width=20), MofNCompleteColumn(), TimeElapsedColumn(), TextColumn("{task.fields[eta]}"),
+                  console=err, transient=True, expand=True) as progress:
+        task = progress.add_task("preparing", total=None, eta="")
 
         def update(msg: str, done: int, total: int) -> None:
-            progress.update(task, description=msg[:60], completed=done, total=total)
+            clock.update(done, total, measuring=_is_run(msg, config))
+            progress.update(task, description=msg, completed=done, total=total, eta=clock.eta_text())
 
         return runner.execute(config, on_progress=update)
+
+
+def _is_run(msg: str, config) -> bool:
+    """Is a progress message the start of a run ('<workload> <variant>'), not a preparation step?"""
+    return msg.split(" ", 1)[0] in config.workloads

@@ -13,22 +13,25 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--format", choices=("table", "markdown", "json", "csv"), default="table",
                    help="table (terminal), markdown (a ticket), json, or csv (one row per comparison)")
     p.add_argument("--json", action="store_true", help="same as --format json")
+    p.add_argument("--detail", action="store_true",
+                   help="every column of the tables (a block per row in the terminal) and every warning, one per row "
+                        "and metric (default: the columns that carry the verdict, warnings grouped by cause)")
     add_margin_argument(p)
 
 
-def _emit(doc: dict, analysis: dict, fmt: str, margin: float | None = None) -> None:
+def _emit(doc: dict, analysis: dict, fmt: str, margin: float | None = None, detail: bool = False) -> None:
     from ..report import render as report
 
     if fmt == "json":
         print(report.render_json(doc, analysis))
     elif fmt == "markdown":
-        print(report.render_markdown(doc, analysis), end="")
+        print(report.render_markdown(doc, analysis, detail=detail), end="")
     elif fmt == "csv":
         from ..report import csvout
 
         print(csvout.show_csv(doc, analysis, margin), end="")
     else:
-        report.render_text(doc, analysis, console())
+        report.render_text(doc, analysis, console(), detail=detail)
 
 
 def cmd_show(args) -> int:
@@ -41,5 +44,5 @@ def cmd_show(args) -> int:
     with results.reading(args.file):
         an = analysis.analyze(doc, margin_pct=margin_pct(args))
         an.files = report.write_files(doc, Path(args.file), an.scaling or [], only_missing=True)
-        _emit(doc, an, "json" if args.json else args.format, margin_pct(args))
+        _emit(doc, an, "json" if args.json else args.format, margin_pct(args), detail=args.detail)
     return 0

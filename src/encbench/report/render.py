@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from collections import defaultdict
 
 from rich.console import Console
@@ -68,6 +69,7 @@ def rows(doc: dict, analysis: an.Analysis, table: dict | None = None) -> list[di
             "n": n, "base": b, "cont": c, "comparisons": by_metric,
             "verdict": an.row_verdict(cs, t.get("metric_words")),
             "verdict_code": an.row_code(cs, t.get("metric_words")),
+            "verdict_short": short_verdict(cs, t.get("metric_words")),
         })
     out.sort(key=lambda r: (order.index(r["workload"]) if r["workload"] in order else len(order),
                             r["workload"], r["setting"]))
@@ -176,12 +178,58 @@ COLUMNS = {
     "net": ("client received (TCP)", lambda r: _pair(r, _net)),
     "innodb_pages": ("pages read / decrypted", lambda r: _pair(r, _innodb_pages)),
     "verdict": ("verdict", lambda r: r["verdict"]),
+    # the compact table's own cells (compact_columns): one total per side, the verdict in a few words
+    "cpu_mean": ("CPU (mean)", lambda r: _pair(r, lambda d: fmt_seconds(d.get("cpu_s")))),
+    "server_cpu_mean": ("server CPU (mean)", lambda r: _pair(r, lambda d: fmt_seconds(d.get("cpu_s")))),
+    "client_cpu_mean": ("client CPU (mean)", lambda r: _pair(r, lambda d: fmt_seconds(d.get("client_cpu_s")))),
+    "verdict_short": ("verdict", lambda r: r["verdict_short"]),
 }
 DEFAULT_COLUMNS = ("workload", "op", "variant", "elapsed", "d_elapsed", "cpu", "d_cpu", "ctx", "reads", "verdict")
 
 
 def columns(table: dict) -> list[str]:
+    """Every column the table declares (engine.table_columns): `show --detail`, the HTML report."""
     return [c for c in table.get("table_columns") or DEFAULT_COLUMNS if c in COLUMNS]
+
+
+# The compact table (the default): the row, the headline metric's means and Δ, the verdict in a few words.
+# The headline is the first verdict metric (analysis.VERDICT_METRICS order) the table declares a Δ column
+# for and has comparisons of: (metric, its Δ column as engines declare it, the compact means column).
+HEADLINE = (("cpu_s", "d_cpu", "cpu_mean"), ("cpu_s", "d_server_cpu", "server_cpu_mean"),
+            ("client_cpu_s", "d_client_cpu", "client_cpu_mean"), ("wall_s", "d_elapsed", "elapsed"))
+ROW_COLUMNS = ("workload", "op", "variant")
+
+
+def compact_columns(table: dict, shown: list[dict]) -> list[str]:
+    """The columns of the default table: its row columns, the headline pair, the short verdict."""
+    declared = columns(table)
+    compared = {m for r in shown for m in r["comparisons"]}
+    pairs = [(delta, mean) for metric, delta, mean in HEADLINE if delta in declared]
+    delta, mean = next(((d, m) for (metric, d, m) in HEADLINE if d in declared and metric in compared),
+                       pairs[0] if pairs else (None, None))
+    return [c for c in ROW_COLUMNS if c in declared] + [c for c in (mean, delta) if c] + ["verdict_short"]
+
+
+def _short_pct(c: dict) -> str:
+    return f"{(c['ratio'] - 1) * 100:+.0f}%"
+
+
+def short_verdict(comps: list[dict], words: dict[str, str] | None = None) -> str:
+    """The row's verdict in a few words, its interval left to the Δ column: 'costs +266% CPU' (the first
+    metric shown to cost, else to save, in the verdict metrics' order), 'no cost (±2%)', 'inconclusive',
+    'too few runs'; the full sentence is `show --detail`'s."""
+    code = an.row_code(comps, words)
+    if code == stats.WITHHELD:
+        return "no verdict: client-bound"
+    judged = an.row_judgements(comps, words)
+    if code in (stats.COSTS, stats.SAVES):
+        metric, c = next((m, c) for m, c in judged if c["verdict"] == code)
+        word = (words or {}).get(metric, an.VERDICT_WORDS[metric])
+        return f"{c['verdict'].replace('_', ' ')} {_short_pct(c)} {word}"
+    if code == stats.NO_COST:
+        return f"no cost (±{judged[0][1]['equivalence']['margin_pct']:g}%)"
+    return {stats.TOO_FEW_RUNS: "too few runs", stats.INCONCLUSIVE: "inconclusive",
+            stats.NO_ESTIMATE: "no estimate"}.get(code, "no comparison") if judged else "no comparison"
 
 
 def _tables(doc: dict) -> list[dict]:
@@ -358,20 +406,85 @@ def raw_cipher_lines(doc: dict) -> list[str]:
     return out
 
 
-def warning_lines(analysis: an.Analysis, limit: int = 8) -> list[str]:
-    """Warnings on the figures in the table (elapsed, CPU), few-runs warnings folded into one."""
-    analysis = an.Analysis.of(analysis)
+# warnings grouped by cause: (pattern of stats.warnings_for's text, what the rows are, what to do); a warning
+# no pattern matches is printed as it is
+WARNING_CAUSES = (
+    (re.compile(r": \d+ non-finite value"), "have values that are not finite (NaN or Inf), left out of every "
+     "statistic", "see which with `encbench show FILE --detail`; the probe or the run misbehaved"),
+    (re.compile(r": no runs$"), "have no finite run", "run again"),
+    (re.compile(r": unstable, stdev is"), f"unstable (stdev >= {stats.UNSTABLE_CV:.0%} of the mean)",
+     "run with --precision 3% or --runs 20, on a quieter machine"),
+    (re.compile(r": too short to time"), "too short to time (mean < 100x the probe's resolution)",
+     "use a larger --size, or --param repeat=N"),
+    (re.compile(r": \d+ outlier run"), f"have outlier runs (modified Z-score > {stats.OUTLIER_Z:g})",
+     "see what else ran (run context in `encbench show FILE --json`), or add runs (--runs 20)"),
+)
+FEW_RUNS = " runs (< "  # stats.warnings_for's few-runs warning: folded into one line per run count
+
+
+def _warned(analysis: an.Analysis) -> list[dict]:
+    """The summaries behind the table's figures (elapsed, CPU) of the compared rows."""
     keys = {(c["workload"], c["operation"], v) for c in analysis.comparisons
             for v in (c["baseline"], c["contender"]) if (c["workload"], c["operation"]) != an.OPEN}
-    shown = [s for s in analysis.summaries if s["metric"] in ("wall_s", "cpu_s")
-             and (s["workload"], s["operation"], s["variant"]) in keys]
+    return [s for s in analysis.summaries if s["metric"] in ("wall_s", "cpu_s")
+            and (s["workload"], s["operation"], s["variant"]) in keys]
+
+
+def _row_names(doc: dict | None, analysis: an.Analysis) -> dict[tuple[str, str, str], list[str]]:
+    """(workload, operation, variant label) -> the names of the table rows it is a side of."""
+    out: dict[tuple[str, str, str], list[str]] = defaultdict(list)
+    if doc is None:  # no document: the rows named by the contender's label
+        for c in analysis.comparisons:
+            for v in (c["baseline"], c["contender"]):
+                out[(c["workload"], c["operation"], v)].append(f"{c['workload']}/{c['operation']} {c['contender']}")
+        return out
+    many = len(_tables(doc)) > 1
+    for t in _tables(doc):
+        for r in rows(doc, analysis, t if many else None):
+            name = f"{r['workload']}/{r['operation']}" + (f" {r['setting']}" if r["setting"] != "-" else "")
+            for v in (r["baseline"], r["contender"]):
+                out[(r["workload"], r["operation"], v)].append(name)
+    return out
+
+
+def _named(names: list[str], limit: int) -> str:
+    shown = ", ".join(names[:limit])
+    return shown + (f" and {len(names) - limit} more (`encbench show FILE --detail` lists them)"
+                    if len(names) > limit else "")
+
+
+def warning_lines(analysis: an.Analysis, limit: int = 6, doc: dict | None = None) -> list[str]:
+    """The warnings on the table's figures (elapsed, CPU), one line per cause: how many rows, which (the first
+    `limit`), what to do. With the document the rows are named as the table names them."""
+    analysis = an.Analysis.of(analysis)
+    shown = _warned(analysis)
+    names = _row_names(doc, analysis)
     few = sorted({s["n"] for s in shown if s["n"] < stats.MIN_RUNS})
-    warns = [f"only {', '.join(map(str, few))} run(s) per variant: too few for a verdict (it takes "
-             f"{stats.MIN_RUNS} per side); use --runs 10"] if few else []
-    warns += [w for s in shown for w in s["warnings"] if " runs (< " not in w]
-    if len(warns) > limit:
-        return warns[:limit] + [f"... and {len(warns) - limit} more warnings (see `encbench show FILE --json`)"]
-    return warns
+    out = [f"only {', '.join(map(str, few))} run(s) per variant: too few for a verdict (it takes "
+           f"{stats.MIN_RUNS} per side); use --runs 10"] if few else []
+    by_cause: dict[int, dict[str, set[str]]] = defaultdict(lambda: defaultdict(set))  # cause -> row -> metrics
+    other = []
+    for s in shown:
+        for w in s["warnings"]:
+            if FEW_RUNS in w:
+                continue
+            cause = next((i for i, (pattern, _, _) in enumerate(WARNING_CAUSES) if pattern.search(w)), None)
+            if cause is None:
+                other.append(w)
+                continue
+            for name in names.get((s["workload"], s["operation"], s["variant"])) or [
+                    f"{s['workload']}/{s['operation']} {s['variant']}"]:
+                by_cause[cause][name].add(an.VERDICT_WORDS.get(s["metric"], s["metric"]))
+    for cause, found in sorted(by_cause.items()):
+        _, what, todo = WARNING_CAUSES[cause]
+        listed = [f"{name} ({', '.join(sorted(metrics))})" for name, metrics in found.items()]
+        out.append(f"{len(found)} row{'s' if len(found) != 1 else ''} {what}: {todo}. Rows: {_named(listed, limit)}")
+    return out + other
+
+
+def warning_detail_lines(analysis: an.Analysis) -> list[str]:
+    """Every warning on the table's figures, one per row, side and metric (`show --detail`)."""
+    return [w for s in _warned(an.Analysis.of(analysis)) for w in s["warnings"]]
 
 
 def _margin(analysis: an.Analysis | None) -> float:
@@ -425,29 +538,60 @@ SECTIONS = (
     ("Per-page decrypt cost (seed 003)", "Per-page decrypt cost",
      lambda doc, a: derived_lines(a) + raw_cipher_lines(doc)),
     ("Notes", "Notes", lambda doc, a: a.notes),
-    ("Warnings", "Warnings", lambda doc, a: warning_lines(a)),
+    ("Warnings", "Warnings", lambda doc, a: warning_lines(a, doc=doc)),
+)
+# what `show --detail` adds after them
+DETAIL_SECTIONS = (
+    ("Every warning (per row, side and metric)", "Every warning", lambda doc, a: warning_detail_lines(a)),
 )
 
 
-def render_text(doc: dict, analysis: an.Analysis, console: Console) -> None:
+def _shown_tables(doc: dict, analysis: an.Analysis) -> list[tuple[dict, list[dict]]]:
+    """(table, its rows) of every table shown."""
+    many = len(_tables(doc)) > 1
+    return [(t, rows(doc, analysis, t if many else None)) for t in _tables(doc)]
+
+
+def _sections(detail: bool):
+    return SECTIONS + (DETAIL_SECTIONS if detail else ())
+
+
+def render_text(doc: dict, analysis: an.Analysis, console: Console, detail: bool = False) -> None:
+    """The summary, the header, the compact tables (with `detail` every column, a block per row), the sections."""
     analysis = an.Analysis.of(analysis)
     _print_section(console, SUMMARY[0], SUMMARY[2](doc, analysis))
     for line in header_lines(doc, analysis):
         console.print(line, highlight=False)
-    many = len(_tables(doc)) > 1
-    for t in _tables(doc):
+    for t, shown in _shown_tables(doc, analysis):
+        if detail:
+            _print_long(console, t, shown)
+            continue
         table = Table(show_lines=False, header_style="bold", pad_edge=False,
                       title=t["title"] or None, title_justify="left", title_style="bold")
-        cols = columns(t)
+        cols = compact_columns(t, shown)
         for c in cols:
             table.add_column(COLUMNS[c][0], overflow="fold")
-        for r in rows(doc, analysis, t if many else None):
+        for r in shown:
             table.add_row(*_cells(r, cols))
         console.print(table)
-    for title, _, lines in SECTIONS:
+    for title, _, lines in _sections(detail):
         _print_section(console, title, lines(doc, analysis))
     if doc["config"].get("command"):
         console.print(f"Reproduce: {doc['config']['command']}", highlight=False, soft_wrap=True)
+
+
+def _print_long(console: Console, t: dict, shown: list[dict]) -> None:
+    """Every declared column of a table, one row per block: its name, then a line per column."""
+    if t["title"]:
+        console.print(f"[bold]{t['title']}[/bold]")
+    cols = [c for c in columns(t) if c not in ROW_COLUMNS]
+    for r in shown:
+        name = f"{r['workload']} / {r['operation']}" + (f" / {r['setting']}" if r["setting"] != "-" else "")
+        console.print(f"[bold]{name}[/bold] ({r['contender']} vs {r['baseline']})", highlight=False)
+        for c in cols:
+            console.print(f"    {COLUMNS[c][0]}: {COLUMNS[c][1](r)}", highlight=False, soft_wrap=True, markup=False)
+    if not shown:
+        console.print("  (no rows)")
 
 
 def _print_section(console: Console, title: str, lines: list[str]) -> None:
@@ -457,23 +601,23 @@ def _print_section(console: Console, title: str, lines: list[str]) -> None:
             console.print(f"  - {line}", highlight=False, soft_wrap=True, markup=False)
 
 
-def render_markdown(doc: dict, analysis: an.Analysis) -> str:
+def render_markdown(doc: dict, analysis: an.Analysis, detail: bool = False) -> str:
+    """The compact tables (every declared column with `detail`) and the sections, for a ticket."""
     analysis = an.Analysis.of(analysis)
     out = ["# encbench results\n"]
     summary = SUMMARY[2](doc, analysis)
     out += [f"## {SUMMARY[1]}", ""] + [f"- {line}" for line in summary] + [""] if summary else []
     out += [f"- {line}" for line in header_lines(doc, analysis)]
-    many = len(_tables(doc)) > 1
-    for t in _tables(doc):
+    for t, shown in _shown_tables(doc, analysis):
         out.append("")
         if t["title"]:
             out += [f"## {t['title']}", ""]
-        cols = columns(t)
+        cols = columns(t) if detail else compact_columns(t, shown)
         out.append("| " + " | ".join(COLUMNS[c][0] for c in cols) + " |")
         out.append("|" + "---|" * len(cols))
-        for r in rows(doc, analysis, t if many else None):
+        for r in shown:
             out.append("| " + " | ".join(c.replace("|", "\\|") for c in _cells(r, cols)) + " |")
-    for _, title, section in SECTIONS:
+    for _, title, section in _sections(detail):
         lines = section(doc, analysis)
         if lines:
             out += ["", f"## {title}", ""] + [f"- {line}" for line in lines]

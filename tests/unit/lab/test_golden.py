@@ -213,10 +213,10 @@ def test_old_file_still_shows(doc, analyzed):
     from encbench.report import render as report
 
     console = Console(record=True, width=1000)
-    report.render_text(doc, analyzed, console)
+    report.render_text(doc, analyzed, console, detail=True)  # the verdict's full sentence: --detail
     text = console.export_text()
     assert "too few runs for a verdict" in text and "Yuen-Welch" in text
-    md = report.render_markdown(doc, analyzed)
+    md = report.render_markdown(doc, analyzed, detail=True)
     assert "| scan-like |" in md and "too few runs for a verdict" in md
     shown = json.loads(report.render_json(doc, analyzed))
     for c in shown["comparisons"]:
