@@ -99,6 +99,16 @@ def test_postgresql_store(encbench, data_dir, tmp_path):
             assert len(rows) == 2 and all(info["password"] not in r[0] for r in rows)
             assert "postgresql://postgres:<hidden>@127.0.0.1" in rows[0][0]  # the command, redacted
             assert conn.execute("SELECT COUNT(*) FROM encbench.figures").fetchone()[0] > 0
+        # a tls-scan of the same server, recorded there too: the accepted suites are a figure
+        scan = encbench("tls-scan", f"postgresql://127.0.0.1:{info['port']}", "--json", "--store", url)
+        assert scan.returncode == 0, str(scan)
+        suites = _history(encbench, url, "--metric", "suites", "--kind", "tls-scan")
+        assert [r["kind"] for r in suites["runs"]] == ["tls-scan"]
+        (series,) = suites["trend"]["series"]
+        assert series["target"] == f"postgres://127.0.0.1:{info['port']}"
+        accepted = json.loads(scan.stdout)["suites"]
+        assert [p["value"] for p in series["points"]] == [sum(len(v) for v in accepted.values())]
+        with psycopg.connect(**info) as conn:
             conn.execute("INSERT INTO encbench.schema_version VALUES (99, 'future', 'now', '9.0')")
         newer = encbench("history", "--store", url)
         line = assert_one_line_error(newer, 22)
