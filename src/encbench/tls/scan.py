@@ -3,10 +3,10 @@
 A TLS scanner for HTTPS cannot talk to a database: PostgreSQL wants an SSLRequest
 before the handshake, MariaDB/MySQL a TLS upgrade inside its own handshake. This module
 does that preamble on a plain socket, then hands the socket to Python's ssl module with
-one protocol, suite or group offered at a time: what completes is what the server
-accepts. The server's preference is read by offering every accepted suite and removing
-the one it picks, again and again; if the pick follows the client's order instead, the
-order is "client's choice".
+one protocol or group offered at a time: what completes is what the server accepts.
+Suites are found by elimination: offer every suite left, remove the one the server picks,
+again until no handshake completes; the picks are the suites it accepts, in its order of
+preference; if the pick follows the client's order instead, the order is "client's choice".
 """
 
 from __future__ import annotations
@@ -254,26 +254,32 @@ class ScanProgress:
     handshakes: int = 0
 
 
-def _preference(ep: Endpoint, accepted: list[str], make: Callable[[list[str]], Offer], p: ScanProgress) -> tuple[list[str], str]:
-    """(order, 'server' | 'client'): offer all, remove the pick, repeat; compare with the reversed offer."""
-    if len(accepted) < 2:
-        return list(accepted), "server" if accepted else "none"
-    first = handshake(ep, make(accepted))
-    reverse = handshake(ep, make(list(reversed(accepted))))
-    p.handshakes += 2
-    if first.ok and reverse.ok and first.cipher != reverse.cipher and first.cipher == accepted[0] \
-            and reverse.cipher == accepted[-1]:
-        return list(accepted), "client"
-    order, left = [], list(accepted)
+def _accepted_in_order(ep: Endpoint, candidates: list[str], make: Callable[[list[str]], Offer],
+                       p: ScanProgress) -> tuple[list[str], str]:
+    """(accepted suites in order, 'server' | 'client' | 'none'): offer every candidate left, remove the one the
+    server picks, again, until no handshake completes (as sslscan and testssl.sh do: one handshake per accepted
+    suite plus one, instead of one per candidate). The picks are the server's order of preference, or the
+    offer's when the server follows the client: one more handshake offering the accepted suites reversed
+    tells which (the server's choice picks its first again; the client's, the offer's first)."""
+    order, left = [], list(candidates)
     while left:
+        p.report(f"{len(order)} accepted, offering {len(left)}")
         hs = handshake(ep, make(left))
         p.handshakes += 1
         if not hs.ok or hs.cipher not in left:
-            order += left  # should not happen: keep the rest as offered
             break
         order.append(hs.cipher)
         left.remove(hs.cipher)
-    return order, "server"
+    if len(order) < 2:
+        return order, "server" if order else "none"
+    reverse = handshake(ep, make(list(reversed(order))))
+    p.handshakes += 1
+    return order, "client" if reverse.ok and reverse.cipher == order[-1] else "server"
+
+
+def client_tls13_suites() -> list[str]:
+    """The TLS 1.3 suites this client's OpenSSL can offer (each set alone on a context: no network)."""
+    return [s for s in TLS13_SUITES if sslctl.set_tls13_suites(ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT), s)]
 
 
 def scan(ep: Endpoint, progress: ScanProgress | None = None) -> dict:
@@ -296,27 +302,11 @@ def scan(ep: Endpoint, progress: ScanProgress | None = None) -> dict:
     pre12 = [x for x in protocols if x != "TLSv1.3"]
     if pre12:
         top = pre12[-1]  # suites are listed for the highest protocol below 1.3
-        accepted = []
-        for suite in client_tls12_suites():
-            p.report(f"{top} {suite}")
-            hs = handshake(ep, Offer(protocol=top, suites12=suite))
-            p.handshakes += 1
-            if hs.ok and hs.cipher == suite:
-                accepted.append(suite)
-        suites[top], order[top] = _preference(ep, accepted, lambda s, t=top: Offer(protocol=t, suites12=":".join(s)), p)
+        suites[top], order[top] = _accepted_in_order(
+            ep, client_tls12_suites(), lambda s, t=top: Offer(protocol=t, suites12=":".join(s)), p)
     if "TLSv1.3" in protocols:
-        accepted = []
-        for suite in TLS13_SUITES:
-            p.report(f"TLSv1.3 {suite}")
-            try:
-                hs = handshake(ep, Offer(protocol="TLSv1.3", suites13=suite))
-            except BadValueError:
-                continue  # this client's OpenSSL cannot offer it
-            p.handshakes += 1
-            if hs.ok and hs.cipher == suite:
-                accepted.append(suite)
-        suites["TLSv1.3"], order["TLSv1.3"] = _preference(
-            ep, accepted, lambda s: Offer(protocol="TLSv1.3", suites13=":".join(s)), p)
+        suites["TLSv1.3"], order["TLSv1.3"] = _accepted_in_order(
+            ep, client_tls13_suites(), lambda s: Offer(protocol="TLSv1.3", suites13=":".join(s)), p)
     groups_by_protocol: dict[str, list[str]] = {}
     for proto in [x for x in ("TLSv1.2", "TLSv1.3") if x in protocols]:  # TLS 1.3 groups apart from TLS 1.2 ones
         found = []
