@@ -160,3 +160,17 @@ def test_store_urls(tmp_path, monkeypatch):
     with Store.open(None) as store:  # writing creates the default directory
         assert store.runs() == []
     assert (tmp_path / "xdg" / "encbench" / "history.db").is_file()
+
+
+def test_the_docs_name_the_store_exit_codes_and_tables():
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[3]
+    results_md = (root / "docs" / "RESULTS.md").read_text()
+    readme = (root / "README.md").read_text()
+    for e in (errors.StoreUnavailableError, errors.StoreSchemaError):
+        assert f"| {e.exit_code} | `{e.__name__}` |" in results_md
+        assert f"| {e.exit_code} |" in readme
+        assert errors.EXIT_CODES[e.exit_code]
+    for table in ("runs", "figures", "scans", "findings"):
+        assert f"| `{table}` |" in results_md
