@@ -376,7 +376,8 @@ class SQLiteEngine(Engine):
         spec = {"generator": datagen.GENERATOR_VERSION, "rows": rows, "seed": ctx.seed}
         dataset_id = hashlib.sha256(json.dumps(spec, sort_keys=True).encode()).hexdigest()[:12]
         ddir = ctx.data_dir / f"sqlite-{dataset_id}"
-        ddir.mkdir(parents=True, exist_ok=True)
+        if any("encryption" in v for v in ctx.variants):  # a column-only run needs no data directory
+            ddir.mkdir(parents=True, exist_ok=True)
         passphrase = ctx.key or DEFAULT_PASSPHRASE
         files: dict[str, dict] = {}
         for variant in ctx.variants:

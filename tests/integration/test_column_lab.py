@@ -88,5 +88,7 @@ def test_method_is_the_cli_shorthand_and_picks_the_workload(encbench, tmp_path):
     assert {r["workload"] for r in doc["runs"]} == {"column"}
     assert {r["variant_label"] for r in doc["runs"]} == {"method=client-siv"}
     assert "generated" in doc["dataset"]["column"]["key_source"]
+    left = [p.name for p in (tmp_path / "data").iterdir() if p.name.startswith(("sqlite-", "scratch-"))]
+    assert left == [], "a column-only run leaves no data files and no scratch behind"
     bad = encbench("run", "--method", "pgp", "--runs", "1", "--data-dir", str(tmp_path / "data"))
     assert bad.returncode == 3 and "Traceback" not in bad.stderr and "client-gcm" in bad.stderr
