@@ -40,7 +40,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--data-dir", default=None, help=f"where generated data is kept and reused (default {data_dir_default()})")
     p.add_argument("--regenerate", action="store_true", help="rebuild the data files even if they exist")
     p.add_argument("--key-file", default=None,
-                   help="file holding the SQLCipher passphrase (default: ENCBENCH_KEY, else a built-in key for synthetic data)")
+                   help="file holding the SQLCipher passphrase, from which the column workload's key is derived too "
+                        "(default: ENCBENCH_KEY, else a built-in key for synthetic data and a random column key)")
     p.add_argument("--probe", action="append", default=[], help="probe to use (repeatable); default: all")
     p.add_argument("--param", action="append", default=[], metavar="NAME=VALUE",
                    help="workload setting, e.g. messages=50000 or seconds=2 (see `encbench list`)")
