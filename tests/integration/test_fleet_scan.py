@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import math
 import socket
 import threading
 import time
@@ -157,3 +158,28 @@ def test_bad_targets_files(encbench, tmp_path):
     t.write_text("db1:5432\n")  # options that take one target, and unwritable outputs: checked before any scan
     assert_one_line_error(encbench("tls-scan", "--targets", str(t), "--baseline", str(t)), 2)
     assert_one_line_error(encbench("tls-scan", "--targets", str(t), "--prometheus", str(tmp_path / "no/x.prom")), 5)
+
+
+def test_leak_check_and_run_write_prometheus_files(encbench, tmp_path, data_dir):
+    leak = tmp_path / "leak.prom"
+    res = encbench("leak-check", "--prometheus", str(leak))  # SQLCipher: a private database, nothing leaks
+    assert res.returncode == 0, str(res)
+    s = _samples(leak.read_text())
+    assert s[("encbench_leak_findings", (("engine", "sqlite"), ("target", "private")))] == 0
+    assert s[("encbench_leak_scanned_files", (("engine", "sqlite"), ("target", "private")))] >= 1
+
+    run, out = tmp_path / "run.prom", tmp_path / "r.json"
+    res = encbench("run", "--size", "1MB", "--runs", "2", "--warmups", "0", "--workload", "scan-eq",
+                   "--variant", "cache=warm", "--data-dir", str(data_dir), "-o", str(out), "--prometheus", str(run))
+    assert res.returncode == 0, str(res)
+    from encbench.analysis.summary import Analysis
+
+    expected = {(c["workload"], c["operation"], c["metric"], c["contender"]): c["ratio"]
+                for c in Analysis.from_doc(json.loads(out.read_text())).comparisons
+                if not c.get("placebo") and c["ratio"] is not None and math.isfinite(c["ratio"])}
+    got = {(x.labels["workload"], x.labels["operation"], x.labels["metric"], x.labels["variant"]): x.value
+           for fam in text_string_to_metric_families(run.read_text()) if fam.name == "encbench_overhead_ratio"
+           for x in fam.samples}
+    assert got and got == pytest.approx(expected)  # every comparison of the result file, its ratio
+    res = encbench("leak-check", "--prometheus", str(tmp_path / "leak.txt"))
+    assert "*.prom" in assert_one_line_error(res, 4)

@@ -8,6 +8,7 @@ import tempfile
 from pathlib import Path
 
 from .. import errors
+from ..report import prometheus
 from .common import parse_settings
 from .history import add_store_argument, check_store, record
 
@@ -19,6 +20,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--setting", action="append", default=[], metavar="NAME=VALUE",
                    help="mariadb: a server setting of the private server, e.g. innodb_encrypt_log=OFF (repeatable)")
     add_store_argument(p)
+    prometheus.add_argument(p, "the findings (per engine and target)")
 
 
 def cmd_leak_check(args, argv: list[str] | None = None) -> int:
@@ -27,6 +29,7 @@ def cmd_leak_check(args, argv: list[str] | None = None) -> int:
     engine = ENGINES.get(args.engine or DEFAULT_ENGINE)
     engine.check_available()
     check_store(args, argv)
+    prometheus.check_path(args.prometheus)
     options = {"dsn": args.dsn} if args.dsn else {}
     if args.setting:
         options["settings"] = parse_settings(args.setting)
@@ -57,5 +60,7 @@ def cmd_leak_check(args, argv: list[str] | None = None) -> int:
     from ..history import leak_entry
 
     code = errors.EXIT_LEAK if report.leaks else 0
+    if args.prometheus:
+        prometheus.write(Path(args.prometheus), prometheus.leak_registry(report, prometheus.leak_target(args.dsn)))
     record(args, lambda: leak_entry(report, dsn=args.dsn, command=args.store_command, exit_code=code))
     return code

@@ -9,6 +9,7 @@ import time
 from pathlib import Path
 
 from .. import errors
+from ..report import prometheus
 from .common import add_margin_argument, console, margin_pct, parse_settings
 from .defaults import DEFAULT_RUNS, DEFAULT_SEED, DEFAULT_SIZE, QUICK_RUNS, QUICK_SIZE, data_dir_default
 from .history import add_store_argument, check_store, record
@@ -69,6 +70,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="mariadb: a setting of the private server, e.g. file_key_management_encryption_algorithm=AES_CBC "
                         "or innodb_encrypt_log=OFF (repeatable)")
     add_store_argument(p)
+    prometheus.add_argument(p, "each comparison's ratio (the headline overheads)")
 
 
 def _read_key(args) -> tuple[str | None, str]:
@@ -138,6 +140,7 @@ def cmd_run(args, argv: list[str]) -> int:
     runner.plan(config)  # every name and value checked before anything is created
     check_store(args)
     results.check_writable(output, create_parent=not args.output)  # only the default directory is created
+    prometheus.check_path(args.prometheus)
     err = console(stderr=True)
     try:
         doc = _run_with_progress(config, err)
@@ -165,6 +168,8 @@ def cmd_run(args, argv: list[str]) -> int:
         for line in precision.lines(doc) + runctx.lines(doc):
             print(line)
         print(f"results written to {output} (encbench show {output})", file=sys.stderr)
+    if args.prometheus:
+        prometheus.write(Path(args.prometheus), prometheus.run_registry(engine_name, list(analysis.comparisons)))
     from ..history import run_entry
 
     record(args, lambda: run_entry(doc, analysis, result_file=str(output)), str(output))  # after the result file

@@ -48,8 +48,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("-o", "--output", default=None, help="--measure: result file of the measuring run")
     p.add_argument("--timeout", default=None, metavar="SECONDS",
                    help="time limit of one target's whole scan (default 120; each network wait 10 at most)")
-    p.add_argument("--prometheus", default=None, metavar="FILE",
-                   help="also write the results in the node_exporter textfile format (e.g. .../textfile/encbench.prom)")
+    from ..report.prometheus import add_argument as add_prometheus_argument
+
+    add_prometheus_argument(p, "the scan results (per target)")
     fleet = p.add_argument_group("many targets")
     fleet.add_argument("--targets", default=None, metavar="FILE",
                        help="scan every target of FILE: one DSN or host:port[/engine] per line, # comments")
@@ -164,12 +165,9 @@ def _timeout(args) -> float:
 
 
 def _check_prometheus(path: str) -> None:
-    from ..lab import results
+    from ..report import prometheus
 
-    if not path.endswith(".prom"):
-        raise errors.BadValueError(f"--prometheus {path}: node_exporter's textfile collector reads *.prom files only",
-                                   hint="name it e.g. encbench.prom")
-    results.check_writable(Path(path), what="the Prometheus file", hint="choose a writable file for --prometheus")
+    prometheus.check_path(path)
 
 
 def _cmd_fleet(args) -> int:

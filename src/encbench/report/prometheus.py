@@ -25,25 +25,64 @@ run (labels `engine`, `workload`, `operation`, `metric`, `variant`, `baseline`):
 from __future__ import annotations
 
 import math
+import re
 from pathlib import Path
+from urllib.parse import urlparse
 
-from prometheus_client import CollectorRegistry, Gauge, generate_latest
-
-from ..tls.scan import PROTOCOLS
+from ..errors import BadValueError
 
 GRADE_CODES = {"A": 1, "B": 2, "C": 3, "F": 4}
 HINT = "choose a writable file for --prometheus"
 
 
-def write(path: Path, registry: CollectorRegistry) -> None:
+def add_argument(p, what: str) -> None:
+    """--prometheus FILE on a command's parser (nothing heavy imported: prometheus_client only when writing)."""
+    p.add_argument("--prometheus", default=None, metavar="FILE",
+                   help=f"also write {what} in node_exporter's textfile format (a *.prom file, replaced atomically)")
+
+
+def check_path(path: str | None) -> None:
+    """Before any work: a *.prom name (node_exporter's textfile collector reads no other) in a writable directory."""
+    if not path:
+        return
+    from ..lab.results import check_writable
+
+    if not str(path).endswith(".prom"):
+        raise BadValueError(f"--prometheus {path}: node_exporter's textfile collector reads *.prom files only",
+                            hint="name it e.g. encbench.prom")
+    check_writable(Path(path), what="the Prometheus file", hint=HINT)
+
+
+def write(path: Path, registry) -> None:
     """The registry's samples into path, through a temporary file and a rename (never a half-written file)."""
+    from prometheus_client import generate_latest
+
     from ..lab.results import replace_atomic
 
     replace_atomic(Path(path), generate_latest(registry).decode(), what="the Prometheus file", hint=HINT)
 
 
-def tls_registry(outcomes) -> CollectorRegistry:
+def leak_target(dsn: str | None) -> str:
+    """The `target` label of a leak-check: host:port of --dsn (never its user or password), 'private' without."""
+    if not dsn:
+        return "private"
+    if "://" in dsn:
+        u = urlparse(dsn)
+        try:
+            port = u.port
+        except ValueError:
+            port = None
+        return f"{u.hostname or 'localhost'}:{port or 'default'}"
+    pairs = dict(re.findall(r"(host|port)\s*=\s*'?([^'\s]+)", dsn))
+    return f"{pairs.get('host', 'localhost')}:{pairs.get('port', 'default')}"
+
+
+def tls_registry(outcomes):
     """tls-scan results (tls.fleet.Outcome, one per target)."""
+    from prometheus_client import CollectorRegistry, Gauge
+
+    from ..tls.scan import PROTOCOLS
+
     reg = CollectorRegistry()
     g = {name: Gauge(name, text, labels, registry=reg) for name, text, labels in (
         ("encbench_tls_scan_success", "1 if the target was scanned, 0 if its scan failed", ["target"]),
@@ -74,8 +113,10 @@ def tls_registry(outcomes) -> CollectorRegistry:
     return reg
 
 
-def leak_registry(report, target: str) -> CollectorRegistry:
-    """leak-check's LeakReport of one engine; `target` names the server (host:port, or 'private')."""
+def leak_registry(report, target: str):
+    """leak-check's LeakReport of one engine; `target` names the server (leak_target)."""
+    from prometheus_client import CollectorRegistry, Gauge
+
     reg = CollectorRegistry()
     findings = Gauge("encbench_leak_findings", "files where the canary was found in plaintext", ["engine", "target"],
                      registry=reg)
@@ -92,8 +133,10 @@ def leak_registry(report, target: str) -> CollectorRegistry:
     return reg
 
 
-def run_registry(engine: str, comparisons: list[dict]) -> CollectorRegistry:
+def run_registry(engine: str, comparisons: list[dict]):
     """A run's headline overheads: every comparison's ratio (finite ones; placebo A/A twins left out)."""
+    from prometheus_client import CollectorRegistry, Gauge
+
     reg = CollectorRegistry()
     labels = ["engine", "workload", "operation", "metric", "variant", "baseline"]
     ratio = Gauge("encbench_overhead_ratio", "variant / baseline of the metric (1 = no overhead)", labels, registry=reg)
