@@ -56,8 +56,12 @@ def test_sqlite_store_two_runs_then_the_trend(encbench, data_dir, tmp_path):
     doc = _history(encbench, store, "--workload", "scan-eq", "--metric", "wall_s")
     assert doc["schema_version"] == 1
     _check_two_runs_and_a_trend(doc, files)
-    text = encbench("history", "--store", store, "--workload", "scan-eq")
+    page = tmp_path / "history.html"
+    text = encbench("history", "--store", store, "--workload", "scan-eq", "--html", str(page))
     assert text.returncode == 0 and "trend of wall_s" in text.stdout and "scan-eq/scan" in text.stdout, str(text)
+    html = page.read_text()  # the trend plotted (one line per series, the CIs as bars) and both runs listed
+    assert "Trend of wall_s" in html and html.count("<svg") == 1
+    assert all(f"<tr><td>{r['id']}</td>" in html for r in doc["runs"])
 
 
 def test_default_store_follows_xdg_data_home(encbench, tmp_path):

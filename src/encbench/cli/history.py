@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from pathlib import Path
 from typing import Callable
 
 from .. import errors
@@ -68,6 +69,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="record an existing result file of `encbench run` in the store (e.g. after the store "
                         "was unreachable when it ran)")
     p.add_argument("--json", action="store_true", help="print runs and trend as JSON")
+    p.add_argument("--html", default=None, metavar="FILE",
+                   help="also write one self-contained HTML page: the trend plotted over time (95%% CIs) and the runs")
 
 
 def cmd_history(args) -> int:
@@ -77,6 +80,10 @@ def cmd_history(args) -> int:
     url = parse_url(args.store)
     limit = parse_positive_int(args.limit, what="--limit", maximum=1_000_000)
     source = trend.source(args.metric)  # an unknown figure: exit 3 before the store is opened
+    if args.html:
+        from ..lab import results
+
+        results.check_writable(Path(args.html), what="the HTML page", hint="choose a writable file for --html")
     if args.record:
         _record_file(args, url)
     store = Store.open(url, create=False)
@@ -91,6 +98,13 @@ def cmd_history(args) -> int:
     for r in runs:
         r["summary"] = json.loads(r["summary"]) if r["summary"] else {}
         r["environment"] = json.loads(r["environment"]) if r["environment"] else {}
+    if args.html:
+        from ..history import page
+        from ..lab import results
+
+        results.replace_atomic(Path(args.html), page.render(url.label, runs, found), what="the HTML page",
+                               hint="choose a writable file for --html")
+        print(f"history page written to {args.html}", file=sys.stderr)
     if args.json:
         print(json.dumps({"store": url.label, "schema_version": version, "runs": runs, "trend": found}, indent=1))
         return 0
@@ -120,23 +134,17 @@ def _print_runs(label: str, runs: list[dict]) -> None:
               f"{'-' if r['exit_code'] is None else r['exit_code']:>4}  {r['target'] or '-'}")
 
 
-def _value(v) -> str:
-    if isinstance(v, float):
-        return f"{(v - 1) * 100:+.1f}%"
-    return "-" if v is None else str(v)
-
-
 def _print_trend(found: dict) -> None:
+    from ..history.page import fmt_ci, fmt_value, series_title
+
     print(f"trend of {found['metric']} ({found['description']}):")
     if not found["series"]:
         print("  nothing recorded for this figure (see --metric, --workload, --target)")
     ratio = found["series"] and isinstance(found["series"][0]["points"][0]["value"], float)
     for s in found["series"]:
-        what = (f"{s['workload']}/{s['operation']} {s['variant']} vs {s['baseline']} on {s['target']}" if "workload" in s
-                else ", ".join(f"{k} {v}" for k, v in s.items() if k != "points"))
-        print(f"  {what}")
+        print(f"  {series_title(s)}")
         for p in s["points"]:
-            ci = f"[{_value(p['ci'][0])}, {_value(p['ci'][1])}]" if p["ci"] else ""
-            print(f"    {p['time']:<20} run {p['run_id']:>4}  {_value(p['value']):>10} {ci:<20} {p['verdict'] or '-'}")
+            print(f"    {p['time']:<20} run {p['run_id']:>4}  {fmt_value(p['value']):>10} {fmt_ci(p['ci']):<20} "
+                  f"{p['verdict'] or '-'}")
     if ratio:
         print("  (values: contender vs baseline, e.g. +12.0% = 12% more than the baseline; 95% CI)")
