@@ -291,10 +291,20 @@ def _verdict_words(code: str, rows: list[dict], estimate: str) -> str:
     return f"no verdict: {estimate}"
 
 
-def _mixed_words(counts: Counter, estimate: str) -> str:
-    order = [v for v in stats.VERDICTS if v in counts]
-    told = ", ".join(f"{v.replace('_', ' ')} in {counts[v]}" for v in order)
-    return f"{estimate}; verdicts differ: {told} of {sum(counts.values())} rows"
+NAMED_UP_TO = 2  # rows of a verdict named in a mixed line when there are this few of them
+
+
+def _mixed_words(counts: Counter, estimate: str, rows: list[dict]) -> str:
+    """The rows' verdicts counted, the rows of a verdict named when they are few ('inconclusive in 1 (reindex)')."""
+    names = _names(rows)
+
+    def told(v: str) -> str:
+        mine = [n for r, n in zip(rows, names) if r["verdict"] == v and n]
+        return f"{v.replace('_', ' ')} in {counts[v]}" + (f" ({', '.join(mine)})" if mine and len(mine) <= NAMED_UP_TO
+                                                           else "")
+
+    return (f"{estimate}; verdicts differ: " + ", ".join(told(v) for v in stats.VERDICTS if v in counts)
+            + f" of {sum(counts.values())} rows")
 
 
 def _line(lab: str, spec: LineSpec, comps: list[dict], analysis) -> dict | None:
@@ -308,7 +318,7 @@ def _line(lab: str, spec: LineSpec, comps: list[dict], analysis) -> dict | None:
     word = METRIC_WORDS.get(metric, metric)
     estimate = _estimates(rows, word, spec.per_contender)
     code = next(iter(counts)) if len(counts) == 1 else MIXED
-    words = _verdict_words(code, rows, estimate) if code != MIXED else _mixed_words(counts, estimate)
+    words = _verdict_words(code, rows, estimate) if code != MIXED else _mixed_words(counts, estimate, rows)
     figures = spec.extras(analysis, rows) if spec.extras else []
     told = [FIGURE_TEXT[name]([f for f in figures if f["name"] == name])
             for name in dict.fromkeys(f["name"] for f in figures)]

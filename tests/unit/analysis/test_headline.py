@@ -179,7 +179,7 @@ def test_rows_that_disagree_are_a_mixed_line_with_both_estimates():
     (line,) = an.Analysis(None, None, "sqlite", [], comps, [], [], []).with_headline().headline
     assert line["verdict"] == headline.MIXED and line["verdicts"] == {stats.NO_COST: 1, stats.COSTS: 1}
     assert "+0.2% CPU [-0.9, +1.3] (scan-eq/scan), +30% [+20, +40] (scan-like/scan)" in line["text"]
-    assert "verdicts differ: costs in 1, no cost in 1 of 2 rows" in line["text"]
+    assert "verdicts differ: costs in 1 (scan-like/scan), no cost in 1 (scan-eq/scan) of 2 rows" in line["text"]
     assert not line["text"].startswith("warm reads: no cost")
 
 
