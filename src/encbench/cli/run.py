@@ -73,6 +73,17 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     prometheus.add_argument(p, "each comparison's ratio (the headline overheads)")
 
 
+def _default_workloads(engine, variant_filters: list[str]) -> list[str]:
+    """Without --workload: the engine's defaults, unless the --variant keys given vary none of them (e.g.
+    PostgreSQL's encryption=...): then the workloads those keys vary."""
+    default = list(engine.default_workloads or engine.workloads)
+    named = {f.partition("=")[0].strip() for f in variant_filters}
+    keys = [k for k in engine.variant_keys if k.name in named and k.workloads]
+    if keys and not any(k.for_workload(w) for k in keys for w in default):
+        return [w for w in engine.workloads if any(k.for_workload(w) for k in keys)]
+    return default
+
+
 def _read_key(args) -> tuple[str | None, str]:
     if args.key_file:
         try:
@@ -127,7 +138,7 @@ def cmd_run(args, argv: list[str]) -> int:
         args.workload = ["column"]  # so does --method
     config = runner.RunConfig(
         engine=engine_name,
-        workloads=args.workload or list(engine.default_workloads or engine.workloads),
+        workloads=args.workload or _default_workloads(engine, variants),
         variant_filters=variants,
         runs=runs, warmups=warmups, size_bytes=size, seed=seed, output=output,
         data_dir=Path(args.data_dir) if args.data_dir else data_dir_default(),

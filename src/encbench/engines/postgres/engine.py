@@ -23,9 +23,12 @@ from ...tls.variants import DEFAULT_TLS, TLS_RE, check_tls, openssl_client_conf 
 from ...lab.variants import Variant, VariantKey, int_validator
 from ...util import interrupts
 from ..local import restore_journal
+from ..local.server import unprivileged_user
+from ..sqlite import datagen
+from ...host import encfs
 from ...host import rawhash
 from ...workloads import sweep
-from . import client
+from . import atrest, client
 from . import pgbench
 from . import server as pg_server
 from . import state as pg_state
@@ -40,6 +43,13 @@ IN_TRANSIT = ("storm", "roundtrip", "bulk", "connect")
 PGCRYPTO = ("digest-sha256", "hmac-sha256")
 
 VARIANT_KEYS = (
+    VariantKey("encryption", "the filesystem under the private cluster's data directory, WAL and temporary files: "
+               "off (a loop-mounted ext4 image), fscrypt (the same image, ext4 encryption, AES-256-XTS in the "
+               "kernel), gocryptfs (FUSE over the same image, AES-256-GCM in userspace); needs root",
+               tuple(atrest.ENCRYPTION_KINDS), tuple(atrest.ENCRYPTION_KINDS), workloads=atrest.AT_REST),
+    VariantKey("cache", "cold: the server restarted and the OS page cache of its files dropped before each "
+               "operation; warm: the table and its indexes in shared_buffers (pg_prewarm)", ("cold", "warm"),
+               ("cold", "warm"), workloads=atrest.CACHED),
     VariantKey("tls", "TLS on the connection: off, on (as negotiated) or PROTOCOL:SUITE (the only suite the client "
                "offers; on a private server the only one the server accepts too)",
                DEFAULT_TLS, validate=check_tls, workloads=IN_TRANSIT),
@@ -65,14 +75,15 @@ def server_settings(tls: str) -> dict[str, str] | None:
 
 class PostgresEngine(Engine):
     name = "postgres"
-    description = "PostgreSQL over TCP with TLS off, on and forced suites (private server on loopback, or --dsn)"
+    description = ("PostgreSQL over TCP with TLS off, on and forced suites (private server on loopback, or --dsn); "
+                   "at rest on plain, fscrypt and gocryptfs filesystems (private clusters, root)")
     variant_keys = VARIANT_KEYS
     axis, axis_baseline = "tls", "off"
-    workloads = IN_TRANSIT + ("hash",)
+    workloads = IN_TRANSIT + atrest.AT_REST + ("hash",)
     default_workloads = IN_TRANSIT
     session_class = PgSession
     profile_categories = (("postgres", r"postgres", r""),)
-    options = ("dsn", "keep", "allow_reconfigure", "wait_interval")
+    options = ("dsn", "keep", "allow_reconfigure", "wait_interval", "settings")
     table_columns = ("workload", "op", "variant", "elapsed", "d_elapsed", "server_cpu", "d_server_cpu",
                      "client_cpu", "d_client_cpu", "server_per_unit", "server_ctx", "net", "rate", "d_rate",
                      "verdict")
@@ -117,9 +128,14 @@ class PostgresEngine(Engine):
 
     def __init__(self) -> None:
         self._servers: dict[str, pg_server.PgServer | None] = {}
+        self._clusters: dict[str, list] = {}  # schema -> [[server or None, mount]] of the at-rest clusters
 
     def tables(self) -> tuple[Table, ...]:
-        return (Table("Encryption in transit: TLS vs none", "tls", "off", IN_TRANSIT, self.table_columns,
+        return (Table("Encryption at rest: the data directory on fscrypt / gocryptfs vs plain ext4", "encryption",
+                      "off", atrest.AT_REST, ("workload", "op", "variant", "elapsed", "d_elapsed", "server_cpu",
+                                              "d_server_cpu", "client_cpu", "reads", "server_ctx", "verdict"),
+                      dict(self.metric_words)),
+                Table("Encryption in transit: TLS vs none", "tls", "off", IN_TRANSIT, self.table_columns,
                       dict(self.metric_words)),
                 Table("In-query hash: k concurrent sessions vs 1", "sessions", "1", ("hash",), sweep.TABLE_COLUMNS,
                       dict(self.metric_words)))
@@ -134,6 +150,69 @@ class PostgresEngine(Engine):
 
     # -- server -------------------------------------------------------------------
     def prepare(self, ctx: PrepareContext) -> dict:
+        at_rest = sorted({v["encryption"] for v in ctx.variants if "encryption" in v},
+                         key=list(atrest.ENCRYPTION_KINDS).index)
+        others = [v for v in ctx.variants if "encryption" not in v]
+        if ctx.options.get("settings"):
+            raise UsageError("--setting is leak-check's for PostgreSQL (--setting encryption=KIND); a run chooses "
+                             "the filesystem with --variant encryption=...", hint="drop --setting")
+        atrest.check_no_dsn(ctx.options.get("dsn"), ctx.variants)
+        atrest.check_no_keep(bool(ctx.options.get("keep")), ctx.variants)
+        for enc in at_rest:  # every filesystem checked before anything is made (root, loop, fuse, tools)
+            encfs.check(atrest.ENCRYPTION_KINDS[enc])
+        if at_rest:
+            atrest.check_reachable(ctx.data_dir, unprivileged_user("postgres"))
+        if others:
+            setup = self._prepare_server(ctx, others)
+        else:
+            setup = {"managed": True, "reconfigure": False, "schema": f"encbench_{secrets.token_hex(4)}",
+                     "wait_interval_s": float(ctx.options.get("wait_interval") or DEFAULT_INTERVAL_S),
+                     "versions": {}}
+            self._servers[setup["schema"]] = None
+        if at_rest:
+            try:
+                self._prepare_at_rest(ctx, setup, at_rest)
+            except BaseException:
+                with interrupts.deferred():
+                    self.cleanup(setup)
+                raise
+        return setup
+
+    def _prepare_at_rest(self, ctx: PrepareContext, setup: dict, encryptions: list[str]) -> None:
+        """One cluster per encryption value, its data directory on a new filesystem of that kind, the same rows."""
+        psycopg = client.psycopg()
+        held = self._clusters.setdefault(setup["schema"], [])
+        rows = datagen.row_count_for(ctx.size_bytes)
+        setup.update(rows=rows, seed=ctx.seed, generator_version=datagen.GENERATOR_VERSION,
+                     page_size=atrest.BLOCK_SIZE, clusters={}, _cluster_access={})
+        basebackup = pg_server.find_bindir() / "pg_basebackup"
+        setup["pg_basebackup"] = str(basebackup) if os.access(basebackup, os.X_OK) else None
+        for enc in encryptions:
+            kind = atrest.ENCRYPTION_KINDS[enc]
+            ctx.progress(f"encryption={enc}: making a {kind} filesystem and a cluster on it ({rows:,} rows)")
+            mount = atrest.make_mount(enc, ctx.size_bytes, ctx.data_dir)
+            entry = [None, mount]
+            held.append(entry)
+            server = pg_server.start(settings=atrest.SERVER_SETTINGS, data_parent=mount.path,
+                                     root_parent=mount.workdir, unix_socket=False)  # all of it goes with the mount
+            entry[0] = server
+            marker = f"encbench marker {enc} {secrets.token_hex(8)}"
+            admin = connect_admin(psycopg, server.conninfo())
+            try:
+                load_s = atrest.load_table(admin, setup["schema"], rows, ctx.seed, marker)
+                version = admin.execute("SHOW server_version").fetchone()[0]
+            finally:
+                admin.close()
+            setup["clusters"][enc] = {
+                **mount.describe(), "datadir": str(server.datadir), "device": atrest.loop_device(mount.image),
+                "daemon_pid": atrest.daemon_pid(mount), "marker": marker, "load_s": load_s,
+                "server_log_outside_mount": str(server.logfile), "cipher": encfs.cipher_info(mount)}
+            setup["_cluster_access"][enc] = {"conninfo": server.conninfo(), "handle": server.handle()}
+            setup["versions"]["postgresql_server"] = version
+        setup["cipher_notes"] = atrest.cipher_lines(setup["clusters"])
+
+    def _prepare_server(self, ctx: PrepareContext, variants: list) -> dict:
+        """The in-transit and in-query workloads' server: the private one, or --dsn."""
         psycopg = client.psycopg()
         dsn = ctx.options.get("dsn")
         server = None
@@ -156,7 +235,7 @@ class PostgresEngine(Engine):
             setup["server"] = _server_facts(admin)
             journal = _open_journal(psycopg, admin, conninfo, managed=managed, reconfigure=reconfigure)
             setup["_journal"] = journal
-            if setup["server"]["ssl"] != "on" and any(v.get("tls", "off") != "off" for v in ctx.variants):
+            if setup["server"]["ssl"] != "on" and any(v.get("tls", "off") != "off" for v in variants):
                 raise EngineUnavailableError("the server has TLS off (ssl=off): TLS variants cannot run",
                                              hint="enable ssl on the server, or run with --variant tls=off")
             not_taken = _privilege_notes(admin, setup)
@@ -176,7 +255,7 @@ class PostgresEngine(Engine):
             journal.save()
             ctx.progress("creating the benchmark tables")
             _create_objects(admin, setup["schema"], ctx.params.get("bulk", {}).get("rows", 0))
-            hashing = [v for v in ctx.variants if "sessions" in v]
+            hashing = [v for v in variants if "sessions" in v]
             if hashing:
                 check_sessions_fit(max(int(v["sessions"]) for v in hashing),
                                          int(admin.execute("SHOW max_connections").fetchone()[0]))
@@ -204,6 +283,8 @@ class PostgresEngine(Engine):
 
     def apply_variant(self, setup: dict, variant: Variant, workload: str = "") -> dict:
         """Managed or --allow-reconfigure: the server offers only the suite too (client forces it anyway)."""
+        if "encryption" in variant:  # at rest: the variant's own cluster, nothing to change
+            return {}
         tls = variant.get("tls", "off")
         if not setup["reconfigure"]:
             return {"server_side": "unchanged (the client offers only the variant's suite)"}
@@ -214,7 +295,23 @@ class PostgresEngine(Engine):
         return _running_values(setup, target)
 
     def cleanup(self, setup: dict) -> None:
-        """Called once, whatever happened (inside interrupts.deferred): an external server as it was found."""
+        """Called once, whatever happened (inside interrupts.deferred): the at-rest clusters stopped and their
+        filesystems destroyed (mount, loop device, key, image); an external server as it was found."""
+        problems = []
+        for server, mount in reversed(self._clusters.pop(setup.get("schema"), [])):
+            if server is not None:
+                server.stop()
+            try:
+                mount.destroy()
+            except EncbenchError as e:
+                problems.append(e)
+        try:
+            self._cleanup_server(setup)
+        finally:
+            if problems:
+                raise problems[0]
+
+    def _cleanup_server(self, setup: dict) -> None:
         server = self._servers.pop(setup.get("schema"), None)
         if server is not None:
             if server.keep:
@@ -227,14 +324,25 @@ class PostgresEngine(Engine):
 
     def calibrate(self, setup: dict) -> dict:
         functions = setup.get("hash_functions") or []
-        return {"raw_hash": {f: rawhash.raw_hash(f) for f in functions}} if functions else {}
+        out = {"raw_hash": {f: rawhash.raw_hash(f) for f in functions}} if functions else {}
+        encrypted = [c for c in (setup.get("clusters") or {}).values() if c["cipher"].get("encrypted")]
+        if encrypted:  # the userspace figure of fscrypt's mode, beside the kernel driver the clusters name
+            out["raw_cipher"] = {str(atrest.BLOCK_SIZE): atrest.raw_xts(atrest.BLOCK_SIZE)}
+        return out
 
     def open_session(self, setup: dict, variant: Variant, *, mutable: bool, scratch_dir: Path) -> Session:
-        return PgSession(setup, variant, scratch_dir)
+        return PgSession(setup, variant, scratch_dir, mutable=mutable)
 
     def leak_check(self, options: dict, workdir: Path):
-        """Community PostgreSQL has no encryption at rest: say so, and show where the canary lands."""
+        """Community PostgreSQL has no encryption at rest: say so, and show where the canary lands. With
+        --setting encryption=KIND: on a filesystem of that kind (atrest.leak_check)."""
         from ...lab import leakcheck
+
+        if options.get("settings"):
+            if options.get("dsn"):
+                raise UsageError("leak-check --setting encryption=... runs a private cluster on a filesystem encbench "
+                                 "makes: not with --dsn", hint="drop --dsn")
+            return atrest.leak_check(options["settings"], workdir)
 
         psycopg = client.psycopg()
         dsn = options.get("dsn")

@@ -77,10 +77,11 @@ class PgServer:
     proc: subprocess.Popen | None = None
     keep: bool = False
     args: list[str] = field(default_factory=list, repr=False)  # the postgres command line, for restart()
+    data_parent: Path | None = None  # the data directory's own directory when it is not under root (a mount)
 
     @property
     def datadir(self) -> Path:
-        return self.root / "data"
+        return (self.data_parent or self.root) / "data"
 
     @property
     def sockdir(self) -> Path:
@@ -114,8 +115,14 @@ class PgServer:
                                      start_new_session=True, **_as_user(self.user))
         log.close()
 
+    def handle(self) -> dict:
+        """What another process (a worker) needs to restart this server: plain data (restart_handle)."""
+        return {"bindir": str(self.bindir), "root": str(self.root), "port": self.port, "user": list(self.user or []),
+                "args": list(self.args), "data_parent": str(self.data_parent) if self.data_parent else None}
+
     def stop(self) -> None:
-        """Fast shutdown, then delete the directory. Idempotent; a no-op with keep=True."""
+        """Fast shutdown, then delete the directory. Idempotent; a no-op with keep=True. The postmaster of the
+        moment is found by its pid file too: a worker may have restarted it (cache=cold)."""
         if self.keep:
             return
         proc, self.proc = self.proc, None
@@ -126,21 +133,89 @@ class PgServer:
             except subprocess.TimeoutExpired:
                 proc.kill()
                 proc.wait()
+        shutdown(self.datadir)
+        if self.data_parent is not None:
+            shutil.rmtree(self.data_parent, ignore_errors=True)
         shutil.rmtree(self.root, ignore_errors=True)
+
+
+def postmaster_pid(datadir: Path) -> int | None:
+    """The running postmaster of `datadir` (its pid file's first line), or None."""
+    try:
+        pid = int((Path(datadir) / "postmaster.pid").read_text().split("\n", 1)[0])
+    except (OSError, ValueError):
+        return None
+    return pid if _alive(pid) else None
+
+
+def _alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            state = f.read().rsplit(b")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return False
+    return state not in (b"Z", b"X")  # a zombie has stopped (its parent may not be us)
+
+
+def shutdown(datadir: Path, timeout: float = STOP_TIMEOUT_S) -> None:
+    """Fast shutdown (SIGINT) of whatever postmaster runs on `datadir`, waited for; SIGKILL when it hangs."""
+    import time
+
+    pid = postmaster_pid(datadir)
+    if pid is None:
+        return
+    for sig in (signal.SIGINT, signal.SIGKILL):
+        try:
+            os.kill(pid, sig)
+        except ProcessLookupError:
+            return
+        deadline = time.monotonic() + timeout
+        while _alive(pid) and time.monotonic() < deadline:
+            time.sleep(0.01)
+        if not _alive(pid):
+            return
+
+
+def restart_handle(handle: dict, conninfo: dict) -> float:
+    """Stop and start the server of `handle` (PgServer.handle()) from any process: an empty shared_buffers.
+    The new postmaster runs in a session of its own (it outlives a worker); the seconds it took."""
+    import time
+
+    t0 = time.perf_counter()
+    user = tuple(handle["user"]) if handle.get("user") else None
+    server = PgServer(bindir=Path(handle["bindir"]), root=Path(handle["root"]), port=handle["port"], password="",
+                      user=user, args=list(handle["args"]),
+                      data_parent=Path(handle["data_parent"]) if handle.get("data_parent") else None)
+    shutdown(server.datadir)
+    server._spawn()
+    ok, error = _wait_ready_pid(server, conninfo)
+    if not ok:
+        raise EngineUnavailableError(f"the PostgreSQL server did not restart: {error}")
+    server.proc = None  # not ours to stop: the runner's PgServer.stop finds it by its pid file
+    return time.perf_counter() - t0
 
 
 def _as_user(user):
     return {"user": user[1], "group": user[2], "extra_groups": []} if user else {}
 
 
-def start(*, keep: bool = False, settings: dict | None = None) -> PgServer:
-    """initdb + certificate + start on a free port below 32768; retried on a port race."""
+def start(*, keep: bool = False, settings: dict | None = None, data_parent: Path | None = None,
+          root_parent: Path | None = None, unix_socket: bool = True) -> PgServer:
+    """initdb + certificate + start on a free port below 32768; retried on a port race. data_parent: a directory
+    to make the data directory in (data, WAL, temporary files: e.g. on an encrypted mount); the socket, log,
+    certificate and password file stay in the server's own temporary directory, made in root_parent (default
+    the system's temporary directory). unix_socket=False: TCP only (no socket path to fit in 107 bytes)."""
     bindir = find_bindir()
     user = unprivileged_user("postgres")
-    root = Path(tempfile.mkdtemp(prefix="encbench-pg-"))
+    root = Path(tempfile.mkdtemp(prefix="encbench-pg-", dir=root_parent))
     server = PgServer(bindir=bindir, root=root, port=0, password=secrets.token_urlsafe(24), user=user, keep=False)
     atexit.register(server.stop)
     try:
+        if data_parent is not None:
+            server.data_parent = Path(tempfile.mkdtemp(prefix="encbench-pgdata-", dir=data_parent))
+            os.chmod(server.data_parent, 0o700)
+            if user:
+                os.chown(server.data_parent, user[1], user[2])
         os.chmod(root, 0o700)
         if user:
             os.chown(root, user[1], user[2])
@@ -157,7 +232,7 @@ def start(*, keep: bool = False, settings: dict | None = None) -> PgServer:
                  "initdb", timeout=120, **_as_user(user))
         crt, key = certs.self_signed(root, owner=user[1:] if user else None)
         conf = dict(SERVER_SETTINGS, **(settings or {}), ssl_cert_file=str(crt), ssl_key_file=str(key),
-                    unix_socket_directories=str(server.sockdir))
+                    unix_socket_directories=str(server.sockdir) if unix_socket else "")
 
         def launch(port: int) -> subprocess.Popen:
             server.port = port
@@ -187,6 +262,24 @@ def _wait_ready(server: PgServer) -> tuple[bool, str]:
     return wait_ready(server.proc,
                       lambda: psycopg.connect(**server.conninfo(), sslmode="disable", connect_timeout=2).close(),
                       psycopg.OperationalError, lambda: _last_log_line(server), START_TIMEOUT_S)
+
+
+def _wait_ready_pid(server: PgServer, conninfo: dict) -> tuple[bool, str]:
+    """As _wait_ready, for a postmaster that is not our child: ready when a connection over its socket works."""
+    import time
+
+    import psycopg
+
+    deadline = time.monotonic() + START_TIMEOUT_S
+    while time.monotonic() < deadline:
+        if server.proc is not None and server.proc.poll() is not None:
+            return False, _last_log_line(server)
+        try:
+            psycopg.connect(**conninfo, sslmode="disable", connect_timeout=2).close()
+            return True, ""
+        except psycopg.OperationalError:
+            time.sleep(0.05)
+    return False, f"not accepting connections after {START_TIMEOUT_S} s; {_last_log_line(server)}"
 
 
 def _port_taken(server: PgServer, last_error: str) -> bool:

@@ -6,8 +6,11 @@ and the in-query hash workload's k sessions, with the backends the probes attach
 from __future__ import annotations
 
 import os
+import subprocess
 import time
+import uuid
 from pathlib import Path
+from typing import Any, Callable
 
 from ...errors import BadValueError, CheckFailedError, EngineUnavailableError
 from ...lab.variants import Variant
@@ -17,7 +20,8 @@ from ...util.redact import redact
 from ...host.rawhash import HMAC_KEY
 from ..base import Session
 from ..concurrent import SessionsTogether
-from . import client, pgbench
+from . import atrest, client, pgbench
+from . import server as pg_server
 from .client import CONNECT_TIMEOUT_S, NO_SERVER, check_connection, client_params, conninfo_of, first_line
 from .waits import sampler_factory
 
@@ -35,8 +39,9 @@ HASH_FUNCTIONS = {
 class PgSession(SessionsTogether, Session):
     """One connection (plus whatever its workloads open), with the server's view of TLS."""
 
-    def __init__(self, setup: dict, variant: Variant, scratch: Path):
+    def __init__(self, setup: dict, variant: Variant, scratch: Path, *, mutable: bool = False):
         self.setup, self.variant, self.tls = setup, variant, variant.get("tls", "off")
+        self.scratch = scratch
         conf = openssl_client_conf(self.tls)
         if conf:  # before the first TLS connection of this (fresh) process
             path = scratch / "openssl-client.cnf"
@@ -46,6 +51,10 @@ class PgSession(SessionsTogether, Session):
         self.schema = setup["schema"]
         self.table = f"{self.schema}.rt"
         self.row_count = RT_ROWS
+        # at rest: the variant's own cluster (its data directory on the variant's filesystem)
+        self.cluster = setup["clusters"][variant["encryption"]] if "encryption" in variant else None
+        self._access = setup["_cluster_access"][variant["encryption"]] if self.cluster else None
+        self._conninfo = dict(self._access["conninfo"]) if self.cluster else conninfo_of(setup)
         t0 = time.perf_counter()
         self.conn = self.connect()
         self.open_metrics = {"wall_s": time.perf_counter() - t0}
@@ -56,11 +65,23 @@ class PgSession(SessionsTogether, Session):
         self.notices = 0
         self.conn.add_notice_handler(self._on_notice)
         self._target: Target | None = None
+        self._rewrote = False  # the last operation rewrote the table into a new file (check_operation)
+        self._catalogs_warm = False
+        self.copy = None
+        if self.cluster:
+            self.page_size = atrest.BLOCK_SIZE
+            self.row_count = setup["rows"]
+            source = "data"
+            if mutable:  # each run changes its own copy (untimed)
+                self.copy = f"run_{os.getpid()}_{uuid.uuid4().hex[:6]}"
+                atrest.copy_table(self.conn, self.schema, source, self.copy, self.row_count)
+            self.table = f"{self.schema}.{self.copy or source}"
+            self.info["filesystem"] = {k: self.cluster[k] for k in ("kind", "mount_point", "backing_kind")}
 
     # -- connections --------------------------------------------------------------
     def connect(self, application_name: str = "encbench"):
         try:
-            return self.psycopg.connect(**{"connect_timeout": CONNECT_TIMEOUT_S, **conninfo_of(self.setup)},
+            return self.psycopg.connect(**{"connect_timeout": CONNECT_TIMEOUT_S, **self._conninfo},
                                         **client_params(self.tls), autocommit=True, application_name=application_name)
         except self.psycopg.OperationalError as e:
             msg = first_line(e)
@@ -87,7 +108,24 @@ class PgSession(SessionsTogether, Session):
     def target(self) -> Target:
         if self._target is not None:
             return self._target
+        if self.cluster:
+            return self.at_rest_target()
         return self.backend_target([self.backend_pid])
+
+    def at_rest_target(self) -> Target:
+        """The backend, plus the gocryptfs daemon that decrypts for it (its CPU is the server side's cost);
+        the table's block reads and the loop device's bytes as counters (check_operation reads them)."""
+        pids = [p for p in (self.backend_pid, self.cluster.get("daemon_pid")) if p and os.path.exists(f"/proc/{p}")]
+        return Target(pids=pids, page_size=self.page_size, client=True,
+                      extra={"counters": self.counters, "socket_fds": [self.conn.fileno()],
+                             "wait_interval_s": self.setup["wait_interval_s"]})
+
+    def counters(self) -> dict[str, int]:
+        return atrest.counters(self.conn, self.table, self.cluster.get("device"))
+
+    def check_operation(self, variant: Variant, metrics: dict, cache: dict) -> dict | None:
+        rewrote, self._rewrote = self._rewrote, False
+        return atrest.check_operation(variant, metrics, cache, rewrote=rewrote) if self.cluster else None
 
     def backend_target(self, pids: list[int], *, application_name: str | None = None) -> Target:
         local = [p for p in pids if is_local_postgres(p)]
@@ -105,15 +143,100 @@ class PgSession(SessionsTogether, Session):
     def use_target(self, target: Target | None) -> None:
         self._target = target
 
+    # -- at rest ------------------------------------------------------------------
     def set_cache(self, state: str) -> dict:
-        return {}
+        if not self.cluster:
+            return {}
+        if state == "cold":
+            self.conn.close()
+            self._catalogs_warm = False
+            took = pg_server.restart_handle(self._access["handle"], self._conninfo)  # empty shared_buffers
+            t0 = time.perf_counter()
+            dropped = atrest.drop_os_cache(atrest.cache_paths(self.cluster))
+            drop_s = time.perf_counter() - t0
+            self._reconnect()
+            return {"cache": "cold", "method": "server restarted (empty shared_buffers) and the OS page cache of "
+                    "its files, the cipher files and the image dropped (sync, posix_fadvise DONTNEED per file)",
+                    "restart_s": took, "os_cache_drop_s": drop_s, "os_cache_files": dropped["files"],
+                    "os_cache_dropped": dropped["dropped"] == dropped["files"]}
+        # warm: every block of the table and its indexes in shared_buffers (before each operation: a rebuild
+        # leaves a new file behind that the next one would read from the OS)
+        self.conn.execute("CREATE EXTENSION IF NOT EXISTS pg_prewarm")
+        if not self._catalogs_warm:  # the catalogs an operation's plan looks up (a fresh cluster has read few)
+            self.conn.execute("SELECT sum(pg_prewarm(c.oid)) FROM pg_class c WHERE c.relnamespace IN "
+                              "('pg_catalog'::regnamespace, 'pg_toast'::regnamespace) AND c.relkind IN ('r', 'i', 't') "
+                              "AND pg_relation_size(c.oid) > 0")
+            self._catalogs_warm = True
+        self.conn.execute("CREATE EXTENSION IF NOT EXISTS pg_buffercache")
+        rels = ("SELECT %s::regclass::oid AS oid UNION SELECT indexrelid FROM pg_index WHERE indrelid = %s::regclass "
+                "UNION SELECT reltoastrelid FROM pg_class WHERE oid = %s::regclass AND reltoastrelid <> 0 UNION "
+                "SELECT objid FROM pg_depend WHERE refobjid = %s::regclass AND classid = 'pg_class'::regclass")
+        args = (self.table,) * 4  # the table, its indexes, TOAST, identity sequence: every fork
+        blocks = self.conn.execute(
+            f"SELECT coalesce(sum(pg_prewarm(r.oid, 'buffer', f.fork)), 0) FROM ({rels}) r, "
+            "(VALUES ('main'), ('fsm'), ('vm')) f(fork) WHERE pg_relation_size(r.oid, f.fork) > 0", args).fetchone()[0]
+        resident = self.conn.execute(  # the proof: every one of those blocks is in shared_buffers now
+            f"SELECT count(*) FROM pg_buffercache b JOIN ({rels}) r ON b.relfilenode = pg_relation_filenode(r.oid) "
+            "AND b.reldatabase = (SELECT oid FROM pg_database WHERE datname = current_database())", args).fetchone()[0]
+        self.counters()  # the catalog lookups of the counters' own query, cached before the operation
+        return {"cache": "warm", "relation_blocks": int(blocks), "resident_blocks": int(resident)}
+
+    def _reconnect(self) -> None:
+        self.conn = self.connect()
+        self.backend_pid = self.conn.info.backend_pid
+        self.conn.add_notice_handler(self._on_notice)
 
     # -- workload primitives ------------------------------------------------------
     def execute(self, sql: str, params: tuple = ()) -> int:
-        return self.conn.execute(sql, params).rowcount
+        return self.conn.execute(_sql(sql) if params else sql, params).rowcount
 
     def query(self, sql: str, params: tuple = ()) -> list:
-        return self.conn.execute(sql, params).fetchall()
+        return self.conn.execute(_sql(sql) if params else sql, params).fetchall()
+
+    def begin(self) -> None:
+        self.conn.execute("BEGIN")
+
+    def commit(self) -> None:
+        self.conn.execute("COMMIT")
+
+    def rebuild_operations(self) -> list[tuple[str, Callable[[], Any]]]:
+        def run(sql: str, rewrites: bool) -> Callable[[], Any]:
+            def go():  # the connection of the moment: cache=cold reconnects before each operation
+                self.conn.execute(sql)
+                self._rewrote = rewrites
+            return go
+
+        return [("vacuum-full", run(f"VACUUM FULL {self.table}", True)),
+                ("reindex", run(f"REINDEX TABLE {self.table}", False))]
+
+    def prepare_backup(self, dest: Path):
+        """A checkpoint first (untimed): pg_basebackup's own then has little to write."""
+        if not self.setup.get("pg_basebackup"):
+            raise EngineUnavailableError("pg_basebackup not found (the backup workload runs it)",
+                                         hint="apt-get install postgresql-client")
+        self.conn.execute("CHECKPOINT")
+        return dest
+
+    def run_backup(self, dest: Path) -> None:
+        """pg_basebackup of the whole cluster as one tar stream (WAL fetched) to a file outside the mount."""
+        info = self._conninfo
+        env = dict(os.environ, PGPASSWORD=str(info.get("password", "")), PGSSLMODE="disable")
+        cmd = [self.setup["pg_basebackup"], "-h", str(info["host"]), "-p", str(info["port"]), "-U", str(info["user"]),
+               "-D", "-", "-F", "t", "-X", "fetch", "-c", "fast", "--no-password"]
+        with open(dest, "wb") as out:
+            done = subprocess.run(cmd, stdout=out, stderr=subprocess.PIPE, env=env, timeout=3600)
+            out.flush()
+            os.fsync(out.fileno())
+        if done.returncode != 0:
+            last = (done.stderr.decode(errors="replace").strip().splitlines() or ["?"])[-1]
+            raise CheckFailedError(f"pg_basebackup failed: {redact(last)}")
+
+    def check_backup(self, dest: Path) -> dict:
+        """The backup must hold the cluster's rows (the marker row). It is plaintext whatever the filesystem:
+        pg_basebackup reads through the mount, so a backup written outside it is not encrypted (a leak)."""
+        if not _file_contains(dest, self.cluster["marker"].encode()):
+            raise CheckFailedError("the base backup lacks the cluster's marker row: it is not a backup of the table")
+        return {"backup_encrypted": 0, "backup_outside_mount": 1}
 
     def storm(self, messages: int, send: bool) -> dict:
         """A server-side loop of RAISE NOTICE; with send=False the same loop, messages not sent."""
@@ -227,7 +350,28 @@ class PgSession(SessionsTogether, Session):
                       extra={"wait_sampler": sampler, "wait_interval_s": self.setup["wait_interval_s"]})
 
     def close(self) -> None:
-        self.conn.close()
+        try:
+            if self.copy:
+                self.conn.execute(f"DROP TABLE IF EXISTS {self.schema}.{self.copy}")
+        finally:
+            self.conn.close()
+
+
+def _sql(sql: str) -> str:
+    """The workloads' portable '?' placeholders in psycopg's format style (a literal % doubled)."""
+    return sql.replace("%", "%%").replace("?", "%s")
+
+
+def _file_contains(path: Path, needle: bytes, chunk: int = 1 << 20) -> bool:
+    tail = b""
+    with open(path, "rb") as f:
+        while True:
+            block = f.read(chunk)
+            if not block:
+                return False
+            if needle in tail + block:
+                return True
+            tail = block[-len(needle):]
 
 
 def is_local_postgres(pid: int) -> bool:

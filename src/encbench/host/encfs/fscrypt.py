@@ -61,6 +61,7 @@ def build(record: dict, size: int) -> dict:
     data = point / "data"
     data.mkdir(mode=0o755)
     encrypt_dir(point, data, key, workdir)
+    data.chmod(0o755)  # `fscrypt encrypt` leaves it 0700: a server running as postgres must reach its data
     return {"path": data, "mount_point": point, "backing": Path(record["image"]), "key_files": (key,)}
 
 
