@@ -173,3 +173,10 @@ def test_the_cli_checks_its_fleet_options_before_any_scan(tmp_path, capsys):
         assert cli.main(["tls-scan", *args]) == code, args
         err = capsys.readouterr().err
         assert len(err.splitlines()) == 1 and "Traceback" not in err, (args, err)
+
+
+def test_the_leak_target_label_never_holds_credentials():
+    assert prometheus.leak_target(None) == "private"
+    assert prometheus.leak_target("mysql://root:s3cret@127.0.0.1:3307/x") == "127.0.0.1:3307"
+    assert prometheus.leak_target("postgresql://u:pw@db1/app") == "db1:default"
+    assert prometheus.leak_target("host=/tmp port=5433 user=u password='s3 cret'") == "/tmp:5433"
