@@ -51,7 +51,8 @@ def leftovers() -> dict:
             "records": [r["id"] for r in ledger.records() if r["workdir"].startswith(PREFIX)],
             "orphan_keys": [str(p) for p in ledger.KEY_ROOT.iterdir() if str(p) not in live_keydirs]
             if ledger.KEY_ROOT.is_dir() else [],
-            "servers": [c for c in process_command_lines("mariadbd") if "encbench-maria" in c],
+            # every server of a filesystem run names its data directory (on a mount under PREFIX)
+            "servers": [c for c in process_command_lines("mariadbd") if f"--datadir={PREFIX}" in c],
             "dirs": sorted(str(p) for p in Path("/tmp").glob("encbench-maria-fs-*"))}
 
 
