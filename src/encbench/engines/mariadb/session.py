@@ -98,6 +98,9 @@ def thread_os_id(cur) -> tuple[int | None, int | None]:
 class MariaSession(SessionsTogether, Session):
     """One connection in a worker process, over TCP, in the variant's TLS state."""
 
+    fs: dict | None = None  # the encrypted (or plain) filesystem mount the variant's server keeps its data on
+    fs_daemon: int | None = None  # gocryptfs: the daemon's pid (its CPU and reads count with the server's)
+
     def __init__(self, setup: dict, variant: Variant, scratch: Path, *, mutable: bool):
         enc = variant.get("encryption")
         if enc in setup.get("_servers", {}):  # a filesystem variant: the server on that filesystem
