@@ -13,7 +13,10 @@ as real ones do.
 
 The scanner is the real CLI in a subprocess (`encbench tls-scan --targets FILE --jobs N --format jsonl`):
 wall time from start to exit, targets per second, and its peak memory (RSS of the process, sampled every 20 ms
-with psutil; VmHWM from /proc at exit as a check), plus the total handshakes its scans made. Every target
+with psutil; VmHWM from /proc as a check), the total handshakes its scans made, the CPU seconds of the
+scanner (the child's rusage) and of the lightweight endpoints (this process's; the real servers' own CPU is
+not in it), and the 1-minute load average at the end (other work on the machine slows the wall time, not
+the CPU seconds). Every target
 must be scanned (exit 0 for each): a run with a failed target is reported as such, never as a rate.
 --jobs 1 scans the first --jobs1-targets targets only (200 one after another take minutes): its rate is
 labelled with the count it measured. Both sides run on this machine's CPUs: the rate is the machine's,
@@ -25,6 +28,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import selectors
 import socket
 import ssl
@@ -130,6 +134,7 @@ class Endpoints:
 def run_scan(targets_file: Path, jobs: int, timeout: float) -> dict:
     cmd = [str(Path(sys.executable).parent / "encbench"), "tls-scan", "--targets", str(targets_file),
            "--jobs", str(jobs), "--format", "jsonl", "--timeout", str(timeout)]
+    kids0, self0 = resource.getrusage(resource.RUSAGE_CHILDREN), resource.getrusage(resource.RUSAGE_SELF)
     start = time.monotonic()
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     ps = psutil.Process(proc.pid)
@@ -146,6 +151,7 @@ def run_scan(targets_file: Path, jobs: int, timeout: float) -> dict:
             pass
         time.sleep(0.02)
     wall = time.monotonic() - start
+    kids1, self1 = resource.getrusage(resource.RUSAGE_CHILDREN), resource.getrusage(resource.RUSAGE_SELF)
     reader.join()
     err = proc.stderr.read()
     rows = [json.loads(line) for line in "".join(out).splitlines() if line.strip()]
@@ -154,7 +160,10 @@ def run_scan(targets_file: Path, jobs: int, timeout: float) -> dict:
             "peak_rss_mb": peak / 2**20, "vm_hwm_mb": hwm / 2**20 if hwm else None, "exit": proc.returncode,
             "failed": [(r["target"], r["error"]) for r in failed], "stderr": err.strip()[-500:],
             "handshakes": sum((r.get("scan") or {}).get("handshakes", 0) for r in rows),
-            "slowest_target_s": max((r["seconds"] for r in rows), default=None)}
+            "slowest_target_s": max((r["seconds"] for r in rows), default=None),
+            "scanner_cpu_s": (kids1.ru_utime + kids1.ru_stime) - (kids0.ru_utime + kids0.ru_stime),
+            "endpoints_cpu_s": (self1.ru_utime + self1.ru_stime) - (self0.ru_utime + self0.ru_stime),
+            "load_average_1min": os.getloadavg()[0]}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -186,7 +195,7 @@ def main(argv: list[str] | None = None) -> int:
             full.write_text("\n".join(lines) + "\n")
             small.write_text("\n".join(lines[:args.jobs1_targets]) + "\n")
             print(f"{'jobs':>4} {'targets':>7} {'wall s':>8} {'targets/s':>9} {'peak RSS MB':>11} {'handshakes':>10} "
-                  f"{'slowest s':>9}  result", flush=True)
+                  f"{'slowest s':>9} {'CPU s scanner':>13} {'CPU s endpoints':>15} {'load':>5}  result", flush=True)
             results = []
             for jobs in (int(x) for x in args.jobs.split(",")):
                 r = run_scan(small if jobs == 1 else full, jobs, args.timeout)
@@ -194,7 +203,8 @@ def main(argv: list[str] | None = None) -> int:
                 verdict = "all scanned" if not r["failed"] and r["exit"] == 0 else \
                     f"exit {r['exit']}, {len(r['failed'])} failed: {r['failed'][:3]} {r['stderr']}"
                 print(f"{jobs:>4} {r['targets']:>7} {r['wall_s']:>8.1f} {r['targets_per_s']:>9.2f} "
-                      f"{r['peak_rss_mb']:>11.1f} {r['handshakes']:>10} {r['slowest_target_s']:>9.1f}  {verdict}",
+                      f"{r['peak_rss_mb']:>11.1f} {r['handshakes']:>10} {r['slowest_target_s']:>9.1f} "
+                      f"{r['scanner_cpu_s']:>13.1f} {r['endpoints_cpu_s']:>15.1f} {r['load_average_1min']:>5.1f}  {verdict}",
                       flush=True)
             print(json.dumps({"load_average_at_end": os.getloadavg(), "runs": results}, indent=1))
             return 0 if all(not r["failed"] and r["exit"] == 0 for r in results) else 1
