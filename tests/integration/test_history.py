@@ -27,6 +27,12 @@ def _history(encbench, store: str, *args: str) -> dict:
     return json.loads(res.stdout)
 
 
+def _analysis(path):
+    from encbench.analysis.summary import Analysis
+
+    return Analysis.from_doc(json.loads(path.read_text()))
+
+
 def _check_two_runs_and_a_trend(doc: dict, files: list) -> None:
     runs = [r for r in doc["runs"] if r["kind"] == "run"]
     assert len(runs) == 2, doc
@@ -48,11 +54,19 @@ def _check_two_runs_and_a_trend(doc: dict, files: list) -> None:
             assert point["ci"] == pytest.approx(c["ci"], rel=1e-12) and point["verdict"] == c["verdict"]
 
 
-def test_sqlite_store_two_runs_then_the_trend(encbench, data_dir, tmp_path):
-    store = str(tmp_path / "history.db")
-    files = [tmp_path / "r1.json", tmp_path / "r2.json"]
+@pytest.fixture(scope="module")
+def sqlite_runs(encbench, data_dir, tmp_path_factory):
+    """Two tiny real runs recorded in a SQLite store: (store, result files)."""
+    tmp = tmp_path_factory.mktemp("history")
+    store = str(tmp / "history.db")
+    files = [tmp / "r1.json", tmp / "r2.json"]
     for f in files:
         _run(encbench, data_dir, f, store)
+    return store, files
+
+
+def test_sqlite_store_two_runs_then_the_trend(encbench, sqlite_runs, tmp_path):
+    store, files = sqlite_runs
     doc = _history(encbench, store, "--workload", "scan-eq", "--metric", "wall_s")
     assert doc["schema_version"] == 1
     _check_two_runs_and_a_trend(doc, files)
@@ -79,16 +93,14 @@ def test_default_store_follows_xdg_data_home(encbench, tmp_path):
     assert [p["value"] for s in found["trend"]["series"] for p in s["points"]] == [0]
 
 
-def test_postgresql_store(encbench, data_dir, tmp_path):
+def test_postgresql_store(encbench, data_dir, sqlite_runs, tmp_path):
     with external_pg() as server:
         info = server.conninfo()
         url = f"postgresql://{info['user']}:{info['password']}@127.0.0.1:{info['port']}/{info['dbname']}"
-        files = [tmp_path / "p1.json", tmp_path / "p2.json"]
-        _run(encbench, data_dir, files[0], url)
-        # the second run: an existing result file recorded afterwards (as after an unreachable store)
-        res = encbench(*RUN, "--data-dir", str(data_dir), "-o", str(files[1]))
-        assert res.returncode == 0, str(res)
-        rec = encbench("history", "--store", url, "--record", str(files[1]), "--kind", "run")
+        # an earlier run's result file recorded afterwards (as after an unreachable store), then a run with --store
+        files = [sqlite_runs[1][0], tmp_path / "p1.json"]
+        rec = encbench("history", "--store", url, "--record", str(files[0]), "--kind", "run")
+        _run(encbench, data_dir, files[1], url)
         assert rec.returncode == 0 and info["password"] not in rec.stdout + rec.stderr, str(rec)
         doc = _history(encbench, url, "--workload", "scan-eq", "--target", "private")
         _check_two_runs_and_a_trend(doc, files)
@@ -99,9 +111,9 @@ def test_postgresql_store(encbench, data_dir, tmp_path):
         with psycopg.connect(**info) as conn:  # the tables live in their own schema; no password in any row
             tables = {r[0] for r in conn.execute("SELECT tablename FROM pg_tables WHERE schemaname = 'encbench'")}
             assert {"schema_version", "runs", "figures", "scans", "findings"} <= tables
-            rows = conn.execute("SELECT r::text FROM encbench.runs r").fetchall()
+            rows = conn.execute("SELECT r::text FROM encbench.runs r ORDER BY id").fetchall()
             assert len(rows) == 2 and all(info["password"] not in r[0] for r in rows)
-            assert "postgresql://postgres:<hidden>@127.0.0.1" in rows[0][0]  # the command, redacted
+            assert "postgresql://postgres:<hidden>@127.0.0.1" in rows[1][0]  # the command, redacted
             assert conn.execute("SELECT COUNT(*) FROM encbench.figures").fetchone()[0] > 0
         # a tls-scan of the same server, recorded there too: the accepted suites are a figure
         scan = encbench("tls-scan", f"postgresql://127.0.0.1:{info['port']}", "--json", "--store", url)
@@ -112,6 +124,17 @@ def test_postgresql_store(encbench, data_dir, tmp_path):
         assert series["target"] == f"postgres://127.0.0.1:{info['port']}"
         accepted = json.loads(scan.stdout)["suites"]
         assert [p["value"] for p in series["points"]] == [sum(len(v) for v in accepted.values())]
+        # one transaction per run on PostgreSQL too: the second insert fails, nothing of that run stays
+        from encbench import errors
+        from encbench.history import Store, run_entry
+
+        with Store.open(url) as store:
+            before = len(store.runs(limit=1000))
+            bad = run_entry(json.loads(files[1].read_text()), _analysis(files[1]))
+            bad.figures[0]["metric"] = None
+            with pytest.raises(errors.StoreUnavailableError):
+                store.record(bad)
+            assert len(store.runs(limit=1000)) == before
         with psycopg.connect(**info) as conn:
             conn.execute("INSERT INTO encbench.schema_version VALUES (99, 'future', 'now', '9.0')")
         newer = encbench("history", "--store", url)

@@ -174,3 +174,27 @@ def test_the_docs_name_the_store_exit_codes_and_tables():
         assert errors.EXIT_CODES[e.exit_code]
     for table in ("runs", "figures", "scans", "findings"):
         assert f"| `{table}` |" in results_md
+
+
+def test_a_fleet_scan_is_one_run_with_a_row_per_scanned_target(tmp_path):
+    def scan(target, grades):
+        return {"target": target, "engine": "postgres", "protocols": ["TLSv1.2", "TLSv1.3"],
+                "suites": {"TLSv1.2": [{"suite": f"S{i}", "grade": g} for i, g in enumerate(grades)]},
+                "default": {"protocol": "TLSv1.3", "cipher": "TLS_AES_256_GCM_SHA384"},
+                "scanned_at": "2026-11-23T07:00:00Z"}
+
+    entry = scan_entry([(scan("postgres://db1:5432", "AAB"), ["note: first sight"]),
+                        (scan("postgres://db2:5432", "AC"), ["TLSv1.2: suite S9 accepted now"])],
+                       command="encbench tls-scan --targets fleet.txt", target="3 targets (fleet.txt)", exit_code=14,
+                       failed=[{"target": "postgres://db3:5432", "error": "cannot reach it"}])
+    with Store.open(str(tmp_path / "h.db")) as store:
+        store.record(entry)
+        (run,) = store.runs()
+        rows = {r["target"]: r for r in store.scans()}
+        found = trend.trend(store, "suites", target="db2")
+    assert (run["target"], run["exit_code"], run["kind"]) == ("3 targets (fleet.txt)", 14, "tls-scan")
+    assert '"failed": [{"error": "cannot reach it", "target": "postgres://db3:5432"}]' in run["summary"]
+    assert {t: (r["suites_count"], r["weakest_grade"], r["drifted"]) for t, r in rows.items()} == {
+        "postgres://db1:5432": (3, "B", 0), "postgres://db2:5432": (2, "C", 1)}  # a note is no drift
+    (series,) = found["series"]
+    assert series["points"][0]["value"] == 2 and "drift: 1 change(s)" in series["points"][0]["verdict"]
