@@ -56,6 +56,8 @@ def rows(doc: dict, analysis: an.Analysis, table: dict | None = None) -> list[di
     base_value = t["axis_baseline"]
     if len({v.get(axis) for v in variants.values()} - {base_value, None}) > 1:
         varying.add(axis)  # several contenders (cipher suites): name each one
+    aliases = _aliases(variants.values(), varying, axis)
+    head = headline_of(t, {c["metric"] for (wl, op, _, _), cs in comps.items() if (wl, op) != an.OPEN for c in cs})
     out = []
     for (wl, op, cont, base), cs in comps.items():
         if (wl, op) == an.OPEN:
@@ -63,17 +65,49 @@ def rows(doc: dict, analysis: an.Analysis, table: dict | None = None) -> list[di
         b, c = _means(groups, (wl, op, base)), _means(groups, (wl, op, cont))
         by_metric = {x["metric"]: x for x in cs}
         setting = ",".join(f"{k}={v}" for k, v in variants[cont].items() if k in varying) or "-"
+        short = ",".join(_short_setting(k, v, axis, aliases) for k, v in variants[cont].items() if k in varying) or "-"
         n = min(x["n_contender"] for x in cs), min(x["n_baseline"] for x in cs)
         out.append({
-            "workload": wl, "operation": op, "setting": setting, "baseline": base, "contender": cont,
+            "workload": wl, "operation": op, "setting": setting, "setting_short": short, "baseline": base,
+            "contender": cont, "legend": {a: v for (k, v), a in aliases.items() if a in short.split(",")},
             "n": n, "base": b, "cont": c, "comparisons": by_metric,
             "verdict": an.row_verdict(cs, t.get("metric_words")),
             "verdict_code": an.row_code(cs, t.get("metric_words")),
-            "verdict_short": short_verdict(cs, t.get("metric_words")),
+            "verdict_short": short_verdict(cs, t.get("metric_words"), head[0] if head else None),
         })
     out.sort(key=lambda r: (order.index(r["workload"]) if r["workload"] in order else len(order),
                             r["workload"], r["setting"]))
     return out
+
+
+LONG_SETTING = 14  # a setting value longer than this is named key#n in the compact table, with a legend
+BARE_VALUES = frozenset({"on", "off", "yes", "no", "true", "false", "none"})  # say nothing without their key
+
+
+def _aliases(variants, varying: set[str], axis: str) -> dict[tuple[str, str], str]:
+    """(key, value) -> key#n for the long values of the varying keys (TLS suites), numbered in sorted order."""
+    long = sorted({(k, str(v)) for v in variants for k, v in v.items() if k in varying and len(str(v)) > LONG_SETTING})
+    numbered: dict[str, int] = defaultdict(int)
+    out = {}
+    for k, v in long:
+        numbered[k] += 1
+        out[(k, v)] = f"{k}#{numbered[k]}"
+    return out
+
+
+def _short_setting(key: str, value, axis: str, aliases: dict) -> str:
+    """The compact table's name of a setting: a long value by its alias (tls#1, see the legend), the measured
+    axis by its value alone when the value says what it is (fscrypt), the others as key=value (cache=cold)."""
+    value = str(value)
+    if (key, value) in aliases:
+        return aliases[(key, value)]
+    return value if key == axis and not value.isdigit() and value not in BARE_VALUES else f"{key}={value}"
+
+
+def legend_line(shown: list[dict]) -> str | None:
+    """The compact table's aliases of long settings, e.g. 'tls#1 = tls=TLSv1.2:ECDHE-RSA-AES256-GCM-SHA384'."""
+    legend = {a: full for r in shown for a, full in r["legend"].items()}
+    return "; ".join(f"{a} = {full}" for a, full in sorted(legend.items())) or None
 
 
 def _ratio(r: dict, metric: str) -> str:
@@ -83,6 +117,15 @@ def _ratio(r: dict, metric: str) -> str:
 
 def _pair(r: dict, fmt) -> str:
     return f"{fmt(r['base'])} → {fmt(r['cont'])}"
+
+
+def _seconds_pair(key: str):
+    """The compact table's means: '326.7 → 450.0 ms' (one unit when both sides share it)."""
+    def cell(r: dict) -> str:
+        a, b = fmt_seconds(r["base"].get(key)), fmt_seconds(r["cont"].get(key))
+        (x, _, unit_a), (y, _, unit_b) = a.rpartition(" "), b.rpartition(" ")
+        return f"{x} → {y} {unit_a}" if x and y and unit_a == unit_b else f"{a} → {b}"
+    return cell
 
 
 def _user_sys(prefix: str):
@@ -179,10 +222,12 @@ COLUMNS = {
     "innodb_pages": ("pages read / decrypted", lambda r: _pair(r, _innodb_pages)),
     "verdict": ("verdict", lambda r: r["verdict"]),
     # the compact table's own cells (compact_columns): one total per side, the verdict in a few words
-    "cpu_mean": ("CPU (mean)", lambda r: _pair(r, lambda d: fmt_seconds(d.get("cpu_s")))),
-    "server_cpu_mean": ("server CPU (mean)", lambda r: _pair(r, lambda d: fmt_seconds(d.get("cpu_s")))),
-    "client_cpu_mean": ("client CPU (mean)", lambda r: _pair(r, lambda d: fmt_seconds(d.get("client_cpu_s")))),
+    "cpu_mean": ("mean CPU", _seconds_pair("cpu_s")),
+    "server_cpu_mean": ("mean server CPU", _seconds_pair("cpu_s")),
+    "client_cpu_mean": ("mean client CPU", _seconds_pair("client_cpu_s")),
+    "elapsed_mean": ("mean elapsed", _seconds_pair("wall_s")),
     "verdict_short": ("verdict", lambda r: r["verdict_short"]),
+    "variant_short": ("variant", lambda r: r["setting_short"]),
 }
 DEFAULT_COLUMNS = ("workload", "op", "variant", "elapsed", "d_elapsed", "cpu", "d_cpu", "ctx", "reads", "verdict")
 
@@ -196,36 +241,43 @@ def columns(table: dict) -> list[str]:
 # The headline is the first verdict metric (analysis.VERDICT_METRICS order) the table declares a Δ column
 # for and has comparisons of: (metric, its Δ column as engines declare it, the compact means column).
 HEADLINE = (("cpu_s", "d_cpu", "cpu_mean"), ("cpu_s", "d_server_cpu", "server_cpu_mean"),
-            ("client_cpu_s", "d_client_cpu", "client_cpu_mean"), ("wall_s", "d_elapsed", "elapsed"))
+            ("client_cpu_s", "d_client_cpu", "client_cpu_mean"), ("wall_s", "d_elapsed", "elapsed_mean"))
 ROW_COLUMNS = ("workload", "op", "variant")
+COMPACT_CELLS = {"variant": "variant_short"}  # a row column the compact table shows in fewer characters
+
+
+def headline_of(table: dict, compared: set[str]) -> tuple[str, str, str] | None:
+    """(metric, Δ column, means column) of a table's headline: the first HEADLINE entry it declares the Δ column
+    of and has comparisons of (else the first it declares)."""
+    declared = [h for h in HEADLINE if h[1] in columns(table)]
+    return next((h for h in declared if h[0] in compared), declared[0] if declared else None)
 
 
 def compact_columns(table: dict, shown: list[dict]) -> list[str]:
     """The columns of the default table: its row columns, the headline pair, the short verdict."""
-    declared = columns(table)
-    compared = {m for r in shown for m in r["comparisons"]}
-    pairs = [(delta, mean) for metric, delta, mean in HEADLINE if delta in declared]
-    delta, mean = next(((d, m) for (metric, d, m) in HEADLINE if d in declared and metric in compared),
-                       pairs[0] if pairs else (None, None))
-    return [c for c in ROW_COLUMNS if c in declared] + [c for c in (mean, delta) if c] + ["verdict_short"]
+    head = headline_of(table, {m for r in shown for m in r["comparisons"]})
+    return ([COMPACT_CELLS.get(c, c) for c in ROW_COLUMNS if c in columns(table)]
+            + ([head[2], head[1]] if head else []) + ["verdict_short"])
 
 
 def _short_pct(c: dict) -> str:
     return f"{(c['ratio'] - 1) * 100:+.0f}%"
 
 
-def short_verdict(comps: list[dict], words: dict[str, str] | None = None) -> str:
-    """The row's verdict in a few words, its interval left to the Δ column: 'costs +266% CPU' (the first
-    metric shown to cost, else to save, in the verdict metrics' order), 'no cost (±2%)', 'inconclusive',
-    'too few runs'; the full sentence is `show --detail`'s."""
+def short_verdict(comps: list[dict], words: dict[str, str] | None = None, shown_metric: str | None = None) -> str:
+    """The row's verdict in a few words: 'costs' when the metric in the Δ column (`shown_metric`) is the first
+    shown to cost (else to save, in the verdict metrics' order), else that metric named: 'costs +8% elapsed';
+    'no cost (±2%)', 'inconclusive', 'too few runs'; the full sentence is `show --detail`'s."""
     code = an.row_code(comps, words)
     if code == stats.WITHHELD:
         return "no verdict: client-bound"
     judged = an.row_judgements(comps, words)
     if code in (stats.COSTS, stats.SAVES):
         metric, c = next((m, c) for m, c in judged if c["verdict"] == code)
+        if metric == shown_metric:
+            return code
         word = (words or {}).get(metric, an.VERDICT_WORDS[metric])
-        return f"{c['verdict'].replace('_', ' ')} {_short_pct(c)} {word}"
+        return f"{code} {_short_pct(c)} {word}"
     if code == stats.NO_COST:
         return f"no cost (±{judged[0][1]['equivalence']['margin_pct']:g}%)"
     return {stats.TOO_FEW_RUNS: "too few runs", stats.INCONCLUSIVE: "inconclusive",
@@ -441,7 +493,7 @@ def _row_names(doc: dict | None, analysis: an.Analysis) -> dict[tuple[str, str, 
     many = len(_tables(doc)) > 1
     for t in _tables(doc):
         for r in rows(doc, analysis, t if many else None):
-            name = f"{r['workload']}/{r['operation']}" + (f" {r['setting']}" if r["setting"] != "-" else "")
+            name = f"{r['workload']}/{r['operation']}" + (f" {r['setting_short']}" if r["setting"] != "-" else "")
             for v in (r["baseline"], r["contender"]):
                 out[(r["workload"], r["operation"], v)].append(name)
     return out
@@ -574,6 +626,8 @@ def render_text(doc: dict, analysis: an.Analysis, console: Console, detail: bool
         for r in shown:
             table.add_row(*_cells(r, cols))
         console.print(table)
+        if legend_line(shown):
+            console.print(f"  {legend_line(shown)}", highlight=False, soft_wrap=True, markup=False)
     for title, _, lines in _sections(detail):
         _print_section(console, title, lines(doc, analysis))
     if doc["config"].get("command"):
@@ -617,6 +671,8 @@ def render_markdown(doc: dict, analysis: an.Analysis, detail: bool = False) -> s
         out.append("|" + "---|" * len(cols))
         for r in shown:
             out.append("| " + " | ".join(c.replace("|", "\\|") for c in _cells(r, cols)) + " |")
+        if not detail and legend_line(shown):
+            out += ["", legend_line(shown)]
     for _, title, section in _sections(detail):
         lines = section(doc, analysis)
         if lines:
