@@ -1,5 +1,6 @@
-"""Issue 14, done when: the real CLI's output in a terminal (a pseudo terminal, COLUMNS=100 and 80) has no
-wrapped table row, and a run on a terminal shows one progress bar with the run in progress and an ETA.
+"""Issue 14, done when: the real CLI's output in a terminal (a pseudo terminal, COLUMNS=100 and 80) starts with
+the summary and has no wrapped table row, and a run on a terminal shows one progress bar with the run in
+progress and an ETA.
 
 Each command runs as a subprocess whose stdout and stderr are two pseudo terminals of the given size, so
 rich sees a terminal (as a user's shell would give it), not a pipe.
@@ -91,6 +92,7 @@ def expected_rows(cli_env, cwd, path: Path) -> list[tuple[str, str, str]]:
 
 def check_fits(stdout: str, columns: int, n_rows: int, verdicts: list[str]) -> None:
     lines = plain_lines(stdout)
+    assert lines[0] == "Summary" and lines[1].startswith("  - "), lines[:3]  # the headline summary comes first
     too_wide = [line for line in lines if line[:1] in BOX and cell_len(line) > columns]
     assert not too_wide, f"{len(too_wide)} table lines wider than {columns}: {too_wide[:3]}"
     assert sum(line.startswith(TOP) for line in lines) >= 1 and sum(line.startswith(BOTTOM) for line in lines) >= 1
