@@ -55,7 +55,7 @@ def _pct(x: float) -> str:
 # -- the golden file: the lines, with the analysis' numbers -----------------------------------
 
 def test_the_golden_files_lines(analysis):
-    assert [x["label"] for x in analysis.headline] == ["cold reads", "warm reads", "backups", "opening a database"]
+    assert [x["label"] for x in analysis.headline] == ["cold reads", "warm reads", "backups", "opening a connection"]
     assert {x["lab"] for x in analysis.headline} == {"at rest"}
     assert all(x["text"].startswith(x["label"] + ": ") for x in analysis.headline)
     assert headline.lines(analysis) == [x["text"] for x in analysis.headline]
@@ -93,11 +93,11 @@ def test_backups_and_the_open(analysis):
                                  "output_bytes")["mean"])
     assert comp["operation"] == "to-file+zstd" and comp["baseline"][0] == pytest.approx(plain)
     assert f"to-file+zstd compresses 1.00x encrypted vs {plain:.2f}x plain" in backups["text"]
-    opening = _line(analysis, "opening a database")
+    opening = _line(analysis, "opening a connection")
     medians = [_summary(analysis, "(open)", "connect", r["contender"], "wall_s")["median"] for r in opening["rows"]]
     assert opening["figures"][0]["value"] == [min(medians), max(medians)]
     assert opening["verdict"] == stats.COSTS  # 6 opens per side: enough for a verdict
-    assert opening["text"].startswith(f"opening a database: {min(medians) * 1e3:.1f} ms to ")
+    assert opening["text"].startswith(f"opening a connection: {min(medians) * 1e3:.1f} ms to ")
     assert "costs +" in opening["text"]
 
 
@@ -130,8 +130,8 @@ def test_the_summary_follows_the_runs(doc, analysis):
     assert after["rows"][0]["ratio"] == pytest.approx(2 * before["rows"][0]["ratio"])
     assert after["text"] != before["text"] and _pct(after["rows"][0]["ratio"]) in after["text"]
     assert after["figures"][0]["value"] > before["figures"][0]["value"]  # more CPU per page decrypted
-    assert _line(changed, "opening a database")["figures"][0]["value"][0] == pytest.approx(
-        2 * _line(analysis, "opening a database")["figures"][0]["value"][0])
+    assert _line(changed, "opening a connection")["figures"][0]["value"][0] == pytest.approx(
+        2 * _line(analysis, "opening a connection")["figures"][0]["value"][0])
     # and the run's own stored analysis, read back as `run` does, has the same summary as `show`
     stored = an.Analysis.from_doc({**doc, **analysis.stored()})
     assert stored.headline == analysis.headline
@@ -235,6 +235,15 @@ def test_the_hash_sweep_line_reads_scaling_hash_costs_and_profiles():
     (line,) = replace(a, profiles=[profile]).with_headline().headline
     assert ("the server's CPU at 2 sessions: libcrypto 42%, locks 5% (top: sha256_block_data_order 31%, memcpy 4%)"
             in line["text"])
+
+
+def test_a_row_without_the_setting_the_others_vary_is_named_by_its_label():
+    """MariaDB's opens: two with a cache setting, one (the hash workload's server) without."""
+    comps = [_comp("(open)", f"encryption=on{suffix}", r, [r - 0.1, r + 0.1], [r - 0.08, r + 0.08], metric="wall_s",
+                   operation="connect") for suffix, r in ((",cache=cold", 1.2), (",cache=warm", 1.3), ("", 1.6))]
+    (line,) = an.Analysis(None, None, "mariadb", [], comps, [], [], []).with_headline().headline
+    assert line["label"] == "opening a connection"
+    assert "(lowest: cache=cold +20% [+10, +30]; highest: encryption=on +60% [+50, +70])" in line["text"]
 
 
 def test_an_empty_analysis_has_no_headline():
