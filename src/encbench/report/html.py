@@ -134,7 +134,7 @@ def section(doc: dict, path: Path, index: int) -> str:
     out.append(_lines("Per-page decrypt cost", report.derived_lines(analysis) + report.raw_cipher_lines(doc), "derived"))
     out.append(_lines("Where the overhead went", report.attribution_lines(analysis), "attribution"))
     out.append(_lines("Notes", analysis.notes, "notes"))
-    out.append(_lines("Warnings", report.warning_lines(analysis), "warnings"))
+    out.append(_lines("Warnings", report.warning_lines(analysis, doc=doc), "warnings"))
     env = doc["environment"]
     out.append("<h3>Environment</h3><pre class=\"environment\">" + _e(
         f"CPU: {env['cpu']['model']} ({env['cpu']['logical_cores']} cores)\nkernel: {env.get('kernel')}\n"
