@@ -208,11 +208,14 @@ class Outcome:
 
 
 def scan_one(target: Target, *, timeout_s: float, baselines: dict[str, dict] | None,
-             baseline_dir: Path | None, update: bool = False, scan=tlsscan.scan) -> Outcome:
-    """Scan one target within timeout_s, compare it with its baseline; never raises an EncbenchError."""
+             baseline_dir: Path | None, update: bool = False, scan=tlsscan.scan, live: list | None = None) -> Outcome:
+    """Scan one target within timeout_s, compare it with its baseline; never raises an EncbenchError.
+    `live` collects the endpoint being scanned (scan_all ends it early on Ctrl-C)."""
     start = time.monotonic()
     ep = tlsscan.Endpoint(target.endpoint.kind, target.endpoint.host, target.endpoint.port,
                           timeout=min(tlsscan.TIMEOUT_S, timeout_s), deadline=start + timeout_s)
+    if live is not None:
+        live.append(ep)
     out = Outcome(target)
     try:
         out.scan = scan(ep)
@@ -242,19 +245,21 @@ def scan_one(target: Target, *, timeout_s: float, baselines: dict[str, dict] | N
 
 
 def scan_all(targets: list[Target], *, jobs: int = DEFAULT_JOBS, timeout_s: float = DEFAULT_TIMEOUT_S,
-             baseline_dir: Path | None = None, update: bool = False, scan=tlsscan.scan,
-             on_done=lambda outcome: None) -> list[Outcome]:
+             baseline_dir: Path | None = None, update: bool = False, scan=tlsscan.scan) -> list[Outcome]:
     """Every target's Outcome, in file order; `jobs` scans at a time."""
     baselines = load_baselines(baseline_dir, targets) if baseline_dir is not None else None
     pool = ThreadPoolExecutor(max_workers=max(1, min(jobs, len(targets))), thread_name_prefix="tls-scan")
+    live: list[tlsscan.Endpoint] = []
     try:
         futures = [pool.submit(scan_one, t, timeout_s=timeout_s, baselines=baselines, baseline_dir=baseline_dir,
-                               update=update, scan=scan) for t in targets]
-        for f in futures:
-            on_done(f.result())
+                               update=update, scan=scan, live=live) for t in targets]
         return [f.result() for f in futures]
+    except BaseException:  # Ctrl-C (or a bug): queued scans never start, running ones stop at their next wait
+        for ep in list(live):
+            ep.cancel()
+        raise
     finally:
-        pool.shutdown(wait=True, cancel_futures=True)  # on Ctrl-C: queued scans never start, running ones end
+        pool.shutdown(wait=True, cancel_futures=True)
 
 
 def exit_code(outcomes: list[Outcome]) -> int:

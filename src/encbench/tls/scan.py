@@ -40,6 +40,7 @@ class Endpoint:
     port: int
     timeout: float = field(default=TIMEOUT_S, compare=False)  # per network wait
     deadline: float | None = field(default=None, compare=False)  # time.monotonic() by which the whole scan ends
+    current: socket.socket | None = field(default=None, compare=False, repr=False)  # the connection open now
 
     @property
     def label(self) -> str:
@@ -55,6 +56,17 @@ class Endpoint:
             raise EngineUnavailableError(f"{self.label}: the scan did not finish within its time limit",
                                          hint="raise --timeout, or check that the server answers promptly")
         return min(self.timeout, left)
+
+    def cancel(self) -> None:
+        """End the scan from another thread (Ctrl-C): its open connection is shut down and its next wait
+        raises. A socket already closed is left alone (its descriptor is -1: never another socket's)."""
+        self.deadline = 0.0
+        sock = self.current
+        if sock is not None:
+            try:
+                sock.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
 
 
 def parse_target(text: str) -> Endpoint:
@@ -87,7 +99,8 @@ def schemes_text() -> str:
 def _connect(ep: Endpoint) -> socket.socket:
     wait = ep.wait_s()
     try:
-        return socket.create_connection((ep.host, ep.port), timeout=wait)
+        ep.current = socket.create_connection((ep.host, ep.port), timeout=wait)
+        return ep.current
     except socket.timeout:
         raise EngineUnavailableError(f"cannot reach {ep.label}: no answer to the connection within {round(wait, 1):g} s",
                                      hint="check the host and port, and that the server listens there") from None

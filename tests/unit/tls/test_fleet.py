@@ -180,3 +180,27 @@ def test_the_leak_target_label_never_holds_credentials():
     assert prometheus.leak_target("mysql://root:s3cret@127.0.0.1:3307/x") == "127.0.0.1:3307"
     assert prometheus.leak_target("postgresql://u:pw@db1/app") == "db1:default"
     assert prometheus.leak_target("host=/tmp port=5433 user=u password='s3 cret'") == "/tmp:5433"
+
+
+def test_ctrl_c_ends_the_running_scans_at_their_next_wait():
+    import os
+    import signal
+    import threading
+    import time
+
+    def endless(ep):  # a scan that waits on the network for ever, within its deadline
+        while True:
+            ep.wait_s()
+            time.sleep(0.02)
+
+    targets = fleet.parse_targets("h:1/postgres\nh:2/postgres\nh:3/postgres\n", "t")
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)  # cli.main (an earlier test) sets its own
+    threading.Timer(0.3, lambda: os.kill(os.getpid(), signal.SIGINT)).start()
+    start = time.monotonic()
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            fleet.scan_all(targets, jobs=2, timeout_s=20, scan=endless)
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    assert time.monotonic() - start < 5  # not the 60 s of the scans' deadline
+    assert not [t for t in threading.enumerate() if t.name.startswith("tls-scan")]
