@@ -56,7 +56,7 @@ def rows(doc: dict, analysis: an.Analysis, table: dict | None = None) -> list[di
     base_value = t["axis_baseline"]
     if len({v.get(axis) for v in variants.values()} - {base_value, None}) > 1:
         varying.add(axis)  # several contenders (cipher suites): name each one
-    aliases = _aliases(variants.values(), varying, axis)
+    aliases = _aliases(variants.values(), varying)
     head = headline_of(t, {c["metric"] for (wl, op, _, _), cs in comps.items() if (wl, op) != an.OPEN for c in cs})
     out = []
     for (wl, op, cont, base), cs in comps.items():
@@ -84,7 +84,7 @@ LONG_SETTING = 14  # a setting value longer than this is named key#n in the comp
 BARE_VALUES = frozenset({"on", "off", "yes", "no", "true", "false", "none"})  # say nothing without their key
 
 
-def _aliases(variants, varying: set[str], axis: str) -> dict[tuple[str, str], str]:
+def _aliases(variants, varying: set[str]) -> dict[tuple[str, str], str]:
     """(key, value) -> key#n for the long values of the varying keys (TLS suites), numbered in sorted order."""
     long = sorted({(k, str(v)) for v in variants for k, v in v.items() if k in varying and len(str(v)) > LONG_SETTING})
     numbered: dict[str, int] = defaultdict(int)
@@ -105,9 +105,10 @@ def _short_setting(key: str, value, axis: str, aliases: dict) -> str:
 
 
 def legend_line(shown: list[dict]) -> str | None:
-    """The compact table's aliases of long settings, e.g. 'tls#1 = tls=TLSv1.2:ECDHE-RSA-AES256-GCM-SHA384'."""
+    """The compact table's aliases of long settings, e.g. 'tls#1 = TLSv1.2:ECDHE-RSA-AES256-GCM-SHA384; ...'."""
     legend = {a: full for r in shown for a, full in r["legend"].items()}
-    return "; ".join(f"{a} = {full}" for a, full in sorted(legend.items())) or None
+    order = sorted(legend, key=lambda a: (a.rpartition("#")[0], int(a.rpartition("#")[2])))
+    return "; ".join(f"{a} = {legend[a]}" for a in order) or None
 
 
 def _ratio(r: dict, metric: str) -> str:

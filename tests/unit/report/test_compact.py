@@ -40,7 +40,7 @@ def test_short_verdicts_follow_the_row_code():
 def test_long_settings_get_an_alias_and_a_legend():
     suites = ("TLSv1.2:ECDHE-RSA-AES256-GCM-SHA384", "TLSv1.3:TLS_AES_256_GCM_SHA384")
     variants = [{"tls": "off"}, {"tls": "on"}] + [{"tls": s, "clients": "1"} for s in suites]
-    aliases = render._aliases(variants, {"tls", "clients"}, "tls")
+    aliases = render._aliases(variants, {"tls", "clients"})
     assert aliases == {("tls", suites[0]): "tls#1", ("tls", suites[1]): "tls#2"}
     assert render._short_setting("tls", suites[1], "tls", aliases) == "tls#2"
     assert render._short_setting("tls", "on", "tls", aliases) == "tls=on"  # 'on' says nothing alone
@@ -48,6 +48,7 @@ def test_long_settings_get_an_alias_and_a_legend():
     assert render._short_setting("sessions", "4", "sessions", aliases) == "sessions=4"
     assert render.legend_line([{"legend": {"tls#2": suites[1]}}, {"legend": {"tls#1": suites[0]}}]) \
         == f"tls#1 = {suites[0]}; tls#2 = {suites[1]}"
+    assert render.legend_line([{"legend": {"tls#10": "a"}}, {"legend": {"tls#2": "b"}}]) == "tls#2 = b; tls#10 = a"
 
 
 def test_compact_columns_from_the_declared_ones():
