@@ -8,17 +8,19 @@ without encryption (host/encfs kind `plain`), so the comparison isolates encrypt
 What lives where: the data directory (tables, WAL, pgsql_tmp temporary files) on the mount; the
 server's log, certificate and password file in a directory beside the mount (in the filesystem's
 working directory, so a killed run's are removed with it; on the host filesystem, unencrypted: a
-leak the leak-check names); no Unix socket (TCP on 127.0.0.1 only). Each cluster holds the same rows as SQLite and MariaDB
-(engines/sqlite/datagen.py, loaded by COPY) plus one marker row only its backups contain.
+leak the leak-check names); no Unix socket (TCP on 127.0.0.1 only). Each cluster holds the same
+rows as SQLite and MariaDB (engines/sqlite/datagen.py, loaded by COPY) plus one marker row only its
+backups contain.
 
 cache=cold (session.set_cache): the server restarted (empty shared_buffers) and the OS page cache
 of every file the server reads dropped: posix_fadvise(DONTNEED) per file of the data directory, of
 gocryptfs's cipher directory and of the ext4 image below both (the loop device reads the image
-through the host's page cache), after a sync. Per file, not `echo 3 > drop_caches`: the machine is
-shared and a global drop would disturb everything else running. Proven per operation
-(check_operation): cold, the table's blocks were read from outside shared_buffers
-(pg_statio_all_tables) and the loop device under the mount was read (/sys/block/loopN/stat);
-warm, pg_stat_database.blks_read did not move.
+through the host's page cache), after a syncfs of each filesystem involved. Per file, not
+`echo 3 > drop_caches`: the machine is shared and a global drop would disturb everything else
+running. Proven per operation (check_operation): cold, the table's blocks were read from outside
+shared_buffers with read time (pg_statio_all_tables, blk_read_time) and the loop device under the
+mount was read (/sys/block/loopN/stat); warm, the table was resident (pg_buffercache) and
+blk_read_time did not move.
 """
 
 from __future__ import annotations
@@ -28,7 +30,7 @@ import time
 from pathlib import Path
 
 from ...errors import BadValueError, CheckFailedError, UsageError
-from ...host import encfs, oscache
+from ...host import encfs
 from ..sqlite import datagen
 
 AT_REST = ("scan-like", "scan-eq", "dml", "rebuild", "backup")
@@ -136,15 +138,47 @@ def device_read_bytes(device: str | None) -> int | None:
         return None
 
 
+def _syncfs(path: Path) -> bool:
+    """syncfs(2) of the filesystem holding `path`: its dirty pages written (not the whole machine's, as sync)."""
+    import ctypes
+
+    try:
+        fd = os.open(path if path.is_dir() else path.parent, os.O_RDONLY)
+    except OSError:
+        return False
+    try:
+        return ctypes.CDLL(None, use_errno=True).syncfs(fd) == 0
+    finally:
+        os.close(fd)
+
+
+def _fadvise_dontneed(path: Path) -> bool:
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:
+        return False
+    try:
+        os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+        return True
+    except OSError:
+        return False
+    finally:
+        os.close(fd)
+
+
 def drop_os_cache(paths: list[str]) -> dict:
-    """sync, then posix_fadvise(DONTNEED) every regular file under `paths` (directories or files)."""
-    os.sync()
+    """syncfs of each filesystem involved (the mount, gocryptfs's lower ext4, the host filesystem holding the
+    image: top down, so what the upper one writes back lands before the lower one is synced), then
+    posix_fadvise(DONTNEED) of every regular file under `paths` (directories or files)."""
+    paths = [Path(p) for p in paths]
+    for p in paths:
+        _syncfs(p)
     files = dropped = 0
-    for p in map(Path, paths):
+    for p in paths:
         walk = [p] if p.is_file() else (q for q in p.rglob("*") if q.is_file() and not q.is_symlink())
         for f in walk:
             files += 1
-            dropped += oscache.drop_file(f)
+            dropped += _fadvise_dontneed(f)
     return {"files": files, "dropped": dropped}
 
 

@@ -148,6 +148,15 @@ def postmaster_pid(datadir: Path) -> int | None:
     return pid if _alive(pid) else None
 
 
+def _affinity(pid: int | None) -> set[int] | None:
+    if pid is None or not hasattr(os, "sched_getaffinity"):
+        return None
+    try:
+        return os.sched_getaffinity(pid)
+    except OSError:
+        return None
+
+
 def _alive(pid: int) -> bool:
     try:
         with open(f"/proc/{pid}/stat", "rb") as f:
@@ -186,8 +195,17 @@ def restart_handle(handle: dict, conninfo: dict) -> float:
     server = PgServer(bindir=Path(handle["bindir"]), root=Path(handle["root"]), port=handle["port"], password="",
                       user=user, args=list(handle["args"]),
                       data_parent=Path(handle["data_parent"]) if handle.get("data_parent") else None)
+    old = postmaster_pid(server.datadir)
+    cpus = _affinity(old)
     shutdown(server.datadir)
-    server._spawn()
+    mine = _affinity(0)
+    try:  # the new postmaster (and its backends) where the old one ran, not on the worker's CPU (placement)
+        if cpus and mine and cpus != mine:
+            os.sched_setaffinity(0, cpus)
+        server._spawn()
+    finally:
+        if cpus and mine and cpus != mine:
+            os.sched_setaffinity(0, mine)
     ok, error = _wait_ready_pid(server, conninfo)
     if not ok:
         raise EngineUnavailableError(f"the PostgreSQL server did not restart: {error}")

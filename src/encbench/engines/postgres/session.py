@@ -156,7 +156,7 @@ class PgSession(SessionsTogether, Session):
             drop_s = time.perf_counter() - t0
             self._reconnect()
             return {"cache": "cold", "method": "server restarted (empty shared_buffers) and the OS page cache of "
-                    "its files, the cipher files and the image dropped (sync, posix_fadvise DONTNEED per file)",
+                    "its files, the cipher files and the image dropped (syncfs, posix_fadvise DONTNEED per file)",
                     "restart_s": took, "os_cache_drop_s": drop_s, "os_cache_files": dropped["files"],
                     "os_cache_dropped": dropped["dropped"] == dropped["files"]}
         # warm: every block of the table and its indexes in shared_buffers (before each operation: a rebuild
@@ -215,6 +215,12 @@ class PgSession(SessionsTogether, Session):
             raise EngineUnavailableError("pg_basebackup not found (the backup workload runs it)",
                                          hint="apt-get install postgresql-client")
         self.conn.execute("CHECKPOINT")
+        # measured: the postmaster with the children it reaps (the walsender pg_basebackup talks to exits at its
+        # end) and the gocryptfs daemon; not this session's idle backend
+        pm = parent_pid(self.backend_pid)
+        pids = [p for p in (pm, self.cluster.get("daemon_pid")) if p and os.path.exists(f"/proc/{p}")]
+        self._target = Target(pids=pids, client=True, reaped_children=True,
+                              extra={"wait_interval_s": self.setup["wait_interval_s"]})
         return dest
 
     def run_backup(self, dest: Path) -> None:
@@ -234,6 +240,7 @@ class PgSession(SessionsTogether, Session):
     def check_backup(self, dest: Path) -> dict:
         """The backup must hold the cluster's rows (the marker row). It is plaintext whatever the filesystem:
         pg_basebackup reads through the mount, so a backup written outside it is not encrypted (a leak)."""
+        self._target = None
         if not _file_contains(dest, self.cluster["marker"].encode()):
             raise CheckFailedError("the base backup lacks the cluster's marker row: it is not a backup of the table")
         return {"backup_encrypted": 0, "backup_outside_mount": 1}
