@@ -262,6 +262,20 @@ def test_status_line_not_wrapped_for_long_paths(encbench, data_dir, tmp_path):
     assert f"encbench show {out}" in lines[0]
 
 
+def test_progress_lines_for_a_log(encbench, data_dir, tmp_path):
+    """--progress lines: plain lines on a pipe (a CI log), one per workload start, then the usual last line."""
+    out = tmp_path / "p.json"
+    res = encbench("run", "--size", "2MB", "--runs", "1", "--warmups", "0", "--workload", "scan-eq",
+                   "--workload", "scan-like", "--variant", "encryption=off", "--variant", "cache=warm",
+                   "--progress", "lines", "--data-dir", str(data_dir), "-o", str(out))
+    assert res.returncode == 0, str(res)
+    lines = res.stderr.splitlines()
+    progress = [line for line in lines if line.startswith("encbench: progress: ")]
+    assert any(" scan-eq " in line for line in progress) and any(" scan-like " in line for line in progress), str(res)
+    assert progress[-1].startswith("encbench: progress: 2/2 runs, done"), str(res)
+    assert lines[-1].startswith("results written to") and "\x1b" not in res.stderr
+
+
 # -- 4. precision-driven runs (--precision, --max-time), placement and run context ----------------
 
 def _precision_run(encbench, data_dir, tmp_path, *args):

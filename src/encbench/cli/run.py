@@ -36,6 +36,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--seed", default=str(DEFAULT_SEED), help="data generation seed")
     p.add_argument("-o", "--output", default=None, help="result file (default encbench-results/<engine>-<time>.json)")
     p.add_argument("--json", action="store_true", help="print the summaries as JSON instead of the table")
+    p.add_argument("--progress", choices=("auto", "bar", "lines", "off"), default="auto",
+                   help="auto (default): a progress bar on a terminal, nothing on a pipe or file until the end (its "
+                        "errors stay one line); lines: a plain line on stderr as each workload starts and every 10 s "
+                        "(CI logs); bar; off")
     p.add_argument("--detail", action="store_true",
                    help="every column of the tables and every warning (as `encbench show FILE --detail`)")
     p.add_argument("--data-dir", default=None, help=f"where generated data is kept and reused (default {data_dir_default()})")
@@ -154,7 +158,7 @@ def cmd_run(args, argv: list[str]) -> int:
     prometheus.check_path(args.prometheus)
     err = console(stderr=True)
     try:
-        doc = _run_with_progress(config, err)
+        doc = _run_with_progress(config, err, args.progress)
     except KeyboardInterrupt as e:
         kept = f"results so far kept in {output}" if getattr(e, "result_written", True) else "nothing measured yet"
         print(f"encbench: interrupted: {kept}", file=sys.stderr)
@@ -212,12 +216,14 @@ class RunClock:
         return f"ETA {minutes}:{seconds:02d}" if minutes else f"ETA {seconds} s"
 
 
-def _run_with_progress(config, err) -> dict:
+def _run_with_progress(config, err, mode: str = "auto") -> dict:
     """One rich bar on a terminal (the run in progress, runs done of planned, elapsed, ETA); a pipe or file gets
-    nothing on stderr until the end (its one-line errors stay one line)."""
+    nothing on stderr until the end (its one-line errors stay one line) unless plain lines are asked for."""
     from ..lab import runner
 
-    if not err.is_terminal:
+    if mode == "lines":
+        return runner.execute(config, on_progress=PlainProgress(config).update)
+    if mode == "off" or (mode == "auto" and not err.is_terminal):
         return runner.execute(config)
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
     from rich.table import Column
@@ -233,6 +239,26 @@ def _run_with_progress(config, err) -> dict:
             progress.update(task, description=msg, completed=done, total=total, eta=clock.eta_text())
 
         return runner.execute(config, on_progress=update)
+
+
+class PlainProgress:
+    """--progress lines: one plain stderr line when a workload starts and at most every `every_s` seconds between,
+    with runs done of planned and the ETA (RunClock): readable in a CI log, no terminal control codes."""
+
+    def __init__(self, config, *, every_s: float = 10.0, now=time.monotonic, out=None):
+        self.config, self.every_s, self.now, self.out = config, every_s, now, out
+        self.clock, self.workload, self.last = RunClock(now), None, None
+
+    def update(self, msg: str, done: int, total: int) -> None:
+        measuring = _is_run(msg, self.config)
+        self.clock.update(done, total, measuring)
+        workload = msg.split(" ", 1)[0] if measuring else None
+        t = self.now()
+        if workload == self.workload and self.last is not None and t - self.last < self.every_s and msg != "done":
+            return
+        self.workload, self.last = workload or self.workload, t
+        print(f"encbench: progress: {done}/{total} runs, {msg}, {self.clock.eta_text()}", file=self.out or sys.stderr,
+              flush=True)
 
 
 def _is_run(msg: str, config) -> bool:
