@@ -36,8 +36,9 @@ OPTION_NAMES = {
 }
 # what an option's CPU covers, where it is not obvious (said under the table when the option is in it)
 CPU_NOTES = {
-    "fscrypt": "{name}: fscrypt decrypts in kernel worker threads (fscrypt_read_workqueue), outside every "
-               "process encbench measures: its CPU ratio leaves that out, its elapsed ratio has it",
+    "fscrypt": "{name}: fscrypt decrypts reads in kernel worker threads (fscrypt_read_workqueue), outside every "
+               "process encbench measures: its CPU ratio leaves that out, its elapsed ratio has it (writes are "
+               "encrypted in the writing process and counted)",
     "gocryptfs": "{name}: the CPU includes the gocryptfs daemon, where gocryptfs encrypts and decrypts",
 }
 ROW_ORDER = {w: i for i, w in enumerate(AT_REST_WORKLOADS)}

@@ -78,7 +78,7 @@ def test_overlapping_intervals_are_inconclusive_never_a_winner(golden):
     assert set(row["cells"]) == {"SQLCipher", "PostgreSQL on fscrypt"}
     assert row["outcome"] == "inconclusive" and row["cheapest"] is None
     assert set(row["tied"]) == {"SQLCipher", "PostgreSQL on fscrypt"} and "inconclusive" in row["text"]
-    assert any("fscrypt decrypts in kernel worker threads" in n for n in report["notes"])
+    assert any("fscrypt decrypts reads in kernel worker threads" in n for n in report["notes"])
 
 
 def test_the_same_option_from_two_files_is_kept_apart(golden):
