@@ -34,6 +34,7 @@ from ...probes.waits import DEFAULT_INTERVAL_S
 from ...util.redact import redact
 from ...tls.variants import DEFAULT_TLS, check_tls
 from ...lab.variants import Variant, VariantKey, int_validator
+from . import column as maria_column
 from . import filesystems
 from . import server as maria_server
 from .. import wire
@@ -62,6 +63,7 @@ VARIANT_KEYS = (
                validate=int_validator("clients", lambda n: 1 <= n <= 256, "use 1 to 256"), workloads=("roundtrip",)),
     sweep.function_key(HASH_FUNCTIONS, "sha2-256"),
     sweep.sessions_key(),
+    maria_column.method_key(),
 )
 
 # which file holds what, and the setting that encrypts it
@@ -127,12 +129,13 @@ class MariaDBEngine(Engine):
     description = ("MariaDB: InnoDB encryption at rest (encrypted vs plain table, cold vs warm buffer pool) and TLS "
                    "in transit (private server on loopback, or --dsn mysql://...)")
     variant_keys = VARIANT_KEYS
-    workloads = AT_REST + IN_TRANSIT + ("hash",)
+    workloads = AT_REST + IN_TRANSIT + ("hash", "column")
     default_workloads = AT_REST + IN_TRANSIT
     session_class = MariaSession
     profile_categories = (("mariadb", r"mariadbd|mysqld", r""),)
     options = ("dsn", "keep", "allow_reconfigure", "wait_interval", "settings")
     label = "MariaDB"
+    at_rest_names = {"on": "InnoDB TDE", "fscrypt": "InnoDB on fscrypt", "gocryptfs": "InnoDB on gocryptfs"}
     dsn_schemes = ("mysql", "mariadb")
     default_port = 3306
     wire_protocol = "mysql"
@@ -178,6 +181,8 @@ class MariaDBEngine(Engine):
                   {"cpu_s": "server CPU", "client_cpu_s": "client CPU"}),
             Table("In-query hash: k concurrent sessions vs 1", "sessions", "1", ("hash",), sweep.TABLE_COLUMNS,
                   {"cpu_s": "server CPU", "client_cpu_s": "client CPU"}),
+            Table("Column encryption: in the server (maria-aes) or the client vs none", "method", "none", ("column",),
+                  maria_column.TABLE_COLUMNS, {"cpu_s": "server CPU", "client_cpu_s": "client CPU"}),
         )
 
     def check_available(self) -> None:
@@ -284,6 +289,7 @@ class MariaDBEngine(Engine):
                                                  "TLS variants cannot run",
                                                  hint="configure ssl_cert/ssl_key on the server, or --variant tls=off")
                 cur.execute(f"CREATE DATABASE {schema}")
+                maria_column.prepare(setup, ctx)
                 if at_rest:
                     self._create_at_rest(cur, ctx, setup, {v["encryption"] for v in at_rest})
                 if transit:
@@ -410,6 +416,7 @@ class MariaDBEngine(Engine):
         out = {}
         if setup.get("hash_functions"):
             out["raw_hash"] = {f: rawhash.raw_hash(f) for f in setup["hash_functions"]}
+        out.update(maria_column.raw_reference(setup))
         if "on" not in setup.get("tables", {}):
             return out
         algo = (setup.get("instance_settings") or {}).get("file_key_management_encryption_algorithm", "AES_CTR")
@@ -424,9 +431,13 @@ class MariaDBEngine(Engine):
     def leak_check(self, options: dict, workdir: Path):
         from ...lab import leakcheck
 
-        if options.get("dsn"):
-            raise UsageError("leak-check on MariaDB runs its own private server (it must read every file it writes)",
-                             hint="drop --dsn; use --setting NAME=VALUE to reproduce your server's settings")
+        if options.get("dsn"):  # an existing server on this host: leakcheck.py (never restarted or SET)
+            if options.get("settings"):
+                raise UsageError("--setting configures the private server; an existing one is never reconfigured",
+                                 hint="drop --setting, or drop --dsn")
+            from . import leakcheck as existing
+
+            return existing.leak_check_existing(options["dsn"], options, parse_dsn(options["dsn"]))
         settings = options.get("settings", {})
         server = maria_server.start(settings)
         canary = leakcheck.new_canary()

@@ -1,0 +1,252 @@
+"""leak-check of an existing MariaDB on this host (--dsn), and its static posture (--posture).
+
+Existing server: where it keeps its files is read from the server itself (datadir, redo log dir, undo
+dir, binlog basename, tmpdir, Aria log dir, the general/slow query logs when they go to files); the
+canary goes into a schema of encbench's own (a table ENCRYPTED=YES when a key management plugin is
+active), is forced to disk with what changes no configuration (commit; FLUSH TABLES t FOR EXPORT of
+encbench's own table; with --allow-flush-logs also FLUSH BINARY LOGS / FLUSH ENGINE LOGS, which write
+beyond that schema), every directory is scanned, the schema dropped. Nothing is restarted or SET.
+
+Posture: the same settings read without touching any file: the key management plugin, which user
+tables are encrypted (information_schema.INNODB_TABLESPACES_ENCRYPTION), redo/undo/binlog/temporary
+files and tables/Aria, the query logs, key versions and rotation.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+from pathlib import Path
+
+from ...errors import EngineUnavailableError, UsageError
+from ...lab import leakcheck
+from ...util.redact import redact
+from .client import connect_bounded, first_line, pymysql, unreachable, where_of
+
+LOCAL_HOSTS = ("127.0.0.1", "::1", "localhost")
+SYSTEM_SCHEMAS = ("mysql", "information_schema", "performance_schema", "sys")
+ROWS = 200
+
+# (server variable, role of the files there, the setting that would close a leak there)
+DIRECTORIES = (
+    ("datadir", "data directory", ""),
+    ("innodb_log_group_home_dir", "redo log", "innodb_encrypt_log=ON"),
+    ("innodb_undo_directory", "undo log", "innodb_encrypt_tables=ON (undo tablespaces follow it)"),
+    ("tmpdir", "temporary file", "encrypt_tmp_files=ON"),
+    ("aria_log_dir_path", "Aria log", "aria_encrypt_tables=ON"),
+)
+
+
+def check_local(params: dict, dsn: str) -> None:
+    """Its files must be readable here: a server on this host (loopback or a unix socket)."""
+    if params.get("unix_socket") or params.get("host") in LOCAL_HOSTS:
+        return
+    raise UsageError(f"leak-check --dsn reads the server's files: {redact(dsn)} is not on this host",
+                     hint="run encbench on the server's machine with --dsn mysql://...@127.0.0.1/ "
+                          "(or use --posture, which reads settings only)")
+
+
+def _connect(params: dict):
+    my = pymysql()
+    try:
+        return connect_bounded(params, autocommit=True)
+    except my.err.MySQLError as e:
+        why = unreachable(e, where_of(params))
+        raise EngineUnavailableError(f"cannot connect to the MariaDB server: {why or first_line(e)}",
+                                     hint="check --dsn (user, password, host, port) and that the server runs") from None
+
+
+def _variables(cur) -> dict[str, str]:
+    cur.execute("SHOW GLOBAL VARIABLES")
+    return {k.lower(): v for k, v in cur.fetchall()}
+
+
+def _plugins(cur) -> list[str]:
+    cur.execute("SELECT PLUGIN_NAME FROM information_schema.PLUGINS WHERE PLUGIN_TYPE = 'ENCRYPTION' "
+                "AND PLUGIN_STATUS = 'ACTIVE'")
+    return [r[0] for r in cur.fetchall()]
+
+
+def _on(v: dict, name: str) -> bool:
+    return str(v.get(name, "")).upper() in ("ON", "1", "FORCE", "YES")
+
+
+def _under(base: str, path: str) -> Path:
+    p = Path(path)
+    return p if p.is_absolute() else Path(base) / p
+
+
+def scan_targets(v: dict) -> list[leakcheck.ScanTarget]:
+    """The server's own file locations, most specific first (a file counts once, for its first role)."""
+    datadir = v["datadir"]
+    out = []
+    if _on(v, "log_bin") and v.get("log_bin_basename"):
+        base = _under(datadir, v["log_bin_basename"])
+        out.append(leakcheck.ScanTarget(str(base.parent), "binary log", "encrypt_binlog=ON"))
+    for name in ("general_log_file", "slow_query_log_file"):
+        switch = "general_log" if name.startswith("general") else "slow_query_log"
+        if _on(v, switch) and "FILE" in str(v.get("log_output", "")).upper() and v.get(name):
+            out.append(leakcheck.ScanTarget(str(_under(datadir, v[name])), switch.replace("_", " "),
+                                            f"{switch}=OFF (statements are logged in plaintext)"))
+    for name, role, fix in DIRECTORIES[1:]:
+        if v.get(name):
+            out.append(leakcheck.ScanTarget(str(_under(datadir, v[name])), role, fix))
+    out.append(leakcheck.ScanTarget(datadir, "data directory", ""))
+    merged: dict[str, leakcheck.ScanTarget] = {}  # one target per place, naming every role it holds
+    for t in out:
+        key = os.path.realpath(t.path)
+        if key in merged:
+            merged[key].role += f", {t.role}"
+        else:
+            merged[key] = leakcheck.ScanTarget(t.path, t.role, t.fix)
+    # most specific first: a directory inside another is scanned for its own role
+    return sorted(merged.values(), key=lambda t: -len(Path(t.path).parts))
+
+
+def classify_finding(path: str, role: str, v: dict) -> tuple[str, str]:
+    """The role and fix of a leaking file: the binary log by its basename, the rest by file name."""
+    from .engine import classify
+
+    name = Path(path).name
+    base = Path(v.get("log_bin_basename") or "").name
+    if base and name.startswith(base + "."):
+        return "binary log", "encrypt_binlog=ON"
+    if role in ("general log", "slow query log"):  # a log file named alone: its own target
+        return role, f"{role.replace(' ', '_')}=OFF (statements are logged in plaintext)"
+    return classify(Path(path))
+
+
+def leak_check_existing(dsn: str, options: dict, params: dict) -> leakcheck.LeakReport:
+    check_local(params, dsn)
+    canary = leakcheck.new_canary()
+    schema = f"encbench_leak_{secrets.token_hex(4)}"
+    conn = _connect(params)
+    created = False
+    try:
+        cur = conn.cursor()
+        v = _variables(cur)
+        plugins = _plugins(cur)
+        if not Path(v["datadir"]).exists():
+            raise EngineUnavailableError(f"the server's data directory {v['datadir']} is not on this machine",
+                                         hint="run leak-check on the server's machine (or use --posture)")
+        report = leakcheck.LeakReport(
+            "mariadb", f"existing MariaDB {v.get('version', '?')} at {where_of(params)} (key management: "
+                       f"{', '.join(plugins) or 'none'})", len(canary))
+        encrypted = "ENCRYPTED=YES" if plugins else "ENCRYPTED=NO"
+        cur.execute(f"CREATE DATABASE {schema}")
+        created = True
+        cur.execute(f"CREATE TABLE {schema}.t (v TEXT NOT NULL) ENGINE=InnoDB {encrypted}")
+        report.steps.append(f"CREATE DATABASE {schema}; CREATE TABLE {schema}.t ... ENGINE=InnoDB {encrypted}")
+        if not plugins:
+            report.notes.append("no key management plugin is active: no InnoDB table can be encrypted here "
+                                "(plugin_load_add=file_key_management, or another key management plugin)")
+        cur.executemany(f"INSERT INTO {schema}.t VALUES (%s)", [(f"{canary} {i}",) for i in range(ROWS)])
+        report.steps.append(f"INSERT {ROWS} canary rows (autocommit: the redo log and the binary log written at "
+                            f"commit; innodb_flush_log_at_trx_commit={v.get('innodb_flush_log_at_trx_commit')})")
+        cur.execute("SELECT ENCRYPTION_SCHEME FROM information_schema.INNODB_TABLESPACES_ENCRYPTION WHERE NAME = %s",
+                    (f"{schema}/t",))
+        row = cur.fetchone()
+        report.notes.append(f"{schema}/t encrypted per INNODB_TABLESPACES_ENCRYPTION: {bool(row and row[0])}")
+        cur.execute(f"FLUSH TABLES {schema}.t FOR EXPORT")
+        cur.execute("UNLOCK TABLES")
+        report.steps.append(f"FLUSH TABLES {schema}.t FOR EXPORT; UNLOCK TABLES (its pages written to its .ibd)")
+        if options.get("allow_flush_logs"):
+            if _on(v, "log_bin"):
+                cur.execute("FLUSH BINARY LOGS")
+                report.steps.append("FLUSH BINARY LOGS (--allow-flush-logs: the server starts a new binary log file)")
+            cur.execute("FLUSH ENGINE LOGS")
+            report.steps.append("FLUSH ENGINE LOGS (--allow-flush-logs)")
+        else:
+            report.notes.append("no log was rotated or flushed beyond encbench's schema (--allow-flush-logs runs "
+                                "FLUSH BINARY LOGS and FLUSH ENGINE LOGS); what the server wrote at commit is "
+                                "scanned")
+        targets = scan_targets(v)
+        report.steps.append("scanned: " + ", ".join(f"{t.role} {t.path}" for t in targets))
+        leakcheck.scan(targets, canary, report)
+        for f in report.findings:
+            f.role, f.fix = classify_finding(f.path, f.role, v)
+    finally:
+        try:
+            if created:
+                conn.cursor().execute(f"DROP DATABASE IF EXISTS {schema}")
+        finally:
+            conn.close()
+    report.steps.append(f"DROP DATABASE {schema}")
+    return report
+
+
+# -- posture ------------------------------------------------------------------------------
+
+def _tables(cur) -> tuple[list[str], list[str]]:
+    """(encrypted, plaintext) user InnoDB tables, by INNODB_TABLESPACES_ENCRYPTION."""
+    marks = ", ".join(["%s"] * len(SYSTEM_SCHEMAS))
+    cur.execute(f"SELECT TABLE_SCHEMA, TABLE_NAME FROM information_schema.TABLES WHERE ENGINE = 'InnoDB' "
+                f"AND TABLE_TYPE = 'BASE TABLE' AND TABLE_SCHEMA NOT IN ({marks})", SYSTEM_SCHEMAS)
+    tables = [f"{s}/{t}" for s, t in cur.fetchall()]
+    cur.execute("SELECT NAME FROM information_schema.INNODB_TABLESPACES_ENCRYPTION WHERE ENCRYPTION_SCHEME > 0")
+    enc = {r[0] for r in cur.fetchall()}
+    yes = [t for t in tables if t in enc or any(n.startswith(t + "#") for n in enc)]
+    return yes, [t for t in tables if t not in yes]
+
+
+def _keys(cur) -> str:
+    cur.execute("SELECT MIN(MIN_KEY_VERSION), MAX(CURRENT_KEY_VERSION), COUNT(*) FROM "
+                "information_schema.INNODB_TABLESPACES_ENCRYPTION WHERE ENCRYPTION_SCHEME > 0")
+    low, current, n = cur.fetchone()
+    if not n:
+        return "no encrypted tablespace"
+    return f"{n} encrypted tablespaces, oldest key version {low}, current key version {current}"
+
+
+def posture(dsn: str, params: dict) -> leakcheck.PostureReport:
+    conn = _connect(params)
+    try:
+        cur = conn.cursor()
+        v = _variables(cur)
+        plugins = _plugins(cur)
+        enc_tables, plain_tables = _tables(cur)
+        keys = _keys(cur)
+    finally:
+        conn.close()
+    rep = leakcheck.PostureReport("mariadb", where_of(params))
+    Item = leakcheck.PostureItem
+    add = rep.items.append
+    add(Item("key management plugin", ", ".join(plugins) or "none active", not plugins,
+             "" if plugins else "plugin_load_add=file_key_management (or another key management plugin)"))
+    shown = ", ".join(plain_tables[:5]) + (f" and {len(plain_tables) - 5} more" if len(plain_tables) > 5 else "")
+    add(Item("tables", f"{len(enc_tables)} user InnoDB tables encrypted, {len(plain_tables)} not"
+             + (f" ({shown})" if plain_tables else "") + f"; innodb_encrypt_tables={v.get('innodb_encrypt_tables')}",
+             bool(plain_tables), "ALTER TABLE ... ENCRYPTED=YES, or innodb_encrypt_tables=ON" if plain_tables else ""))
+
+    def setting(what: str, name: str, fix: str, applies: bool = True, extra: str = "") -> None:
+        plain = not _on(v, name)
+        add(Item(what, f"{name}={v.get(name, '?')}{extra}", plain if applies else None,
+                 fix if plain and applies else ""))
+
+    setting("redo log", "innodb_encrypt_log", "innodb_encrypt_log=ON")
+    setting("system tablespace, undo log", "innodb_encrypt_tables",
+            "innodb_encrypt_tables=ON (the system and undo tablespaces follow it)")
+    setting("temporary tables (InnoDB)", "innodb_encrypt_temporary_tables", "innodb_encrypt_temporary_tables=ON")
+    setting("temporary files", "encrypt_tmp_files", "encrypt_tmp_files=ON")
+    binlog = _on(v, "log_bin")
+    setting("binary log", "encrypt_binlog", "encrypt_binlog=ON", applies=binlog, extra=f" (log_bin={v.get('log_bin')})")
+    setting("Aria tables and log", "aria_encrypt_tables", "aria_encrypt_tables=ON")
+    to_file = "FILE" in str(v.get("log_output", "")).upper()
+    for switch, what in (("general_log", "general query log"), ("slow_query_log", "slow query log")):
+        on = _on(v, switch) and to_file
+        add(Item(what, f"{switch}={v.get(switch)}, log_output={v.get('log_output')}", True if on else None,
+                 f"{switch}=OFF (statements are logged in plaintext)" if on else ""))
+    rotate = v.get("innodb_encryption_rotate_key_age")
+    threads = v.get("innodb_encryption_threads")
+    add(Item("key rotation", f"{keys}; innodb_encryption_rotate_key_age={rotate}, innodb_encryption_threads={threads}"
+             + (" (no background re-encryption: rotation never happens)" if str(threads) == "0" else ""), None))
+    if "file_key_management" in plugins:
+        rep.notes.append("file_key_management keeps its keys in a file on this host and cannot rotate them "
+                         "(key version 1); the key file is as sensitive as the data")
+    return rep
+
+
+def posture_of(dsn: str) -> leakcheck.PostureReport:
+    from .engine import parse_dsn
+
+    return posture(dsn, parse_dsn(dsn))

@@ -1,0 +1,101 @@
+"""leak-check of an existing server on this host (--dsn) and its static posture (--posture), issue 17 item 1.
+
+The servers are started by the tests (integration_helpers.external_maria / external_pg), as a DBA's
+would be; encbench only gets a DSN. What it leaves behind is checked: its schema gone, every global
+variable / setting as before.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from integration_helpers import external_maria, external_pg, needs_mariadb, needs_pg
+
+pytestmark = pytest.mark.integration
+
+
+def _maria_dsn(server) -> str:
+    return f"mysql://encbench:{server.handle.password}@127.0.0.1:{server.port}/"
+
+
+def _maria_state(server) -> tuple[dict, list]:
+    conn = server.connect()
+    try:
+        cur = conn.cursor()
+        # counters of what the check itself did (binlog position, uptime...) are status, not variables
+        cur.execute("SHOW GLOBAL VARIABLES")
+        variables = {k: v for k, v in cur.fetchall() if k not in ("gtid_binlog_pos", "gtid_current_pos",
+                                                                   "gtid_binlog_state", "timestamp")}
+        cur.execute("SHOW DATABASES")
+        return variables, sorted(r[0] for r in cur.fetchall())
+    finally:
+        conn.close()
+
+
+@needs_mariadb
+def test_existing_mariadb_binlog_not_encrypted_is_named(encbench):
+    from encbench.engines.mariadb import server as maria_server
+
+    # tables, redo, temp and Aria encrypted; the binary log on and NOT encrypted
+    with external_maria(settings={"encrypt_binlog": "OFF"}, base=maria_server.ENCRYPTED) as server:
+        before = _maria_state(server)
+        dsn = _maria_dsn(server)
+        res = encbench("leak-check", "--engine", "mariadb", "--dsn", dsn, "--json")
+        assert res.returncode == 13, str(res)
+        report = json.loads(res.stdout)
+        found = {(f["role"], f["fix"]) for f in report["findings"]}
+        assert found == {("binary log", "encrypt_binlog=ON")}, report["findings"]
+        assert any("encrypted per INNODB_TABLESPACES_ENCRYPTION: True" in n for n in report["notes"])
+        assert any(s.startswith("FLUSH TABLES encbench_leak_") for s in report["steps"])
+        assert report["steps"][-1].startswith("DROP DATABASE encbench_leak_")
+        assert report["unchecked"] == [] and report["scanned_files"] > 10
+        assert server.handle.password not in res.stdout + res.stderr
+
+        res = encbench("leak-check", "--engine", "mariadb", "--dsn", dsn)  # the text output names it too
+        assert res.returncode == 13, str(res)
+        assert "LEAK  binary log:" in res.stdout and "-> encrypt_binlog=ON" in res.stdout, str(res)
+
+        res = encbench("leak-check", "--engine", "mariadb", "--dsn", dsn, "--posture", "--json")
+        assert res.returncode == 13, str(res)
+        posture = {i["what"]: i for i in json.loads(res.stdout)["items"]}
+        assert posture["binary log"]["plaintext"] is True and posture["binary log"]["fix"] == "encrypt_binlog=ON"
+        assert posture["redo log"]["plaintext"] is False and posture["key management plugin"]["plaintext"] is False
+        res = encbench("leak-check", "--engine", "mariadb", "--dsn", dsn, "--posture")
+        assert res.returncode == 13 and "PLAINTEXT at rest" in res.stdout, str(res)
+        assert _maria_state(server) == before  # its schema gone, every global variable unchanged
+
+
+@needs_mariadb
+def test_existing_mariadb_fully_encrypted_is_clean(encbench):
+    from encbench.engines.mariadb import server as maria_server
+
+    with external_maria(base=maria_server.ENCRYPTED) as server:
+        before = _maria_state(server)
+        dsn = _maria_dsn(server)
+        res = encbench("leak-check", "--engine", "mariadb", "--dsn", dsn, "--json", "--allow-flush-logs")
+        assert res.returncode == 0, str(res)
+        report = json.loads(res.stdout)
+        assert report["findings"] == [] and report["clean"] and report["scanned_files"] > 10
+        assert any(s.startswith("FLUSH BINARY LOGS") for s in report["steps"])  # only with the flag
+        res = encbench("leak-check", "--engine", "mariadb", "--dsn", dsn, "--posture")
+        assert res.returncode == 0, str(res)
+        assert "PLAIN " not in res.stdout and "everything the settings name is encrypted" in res.stdout
+        variables, schemas = _maria_state(server)
+        assert schemas == before[1]
+        # FLUSH BINARY LOGS (asked for) moves the binary log on; no variable changes
+        assert {k: v for k, v in variables.items() if k != "log_bin_index"} == \
+            {k: v for k, v in before[0].items() if k != "log_bin_index"}
+
+
+@needs_mariadb
+def test_existing_mariadb_bad_input(encbench):
+    res = encbench("leak-check", "--engine", "mariadb", "--dsn", "mysql://u@192.0.2.1:3306/")
+    assert res.returncode == 2 and len(res.stderr.splitlines()) == 1 and "not on this host" in res.stderr, str(res)
+    res = encbench("leak-check", "--engine", "mariadb", "--dsn", "mysql://u@127.0.0.1:1/")
+    assert res.returncode == 10 and len(res.stderr.splitlines()) == 1, str(res)
+    res = encbench("leak-check", "--engine", "mariadb", "--posture")
+    assert res.returncode == 2 and "needs --dsn" in res.stderr, str(res)
+    res = encbench("leak-check", "--engine", "mariadb", "--allow-flush-logs")
+    assert res.returncode == 2 and len(res.stderr.splitlines()) == 1, str(res)
