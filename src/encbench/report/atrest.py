@@ -16,6 +16,7 @@ from pathlib import Path
 
 from ..analysis import stats
 from ..analysis import summary as an
+from ..engines import ENGINES
 from ..errors import IncomparableError, UsageError
 from ..lab.variants import PLACEBO
 
@@ -25,15 +26,6 @@ AXIS = "encryption"
 # the metrics a row can be ranked by: --metric NAME -> (metric in the analysis, word)
 METRICS = {"elapsed": ("wall_s", "elapsed"), "cpu": ("cpu_s", "CPU")}
 DEFAULT_METRIC = "elapsed"
-# (engine, encryption value) -> the option's name; anything else: "<engine label> encryption=<value>"
-OPTION_NAMES = {
-    ("sqlite", "on"): "SQLCipher",
-    ("mariadb", "on"): "InnoDB TDE",
-    ("mariadb", "fscrypt"): "InnoDB on fscrypt",
-    ("mariadb", "gocryptfs"): "InnoDB on gocryptfs",
-    ("postgres", "fscrypt"): "PostgreSQL on fscrypt",
-    ("postgres", "gocryptfs"): "PostgreSQL on gocryptfs",
-}
 # what an option's CPU covers, where it is not obvious (said under the table when the option is in it)
 CPU_NOTES = {
     "fscrypt": "{name}: fscrypt decrypts reads in kernel worker threads (fscrypt_read_workqueue), outside every "
@@ -60,7 +52,9 @@ class Option:
 
 
 def option_name(engine: str, label: str, value: str) -> str:
-    return OPTION_NAMES.get((engine, value), f"{label} encryption={value}")
+    """The option's name as its engine gives it (Engine.at_rest_names); else "<engine label> encryption=<value>"."""
+    names = ENGINES.get(engine).at_rest_names if engine in ENGINES else {}
+    return names.get(value, f"{label} encryption={value}")
 
 
 def _at_rest_table(doc: dict) -> dict | None:

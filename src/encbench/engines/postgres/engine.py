@@ -91,6 +91,7 @@ class PostgresEngine(Engine):
     label = "PostgreSQL"
     dsn_schemes = ("postgresql", "postgres")
     default_port = 5432
+    at_rest_names = {"fscrypt": "PostgreSQL on fscrypt", "gocryptfs": "PostgreSQL on gocryptfs"}
     wire_protocol = "postgres"
     direct_tls_alpn = "postgresql"  # PostgreSQL 17+: TLS without the SSLRequest
     tls_view = "pg_stat_ssl"
