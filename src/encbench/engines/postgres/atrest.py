@@ -42,8 +42,8 @@ BLOCK_SIZE = 8192
 SERVER_SETTINGS = {"fsync": "on", "synchronous_commit": "on", "full_page_writes": "on", "max_wal_size": "96MB",
                    "min_wal_size": "32MB", "wal_level": "replica", "max_wal_senders": "4",
                    "track_io_timing": "on"}  # blk_read_time: only real reads (PG15's blks_read counts extensions)
-IMAGE_BASE = 256 << 20  # initdb, WAL segments, catalogs
-IMAGE_PER_BYTE = 8  # the table and its index, dml copies, VACUUM FULL's second copy, REINDEX
+IMAGE_BASE = 1 << 30  # initdb, catalogs, and WAL: up to ~3x max_wal_size between checkpoints (sparse: costs nothing unused)
+IMAGE_PER_BYTE = 16  # the table and its index, dml copies, VACUUM FULL's second copy, REINDEX
 
 
 def image_size(size_bytes: int) -> int:
