@@ -33,6 +33,7 @@ from .client import (
 )
 from ..concurrent import SessionsTogether
 from . import filesystems
+from .column import MariaColumn
 from .server import Handle
 from .waits import WaitSampler
 
@@ -95,7 +96,7 @@ def thread_os_id(cur) -> tuple[int | None, int | None]:
     return (row[0], row[1]) if row else (None, None)
 
 
-class MariaSession(SessionsTogether, Session):
+class MariaSession(MariaColumn, SessionsTogether, Session):
     """One connection in a worker process, over TCP, in the variant's TLS state."""
 
     fs: dict | None = None  # the encrypted (or plain) filesystem mount the variant's server keeps its data on

@@ -29,6 +29,7 @@ from ...host import encfs
 from ...host import rawhash
 from ...workloads import sweep
 from . import atrest, client
+from . import column as pg_column
 from . import pgbench
 from . import server as pg_server
 from . import state as pg_state
@@ -58,6 +59,7 @@ VARIANT_KEYS = (
                workloads=("roundtrip",)),
     sweep.function_key(HASH_FUNCTIONS, "sha256"),
     sweep.sessions_key(),
+    pg_column.method_key(),
 )
 
 
@@ -79,7 +81,7 @@ class PostgresEngine(Engine):
                    "at rest on plain, fscrypt and gocryptfs filesystems (private clusters, root)")
     variant_keys = VARIANT_KEYS
     axis, axis_baseline = "tls", "off"
-    workloads = IN_TRANSIT + atrest.AT_REST + ("hash",)
+    workloads = IN_TRANSIT + atrest.AT_REST + ("hash", "column")
     default_workloads = IN_TRANSIT
     session_class = PgSession
     profile_categories = (("postgres", r"postgres", r""),)
@@ -139,7 +141,9 @@ class PostgresEngine(Engine):
                 Table("Encryption in transit: TLS vs none", "tls", "off", IN_TRANSIT, self.table_columns,
                       dict(self.metric_words)),
                 Table("In-query hash: k concurrent sessions vs 1", "sessions", "1", ("hash",), sweep.TABLE_COLUMNS,
-                      dict(self.metric_words)))
+                      dict(self.metric_words)),
+                Table("Column encryption: in the server (pg-*) or the client vs none", "method", "none", ("column",),
+                      pg_column.TABLE_COLUMNS, dict(self.metric_words)))
 
     def check_available(self) -> None:
         client.psycopg()
@@ -256,6 +260,7 @@ class PostgresEngine(Engine):
             journal.save()
             ctx.progress("creating the benchmark tables")
             _create_objects(admin, setup["schema"], ctx.params.get("bulk", {}).get("rows", 0))
+            pg_column.prepare(admin, setup, ctx, may_create=managed or reconfigure, journal=journal)
             hashing = [v for v in variants if "sessions" in v]
             if hashing:
                 check_sessions_fit(max(int(v["sessions"]) for v in hashing),
@@ -326,6 +331,7 @@ class PostgresEngine(Engine):
     def calibrate(self, setup: dict) -> dict:
         functions = setup.get("hash_functions") or []
         out = {"raw_hash": {f: rawhash.raw_hash(f) for f in functions}} if functions else {}
+        out.update(pg_column.raw_reference(setup))
         encrypted = [c for c in (setup.get("clusters") or {}).values() if c["cipher"].get("encrypted")]
         if encrypted:  # the userspace figure of fscrypt's mode, beside the kernel driver the clusters name
             out["raw_cipher"] = {str(atrest.BLOCK_SIZE): atrest.raw_xts(atrest.BLOCK_SIZE)}

@@ -21,6 +21,7 @@ from ...host.rawhash import HMAC_KEY
 from ..base import Session
 from ..concurrent import SessionsTogether
 from . import atrest, client, pgbench
+from .column import PgColumn
 from . import server as pg_server
 from .client import CONNECT_TIMEOUT_S, NO_SERVER, check_connection, client_params, conninfo_of, first_line
 from .waits import sampler_factory
@@ -36,7 +37,7 @@ HASH_FUNCTIONS = {
 }
 
 
-class PgSession(SessionsTogether, Session):
+class PgSession(PgColumn, SessionsTogether, Session):
     """One connection (plus whatever its workloads open), with the server's view of TLS."""
 
     def __init__(self, setup: dict, variant: Variant, scratch: Path, *, mutable: bool = False):
