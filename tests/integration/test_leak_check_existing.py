@@ -8,6 +8,8 @@ variable / setting as before.
 from __future__ import annotations
 
 import json
+import os
+import tempfile
 
 import pytest
 
@@ -99,3 +101,73 @@ def test_existing_mariadb_bad_input(encbench):
     assert res.returncode == 2 and "needs --dsn" in res.stderr, str(res)
     res = encbench("leak-check", "--engine", "mariadb", "--allow-flush-logs")
     assert res.returncode == 2 and len(res.stderr.splitlines()) == 1, str(res)
+
+
+def _pg_dsn(server) -> str:
+    return f"postgresql://postgres:{server.password}@127.0.0.1:{server.port}/postgres"
+
+
+def _pg_state(server) -> tuple[dict, list]:
+    import psycopg
+
+    with psycopg.connect(**server.conninfo(), autocommit=True) as conn:
+        settings = dict(conn.execute("SELECT name, setting FROM pg_settings").fetchall())
+        schemas = sorted(r[0] for r in conn.execute("SELECT nspname FROM pg_namespace").fetchall())
+    return settings, schemas
+
+
+@needs_pg
+def test_existing_postgres_table_files_leak_with_the_advice(encbench):
+    with external_pg() as server:
+        before = _pg_state(server)
+        dsn = _pg_dsn(server)
+        res = encbench("leak-check", "--engine", "postgres", "--dsn", dsn, "--json", "--allow-flush-logs", timeout=300)
+        assert res.returncode == 13, str(res)
+        report = json.loads(res.stdout)
+        roles = {f["role"] for f in report["findings"]}
+        assert {"table data", "WAL", "backup (pg_dump)"} <= roles, report["findings"]
+        assert all("--variant encryption=off,fscrypt" in f["fix"] for f in report["findings"])
+        assert any(s.startswith("CHECKPOINT (") for s in report["steps"])
+        assert any(s.startswith("SELECT pg_switch_wal()") for s in report["steps"])  # asked for
+        assert report["unchecked"] == []
+        assert server.password not in res.stdout + res.stderr
+
+        res = encbench("leak-check", "--engine", "postgres", "--dsn", dsn, "--posture", "--json")
+        assert res.returncode == 13, str(res)  # a data directory on a filesystem that does not encrypt
+        items = {i["what"]: i for i in json.loads(res.stdout)["items"]}
+        assert items["data directory"]["plaintext"] is True, items
+        assert "not encrypted" in items["data directory"]["state"] and "fscrypt" in items["data directory"]["fix"]
+        assert items["in transit (not at rest)"]["state"] == "ssl=on"
+        res = encbench("leak-check", "--engine", "postgres", "--dsn", dsn, "--posture")
+        assert res.returncode == 13 and "PLAINTEXT at rest" in res.stdout, str(res)
+        after = _pg_state(server)
+        assert after[1] == before[1]  # its schema gone
+        assert after[0] == before[0]  # every setting as found
+
+
+@needs_pg
+def test_existing_postgres_posture_sees_an_fscrypt_data_directory(encbench):
+    """The same server on an fscrypt filesystem: the posture finds the policy on its data directory (exit 0)."""
+    from encbench import errors
+    from encbench.engines.postgres import server as pg_server
+    from encbench.host import encfs
+
+    try:
+        encfs.check("fscrypt")
+    except errors.EncbenchError as e:
+        pytest.skip(f"fscrypt unavailable here: {e}")
+    with tempfile.TemporaryDirectory(prefix="encbench-test-posture-") as work:
+        os.chmod(work, 0o755)  # the postgres user reaches its data directory below (pytest's tmp is 0700)
+        mount = encfs.create("fscrypt", 64 << 20, work)
+        try:
+            server = pg_server.start(data_parent=mount.path, root_parent=mount.workdir, unix_socket=False)
+            try:
+                res = encbench("leak-check", "--engine", "postgres", "--dsn", _pg_dsn(server), "--posture", "--json")
+            finally:
+                server.stop()
+        finally:
+            mount.destroy()
+    assert res.returncode == 0, str(res)
+    items = {i["what"]: i for i in json.loads(res.stdout)["items"]}
+    assert items["data directory"]["plaintext"] is False and "fscrypt policy on" in items["data directory"]["state"]
+    assert "an encbench fscrypt mount" in items["data directory"]["state"]

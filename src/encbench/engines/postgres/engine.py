@@ -363,16 +363,18 @@ class PostgresEngine(Engine):
         try:
             admin = connect_admin(psycopg, conninfo)
             journal = _open_journal(psycopg, admin, conninfo, managed=server is not None, reconfigure=False)
-            targets = _leak_targets(admin, report)
+            from . import leakcheck as existing  # where the files are; the canary forced out (steps named)
+
+            targets = existing.leak_targets(admin, report)
             journal.data["schema"] = schema
             journal.save()
             admin.execute(f"CREATE SCHEMA {schema}")
             admin.execute(f"CREATE TABLE {schema}.leak (v text NOT NULL)")
             admin.execute(f"INSERT INTO {schema}.leak SELECT %s || ' ' || i FROM generate_series(1, 200) i", (canary,))
-            _checkpoint(admin, report)  # data pages to their files; the WAL already has them
+            existing.force_to_disk(admin, report, options)  # data pages to their files; the WAL has them
             dump = workdir / "backup.sql"
             _pg_dump(server, conninfo, f"{schema}.leak", dump)
-            fix = "none in community PostgreSQL: encrypt the volume (e.g. LUKS/dm-crypt) or use a build with TDE"
+            fix = existing.FIX
             leakcheck.scan([leakcheck.ScanTarget(str(path), role, fix) for path, role in targets]
                            + [leakcheck.ScanTarget(str(dump), "backup (pg_dump)", fix)], canary, report)
             datadir = targets[0][0] if targets else None
@@ -391,32 +393,6 @@ class PostgresEngine(Engine):
                 if server is not None:
                     server.stop()  # with everything in it
         return report
-
-
-def _leak_targets(admin, report) -> list[tuple[Path, str]]:
-    """The data directory to scan, when this role may learn where it is and this machine may read it."""
-    datadir = pg_state.read_setting(admin, "data_directory")
-    if isinstance(datadir, pg_state.Denied):
-        report.notes.append(f"the data directory (table files, WAL) was not scanned, only the pg_dump output: "
-                            f"its location is not readable by this role (enable with: {datadir.grant})")
-        return []
-    if not os.access(datadir, os.R_OK):
-        raise EngineUnavailableError(f"cannot read the server's data directory {datadir}",
-                                     hint="run leak-check on the server's machine, as root or its owner")
-    return [(Path(datadir), "data directory")]
-
-
-def _checkpoint(admin, report) -> None:
-    """CHECKPOINT needs pg_checkpoint (PostgreSQL 15+) or superuser: without it, say what was not forced."""
-    try:
-        admin.execute("CHECKPOINT")
-    except Exception as e:  # psycopg.Error
-        if not pg_state.is_denied(e):
-            raise
-        role = pg_state.quote_ident(pg_state.current_user(admin))
-        report.notes.append(f"the data pages were not forced to the table files (CHECKPOINT: {first_line(e)}; "
-                            f"enable with: GRANT pg_checkpoint TO {role}): the canary may reach them only at the "
-                            f"server's next checkpoint; the WAL and the dump are scanned as usual")
 
 
 def _parse_dsn(psycopg, dsn: str) -> dict:
