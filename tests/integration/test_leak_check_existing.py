@@ -68,6 +68,28 @@ def test_existing_mariadb_binlog_not_encrypted_is_named(encbench):
         assert res.returncode == 13 and "PLAINTEXT at rest" in res.stdout, str(res)
         assert _maria_state(server) == before  # its schema gone, every global variable unchanged
 
+        # a user without RELOAD/PROCESS: the flush it may not do is named as refused, the leak still found
+        conn = server.connect()
+        try:
+            cur = conn.cursor()
+            cur.execute("CREATE USER 'lim'@'127.0.0.1' IDENTIFIED BY 'limpw'")
+            cur.execute("GRANT CREATE, DROP, INSERT, SELECT ON `encbench\\_leak\\_%`.* TO 'lim'@'127.0.0.1'")
+            cur.execute("CREATE USER 'ro'@'127.0.0.1' IDENTIFIED BY 'ropw'")
+        finally:
+            conn.close()
+        lim = f"mysql://lim:limpw@127.0.0.1:{server.port}/"
+        res = encbench("leak-check", "--engine", "mariadb", "--dsn", lim, "--json")
+        assert res.returncode == 13, str(res)
+        report = json.loads(res.stdout)
+        assert any(s.startswith("FLUSH TABLES encbench_leak_") and " refused (" in s for s in report["steps"])
+        assert {f["role"] for f in report["findings"]} == {"binary log"}
+        res = encbench("leak-check", "--engine", "mariadb", "--dsn", lim, "--posture", "--json")
+        assert res.returncode == 13, str(res)  # the binary log still; the tables unknown, not called encrypted
+        assert {i["what"]: i for i in json.loads(res.stdout)["items"]}["tables"]["plaintext"] is None
+        res = encbench("leak-check", "--engine", "mariadb", "--dsn", f"mysql://ro:ropw@127.0.0.1:{server.port}/")
+        assert res.returncode == 10 and len(res.stderr.splitlines()) == 1 and "GRANT CREATE" in res.stderr, str(res)
+        assert _maria_state(server)[1] == before[1]
+
 
 @needs_mariadb
 def test_existing_mariadb_fully_encrypted_is_clean(encbench):

@@ -67,6 +67,10 @@ def cmd_posture(args, engine) -> int:
     if args.setting or args.allow_flush_logs:
         raise errors.UsageError("--posture reads settings only: not with --setting or --allow-flush-logs",
                                 hint="drop them")
+    if args.store or args.prometheus:
+        raise errors.UsageError("--posture is not recorded in a store or a Prometheus file yet",
+                                hint="drop --store/--prometheus (use --json), or record the canary check without "
+                                     "--posture")
     rep = _existing(engine.name, "--posture").posture_of(args.dsn)
     if args.json:
         print(json.dumps(rep.to_dict(), indent=1))

@@ -56,6 +56,25 @@ def _connect(params: dict):
                                      hint="check --dsn (user, password, host, port) and that the server runs") from None
 
 
+DENIED = (1044, 1045, 1142, 1227)  # ER_DBACCESS_DENIED, ER_ACCESS_DENIED, ER_TABLEACCESS_DENIED, ER_SPECIFIC_ACCESS
+
+
+def _denied(e: BaseException) -> bool:
+    return bool(getattr(e, "args", None)) and e.args[0] in DENIED
+
+
+def _optional(cur, report, sql: str, done: str, refused: str) -> None:
+    """A forcing step the DSN's user may lack the privilege for: named as taken, or as refused and why."""
+    my = pymysql()
+    try:
+        cur.execute(sql)
+        report.steps.append(done)
+    except my.err.MySQLError as e:
+        if not _denied(e):
+            raise
+        report.steps.append(f"{sql} refused ({first_line(e)}): {refused}")
+
+
 def _variables(cur) -> dict[str, str]:
     cur.execute("SHOW GLOBAL VARIABLES")
     return {k.lower(): v for k, v in cur.fetchall()}
@@ -133,7 +152,14 @@ def leak_check_existing(dsn: str, options: dict, params: dict) -> leakcheck.Leak
             "mariadb", f"existing MariaDB {v.get('version', '?')} at {where_of(params)} (key management: "
                        f"{', '.join(plugins) or 'none'})", len(canary))
         encrypted = "ENCRYPTED=YES" if plugins else "ENCRYPTED=NO"
-        cur.execute(f"CREATE DATABASE {schema}")
+        try:
+            cur.execute(f"CREATE DATABASE {schema}")
+        except pymysql().err.MySQLError as e:
+            if not _denied(e):
+                raise
+            raise EngineUnavailableError(f"the --dsn user may not create encbench's schema: {first_line(e)}",
+                                         hint="GRANT CREATE, DROP, INSERT, SELECT, LOCK TABLES ON `encbench\\_leak\\_%`.* "
+                                              "and RELOAD ON *.* to that user, or use --posture") from None
         created = True
         cur.execute(f"CREATE TABLE {schema}.t (v TEXT NOT NULL) ENGINE=InnoDB {encrypted}")
         report.steps.append(f"CREATE DATABASE {schema}; CREATE TABLE {schema}.t ... ENGINE=InnoDB {encrypted}")
@@ -143,19 +169,27 @@ def leak_check_existing(dsn: str, options: dict, params: dict) -> leakcheck.Leak
         cur.executemany(f"INSERT INTO {schema}.t VALUES (%s)", [(f"{canary} {i}",) for i in range(ROWS)])
         report.steps.append(f"INSERT {ROWS} canary rows (autocommit: the redo log and the binary log written at "
                             f"commit; innodb_flush_log_at_trx_commit={v.get('innodb_flush_log_at_trx_commit')})")
-        cur.execute("SELECT ENCRYPTION_SCHEME FROM information_schema.INNODB_TABLESPACES_ENCRYPTION WHERE NAME = %s",
-                    (f"{schema}/t",))
-        row = cur.fetchone()
-        report.notes.append(f"{schema}/t encrypted per INNODB_TABLESPACES_ENCRYPTION: {bool(row and row[0])}")
-        cur.execute(f"FLUSH TABLES {schema}.t FOR EXPORT")
+        try:
+            cur.execute("SELECT ENCRYPTION_SCHEME FROM information_schema.INNODB_TABLESPACES_ENCRYPTION "
+                        "WHERE NAME = %s", (f"{schema}/t",))
+            row = cur.fetchone()
+            report.notes.append(f"{schema}/t encrypted per INNODB_TABLESPACES_ENCRYPTION: {bool(row and row[0])}")
+        except pymysql().err.MySQLError as e:
+            if not _denied(e):
+                raise
+            report.notes.append(f"INNODB_TABLESPACES_ENCRYPTION not readable ({first_line(e)}; GRANT PROCESS): "
+                                "the scan alone says whether the table is stored encrypted")
+        _optional(cur, report, f"FLUSH TABLES {schema}.t FOR EXPORT",
+                  f"FLUSH TABLES {schema}.t FOR EXPORT; UNLOCK TABLES (its pages written to its .ibd)",
+                  "its pages reach the .ibd when InnoDB flushes them; the redo log and binary log are scanned as usual")
         cur.execute("UNLOCK TABLES")
-        report.steps.append(f"FLUSH TABLES {schema}.t FOR EXPORT; UNLOCK TABLES (its pages written to its .ibd)")
         if options.get("allow_flush_logs"):
             if _on(v, "log_bin"):
-                cur.execute("FLUSH BINARY LOGS")
-                report.steps.append("FLUSH BINARY LOGS (--allow-flush-logs: the server starts a new binary log file)")
-            cur.execute("FLUSH ENGINE LOGS")
-            report.steps.append("FLUSH ENGINE LOGS (--allow-flush-logs)")
+                _optional(cur, report, "FLUSH BINARY LOGS",
+                          "FLUSH BINARY LOGS (--allow-flush-logs: the server starts a new binary log file)",
+                          "the binary log as written at commit is scanned")
+            _optional(cur, report, "FLUSH ENGINE LOGS", "FLUSH ENGINE LOGS (--allow-flush-logs)",
+                      "the redo log as written at commit is scanned")
         else:
             report.notes.append("no log was rotated or flushed beyond encbench's schema (--allow-flush-logs runs "
                                 "FLUSH BINARY LOGS and FLUSH ENGINE LOGS); what the server wrote at commit is "
@@ -204,8 +238,13 @@ def posture(dsn: str, params: dict) -> leakcheck.PostureReport:
         cur = conn.cursor()
         v = _variables(cur)
         plugins = _plugins(cur)
-        enc_tables, plain_tables = _tables(cur)
-        keys = _keys(cur)
+        try:
+            (enc_tables, plain_tables), keys = _tables(cur), _keys(cur)
+        except pymysql().err.MySQLError as e:  # INNODB_TABLESPACES_ENCRYPTION needs PROCESS
+            if not _denied(e):
+                raise
+            enc_tables = plain_tables = keys = None
+            why = first_line(e)
     finally:
         conn.close()
     rep = leakcheck.PostureReport("mariadb", where_of(params))
@@ -213,10 +252,14 @@ def posture(dsn: str, params: dict) -> leakcheck.PostureReport:
     add = rep.items.append
     add(Item("key management plugin", ", ".join(plugins) or "none active", not plugins,
              "" if plugins else "plugin_load_add=file_key_management (or another key management plugin)"))
-    shown = ", ".join(plain_tables[:5]) + (f" and {len(plain_tables) - 5} more" if len(plain_tables) > 5 else "")
-    add(Item("tables", f"{len(enc_tables)} user InnoDB tables encrypted, {len(plain_tables)} not"
-             + (f" ({shown})" if plain_tables else "") + f"; innodb_encrypt_tables={v.get('innodb_encrypt_tables')}",
-             bool(plain_tables), "ALTER TABLE ... ENCRYPTED=YES, or innodb_encrypt_tables=ON" if plain_tables else ""))
+    if plain_tables is None:
+        add(Item("tables", f"INNODB_TABLESPACES_ENCRYPTION not readable ({why}; GRANT PROCESS to see which tables "
+                 f"are encrypted); innodb_encrypt_tables={v.get('innodb_encrypt_tables')}", None))
+    else:
+        shown = ", ".join(plain_tables[:5]) + (f" and {len(plain_tables) - 5} more" if len(plain_tables) > 5 else "")
+        add(Item("tables", f"{len(enc_tables)} user InnoDB tables encrypted, {len(plain_tables)} not"
+                 + (f" ({shown})" if plain_tables else "") + f"; innodb_encrypt_tables={v.get('innodb_encrypt_tables')}",
+                 bool(plain_tables), "ALTER TABLE ... ENCRYPTED=YES, or innodb_encrypt_tables=ON" if plain_tables else ""))
 
     def setting(what: str, name: str, fix: str, applies: bool = True, extra: str = "") -> None:
         plain = not _on(v, name)
@@ -238,7 +281,7 @@ def posture(dsn: str, params: dict) -> leakcheck.PostureReport:
                  f"{switch}=OFF (statements are logged in plaintext)" if on else ""))
     rotate = v.get("innodb_encryption_rotate_key_age")
     threads = v.get("innodb_encryption_threads")
-    add(Item("key rotation", f"{keys}; innodb_encryption_rotate_key_age={rotate}, innodb_encryption_threads={threads}"
+    add(Item("key rotation", f"{keys or 'key versions not readable (GRANT PROCESS)'}; innodb_encryption_rotate_key_age={rotate}, innodb_encryption_threads={threads}"
              + (" (no background re-encryption: rotation never happens)" if str(threads) == "0" else ""), None))
     if "file_key_management" in plugins:
         rep.notes.append("file_key_management keeps its keys in a file on this host and cannot rotate them "
