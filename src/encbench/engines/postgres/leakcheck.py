@@ -69,10 +69,15 @@ def leak_targets(conn, report) -> list[tuple[Path, str]]:
     if not found:
         report.notes.append("the data directory (table files, WAL) was not scanned, only the pg_dump output: its "
                             "location is not readable by this role")
-    for path, _role in found:
-        if path.exists() and not os.access(path, os.R_OK | os.X_OK):
+    readable = []
+    for path, role in found:
+        if not path.exists():  # a server on another machine: its files are not here to scan
+            report.unchecked.append(f"{path}: not checked (not on this machine: run leak-check on the server's host)")
+        elif not os.access(path, os.R_OK | os.X_OK):
             report.unchecked.append(f"{path}: {leakcheck.NOT_CHECKED}")
-    return [(p, r) for p, r in found if not p.exists() or os.access(p, os.R_OK | os.X_OK)]
+        else:
+            readable.append((path, role))
+    return readable
 
 
 def force_to_disk(conn, report, options: dict) -> None:
