@@ -19,7 +19,9 @@ pytestmark = pytest.mark.integration
 OPERATIONS = ["insert", "read", "lookup", "update"]
 PASSPHRASE = "column servers passphrase 3b9e"
 ROWS = 1500  # enough rows that the planners choose the index on the value where there is one
-SMALL = ("--runs", "2", "--warmups", "0", "--param", f"column_rows={ROWS}", "--param", "lookups=3")
+SMALL = ("--runs", "2", "--warmups", "0", "--param", f"column_rows={ROWS}", "--param", "lookups=3",
+         "--param", "column_sessions=2")
+IN_DB_OPERATIONS = ["insert", "read", "lookup", "read-1", "read-k", "update"]  # + 1 and 2 sessions decrypting together
 
 
 def _secrets(methods: dict[str, int]) -> list[bytes]:
@@ -56,7 +58,13 @@ def _check_runs(doc: dict, methods: tuple[str, ...], searchable: set[str]) -> di
     by_method = {}
     for run in runs:
         ops = {op["operation"]: op for op in run["operations"]}
-        assert list(ops) == OPERATIONS
+        in_db = run["variant"]["method"] not in column.CLIENT_METHODS
+        assert list(ops) == (IN_DB_OPERATIONS if in_db else OPERATIONS)
+        if in_db:
+            one, two = ops["read-1"]["extra"], ops["read-k"]["extra"]
+            assert (one["sessions"], two["sessions"]) == (1, 2) and one["rows_per_s"] > 0 and two["rows_per_s"] > 0
+            assert two["efficiency"] == pytest.approx(two["rows_per_s"] / (min(2, two["server_cpus"]) * one["rows_per_s"]))
+            assert ops["read-k"]["metrics"]["cpu_s"] > 0  # both sessions' server side measured
         for op in ops.values():
             m = op["metrics"]
             assert m["wall_s"] > 0 and "cpu_s" in m and "client_cpu_s" in m, (run["variant"], op["operation"], m)

@@ -227,6 +227,9 @@ class Column(Workload):
         Param("column_rows", "rows of the column workload's table (inserted, read, updated)", 10_000, 1_000,
               minimum=10, maximum=10_000_000),
         Param("lookups", "point lookups by equality per run (column workload)", 20, 5, minimum=1, maximum=100_000),
+        Param("column_sessions", "k >= 2: the in-database methods' read also in 1 and in k sessions together, each "
+              "decrypting the whole table in the server (read-1, read-k; efficiency = k-session throughput / "
+              "(min(k, the server's CPUs) x 1-session); 0: off)", 0, 0, minimum=0, maximum=64),
     )
 
     def operations(self, session, scratch: Path, params: dict) -> list[Operation]:
@@ -309,9 +312,61 @@ class Column(Workload):
         def per_row(metrics: dict) -> dict:  # after the run that set state["cipher_s"]
             return _per_row(n, state.pop("cipher_s"))(metrics)
 
-        return [
+        ops = [
             Operation("insert", insert, before=create, after=sizes, check=per_row),
             Operation("read", read, after=check_read, check=per_row),
             Operation("lookup", lookup, after=check_lookup, check=lookup_rates),
-            Operation("update", update, check=per_row),
         ]
+        together = params.get("column_sessions", 0)
+        if together >= 2 and not cipher.client and hasattr(session, "column_read_together"):
+            ops += _together(session, n, together)
+        return ops + [Operation("update", update, check=per_row)]
+
+
+def _together(session, n: int, k: int) -> list[Operation]:
+    """read-1 and read-k: the server decrypting the whole table in 1, then k sessions released together (their
+    backends or threads are the server side measured; opening them is untimed). A lock in the crypto library
+    shows as efficiency below 1."""
+    state: dict = {}
+
+    def op(name: str, sessions: int) -> Operation:
+        def before() -> None:
+            state["conns"] = session.column_readers(sessions)
+            target = session.sessions_target(state["conns"])
+            session.use_target(target)
+            state["cpus"] = _cpus_of(target.pids)
+
+        def run() -> dict:
+            counts, elapsed = session.column_read_together(state["conns"])
+            if counts != [n] * sessions:
+                raise CheckFailedError(f"column workload: {sessions} sessions read {counts} rows, not {n} each")
+            state[sessions] = sessions * n / elapsed
+            return {"sessions": sessions, "rows_per_s": sessions * n / elapsed, "sessions_elapsed_s": elapsed,
+                    "server_cpus": state["cpus"]}
+
+        def after() -> dict:
+            session.use_target(None)
+            session.close_sessions(state.pop("conns"))
+            return {}
+
+        def check(metrics: dict) -> dict:
+            out = {f"{p}_us_per_row": 1e6 * metrics[m] / (sessions * n)
+                   for m, p in (("cpu_s", "cpu"), ("client_cpu_s", "client_cpu")) if m in metrics}
+            if sessions > 1 and state.get(1):
+                out["efficiency"] = state[sessions] / (min(sessions, state["cpus"]) * state[1])
+            return out
+
+        return Operation(name, run, before, after, check=check)
+
+    return [op("read-1", 1), op("read-k", k)]
+
+
+def _cpus_of(pids: list[int]) -> int:
+    """The CPUs the server's sessions may run on (a private server is pinned apart from the worker): the ideal
+    speed-up of k sessions is min(k, this), not the machine's core count."""
+    for pid in pids:
+        try:
+            return len(os.sched_getaffinity(pid))
+        except OSError:
+            continue
+    return os.cpu_count() or 1

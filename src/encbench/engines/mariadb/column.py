@@ -24,6 +24,7 @@ import os
 
 from ...errors import CheckFailedError, EngineUnavailableError, WrongKeyError
 from ...workloads import column as column_lab
+from ..concurrent import run_together
 
 METHODS = {"maria-aes": "AES_ENCRYPT/AES_DECRYPT in the server (MariaDB 10.11: AES-128-ECB, no IV; deterministic: "
                         "the index serves lookups, equal values show)"}
@@ -96,15 +97,18 @@ class MariaColumn:
                   + (", KEY v (v)" if indexed else "") + ") ENGINE=InnoDB")
         return {"indexed": int(indexed), "encrypts": "server" if method in METHODS else "client"}
 
-    def _col_quiet_logs(self) -> None:
+    def _col_quiet_logs(self, conn=None) -> None:
         """This session's statements (the one that sets the key) out of every log that would keep them."""
+        conn = conn or self.conn
         for setting, value, global_switch in _QUIET:
             try:
-                self._run(f"SET SESSION {setting} = {value}")
+                conn.cursor().execute(f"SET SESSION {setting} = {value}")
                 continue
             except Exception:  # pymysql error: no SUPER (or the setting does not exist here)
                 pass
-            on = self._run(f"SELECT @@GLOBAL.{global_switch}")[0][0]
+            cur = conn.cursor()
+            cur.execute(f"SELECT @@GLOBAL.{global_switch}")
+            on = cur.fetchone()[0]
             if on and str(on) not in ("0", "OFF"):
                 raise EngineUnavailableError(
                     f"the server has {global_switch} on and this user may not turn it off for its session "
@@ -136,13 +140,34 @@ class MariaColumn:
     def column_read(self) -> list[tuple[int, bytes]]:
         if not self._in_db():
             return [(i, bytes(v)) for i, v in self._run(f"SELECT id, v FROM {self._col_table} ORDER BY id")]
-        rows = self._with_key(lambda: self._run(f"SELECT id, AES_DECRYPT(v, @k) FROM {self._col_table} ORDER BY id"))
+        rows = self._with_key(lambda: self._col_decrypt_all(self.conn))
+        return [(i, bytes(v)) for i, v in rows]
+
+    def _col_decrypt_all(self, conn) -> list:
+        """Every (id, value) decrypted by the server with @k of this connection; a NULL is WrongKeyError."""
+        cur = conn.cursor()
+        cur.execute(f"SELECT id, AES_DECRYPT(v, @k) FROM {self._col_table} ORDER BY id")
+        rows = cur.fetchall()
         bad = sum(1 for _, v in rows if v is None)
         if bad:
             raise WrongKeyError(f"the encrypted column does not decrypt with the key given (maria-aes: AES_DECRYPT "
                                 f"returned NULL, bad padding, for {bad} of {len(rows)} rows)",
                                 hint="use the key it was encrypted with (--key-file or ENCBENCH_KEY)")
-        return [(i, bytes(v)) for i, v in rows]
+        return rows
+
+    # -- k sessions decrypting the whole table together (the in-database method) ---------------------
+    def column_readers(self, k: int) -> list:
+        """Untimed: k more connections (SessionsTogether), logs off, the key in each one's @k."""
+        conns = self.open_sessions(k, parallel=False)
+        key = column_lab._hkdf(self.column_key(), self._col_method, KEY_BYTES)
+        for c in conns:
+            self._col_quiet_logs(c)
+            c.cursor().execute("SET @k = %s", (key,))
+        return conns
+
+    def column_read_together(self, conns: list) -> tuple[list[int], float]:
+        """Every session reads and decrypts the whole table, released at once: (rows each, seconds)."""
+        return run_together(conns, lambda c: len(self._col_decrypt_all(c)))
 
     def column_lookup(self, value: bytes) -> list[int]:
         t = self._col_table

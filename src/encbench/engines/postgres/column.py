@@ -20,6 +20,7 @@ import os
 
 from ...errors import CheckFailedError, EngineUnavailableError, WrongKeyError
 from ...workloads import column as column_lab
+from ..concurrent import run_together
 from .client import first_line
 
 METHODS = {
@@ -125,18 +126,19 @@ class PgColumn:
             self.conn.execute(f"CREATE INDEX ON {t} (v)")
         return {"indexed": int(indexed), "encrypts": "server" if method in METHODS else "client"}
 
-    def _col_quiet_log(self) -> None:
+    def _col_quiet_log(self, conn=None) -> None:
         """The key is a bind parameter: no statement text holds it, but a server that logs statements logs their
         parameters too (log_statement, log_min_duration_statement; up to log_parameter_max_length bytes). This
         session logs none (superuser: SET log_parameter_max_length = 0); where it may not, a server that would
         log them is refused rather than handed the key."""
-        self.conn.execute("SET log_parameter_max_length_on_error = 0")  # any role
+        conn = conn or self.conn
+        conn.execute("SET log_parameter_max_length_on_error = 0")  # any role
         try:
-            self.conn.execute("SET log_parameter_max_length = 0")
+            conn.execute("SET log_parameter_max_length = 0")
             return
         except self.psycopg.Error:
             pass
-        stmt, slow = (self.conn.execute(f"SHOW {k}").fetchone()[0] for k in ("log_statement", "log_min_duration_statement"))
+        stmt, slow = (conn.execute(f"SHOW {k}").fetchone()[0] for k in ("log_statement", "log_min_duration_statement"))
         if stmt in ("mod", "all") or slow != "-1":
             raise EngineUnavailableError(
                 f"the server logs statements with their parameters (log_statement={stmt}, log_min_duration_statement="
@@ -162,16 +164,31 @@ class PgColumn:
     def column_read(self) -> list[tuple[int, bytes]]:
         if not self._in_db():
             return [(i, bytes(v)) for i, v in self.conn.execute(f"SELECT id, v FROM {self._col_table} ORDER BY id")]
+        return [(i, bytes(v)) for i, v in self._col_decrypt_all(self.conn)]
+
+    def _col_decrypt_all(self, conn) -> list:
+        """Every (id, value) decrypted by the server on this connection; a wrong key is WrongKeyError."""
         expr = _SQL[self._col_method][1]
         try:
-            rows = self.conn.execute(f"SELECT id, {expr} FROM {self._col_table} ORDER BY id", (self._col_key(),))
-            return [(i, bytes(v)) for i, v in rows.fetchall()]
+            return conn.execute(f"SELECT id, {expr} FROM {self._col_table} ORDER BY id", (self._col_key(),)).fetchall()
         except self.psycopg.Error as e:
             msg = first_line(e)
             if "Wrong key" in msg or "decrypt" in msg.lower():
                 raise WrongKeyError(f"the encrypted column does not decrypt with the key given ({self._col_method}: "
                                     f"{msg})", hint="use the key it was encrypted with (--key-file or ENCBENCH_KEY)") from None
             raise
+
+    # -- k sessions decrypting the whole table together (the in-database methods) -------------------
+    def column_readers(self, k: int) -> list:
+        """Untimed: k more connections (SessionsTogether), each logging no parameters."""
+        conns = self.open_sessions(k, parallel=False)
+        for c in conns:
+            self._col_quiet_log(c)
+        return conns
+
+    def column_read_together(self, conns: list) -> tuple[list[int], float]:
+        """Every session reads and decrypts the whole table, released at once: (rows each, seconds)."""
+        return run_together(conns, lambda c: len(self._col_decrypt_all(c)))
 
     def column_lookup(self, value: bytes) -> list[int]:
         return [r[0] for r in self.conn.execute(f"SELECT id FROM {self._col_table} WHERE v = %s", (value,))]
