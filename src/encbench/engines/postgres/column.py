@@ -2,8 +2,8 @@
 pgcrypto's in-database ones, where the backend encrypts and decrypts (its CPU is the server's):
 
   pg-pgp  pgp_sym_encrypt_bytea / pgp_sym_decrypt_bytea (OpenPGP symmetric, cipher-algo=aes256, the
-          default S2K key derivation per value and a random session key: randomized, so an equality
-          lookup is a full scan that decrypts every row)
+          default iterated and salted S2K key derivation per value, a random salt each time: randomized,
+          so an equality lookup is a full scan that decrypts every row)
   pg-aes  encrypt_iv / decrypt_iv with 'aes-cbc/pad:pkcs' (AES-256-CBC, PKCS#7 padding, a random 16-byte
           IV per value from gen_random_bytes, stored in front of the ciphertext: randomized too). CBC has
           no tag: a wrong key shows as bad padding, which decrypt_iv raises; a row whose garbage happens
@@ -24,7 +24,7 @@ from ..concurrent import run_together
 from .client import first_line
 
 METHODS = {
-    "pg-pgp": "pgcrypto pgp_sym_encrypt/pgp_sym_decrypt in the server (OpenPGP, AES-256, S2K; randomized)",
+    "pg-pgp": "pgcrypto pgp_sym_encrypt/pgp_sym_decrypt in the server (OpenPGP, AES-256, S2K per value; randomized)",
     "pg-aes": "pgcrypto encrypt_iv/decrypt_iv in the server (AES-256-CBC, random IV per value; randomized)",
 }
 SEARCHABLE = {"pg-pgp": False, "pg-aes": False}
