@@ -33,19 +33,6 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     prometheus.add_argument(p, "the findings (per engine and target)")
 
 
-# engine -> the module with its existing-server leak-check and posture (engines/<name>/leakcheck.py)
-EXISTING = {"mariadb": "encbench.engines.mariadb.leakcheck", "postgres": "encbench.engines.postgres.leakcheck"}
-
-
-def _existing(engine_name: str, what: str):
-    import importlib
-
-    if engine_name not in EXISTING:
-        raise errors.UsageError(f"{what} is not available for engine {engine_name}",
-                                hint=f"engines with it: {', '.join(EXISTING)}")
-    return importlib.import_module(EXISTING[engine_name])
-
-
 def _print_posture(rep) -> None:
     rows = [("", "what", "state", "to encrypt it")]
     mark = {True: "PLAIN", False: "enc", None: "-"}
@@ -71,7 +58,11 @@ def cmd_posture(args, engine) -> int:
         raise errors.UsageError("--posture is not recorded in a store or a Prometheus file yet",
                                 hint="drop --store/--prometheus (use --json), or record the canary check without "
                                      "--posture")
-    rep = _existing(engine.name, "--posture").posture_of(args.dsn)
+    posture = getattr(engine, "posture", None)  # engines that can read an existing server's settings
+    if posture is None:
+        raise errors.UsageError(f"--posture is not available for engine {engine.name}",
+                                hint="it reads a MariaDB or PostgreSQL server's settings")
+    rep = posture(args.dsn)
     if args.json:
         print(json.dumps(rep.to_dict(), indent=1))
     else:
@@ -93,7 +84,6 @@ def cmd_leak_check(args, argv: list[str] | None = None) -> int:
         if not args.dsn:
             raise errors.UsageError("--allow-flush-logs is for an existing server (--dsn)",
                                     hint="add --dsn, or drop --allow-flush-logs")
-        _existing(engine.name, "--allow-flush-logs")
     if args.setting:
         options["settings"] = parse_settings(args.setting)
     for name in options:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from encbench.engines.mariadb import leakcheck as maria_leak
+from encbench.engines.mariadb.engine import classify
 from encbench.errors import UsageError
 
 
@@ -38,11 +39,11 @@ def test_query_logs_only_when_on_and_to_a_file(tmp_path):
 
 def test_a_leaking_file_gets_the_setting_that_closes_it(tmp_path):
     v = _vars(tmp_path)
-    assert maria_leak.classify_finding(f"{tmp_path}/binlogs/mysql-bin.000003", "binary log", v) == \
+    assert maria_leak.classify_finding(f"{tmp_path}/binlogs/mysql-bin.000003", "binary log", v, classify) == \
         ("binary log", "encrypt_binlog=ON")
-    assert maria_leak.classify_finding(f"{tmp_path}/data/ib_logfile0", "redo log, data directory", v) == \
+    assert maria_leak.classify_finding(f"{tmp_path}/data/ib_logfile0", "redo log, data directory", v, classify) == \
         ("redo log", "innodb_encrypt_log=ON")
-    assert maria_leak.classify_finding(f"{tmp_path}/data/g.log", "general log", v)[1].startswith("general_log=OFF")
+    assert maria_leak.classify_finding(f"{tmp_path}/data/g.log", "general log", v, classify)[1].startswith("general_log=OFF")
 
 
 def test_only_a_server_on_this_host(tmp_path):

@@ -437,7 +437,7 @@ class MariaDBEngine(Engine):
                                  hint="drop --setting, or drop --dsn")
             from . import leakcheck as existing
 
-            return existing.leak_check_existing(options["dsn"], options, parse_dsn(options["dsn"]))
+            return existing.leak_check_existing(options["dsn"], options, parse_dsn(options["dsn"]), classify)
         settings = options.get("settings", {})
         server = maria_server.start(settings)
         canary = leakcheck.new_canary()
@@ -473,6 +473,13 @@ class MariaDBEngine(Engine):
         finally:
             server.stop()
         return report
+
+
+    def posture(self, dsn: str):
+        """leak-check --posture: what the server's own settings say is encrypted (leakcheck.py)."""
+        from . import leakcheck as existing
+
+        return existing.posture(dsn, parse_dsn(dsn))
 
 
 def _connect(my, params: dict, what: str):

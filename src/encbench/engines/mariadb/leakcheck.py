@@ -122,10 +122,9 @@ def scan_targets(v: dict) -> list[leakcheck.ScanTarget]:
     return sorted(merged.values(), key=lambda t: -len(Path(t.path).parts))
 
 
-def classify_finding(path: str, role: str, v: dict) -> tuple[str, str]:
-    """The role and fix of a leaking file: the binary log by its basename, the rest by file name."""
-    from .engine import classify
-
+def classify_finding(path: str, role: str, v: dict, classify) -> tuple[str, str]:
+    """The role and fix of a leaking file: the binary log by its basename, the query logs by their target, the
+    rest by file name (classify: engine.classify, passed in: this module does not import the engine)."""
     name = Path(path).name
     base = Path(v.get("log_bin_basename") or "").name
     if base and name.startswith(base + "."):
@@ -135,7 +134,7 @@ def classify_finding(path: str, role: str, v: dict) -> tuple[str, str]:
     return classify(Path(path))
 
 
-def leak_check_existing(dsn: str, options: dict, params: dict) -> leakcheck.LeakReport:
+def leak_check_existing(dsn: str, options: dict, params: dict, classify) -> leakcheck.LeakReport:
     check_local(params, dsn)
     canary = leakcheck.new_canary()
     schema = f"encbench_leak_{secrets.token_hex(4)}"
@@ -198,7 +197,7 @@ def leak_check_existing(dsn: str, options: dict, params: dict) -> leakcheck.Leak
         report.steps.append("scanned: " + ", ".join(f"{t.role} {t.path}" for t in targets))
         leakcheck.scan(targets, canary, report)
         for f in report.findings:
-            f.role, f.fix = classify_finding(f.path, f.role, v)
+            f.role, f.fix = classify_finding(f.path, f.role, v, classify)
     finally:
         try:
             if created:
@@ -287,9 +286,3 @@ def posture(dsn: str, params: dict) -> leakcheck.PostureReport:
         rep.notes.append("file_key_management keeps its keys in a file on this host and cannot rotate them "
                          "(key version 1); the key file is as sensitive as the data")
     return rep
-
-
-def posture_of(dsn: str) -> leakcheck.PostureReport:
-    from .engine import parse_dsn
-
-    return posture(dsn, parse_dsn(dsn))

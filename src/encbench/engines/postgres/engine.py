@@ -395,6 +395,13 @@ class PostgresEngine(Engine):
         return report
 
 
+    def posture(self, dsn: str):
+        """leak-check --posture: no TDE; the filesystem under each place the server writes (leakcheck.py)."""
+        from . import leakcheck as existing
+
+        return existing.posture(_parse_dsn(client.psycopg(), dsn))
+
+
 def _parse_dsn(psycopg, dsn: str) -> dict:
     try:
         info = psycopg.conninfo.conninfo_to_dict(dsn)

@@ -162,11 +162,9 @@ def filesystem(path: Path) -> tuple[bool | None, str]:
     return False, f"{where}: not encrypted"
 
 
-def posture_of(dsn: str) -> leakcheck.PostureReport:
-    from .engine import _parse_dsn
-
+def posture(info: dict) -> leakcheck.PostureReport:
+    """info: the --dsn as psycopg connection arguments (engine._parse_dsn)."""
     psycopg = client.psycopg()
-    info = _parse_dsn(psycopg, dsn)
     conn = connect_admin(psycopg, info)
     try:
         rep = leakcheck.PostureReport("postgres", f"{conn.info.host}:{conn.info.port}")
