@@ -165,6 +165,11 @@ class ColumnSession(Protocol):
     def column_explain(self, by_value: bool, /) -> dict:
         """Untimed: the plan of the lookup (by_value) or of the full read: {"index_used": 0|1, "plan": text}."""
 
+    def column_sessions(self) -> Any:
+        """None, or (a server engine, an in-database method) what decrypts the table in k sessions together:
+        column_readers(k) -> conns (untimed), column_read_together(conns) -> (rows each, seconds),
+        sessions_target(conns), use_target(target), close_sessions(conns)."""
+
 
 FAMILIES: dict[str, type] = {"at rest": AtRestSession, "in transit": InTransitSession, "in query": InQuerySession,
                              "in column": ColumnSession}

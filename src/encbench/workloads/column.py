@@ -318,12 +318,13 @@ class Column(Workload):
             Operation("lookup", lookup, after=check_lookup, check=lookup_rates),
         ]
         together = params.get("column_sessions", 0)
-        if together >= 2 and not cipher.client and hasattr(session, "column_read_together"):
-            ops += _together(session, n, together)
+        readers = session.column_sessions() if together >= 2 else None
+        if readers is not None:
+            ops += _together(readers, n, together)
         return ops + [Operation("update", update, check=per_row)]
 
 
-def _together(session, n: int, k: int) -> list[Operation]:
+def _together(readers, n: int, k: int) -> list[Operation]:
     """read-1 and read-k: the server decrypting the whole table in 1, then k sessions released together (their
     backends or threads are the server side measured; opening them is untimed). A lock in the crypto library
     shows as efficiency below 1."""
@@ -331,13 +332,13 @@ def _together(session, n: int, k: int) -> list[Operation]:
 
     def op(name: str, sessions: int) -> Operation:
         def before() -> None:
-            state["conns"] = session.column_readers(sessions)
-            target = session.sessions_target(state["conns"])
-            session.use_target(target)
+            state["conns"] = readers.column_readers(sessions)
+            target = readers.sessions_target(state["conns"])
+            readers.use_target(target)
             state["cpus"] = _cpus_of(target.pids)
 
         def run() -> dict:
-            counts, elapsed = session.column_read_together(state["conns"])
+            counts, elapsed = readers.column_read_together(state["conns"])
             if counts != [n] * sessions:
                 raise CheckFailedError(f"column workload: {sessions} sessions read {counts} rows, not {n} each")
             state[sessions] = sessions * n / elapsed
@@ -345,8 +346,8 @@ def _together(session, n: int, k: int) -> list[Operation]:
                     "server_cpus": state["cpus"]}
 
         def after() -> dict:
-            session.use_target(None)
-            session.close_sessions(state.pop("conns"))
+            readers.use_target(None)
+            readers.close_sessions(state.pop("conns"))
             return {}
 
         def check(metrics: dict) -> dict:

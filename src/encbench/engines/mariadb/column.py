@@ -155,6 +155,10 @@ class MariaColumn:
                                 hint="use the key it was encrypted with (--key-file or ENCBENCH_KEY)")
         return rows
 
+    def column_sessions(self):
+        """Itself for an in-database method (column_readers, column_read_together, SessionsTogether's rest)."""
+        return self if self.variant.get("method") in METHODS else None
+
     # -- k sessions decrypting the whole table together (the in-database method) ---------------------
     def column_readers(self, k: int) -> list:
         """Untimed: k more connections (SessionsTogether), logs off, the key in each one's @k."""

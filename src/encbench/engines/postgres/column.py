@@ -178,6 +178,10 @@ class PgColumn:
                                     f"{msg})", hint="use the key it was encrypted with (--key-file or ENCBENCH_KEY)") from None
             raise
 
+    def column_sessions(self):
+        """Itself for an in-database method (column_readers, column_read_together, SessionsTogether's rest)."""
+        return self if self.variant.get("method") in METHODS else None
+
     # -- k sessions decrypting the whole table together (the in-database methods) -------------------
     def column_readers(self, k: int) -> list:
         """Untimed: k more connections (SessionsTogether), each logging no parameters."""

@@ -202,6 +202,9 @@ class SQLiteSession(Session):
                              for p in ("page_count", "freelist_count", "page_size"))
         return {"value_bytes": value_bytes, "db_bytes": (pages - free) * size}  # the file holds only this table
 
+    def column_sessions(self) -> None:
+        return None  # embedded: no server sessions to decrypt in
+
     def column_explain(self, by_value: bool) -> dict:
         sql = (f"SELECT id FROM {COLUMN_TABLE} WHERE v = ?" if by_value else f"SELECT id, v FROM {COLUMN_TABLE} ORDER BY id")
         plan = "; ".join(r[-1] for r in self.conn.execute("EXPLAIN QUERY PLAN " + sql, (b"",) if by_value else ()))
