@@ -197,3 +197,18 @@ def test_mariadb_wrong_key_is_exit_8_not_garbage(maria_logged):
         assert e.value.exit_code == 8 and "maria-aes" in str(e.value)
     finally:
         holder.conn.close()
+
+
+def test_postgres_dsn_without_pgcrypto_is_one_line_not_created(encbench, tmp_path):
+    import psycopg
+
+    from integration_helpers import assert_one_line_error
+
+    with external_pg() as server:
+        dsn = f"postgresql://postgres:{server.password}@127.0.0.1:{server.port}/postgres"
+        res = encbench("run", "--engine", "postgres", "--dsn", dsn, "--method", "pg-aes", "--runs", "1",
+                       "--warmups", "0", "--param", "column_rows=50", "-o", str(tmp_path / "x.json"))
+        line = assert_one_line_error(res, 10)
+        assert "pgcrypto" in line and "--allow-reconfigure" in res.stderr
+        with psycopg.connect(**server.conninfo(), sslmode="disable") as c:  # an external server: left as it was
+            assert not c.execute("SELECT 1 FROM pg_extension WHERE extname = 'pgcrypto'").fetchone()
