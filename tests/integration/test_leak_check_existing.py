@@ -193,3 +193,43 @@ def test_existing_postgres_posture_sees_an_fscrypt_data_directory(encbench):
     items = {i["what"]: i for i in json.loads(res.stdout)["items"]}
     assert items["data directory"]["plaintext"] is False and "fscrypt policy on" in items["data directory"]["state"]
     assert "an encbench fscrypt mount" in items["data directory"]["state"]
+
+
+@needs_mariadb
+@needs_pg
+def test_posture_of_a_fleet_with_one_closed_port(encbench, tmp_path):
+    """leak-check --posture --targets: a real MariaDB, a real PostgreSQL and a closed port, read concurrently."""
+    import socket
+
+    from encbench.engines.mariadb import server as maria_server
+
+    with socket.socket() as s:  # a port nothing listens on (bound, then released)
+        s.bind(("127.0.0.1", 0))
+        closed = s.getsockname()[1]
+    with external_maria(base=maria_server.ENCRYPTED) as maria, external_pg() as pg:
+        targets = tmp_path / "fleet.txt"
+        targets.write_text(f"# the fleet\n{_maria_dsn(maria)}\n\n{_pg_dsn(pg)}   # no TDE\n"
+                           f"mysql://nobody:closedpw@127.0.0.1:{closed}/\n")
+        out = tmp_path / "fleet.jsonl"
+        res = encbench("leak-check", "--posture", "--targets", str(targets), "--jobs", "3", "--jsonl", str(out))
+        text = encbench("leak-check", "--posture", "--targets", str(targets), "--format", "jsonl")
+        secrets = (maria.handle.password, pg.password, "closedpw")
+    assert res.returncode == 13, str(res)  # PostgreSQL has no TDE: its data directory is plaintext here
+    rows = [json.loads(line) for line in out.read_text().splitlines()]
+    assert [r["line"] for r in rows] == [2, 4, 5]
+    by_engine = {(r["engine"], r["exit_code"]) for r in rows}
+    assert by_engine == {("mariadb", 0), ("postgres", 13), ("mariadb", 10)}, rows
+    m, p, c = rows
+    assert m["posture"]["plaintext"] is False and m["plaintext_places"] == 0 and m["verdict"] == "encrypted"
+    assert "file_key_management" in m["key_management"]
+    assert p["plaintext_places"] >= 1 and p["verdict"] == "PLAINTEXT" and "no TDE" in p["key_management"]
+    assert {i["what"] for i in p["posture"]["items"]} >= {"data directory"}
+    assert c["posture"] is None and c["target"] == f"mysql://127.0.0.1:{closed}" and "127.0.0.1" in c["error"]
+    table = res.stdout.splitlines()
+    assert table[0].split() == ["target", "engine", "plaintext", "key", "management", "/", "TDE", "verdict"]
+    assert any(f"127.0.0.1:{closed}" in line and line.rstrip().endswith("ERROR (exit 10)") for line in table)
+    assert table[-1] == "3 target(s): 2 read, 1 failed, 1 with plaintext at rest", str(res)
+    assert text.returncode == 13 and [json.loads(line)["exit_code"] for line in text.stdout.splitlines()] == \
+        [0, 13, 10], str(text)
+    for secret in secrets:
+        assert secret not in res.stdout + res.stderr + text.stdout + text.stderr + out.read_text()

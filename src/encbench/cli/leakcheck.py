@@ -1,7 +1,9 @@
 """`encbench leak-check`: does plaintext reach the disk although encryption at rest is on?
 
 --dsn: an existing server on this host (MariaDB, PostgreSQL), checked in a schema of encbench's own;
---posture: the static answer from the server's own settings (no canary, no file read).
+--posture: the static answer from the server's own settings (no canary, no file read);
+--posture --targets FILE: that answer for every server of a targets file (one DSN a line, tls/fleet.py's
+format and parser), concurrently, each target's failure its own (exit code in the JSON Lines).
 """
 
 from __future__ import annotations
@@ -9,6 +11,9 @@ from __future__ import annotations
 import argparse
 import json
 import tempfile
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from pathlib import Path
 
 from .. import errors
@@ -31,6 +36,14 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                         "BINARY LOGS / FLUSH ENGINE LOGS, PostgreSQL pg_switch_wal): writes beyond encbench's schema")
     add_store_argument(p)
     prometheus.add_argument(p, "the findings (per engine and target)")
+    fleet = p.add_argument_group("many servers (--posture)")
+    fleet.add_argument("--targets", default=None, metavar="FILE",
+                       help="with --posture: every server of FILE, one DSN per line (mysql://user:pw@host:port/, "
+                            "postgresql://...), # comments; exit 13 if any stores plaintext")
+    fleet.add_argument("--jobs", default=None, metavar="N", help="--targets: servers read at a time (default 8)")
+    fleet.add_argument("--format", default="text", choices=("text", "jsonl"),
+                       help="--targets: a summary table (text) or one JSON object per target (jsonl)")
+    fleet.add_argument("--jsonl", default=None, metavar="FILE", help="--targets: also write the JSON Lines to FILE")
 
 
 def _print_posture(rep) -> None:
@@ -70,9 +83,166 @@ def cmd_posture(args, engine) -> int:
     return errors.EXIT_LEAK if rep.plaintext else 0
 
 
+# -- --posture --targets FILE ------------------------------------------------------------------
+
+KEY_ITEMS = ("key management plugin", "encryption at rest in the server")  # PostureItem.what of the key/TDE row
+
+
+@dataclass(frozen=True)
+class PostureTarget:
+    line: int  # in the targets file, from 1
+    dsn: str  # as written (credentials included): never printed, never stored
+    engine: object  # the registry's Engine
+    endpoint: object  # tls.scan.Endpoint: host and port, the label without credentials
+
+    @property
+    def label(self) -> str:
+        return f"{self.engine.dsn_schemes[0]}://{self.endpoint.host}:{self.endpoint.port}"
+
+    @property
+    def key(self) -> tuple:
+        return self.engine.name, self.endpoint.host.lower(), self.endpoint.port
+
+
+POSTURE_EXAMPLE = "one DSN per line, e.g. mysql://user@127.0.0.1:3306/ or postgresql://user@db1:5432/postgres"
+
+
+def posture_target(line: int, body: str, where: str) -> PostureTarget:
+    """One line of a --posture targets file: a DSN of an engine that has a posture (from the registry)."""
+    from ..engines import ENGINES, engine_for_dsn
+    from ..tls import fleet
+    from ..util.redact import redact
+
+    able = [e for _, e in ENGINES.items() if getattr(e, "posture", None) and e.dsn_schemes]
+    schemes = " or ".join(f"{e.dsn_schemes[0]}://" for e in able)
+    engine = engine_for_dsn(body) if "://" in body else None
+    if engine is None or engine not in able:
+        raise errors.BadValueError(f"{where}: {redact(body)!r} is not a {schemes} DSN",
+                                   hint="--posture logs in to each server: " + POSTURE_EXAMPLE)
+    return PostureTarget(line, body, engine, fleet.parse_line(body, where))
+
+
+@dataclass
+class PostureOutcome:
+    target: PostureTarget
+    exit_code: int = 0
+    error: str | None = None
+    report: object = None  # lab.leakcheck.PostureReport
+    seconds: float = 0.0
+
+    @property
+    def plaintext_places(self) -> int | None:
+        return sum(i.plaintext is True for i in self.report.items) if self.report else None
+
+    @property
+    def key_management(self) -> str | None:
+        item = next((i for i in self.report.items if i.what in KEY_ITEMS), None) if self.report else None
+        return item.state if item else None
+
+    @property
+    def verdict(self) -> str:
+        if self.report is None:
+            return f"ERROR (exit {self.exit_code})"
+        return "PLAINTEXT" if self.report.plaintext else "encrypted"
+
+    def to_dict(self) -> dict:
+        """One JSON Lines object: the posture as --json gives it, the target without its credentials."""
+        return {"target": self.target.label, "line": self.target.line, "engine": self.target.engine.name,
+                "exit_code": self.exit_code, "verdict": self.verdict, "error": self.error,
+                "plaintext_places": self.plaintext_places, "key_management": self.key_management,
+                "seconds": round(self.seconds, 3), "posture": self.report.to_dict() if self.report else None}
+
+
+def posture_one(target: PostureTarget) -> PostureOutcome:
+    """One server's posture; an EncbenchError (unreachable, refused, bad DSN) is its outcome, never raised."""
+    from ..util.redact import redact
+
+    out, start = PostureOutcome(target), time.monotonic()
+    try:
+        target.engine.check_available()
+        out.report = target.engine.posture(target.dsn)
+        out.exit_code = errors.EXIT_LEAK if out.report.plaintext else 0
+    except errors.EncbenchError as e:
+        out.exit_code, out.error = e.exit_code, redact(e.one_line())
+    out.seconds = time.monotonic() - start
+    return out
+
+
+def posture_all(targets: list[PostureTarget], jobs: int) -> list[PostureOutcome]:
+    """Every target's outcome, in file order, `jobs` at a time (each connection has its own time limit)."""
+    with ThreadPoolExecutor(max_workers=max(1, min(jobs, len(targets))), thread_name_prefix="posture") as pool:
+        futures = [pool.submit(posture_one, t) for t in targets]
+        try:
+            return [f.result() for f in futures]
+        except BaseException:  # Ctrl-C: queued targets never start
+            pool.shutdown(wait=False, cancel_futures=True)
+            raise
+
+
+def posture_table(outcomes: list[PostureOutcome]) -> list[str]:
+    rows = [("target", "engine", "plaintext", "key management / TDE", "verdict")]
+    rows += [(o.target.label, o.target.engine.name, "-" if o.report is None else str(o.plaintext_places),
+              o.key_management or "-", o.verdict) for o in outcomes]
+    widths = [max(len(r[i]) for r in rows) for i in range(4)]
+    lines = ["  ".join(c.ljust(w) for c, w in zip(r, widths)) + "  " + r[4] for r in rows]
+    for o in outcomes:
+        if o.error:
+            lines.append(f"  {o.target.label} (line {o.target.line}): {o.error}")
+        for i in (o.report.items if o.report else []):
+            if i.plaintext:
+                lines.append(f"  {o.target.label}: PLAIN  {i.what}: {i.state}" + (f"  -> {i.fix}" if i.fix else ""))
+    plain = sum(bool(o.report and o.report.plaintext) for o in outcomes)
+    failed = sum(o.report is None for o in outcomes)
+    lines.append(f"{len(outcomes)} target(s): {len(outcomes) - failed} read, {failed} failed, "
+                 f"{plain} with plaintext at rest")
+    return lines
+
+
+def cmd_posture_targets(args) -> int:
+    """leak-check --posture --targets FILE: each server's posture, a table or JSON Lines, exit 13 if any leaks."""
+    from ..lab import results
+    from ..tls import fleet
+    from ..util.units import parse_positive_int
+
+    if not args.posture:
+        raise errors.UsageError("--targets goes with --posture (the canary check takes one server, --dsn)",
+                                hint="add --posture, or check one server with --dsn")
+    for flag, given in (("--dsn", args.dsn), ("--engine", args.engine), ("--setting", args.setting),
+                        ("--allow-flush-logs", args.allow_flush_logs), ("--store", args.store),
+                        ("--prometheus", args.prometheus)):
+        if given:
+            raise errors.UsageError(f"{flag} is not for --posture --targets FILE",
+                                    hint="each line of FILE is a DSN whose scheme names the engine; drop " + flag)
+    if args.json and args.format != "text":
+        raise errors.UsageError("--json and --format jsonl: choose one")
+    jobs = parse_positive_int(args.jobs, what="--jobs", maximum=256) if args.jobs else fleet.DEFAULT_JOBS
+    targets = fleet.read_targets(Path(args.targets), make=posture_target, example=POSTURE_EXAMPLE)
+    if args.jsonl:
+        results.check_writable(Path(args.jsonl), what="the JSON Lines file", hint="choose a writable file for --jsonl")
+    outcomes = posture_all(targets, jobs)
+    code = fleet.combined_exit_code((o.exit_code for o in outcomes), errors.EXIT_LEAK)
+    lines = [json.dumps(o.to_dict()) for o in outcomes]
+    if args.jsonl:
+        results.replace_atomic(Path(args.jsonl), "".join(line + "\n" for line in lines), what="the JSON Lines file",
+                               hint="choose a writable file for --jsonl")
+    if args.json:
+        print(json.dumps({"exit_code": code, "targets": [o.to_dict() for o in outcomes]}, indent=1))
+    else:
+        for line in lines if args.format == "jsonl" else posture_table(outcomes):
+            print(line)
+    return code
+
+
 def cmd_leak_check(args, argv: list[str] | None = None) -> int:
     from ..engines import DEFAULT_ENGINE, ENGINES
 
+    if args.targets:
+        return cmd_posture_targets(args)
+    for name in ("jobs", "jsonl"):
+        if getattr(args, name):
+            raise errors.UsageError(f"--{name} goes with --posture --targets FILE")
+    if args.format != "text":
+        raise errors.UsageError("--format goes with --posture --targets FILE", hint="use --json for one server")
     engine = ENGINES.get(args.engine or DEFAULT_ENGINE)
     engine.check_available()
     if args.posture:

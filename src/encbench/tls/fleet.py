@@ -91,10 +91,20 @@ def _strip_comment(raw: str) -> str:
     return re.split(r"\s#", text, maxsplit=1)[0].strip()
 
 
-def parse_targets(text: str, name: str) -> list[Target]:
-    """Every target of a targets file's text, in file order; errors name the line."""
-    targets: list[Target] = []
-    seen: dict[tuple, Target] = {}
+def tls_target(line: int, body: str, where: str) -> Target:
+    """tls-scan's reading of one line (parse_targets' default `make`)."""
+    return Target(line, parse_line(body, where))
+
+
+TLS_EXAMPLE = "one DSN or host:port[/engine] per line, e.g. db1:5432/postgres"
+
+
+def parse_targets(text: str, name: str, make=tls_target, example: str = TLS_EXAMPLE) -> list:
+    """Every target of a targets file's text, in file order; errors name the line. `make(line, body, where)`
+    reads one line into a target with `.line`, `.key` (equal keys: the same server, refused) and `.label`
+    (leak-check --posture --targets reads DSNs its own way)."""
+    targets: list = []
+    seen: dict[tuple, object] = {}
     for n, raw in enumerate(text.splitlines(), 1):
         body = _strip_comment(raw)
         if not body:
@@ -103,32 +113,30 @@ def parse_targets(text: str, name: str) -> list[Target]:
         if len(body.split()) > 1:
             raise BadValueError(f"{where}: one target per line, found {len(body.split())} words",
                                 hint="put each target on its own line; # starts a comment")
-        target = Target(n, parse_line(body, where))
+        target = make(n, body, where)
         if target.key in seen:
             raise BadValueError(f"{where}: {target.label} repeats line {seen[target.key].line}",
                                 hint="list each server once")
         seen[target.key] = target
         targets.append(target)
     if not targets:
-        raise UsageError(f"the targets file {name} names no target",
-                         hint="one DSN or host:port[/engine] per line, e.g. db1:5432/postgres")
+        raise UsageError(f"the targets file {name} names no target", hint=example)
     return targets
 
 
-def read_targets(path: Path) -> list[Target]:
+def read_targets(path: Path, make=tls_target, example: str = TLS_EXAMPLE) -> list:
     from ..lab.results import check_readable
 
     check_readable(path, what="targets file")  # a FIFO or a device would block or never end
     try:
         text = Path(path).read_text(encoding="utf-8")
     except UnicodeDecodeError:
-        raise BadValueError(f"the targets file {path} is not UTF-8 text",
-                            hint="one DSN or host:port[/engine] per line") from None
+        raise BadValueError(f"the targets file {path} is not UTF-8 text", hint=example) from None
     except OSError as e:
         from ..errors import ResultFileError
 
         raise ResultFileError(f"cannot read the targets file {path}: {e.strerror or e}") from None
-    return parse_targets(text, str(path))
+    return parse_targets(text, str(path), make, example)
 
 
 # -- baselines ------------------------------------------------------------------------------
@@ -262,15 +270,21 @@ def scan_all(targets: list[Target], *, jobs: int = DEFAULT_JOBS, timeout_s: floa
         pool.shutdown(wait=True, cancel_futures=True)
 
 
-def exit_code(outcomes: list[Outcome]) -> int:
-    """14 if any target drifted; else the failures' shared code, 10 when they differ; else 0."""
-    codes = {o.exit_code for o in outcomes}
-    if EXIT_DRIFT in codes:
-        return EXIT_DRIFT
+def combined_exit_code(codes, overriding: int) -> int:
+    """The process's code for many targets' codes: `overriding` if any target has it (14 drift for tls-scan,
+    13 plaintext for leak-check --posture); else the failures' shared code, 10 when they differ; else 0."""
+    codes = set(codes)
+    if overriding in codes:
+        return overriding
     failed = codes - {0}
     if not failed:
         return 0
     return failed.pop() if len(failed) == 1 else EngineUnavailableError.exit_code
+
+
+def exit_code(outcomes: list[Outcome]) -> int:
+    """14 if any target drifted; else the failures' shared code, 10 when they differ; else 0."""
+    return combined_exit_code((o.exit_code for o in outcomes), EXIT_DRIFT)
 
 
 # -- the summary table ------------------------------------------------------------------------
