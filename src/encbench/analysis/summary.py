@@ -239,10 +239,13 @@ def derived(doc: dict, groups, comps: list[dict]) -> list[dict]:
     out = []
     raw = (doc.get("calibration") or {}).get("raw_cipher", {})
     variants = variants_by_label(doc)
+    engine = engine_named(doc["engine"]["name"])
     for c in comps:
         wl_meta = doc.get("workloads", {}).get(c["workload"], {})
         contender = variants[c["contender"]]
         if c["metric"] != "cpu_s" or not wl_meta.get("reads_only") or contender.get("cache") != "cold":
+            continue
+        if _uncounted(engine, contender):  # its decryption is in no measured process: no per-page figure
             continue
         cont = groups[(c["workload"], c["operation"], c["contender"])]
         base = groups[(c["workload"], c["operation"], c["baseline"])]
@@ -269,11 +272,23 @@ def derived(doc: dict, groups, comps: list[dict]) -> list[dict]:
                       "Welch t 95% CI",
             "kind": "read",
         }
-        ref = raw.get(str(page_size))
+        ref = raw.get(str(page_size)) if _raw_reference_applies(engine, contender) else None
         if ref and entry["decrypt_mb_per_s_per_core"]:
             rawcipher.set_beside(entry, ref)  # a contradiction (faster than the raw cipher) is flagged, not printed
         out.append(entry)
     return out + write_costs(doc, groups, comps)
+
+
+def _uncounted(engine, variant: dict) -> str | None:
+    """Why this variant's crypto CPU is in no measured process (fscrypt's kernel workers), else None."""
+    return (engine.uncounted_crypto if engine else {}).get(variant.get("encryption", ""))
+
+
+def _raw_reference_applies(engine, variant: dict) -> bool:
+    """Is the calibration's raw cipher the one this variant runs (the engine's own encryption, not a filesystem's)?
+    Files of an engine this version does not know: as before, when the variant encrypts."""
+    values = engine.raw_cipher_values if engine else ("on",)
+    return variant.get("encryption") in values
 
 
 def write_costs(doc: dict, groups, comps: list[dict]) -> list[dict]:
@@ -379,6 +394,10 @@ def notes(doc: dict, groups) -> list[str]:
             axis, base = t["axis"], t["axis_baseline"]
             out.append(f"no baseline ({axis}={base}) was measured, so nothing is compared: "
                        f"add it, e.g. --variant {axis}={base},...")
+    engine = engine_named(doc["engine"]["name"])
+    for value in sorted({r["variant"].get("encryption") for r in measured if r["variant"].get("cache") == "cold"
+                         and _uncounted(engine, r["variant"])}):
+        out.append(f"no per-page decrypt cost for encryption={value}: {_uncounted(engine, {'encryption': value})}")
     opens: dict[str, list[float]] = defaultdict(list)
     variants = variants_by_label(doc)
     # connection opens grouped by the settings every workload shares (not cache, not clients)

@@ -106,6 +106,10 @@ class Engine:
     metric_words: dict[str, str] = {}  # verdict wording, e.g. {"cpu_s": "server CPU"}
     label: str = ""  # its name in prose (reports)
     at_rest_names: dict[str, str] = {}  # encryption value -> the option's name across engines (encbench atrest)
+    # encryption values whose per-page CPU is set beside the calibration's raw cipher (the engine's own cipher)
+    raw_cipher_values: tuple[str, ...] = ("on",)
+    # encryption value -> why its crypto CPU is in no measured process (no per-page cost is derived for it)
+    uncounted_crypto: dict[str, str] = {}
     selftest_workloads: tuple[str, ...] = ()  # `encbench selftest`'s reduced suite (none: the first default workload)
     # perf sample categories of its own code (profiling/profiler.py): (category, regex on the shared object, regex
     # on the symbol or ""); in_process: its code is a Python extension, classified before Python's own objects
