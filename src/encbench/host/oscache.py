@@ -14,16 +14,24 @@ from pathlib import Path
 METHOD = "posix_fadvise(DONTNEED) per file"
 
 
-def drop_file(path: str | os.PathLike) -> bool:
-    """Evict one file from the OS page cache. True when the kernel accepted the request."""
+def drop_file(path: str | os.PathLike, *, sync: bool = True) -> bool:
+    """Evict one file from the OS page cache. True when the kernel accepted the request.
+
+    sync=False: no fsync first (the caller synced the whole filesystem already, e.g. with syncfs); a file that
+    cannot be opened is then skipped (False) whatever the reason, not only when it is gone."""
     if not hasattr(os, "posix_fadvise"):
         return False
     try:
         fd = os.open(path, os.O_RDONLY)
     except FileNotFoundError:
         return False
+    except OSError:
+        if sync:
+            raise
+        return False
     try:
-        os.fsync(fd)
+        if sync:
+            os.fsync(fd)
         os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
         return True
     except OSError:

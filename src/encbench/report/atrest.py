@@ -19,6 +19,7 @@ from ..analysis import summary as an
 from ..engines import ENGINES
 from ..errors import IncomparableError, UsageError
 from ..lab.variants import PLACEBO
+from ..util.units import fmt_change
 
 REPORT_VERSION = 1
 AT_REST_WORKLOADS = ("scan-like", "scan-eq", "dml", "rebuild", "backup")
@@ -198,17 +199,8 @@ def machine_notes(named_docs: list[tuple[str, dict]]) -> list[str]:
 # -- rendering ------------------------------------------------------------------------------------
 
 
-def _pct(ratio, ci) -> str:
-    if ratio is None:
-        return "-"
-    text = f"{(ratio - 1) * 100:+.0f}%"
-    if ci:
-        text += f" [{(ci[0] - 1) * 100:+.0f}, {(ci[1] - 1) * 100:+.0f}]"
-    return text
-
-
 def _cell(c: dict | None) -> str:
-    return "—" if c is None else f"{_pct(c['ratio'], c['ci'])} {c['verdict']}"
+    return "—" if c is None else f"{fmt_change(c['ratio'], c['ci'])} {c['verdict']}"
 
 
 def _header(report: dict) -> list[str]:

@@ -14,16 +14,7 @@ from ..analysis import headline, stats
 from ..engines import engine_named
 from ..profiling import profiler
 from ..util.redact import command_line as redact_command_line
-from ..util.units import fmt_bytes, fmt_count, fmt_seconds
-
-
-def _pct(ratio, ci) -> str:
-    if ratio is None:
-        return "-"
-    text = f"{(ratio - 1) * 100:+.0f}%"
-    if ci:
-        text += f" [{(ci[0] - 1) * 100:+.0f}, {(ci[1] - 1) * 100:+.0f}]"
-    return text
+from ..util.units import fmt_bytes, fmt_change, fmt_count, fmt_seconds
 
 
 def _means(groups, key) -> dict[str, float]:
@@ -113,7 +104,7 @@ def legend_line(shown: list[dict]) -> str | None:
 
 def _ratio(r: dict, metric: str) -> str:
     x = r["comparisons"].get(metric)
-    return _pct(x["ratio"], x["ci"]) if x else "-"
+    return fmt_change(x["ratio"], x["ci"]) if x else "-"
 
 
 def _pair(r: dict, fmt) -> str:

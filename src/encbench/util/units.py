@@ -114,3 +114,13 @@ def fmt_count(n: float | None) -> str:
     if abs(n) < 1e4:
         return f"{n:.0f}"
     return _scaled(n, (("k", 1e3), ("M", 1e6), ("G", 1e9)), "")
+
+
+def fmt_change(ratio: float | None, ci=None) -> str:
+    """A ratio as a signed percent change, with its CI when given: +23% [+10, +38]; '-' for none."""
+    if ratio is None:
+        return "-"
+    text = f"{(ratio - 1) * 100:+.0f}%"
+    if ci:
+        text += f" [{(ci[0] - 1) * 100:+.0f}, {(ci[1] - 1) * 100:+.0f}]"
+    return text

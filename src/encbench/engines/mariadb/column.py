@@ -20,10 +20,9 @@ while it runs (the SET: microseconds); encbench records no statement text anywhe
 
 from __future__ import annotations
 
-import os
-
 from ...errors import CheckFailedError, EngineUnavailableError, WrongKeyError
 from ...workloads import column as column_lab
+from ..column_base import ServerColumn
 from ..concurrent import run_together
 
 METHODS = {"maria-aes": "AES_ENCRYPT/AES_DECRYPT in the server (MariaDB 10.11: AES-128-ECB, no IV; deterministic: "
@@ -51,31 +50,12 @@ def prepare(setup: dict, ctx) -> None:
     setup["_column_key"] = material.hex()
 
 
-def raw_reference(setup: dict) -> dict:
-    col = setup.get("column")
-    if not col:
-        return {}
-    from ...host import rawcolumn
-
-    algorithms = [column_lab.CLIENT_METHODS[m].algorithm for m in col["methods"]
-                  if m in column_lab.CLIENT_METHODS and column_lab.CLIENT_METHODS[m].algorithm]
-    return {"raw_column_cipher": rawcolumn.reference(algorithms, col["value_bytes"])} if algorithms else {}
 
 
-class MariaColumn:
+class MariaColumn(ServerColumn):
     """ColumnSession for MariaSession (self.conn: pymysql, self.schema, self.setup)."""
 
-    _col_method = ""
-
-    @property
-    def _col_table(self) -> str:
-        return f"{self.schema}.col_{os.getpid()}"
-
-    def column_key(self) -> bytes:
-        return bytes.fromhex(self.setup.get("_column_key", ""))
-
-    def column_methods(self) -> dict[str, bool]:
-        return dict(SEARCHABLE)
+    searchable = SEARCHABLE
 
     def _in_db(self) -> bool:
         return self._col_method in METHODS

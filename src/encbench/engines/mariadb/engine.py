@@ -35,6 +35,7 @@ from ...util.redact import redact
 from ...tls.variants import DEFAULT_TLS, check_tls
 from ...lab.variants import Variant, VariantKey, int_validator
 from . import column as maria_column
+from .. import column_base
 from . import filesystems
 from . import server as maria_server
 from .. import wire
@@ -417,7 +418,7 @@ class MariaDBEngine(Engine):
         out = {}
         if setup.get("hash_functions"):
             out["raw_hash"] = {f: rawhash.raw_hash(f) for f in setup["hash_functions"]}
-        out.update(maria_column.raw_reference(setup))
+        out.update(column_base.raw_reference(setup))
         if "on" not in setup.get("tables", {}):
             return out
         algo = (setup.get("instance_settings") or {}).get("file_key_management_encryption_algorithm", "AES_CTR")

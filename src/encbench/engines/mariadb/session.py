@@ -15,6 +15,7 @@ import uuid
 from pathlib import Path
 from typing import Any, Callable
 
+from ...lab.leakcheck import count_in_file
 from ...errors import BadValueError, CheckFailedError, EngineUnavailableError
 from ...probes import Target
 from ..base import Session
@@ -321,7 +322,7 @@ class MariaSession(MariaColumn, SessionsTogether, Session):
     def check_backup(self, dest: Path) -> dict:
         """The table's rows must be unreadable in an encrypted backup, readable in a plain one."""
         needle = self.setup["markers"][self.variant["encryption"]].encode()
-        found = _file_contains(dest, needle)
+        found = count_in_file(dest, needle) > 0
         if found == (self.variant.get("encryption") == "on"):
             raise CheckFailedError(f"the backup of an encryption={self.variant.get('encryption')} table "
                                    f"{'holds' if found else 'lacks'} its plaintext rows")
@@ -480,14 +481,3 @@ def _size(path: Path) -> int | None:
     except OSError:
         return None
 
-
-def _file_contains(path: Path, needle: bytes, chunk: int = 1 << 20) -> bool:
-    tail = b""
-    with open(path, "rb") as f:
-        while True:
-            block = f.read(chunk)
-            if not block:
-                return False
-            if needle in tail + block:
-                return True
-            tail = block[-len(needle):]

@@ -30,7 +30,7 @@ import time
 from pathlib import Path
 
 from ...errors import BadValueError, CheckFailedError, UsageError
-from ...host import encfs
+from ...host import encfs, oscache
 from ..sqlite import datagen
 
 AT_REST = ("scan-like", "scan-eq", "dml", "rebuild", "backup")
@@ -152,20 +152,6 @@ def _syncfs(path: Path) -> bool:
         os.close(fd)
 
 
-def _fadvise_dontneed(path: Path) -> bool:
-    try:
-        fd = os.open(path, os.O_RDONLY)
-    except OSError:
-        return False
-    try:
-        os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
-        return True
-    except OSError:
-        return False
-    finally:
-        os.close(fd)
-
-
 def drop_os_cache(paths: list[str]) -> dict:
     """syncfs of each filesystem involved (the mount, gocryptfs's lower ext4, the host filesystem holding the
     image: top down, so what the upper one writes back lands before the lower one is synced), then
@@ -178,7 +164,7 @@ def drop_os_cache(paths: list[str]) -> dict:
         walk = [p] if p.is_file() else (q for q in p.rglob("*") if q.is_file() and not q.is_symlink())
         for f in walk:
             files += 1
-            dropped += _fadvise_dontneed(f)
+            dropped += oscache.drop_file(f, sync=False)
     return {"files": files, "dropped": dropped}
 
 

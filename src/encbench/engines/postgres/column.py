@@ -16,10 +16,10 @@ pg_stat_statements keeps. A wrong key on decrypt is WrongKeyError (exit 8), neve
 
 from __future__ import annotations
 
-import os
 
 from ...errors import CheckFailedError, EngineUnavailableError, WrongKeyError
 from ...workloads import column as column_lab
+from ..column_base import ServerColumn
 from ..concurrent import run_together
 from .client import first_line
 
@@ -81,32 +81,12 @@ def prepare(admin, setup: dict, ctx, *, may_create: bool, journal=None) -> None:
     setup["column"]["created_pgcrypto"] = True
 
 
-def raw_reference(setup: dict) -> dict:
-    """The client methods' AEADs on one value (host/rawcolumn): the floor of their per-row cost."""
-    col = setup.get("column")
-    if not col:
-        return {}
-    from ...host import rawcolumn
-
-    algorithms = [column_lab.CLIENT_METHODS[m].algorithm for m in col["methods"]
-                  if m in column_lab.CLIENT_METHODS and column_lab.CLIENT_METHODS[m].algorithm]
-    return {"raw_column_cipher": rawcolumn.reference(algorithms, col["value_bytes"])} if algorithms else {}
 
 
-class PgColumn:
+class PgColumn(ServerColumn):
     """ColumnSession for PgSession (self.conn, self.schema, self.setup): a table of its own per worker."""
 
-    _col_method = ""
-
-    @property
-    def _col_table(self) -> str:
-        return f"{self.schema}.col_{os.getpid()}"
-
-    def column_key(self) -> bytes:
-        return bytes.fromhex(self.setup.get("_column_key", ""))
-
-    def column_methods(self) -> dict[str, bool]:
-        return dict(SEARCHABLE)
+    searchable = SEARCHABLE
 
     def _col_key(self):
         """The in-database method's key: a 32-byte subkey (bytea for AES, its hex as the OpenPGP password)."""

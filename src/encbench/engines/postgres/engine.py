@@ -30,6 +30,7 @@ from ...host import rawhash
 from ...workloads import sweep
 from . import atrest, client
 from . import column as pg_column
+from .. import column_base
 from . import pgbench
 from . import server as pg_server
 from . import state as pg_state
@@ -333,7 +334,7 @@ class PostgresEngine(Engine):
     def calibrate(self, setup: dict) -> dict:
         functions = setup.get("hash_functions") or []
         out = {"raw_hash": {f: rawhash.raw_hash(f) for f in functions}} if functions else {}
-        out.update(pg_column.raw_reference(setup))
+        out.update(column_base.raw_reference(setup))
         encrypted = [c for c in (setup.get("clusters") or {}).values() if c["cipher"].get("encrypted")]
         if encrypted:  # the userspace figure of fscrypt's mode, beside the kernel driver the clusters name
             out["raw_cipher"] = {str(atrest.BLOCK_SIZE): atrest.raw_xts(atrest.BLOCK_SIZE)}

@@ -12,6 +12,7 @@ import uuid
 from pathlib import Path
 from typing import Any, Callable
 
+from ...lab.leakcheck import count_in_file
 from ...errors import BadValueError, CheckFailedError, EngineUnavailableError
 from ...lab.variants import Variant
 from ...probes import Target
@@ -242,7 +243,7 @@ class PgSession(PgColumn, SessionsTogether, Session):
         """The backup must hold the cluster's rows (the marker row). It is plaintext whatever the filesystem:
         pg_basebackup reads through the mount, so a backup written outside it is not encrypted (a leak)."""
         self._target = None
-        if not _file_contains(dest, self.cluster["marker"].encode()):
+        if not count_in_file(dest, self.cluster["marker"].encode()) > 0:
             raise CheckFailedError("the base backup lacks the cluster's marker row: it is not a backup of the table")
         return {"backup_encrypted": 0, "backup_outside_mount": 1}
 
@@ -369,17 +370,6 @@ def _sql(sql: str) -> str:
     """The workloads' portable '?' placeholders in psycopg's format style (a literal % doubled)."""
     return sql.replace("%", "%%").replace("?", "%s")
 
-
-def _file_contains(path: Path, needle: bytes, chunk: int = 1 << 20) -> bool:
-    tail = b""
-    with open(path, "rb") as f:
-        while True:
-            block = f.read(chunk)
-            if not block:
-                return False
-            if needle in tail + block:
-                return True
-            tail = block[-len(needle):]
 
 
 def is_local_postgres(pid: int) -> bool:
