@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import signal
+import sys
 import threading
 
 STOP = threading.Event()
@@ -24,12 +25,22 @@ def _handler(signum, frame) -> None:
         raise KeyboardInterrupt
 
 
+def _unraisable(hook_args) -> None:
+    """A signal that lands inside code whose exceptions Python can only report (a weakref callback such as
+    importlib's module-lock clean-up, a __del__) would print "Exception ignored ... KeyboardInterrupt" with a
+    traceback. STOP is set already and the runner acts on it at its next check: nothing to print."""
+    if isinstance(hook_args.exc_value, KeyboardInterrupt) and STOP.is_set():
+        return
+    sys.__unraisablehook__(hook_args)
+
+
 def install() -> None:
     global _quiet
     _quiet = False
     STOP.clear()
     signal.signal(signal.SIGINT, _handler)
     signal.signal(signal.SIGTERM, _handler)
+    sys.unraisablehook = _unraisable
 
 
 def quiet() -> None:
