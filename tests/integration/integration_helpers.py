@@ -118,3 +118,43 @@ def external_maria(**options):
         yield server
     finally:
         server.stop()
+
+
+def scale_encrypted(src: Path, dst: Path, factor: float) -> Path:
+    """src with every elapsed and CPU value of its encrypted runs (operations and connection open) x factor."""
+    import json
+
+    doc = json.loads(src.read_text())
+    for run in doc["runs"]:
+        if run["variant"].get("encryption") != "on":
+            continue
+        for values in [op["metrics"] for op in run.get("operations", [])] + [run.get("open") or {}]:
+            for metric in ("wall_s", "cpu_s"):
+                if metric in values:
+                    values[metric] *= factor
+    dst.write_text(json.dumps(doc))
+    return dst
+
+
+def same_build_runs(encbench, args, data_dir: Path, out: Path) -> tuple[Path, Path]:
+    """Two real invocations of the same build (a.json, b.json in out), each asserted to succeed."""
+    paths = []
+    for name in ("a", "b"):
+        path = out / f"{name}.json"
+        res = encbench(*args, "--data-dir", str(data_dir), "-o", str(path))
+        assert res.returncode == 0, str(res)
+        paths.append(path)
+    return paths[0], paths[1]
+
+
+def encfs_unavailable(kinds=("plain", "fscrypt", "gocryptfs")) -> str | None:
+    """Why these encrypted-filesystem kinds cannot be mounted here (the layer's one-line error), else None."""
+    from encbench import errors
+    from encbench.host import encfs
+
+    for kind in kinds:
+        try:
+            encfs.check(kind)
+        except errors.FilesystemUnavailableError as e:
+            return e.one_line()
+    return None

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from integration_helpers import assert_one_line_error
+from integration_helpers import assert_one_line_error, same_build_runs, scale_encrypted
 
 pytestmark = pytest.mark.integration
 
@@ -28,27 +28,8 @@ CORE_FIELDS = {"workload", "operation", "baseline", "contender", "metric", "rati
 def two_runs(encbench, data_dir, tmp_path_factory) -> tuple[Path, Path]:
     """Two real runs of the same build: 6 runs per variant, cold scan, plain and encrypted."""
     out = tmp_path_factory.mktemp("exports")
-    paths = []
-    for name in ("a", "b"):
-        path = out / f"{name}.json"
-        res = encbench(*RUN, "--data-dir", str(data_dir), "-o", str(path))
-        assert res.returncode == 0, str(res)
-        paths.append(path)
-    return paths[0], paths[1]
+    return same_build_runs(encbench, RUN, data_dir, out)
 
-
-def _scaled(src: Path, dst: Path, factor: float) -> Path:
-    """src with every elapsed and CPU value of its encrypted runs (operations and connection open) x factor."""
-    doc = json.loads(src.read_text())
-    for run in doc["runs"]:
-        if run["variant"].get("encryption") != "on":
-            continue
-        for values in [op["metrics"] for op in run.get("operations", [])] + [run.get("open") or {}]:
-            for metric in ("wall_s", "cpu_s"):
-                if metric in values:
-                    values[metric] *= factor
-    dst.write_text(json.dumps(doc))
-    return dst
 
 
 def _csv(text: str) -> tuple[list[dict], list[str]]:
@@ -101,7 +82,7 @@ def _junit(path: Path) -> tuple[ET.Element, dict[tuple[str, str], ET.Element]]:
 
 def test_junit_of_a_failing_gate(encbench, two_runs, tmp_path):
     a, _ = two_runs
-    slower = _scaled(a, tmp_path / "a-slower.json", 2.0)
+    slower = scale_encrypted(a, tmp_path / "a-slower.json", 2.0)
     out = tmp_path / "gate.xml"
     res = encbench("compare", str(a), str(slower), "--fail-if", "cpu_overhead>5%", "--fail-if", "overhead>5%",
                    "--junit", str(out))

@@ -11,7 +11,7 @@ import pytest
 
 from encbench.engines.mariadb import server as maria_server
 from encbench.engines.postgres import server as pg_server
-from integration_helpers import assert_one_line_error
+from integration_helpers import assert_one_line_error, same_build_runs, scale_encrypted
 
 pytestmark = pytest.mark.integration
 
@@ -26,27 +26,8 @@ GATE_RUN = ("run", "--size", "2MB", "--runs", "6", "--warmups", "1", "--workload
 def same_build(encbench, data_dir, tmp_path_factory) -> tuple[Path, Path]:
     """Two real default-shaped runs of the same build, minutes apart: 6 runs per variant each."""
     out = tmp_path_factory.mktemp("gate")
-    paths = []
-    for name in ("a", "b"):
-        path = out / f"{name}.json"
-        res = encbench(*GATE_RUN, "--data-dir", str(data_dir), "-o", str(path))
-        assert res.returncode == 0, str(res)
-        paths.append(path)
-    return paths[0], paths[1]
+    return same_build_runs(encbench, GATE_RUN, data_dir, out)
 
-
-def _scaled(src: Path, dst: Path, factor: float) -> Path:
-    """src with every elapsed and CPU value of its encrypted runs (operations and connection open) x factor."""
-    doc = json.loads(src.read_text())
-    for run in doc["runs"]:
-        if run["variant"].get("encryption") != "on":
-            continue
-        for values in [op["metrics"] for op in run.get("operations", [])] + [run.get("open") or {}]:
-            for metric in ("wall_s", "cpu_s"):
-                if metric in values:
-                    values[metric] *= factor
-    dst.write_text(json.dumps(doc))
-    return dst
 
 
 def test_gate_passes_two_runs_of_the_same_build(encbench, same_build):
@@ -72,7 +53,7 @@ def test_gate_passes_two_runs_of_the_same_build(encbench, same_build):
 
 def test_gate_fails_a_30_percent_slower_encrypted_variant(encbench, same_build, tmp_path):
     a, b = same_build
-    slower = _scaled(b, tmp_path / "slower.json", 1.3)
+    slower = scale_encrypted(b, tmp_path / "slower.json", 1.3)
     res = encbench("compare", str(a), str(slower), "--fail-if", "cpu_overhead>5%", "--json")
     rows = [r for r in json.loads(res.stdout)["comparisons"]
             if r["kind"] == "overhead" and r["metric"] == "cpu_s" and r["workload"] == "scan-like"]
@@ -99,7 +80,7 @@ def test_gate_fails_a_30_percent_slower_encrypted_variant_on_quiet_runs(encbench
     """The same +30% against A itself: the injected change on top of A's own spread (no second invocation)."""
     a, _ = same_build
     doc = json.loads(a.read_text())
-    slower = _scaled(a, tmp_path / "a-slower.json", 1.3)
+    slower = scale_encrypted(a, tmp_path / "a-slower.json", 1.3)
     res = encbench("compare", str(a), str(slower), "--fail-if", "cpu_overhead>5%", "--json")
     row = next(r for r in json.loads(res.stdout)["comparisons"]
                if r["kind"] == "overhead" and r["metric"] == "cpu_s" and r["workload"] == "scan-like")

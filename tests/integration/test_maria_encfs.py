@@ -18,9 +18,8 @@ from pathlib import Path
 import pytest
 
 from encbench import errors
-from encbench.host import encfs
 from encbench.host.encfs import ledger
-from integration_helpers import HAVE_MARIADB, Result, assert_one_line_error, encbench_command, process_command_lines
+from integration_helpers import HAVE_MARIADB, Result, assert_one_line_error, encbench_command, process_command_lines, encfs_unavailable
 
 pytestmark = pytest.mark.integration
 PREFIX = "/tmp/encbench-maria-fs-"
@@ -30,12 +29,7 @@ VALUES = ("off", "fscrypt", "gocryptfs")
 def _unavailable() -> str | None:
     if not HAVE_MARIADB:
         return "MariaDB server binaries not installed"
-    for kind in ("plain", "fscrypt", "gocryptfs"):
-        try:
-            encfs.check(kind)
-        except errors.FilesystemUnavailableError as e:
-            return e.one_line()
-    return None
+    return encfs_unavailable()
 
 
 def _proc_mounts() -> set[tuple[str, str]]:

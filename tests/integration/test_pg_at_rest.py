@@ -23,20 +23,14 @@ import pytest
 from encbench import errors
 from encbench.engines import ENGINES
 from encbench.engines.postgres import atrest
-from encbench.host import encfs
 from encbench.host.encfs import ledger
-from integration_helpers import assert_one_line_error, encbench_command, needs_pg
+from integration_helpers import assert_one_line_error, encbench_command, needs_pg, encfs_unavailable
 
 SMALL = ("--size", "4MB", "--runs", "2", "--warmups", "0")
 
 
 def _unavailable() -> str | None:
-    for kind in ("plain", "fscrypt", "gocryptfs"):
-        try:
-            encfs.check(kind)
-        except errors.FilesystemUnavailableError as e:
-            return e.one_line()
-    return None
+    return encfs_unavailable()
 
 
 needs_mounts = pytest.mark.skipif(_unavailable() is not None, reason=f"encrypted filesystems unavailable: {_unavailable()}")

@@ -15,7 +15,6 @@ import pytest
 
 from encbench.analysis import stats
 from encbench.analysis import summary as an
-from encbench.lab import results
 from encbench.report import render
 
 TESTS = next(p for p in Path(__file__).resolve().parents if p.name == "tests")
@@ -23,16 +22,6 @@ TESTS = next(p for p in Path(__file__).resolve().parents if p.name == "tests")
 GOLDEN = TESTS / "golden" / "results-v1.json"
 SRC = Path(an.__file__).resolve().parents[1]
 OPTIONAL = ("scaling", "hash_costs", "profiles", "files", "placebo_comparisons")
-
-
-@pytest.fixture(scope="module")
-def doc() -> dict:
-    return results.load(GOLDEN)
-
-
-@pytest.fixture(scope="module")
-def analysis(doc) -> an.Analysis:
-    return an.analyze(doc)
 
 
 def _show_json_as_it_was(doc: dict, a: dict) -> str:

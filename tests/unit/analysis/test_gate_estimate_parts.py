@@ -80,8 +80,6 @@ def test_no_overhead_row_for_the_connection_open():
     """The open's overhead is key derivation over a sub-millisecond plain open: a ratio in the hundreds
     whose denominator is noise (it failed an A/A gate, +41.5% on an unchanged build). Its absolute
     time is still compared."""
-    from pathlib import Path
-
     from encbench.analysis import compare
 
     doc = json.loads((TESTS / "golden" / "results-v1.json").read_text())

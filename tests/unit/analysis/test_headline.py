@@ -14,22 +14,11 @@ from rich.console import Console
 
 from encbench.analysis import headline, stats
 from encbench.analysis import summary as an
-from encbench.lab import results
 from encbench.report import html, render
 
 TESTS = next(p for p in Path(__file__).resolve().parents if p.name == "tests")
 GOLDEN = TESTS / "golden" / "results-v1.json"
 COLD = "encryption=on,cache=cold,page_size=4096,kdf_iter=256000,key=passphrase"
-
-
-@pytest.fixture(scope="module")
-def doc() -> dict:
-    return results.load(GOLDEN)
-
-
-@pytest.fixture(scope="module")
-def analysis(doc) -> an.Analysis:
-    return an.analyze(doc)
 
 
 def _line(a: an.Analysis, label: str) -> dict:
