@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import os
 import random
+import select
 import secrets
 import shutil
 import signal
@@ -255,9 +256,11 @@ while True:
     m = encfs.create(kinds[i % 3], 32 << 20, work)
     i += 1
     (m.path / "f").write_bytes(b"x" * 65536)
+    print("mounted", flush=True)
     if hold:
-        print("mounted", flush=True)
         interrupts.STOP.wait()
+    else:
+        interrupts.STOP.wait(0.3)  # a mount held a moment, so a kill can be aimed at one
     m.destroy()
 """
 
@@ -267,6 +270,13 @@ def _child(work: Path, i: int, hold: bool = False) -> subprocess.Popen:
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd="/")
     assert p.stdout.readline().strip() == "ready"
     return p
+
+
+def _wait_line(p: subprocess.Popen, want: str, timeout: float = 60) -> None:
+    ready, _, _ = select.select([p.stdout], [], [], timeout)
+    assert ready, f"the child printed nothing in {timeout} s"
+    line = p.stdout.readline().strip()
+    assert line == want, line
 
 
 @needs("gocryptfs")
@@ -282,7 +292,10 @@ def test_interrupted_runs_leave_nothing_after_the_next_cleanup(tmp_path):
     killed_with_mounts = 0
     for i in range(10):
         p = _child(work, i)
-        time.sleep(rng.uniform(0.05, 1.0))
+        if i < 5:  # anywhere: while making, using or destroying a mount, or between two
+            time.sleep(rng.uniform(0.05, 1.0))
+        else:  # aimed: just after a mount is made (a slow machine may not have made one in 1 s)
+            _wait_line(p, "mounted")
         killed_with_mounts += bool(leftovers(work)["mounts"])
         p.send_signal(sigs[i % 3])
         p.communicate(timeout=60)

@@ -107,7 +107,11 @@ def test_per_page_cost_against_raw_aes_ctr(managed_run):
     for d in [d for d in doc["derived"] if d.get("kind") != "write"]:  # at this tiny size the added CPU can come out <= 0: then no speed is claimed
         assert d["pages_basis"] == "pages_decrypted" and d["pages_read"] > 0
         if d["per_page_cpu_s"] > 0:
-            assert d["percent_of_raw_cipher"] > 0 and d["raw_cipher_mb_per_s_per_core"] == raw["mb_per_s_per_core"]
+            assert d["raw_cipher_mb_per_s_per_core"] == raw["mb_per_s_per_core"]
+            if d["decrypt_mb_per_s_per_core"] <= raw["mb_per_s_per_core"]:
+                assert d["percent_of_raw_cipher"] > 0
+            else:  # a tiny added CPU reads as faster than the raw cipher: flagged, never printed as a percentage
+                assert "percent_of_raw_cipher" not in d and "not possible" in d["raw_cipher_flag"]
         else:
             assert d["decrypt_mb_per_s_per_core"] is None and "percent_of_raw_cipher" not in d
 
