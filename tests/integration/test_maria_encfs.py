@@ -117,6 +117,22 @@ def test_cold_is_proven_by_innodb_and_by_the_kernel(fs_run):
     assert {"encryption=fscrypt,cache=cold", "encryption=gocryptfs,cache=warm"} <= shown
 
 
+def test_fscrypts_per_page_cost_counts_the_kernel_workers(fs_run):
+    """fscrypt decrypts in kernel workers: its per-page cost adds their CPU (kworker_cpu_s) on both sides; the
+    calibration (AES-CTR, InnoDB's own cipher) is not set beside it."""
+    res, out, _, _ = fs_run
+    assert res.returncode == 0, str(res)
+    doc = json.loads(out.read_text())
+    reads = [d for d in doc["derived"] if d["kind"] == "read" and d["contender"].startswith("encryption=fscrypt,")]
+    assert reads and not any(n.startswith("no per-page decrypt cost") for n in doc["notes"]), doc["notes"]
+    for d in reads:
+        assert d["cpu_basis"] == "cpu_s + kworker_cpu_s" and d["pages_basis"] == "pages_read"
+        assert d["kernel_driver"]["driver"] == doc["dataset"]["filesystems"]["fscrypt"]["cipher"]["contents"]["driver"]
+        assert "raw_cipher_mb_per_s_per_core" not in d
+        if d["per_page_cpu_s"] <= 0:  # at this tiny size the added CPU can come out <= 0: then no speed is claimed
+            assert d["decrypt_mb_per_s_per_core"] is None
+
+
 def test_nothing_is_left(fs_run):
     res, _, _, before = fs_run
     assert res.returncode == 0, str(res)

@@ -108,8 +108,12 @@ class Engine:
     at_rest_names: dict[str, str] = {}  # encryption value -> the option's name across engines (encbench atrest)
     # encryption values whose per-page CPU is set beside the calibration's raw cipher (the engine's own cipher)
     raw_cipher_values: tuple[str, ...] = ("on",)
-    # encryption value -> why its crypto CPU is in no measured process (no per-page cost is derived for it)
+    # encryption value -> why its crypto CPU is in no measured process (no per-page cost is derived for it);
+    # none today: gocryptfs's daemon is in the server side's CPU, fscrypt's kernel workers in kworker_cpu_s
     uncounted_crypto: dict[str, str] = {}
+    # encryption values decrypted in kernel worker threads (fscrypt): their per-page cost adds the kworkers
+    # probe's kworker_cpu_s to the server's cpu_s, on both sides (analysis/summary.py)
+    kernel_worker_crypto: tuple[str, ...] = ()
     selftest_workloads: tuple[str, ...] = ()  # `encbench selftest`'s reduced suite (none: the first default workload)
     # perf sample categories of its own code (profiling/profiler.py): (category, regex on the shared object, regex
     # on the symbol or ""); in_process: its code is a Python extension, classified before Python's own objects

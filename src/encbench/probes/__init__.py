@@ -12,6 +12,7 @@ from .base import Metric, Probe, Target
 from .cpu import CpuProbe
 from .ctxsw import ContextSwitchProbe
 from .io import IoProbe
+from .kworkers import KworkerProbe
 from .net import NetProbe
 from .pages import PagesProbe
 from .sysctx import SystemContextSwitchProbe
@@ -20,7 +21,7 @@ from .wall import WallProbe
 
 PROBES: Registry[type[Probe]] = Registry("probe")
 for _cls in (WallProbe, CpuProbe, ContextSwitchProbe, IoProbe, PagesProbe, SystemContextSwitchProbe, NetProbe,
-             WaitEventProbe):
+             WaitEventProbe, KworkerProbe):
     PROBES.register(_cls.name, _cls)
 
 DEFAULT_PROBES = PROBES.names()

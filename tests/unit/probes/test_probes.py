@@ -56,7 +56,7 @@ def data_file(tmp_path):
 
 
 def test_registry_has_the_probes():
-    assert DEFAULT_PROBES == ["wall", "cpu", "ctxsw", "io", "pages", "sysctx", "net", "waits"]
+    assert DEFAULT_PROBES == ["wall", "cpu", "ctxsw", "io", "pages", "sysctx", "net", "waits", "kworkers"]
     assert PROBES.get("cpu") is CpuProbe
     cat = metric_catalog()
     for name in ("wall_s", "cpu_s", "cpu_user_s", "cpu_sys_s", "ctx_voluntary", "ctx_involuntary",

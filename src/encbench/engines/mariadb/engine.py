@@ -137,7 +137,7 @@ class MariaDBEngine(Engine):
     options = ("dsn", "keep", "allow_reconfigure", "wait_interval", "settings")
     label = "MariaDB"
     at_rest_names = {"on": "InnoDB TDE", "fscrypt": "InnoDB on fscrypt", "gocryptfs": "InnoDB on gocryptfs"}
-    uncounted_crypto = {"fscrypt": "fscrypt decrypts reads in kernel worker threads (fscrypt_read_workqueue) that no probe measures: its CPU ratio leaves the decryption out, read its elapsed ratio"}
+    kernel_worker_crypto = ("fscrypt",)  # its reads decrypt in kworker threads: per-page cost = server + kworker CPU
     dsn_schemes = ("mysql", "mariadb")
     default_port = 3306
     wire_protocol = "mysql"

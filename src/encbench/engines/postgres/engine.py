@@ -95,8 +95,8 @@ class PostgresEngine(Engine):
     dsn_schemes = ("postgresql", "postgres")
     default_port = 5432
     at_rest_names = {"fscrypt": "PostgreSQL on fscrypt", "gocryptfs": "PostgreSQL on gocryptfs"}
-    raw_cipher_values = ()  # the calibration is fscrypt's mode in userspace (XTS): no per-page line is set beside it
-    uncounted_crypto = {"fscrypt": "fscrypt decrypts reads in kernel worker threads (fscrypt_read_workqueue) that no probe measures: its CPU ratio leaves the decryption out, read its elapsed ratio"}
+    raw_cipher_values = ("fscrypt",)  # the calibration is fscrypt's mode (AES-256-XTS) in userspace
+    kernel_worker_crypto = ("fscrypt",)  # its reads decrypt in kworker threads: per-page cost = server + kworker CPU
     wire_protocol = "postgres"
     direct_tls_alpn = "postgresql"  # PostgreSQL 17+: TLS without the SSLRequest
     tls_view = "pg_stat_ssl"
