@@ -1,5 +1,5 @@
 """What the server engines' column sessions share (the in-column lab, workloads/column.py): the per-worker table,
-the key from the setup, the searchable methods, and the raw reference of the client methods' ciphers."""
+the key from the setup, the searchable methods, and the raw reference of every method's cipher."""
 
 from __future__ import annotations
 
@@ -8,16 +8,35 @@ import os
 from ..workloads import column as column_lab
 
 
+# the raw reference (host/rawcolumn.CODECS) of each engine's in-database method, as its SQL calls it
+# (engines/postgres/column.py, engines/mariadb/column.py: the unit tests check the SQL still says so)
+IN_DATABASE_CIPHERS = {
+    "pg-pgp": "openpgp-aes256-s2k",  # pgp_sym_encrypt_bytea(v, hex password, 'cipher-algo=aes256'), other defaults
+    "pg-aes": "aes-256-cbc-pkcs7",  # iv || encrypt_iv(v, 32-byte key, gen_random_bytes(16), 'aes-cbc/pad:pkcs')
+    "maria-aes": "aes-128-ecb-pkcs7",  # AES_ENCRYPT(v, 16-byte key): MariaDB 10.11's only mode
+}
+
+
+def cipher_of(method: str) -> str | None:
+    """The raw reference a column method's per-row cost is set beside (None: `none`, or a method without one)."""
+    client = column_lab.CLIENT_METHODS.get(method)
+    return (client.algorithm or None) if client else IN_DATABASE_CIPHERS.get(method)
+
+
 def raw_reference(setup: dict) -> dict:
-    """The client methods' AEADs on one value (host/rawcolumn): the floor of their per-row cost."""
+    """Every method's cipher on one value (host/rawcolumn): the floor of its per-row cost, keyed by reference name,
+    each naming the methods it stands for."""
     col = setup.get("column")
     if not col:
         return {}
     from ..host import rawcolumn
 
-    algorithms = [column_lab.CLIENT_METHODS[m].algorithm for m in col["methods"]
-                  if m in column_lab.CLIENT_METHODS and column_lab.CLIENT_METHODS[m].algorithm]
-    return {"raw_column_cipher": rawcolumn.reference(algorithms, col["value_bytes"])} if algorithms else {}
+    methods: dict[str, list[str]] = {}
+    for m in col["methods"]:
+        if cipher_of(m):
+            methods.setdefault(cipher_of(m), []).append(m)
+    refs = rawcolumn.reference(list(methods), col["value_bytes"])
+    return {"raw_column_cipher": {a: dict(r, methods=methods[a]) for a, r in refs.items()}} if methods else {}
 
 
 class ServerColumn:

@@ -363,12 +363,13 @@ def set_beside(entry: dict, ref: dict) -> dict:
     entry["raw_cipher_mb_per_s_ci"] = raw_ci
     entry["raw_cipher_method"] = ref.get("method")
     pct = 100 * eng / raw
-    if eng > raw_ci[1] and eng_ci and eng_ci[0] > raw_ci[1]:
+    standing = beyond_reference(eng, eng_ci, raw, raw_ci)
+    if standing == CONTRADICTS:
         entry["raw_cipher_flag"] = (
             f"contradicts its reference: the engine would decrypt at {eng:,.0f} MB/s [{eng_ci[0]:,.0f}, "
             f"{eng_ci[1]:,.0f}], faster than this CPU's raw cipher ({raw:,.0f} [{raw_ci[0]:,.0f}, {raw_ci[1]:,.0f}]), "
             "which is not possible: one of the two figures is wrong; no percentage given")
-    elif eng > raw:
+    elif standing == UNRESOLVED:
         entry["raw_cipher_flag"] = (
             f"not resolved: {pct:.0f}% of the raw cipher speed is not possible, and the CIs overlap "
             f"(engine {_ci(eng_ci)}, raw {_ci(raw_ci)} MB/s): run longer; no percentage given")
@@ -376,9 +377,27 @@ def set_beside(entry: dict, ref: dict) -> dict:
         entry["percent_of_raw_cipher"] = pct
         if eng_ci:
             entry["percent_of_raw_cipher_ci"] = [100 * eng_ci[0] / raw, 100 * eng_ci[1] / raw]
-            if eng_ci[1] > raw_ci[1]:
+            if standing == CI_ABOVE:
                 entry["raw_cipher_flag"] = "the upper end of its CI is above the raw cipher speed, which is not possible"
     return entry
+
+
+CONTRADICTS, UNRESOLVED, CI_ABOVE = "contradicts", "not resolved", "CI above"
+
+
+def beyond_reference(eng: float, eng_ci, raw: float, raw_ci) -> str | None:
+    """Where a speed that includes the raw cipher's work (so cannot exceed it) stands against it, both as rates
+    (higher is faster; a cost c compares as 1/c): CONTRADICTS (its whole CI above the reference's CI), UNRESOLVED
+    (its estimate above the reference, the CIs overlapping), CI_ABOVE (its estimate below, the upper end of its CI
+    above the reference's), None (plausible). set_beside (pages) and analysis/columncost (column values) word it."""
+    raw_ci = raw_ci or [raw, raw]
+    if eng > raw_ci[1] and eng_ci and eng_ci[0] > raw_ci[1]:
+        return CONTRADICTS
+    if eng > raw:
+        return UNRESOLVED
+    if eng_ci and eng_ci[1] > raw_ci[1]:
+        return CI_ABOVE
+    return None
 
 
 def _ci(ci) -> str:

@@ -10,7 +10,7 @@ from rich.console import Console
 from rich.table import Table
 
 from ..analysis import summary as an
-from ..analysis import headline, stats
+from ..analysis import columncost, headline, stats
 from ..engines import engine_named
 from ..profiling import profiler
 from ..util.redact import command_line as redact_command_line
@@ -581,6 +581,8 @@ SECTIONS = (
     ("Files", "Files", lambda doc, a: a.files or []),
     ("Per-page decrypt cost (seed 003)", "Per-page decrypt cost",
      lambda doc, a: derived_lines(a) + raw_cipher_lines(doc)),
+    ("Column encryption per row vs the raw cipher (issue 16)", "Column encryption per row vs the raw cipher",
+     lambda doc, a: columncost.lines(doc, an.collect(doc))),
     ("Notes", "Notes", lambda doc, a: a.notes),
     ("Warnings", "Warnings", lambda doc, a: warning_lines(a, doc=doc)),
 )
