@@ -364,13 +364,16 @@ def _per_operation(spec: LineSpec, comps: list[dict]) -> list[LineSpec]:
 
 
 def sweep_lines(analysis) -> list[dict]:
-    """Per hash function: efficiency and degradation at the highest sessions level, the function's CPU per row
-    against the raw hash, and where the server's CPU went (the profile at the highest level recorded)."""
+    """Per hash function (and column in-database method, its read-sessions): efficiency and degradation at the
+    highest sessions level, the hash function's CPU per row against the raw hash, and where the server's CPU went
+    (the profile at the highest level recorded)."""
     out = []
-    scale = [e for e in analysis.scaling or [] if e["operation"] == "hash"]
+    swept = {"hash": "hash", "column": "read-sessions"}  # the operation of each sweep the line is about
+    scale = [e for e in analysis.scaling or [] if e["operation"] == swept.get(e.get("workload", "hash"))]
     costs = {c["function"]: c for c in analysis.hash_costs or []}
-    for function in dict.fromkeys(e["function"] for e in scale):
-        top = max((e for e in scale if e["function"] == function), key=lambda e: e["sessions"])
+    for wl, function in dict.fromkeys((e.get("workload", "hash"), e["function"]) for e in scale):
+        top = max((e for e in scale if (e.get("workload", "hash"), e["function"]) == (wl, function)),
+                  key=lambda e: e["sessions"])
         parts, figures = [], []
         if top["sessions"] > 1 and top["efficiency"] is not None:
             ci = top["efficiency_ci"]
@@ -382,7 +385,7 @@ def sweep_lines(analysis) -> list[dict]:
             parts.append(f"each session takes {top['degradation']:.2f}x" + (f" [{ci[0]:.2f}, {ci[1]:.2f}]" if ci else "")
                          + " the time of one alone")
             figures.append({"name": "degradation", "sessions": top["sessions"], "value": top["degradation"], "ci": ci})
-        c = costs.get(function)
+        c = costs.get(function) if wl == "hash" else None
         if c:
             text = f"{c['function_us_per_row']:.3f} µs of server CPU per row on the function"
             if c.get("times_raw"):
@@ -390,7 +393,8 @@ def sweep_lines(analysis) -> list[dict]:
             parts.append(text)
             figures.append({"name": "function_us_per_row", "value": c["function_us_per_row"],
                             "times_raw": c.get("times_raw")})
-        prof = [p for p in analysis.profiles or [] if p.get("function") == function and "error" not in p]
+        prof = [p for p in analysis.profiles or [] if (p.get("workload", "hash"), p.get("function")) == (wl, function)
+                and "error" not in p]
         if prof:
             p = max(prof, key=lambda p: p["sessions"])
             leaf = ", ".join(f"{name} {share:.0%}" for name, share in p["top_functions"][:2])
@@ -399,9 +403,9 @@ def sweep_lines(analysis) -> list[dict]:
             figures.append({"name": "profile", "sessions": p["sessions"], "libcrypto_share": p["libcrypto_share"],
                             "lock_share": p["lock_share"]})
         if parts:
-            out.append({"lab": LABS["sessions"], "label": f"hash sweep, {function}", "metric": None, "verdict": None,
+            out.append({"lab": f"{wl} sweep", "label": f"{wl} sweep, {function}", "metric": None, "verdict": None,
                         "verdicts": {}, "rows": [], "range": None, "figures": figures,
-                        "text": f"hash sweep, {function}: " + "; ".join(parts) + f" ({top['runs']} runs per level)"})
+                        "text": f"{wl} sweep, {function}: " + "; ".join(parts) + f" ({top['runs']} runs per level)"})
     return out
 
 

@@ -587,24 +587,31 @@ def _mean(values) -> float | None:
 
 
 def scaling(doc: dict, groups) -> list[dict]:
-    """Seed 004: per hash function, operation and sessions level, throughput against 1 session.
+    """Seed 004: per swept workload (sweep.SWEPT: the hash workload's function, the column workload's
+    method), its operation and sessions level, throughput against 1 session.
 
-    efficiency = throughput(k) / (min(k, cores) x throughput(1)); degradation = wall(k) /
-    wall(1) for the same work per session; both with the 95% CIs of stats.ratio_ci (ratios of
-    trimmed geometric means, Yuen-Welch t on logs).
+    efficiency = throughput(k) / (min(k, cores) x throughput(1)), cores being the CPUs the server's
+    sessions may run on where the operation recorded them (`server_cpus`: a pinned private server has
+    fewer than the machine), else the machine's logical cores; degradation = wall(k) / wall(1) for the
+    same work per session; both with the 95% CIs of stats.ratio_ci (ratios of trimmed geometric means,
+    Yuen-Welch t on logs).
     """
-    cores = int(doc["environment"]["cpu"].get("logical_cores") or 1)
+    from ..workloads.sweep import SWEPT, SWEPT_OPERATIONS
+
+    machine = machine_cores(doc)
     variants = variants_by_label(doc)
-    levels: dict[tuple[str, str], dict[int, dict]] = defaultdict(dict)
+    levels: dict[tuple[str, str, str], dict[int, dict]] = defaultdict(dict)
     for (wl, op, vl), metrics in groups.items():
         v = variants.get(vl, {})
-        if wl == "hash" and "sessions" in v and "rows_per_s" in metrics:
-            levels[(v.get("function", "?"), op)][int(v["sessions"])] = metrics
+        if wl in SWEPT and "sessions" in v and "rows_per_s" in metrics and op in SWEPT_OPERATIONS.get(wl, (op,)):
+            levels[(wl, v.get(SWEPT[wl], "?"), op)][int(v["sessions"])] = metrics
     out = []
-    for (function, op), by_k in sorted(levels.items()):
+    for (wl, function, op), by_k in sorted(levels.items()):
         one = by_k.get(1)
         for k, m in sorted(by_k.items()):
-            entry = {"function": function, "operation": op, "sessions": k, "runs": len(m["rows_per_s"]),
+            cores = int(min(m["server_cpus"])) if m.get("server_cpus") else machine
+            entry = {"workload": wl, "function": function, "operation": op, "sessions": k, "cores": cores,
+                     "runs": len(m["rows_per_s"]),
                      "throughput": _mean(m["rows_per_s"]), "throughput_ci": None,
                      "wall_s": _mean(m.get("wall_s", [])), "server_cpu_s": _mean(m.get("cpu_s", [])),
                      "client_cpu_s": _mean(m.get("client_cpu_s", [])),
@@ -613,7 +620,7 @@ def scaling(doc: dict, groups) -> list[dict]:
             ci = stats.mean_ci(m["rows_per_s"])
             entry["throughput_ci"] = list(ci) if ci else None
             if one:
-                ideal = min(k, cores)
+                ideal = max(1, min(k, cores))
                 thr = stats.ratio_ci(one["rows_per_s"], m["rows_per_s"])
                 if thr.value is not None:
                     entry["efficiency"] = thr.value / ideal
@@ -659,11 +666,23 @@ def profiled(doc: dict):
                 yield run["variant"], op.get("extra", {})
 
 
-def profiles(doc: dict) -> list[dict]:
-    """The CPU profiles recorded during warmup runs (--profile): one per function and sessions level."""
-    out = []
+def swept_profiles(doc: dict):
+    """(workload, what is swept, variant, extra) of every sessions-sweep profile: the hash workload's own
+    `profile` operation, and the generic --profile of the column workload's read-sessions."""
+    from ..workloads.sweep import COLUMN_OP, SWEPT
+
     for variant, extra in profiled(doc):
-        base = {"function": variant.get("function"), "sessions": int(variant.get("sessions", 0))}
+        yield "hash", variant.get(SWEPT["hash"]), variant, extra
+    for wl, op, _, variant, extra in profiler.recorded(doc):
+        if wl == "column" and op == COLUMN_OP and "sessions" in variant:
+            yield wl, variant.get(SWEPT[wl]), variant, extra
+
+
+def profiles(doc: dict) -> list[dict]:
+    """The CPU profiles recorded during warmup runs (--profile): one per swept function and sessions level."""
+    out = []
+    for wl, function, variant, extra in swept_profiles(doc):
+        base = {"workload": wl, "function": function, "sessions": int(variant.get("sessions", 0))}
         if "profile" in extra:
             p = extra["profile"]
             out.append(dict(base, **{k: v for k, v in p.items() if k != "folded"}, has_folded=bool(p.get("folded"))))
@@ -817,6 +836,10 @@ def analyze(doc: dict, margin_pct: float = stats.DEFAULT_MARGIN_PCT) -> Analysis
     ).with_headline()
 
 
+def machine_cores(doc: dict) -> int:
+    return int(doc["environment"]["cpu"].get("logical_cores") or 1)
+
+
 def sweep_notes(doc: dict, scale: list[dict], found: list[dict]) -> list[str]:
     """A hash sweep's notes: was the client the bottleneck, and what became of --profile."""
     out = []
@@ -832,5 +855,15 @@ def sweep_notes(doc: dict, scale: list[dict], found: list[dict]) -> list[str]:
                    "server CPU at every sessions level")
     if (doc.get("workloads", {}).get("hash", {}).get("params") or {}).get("profile") and not found:
         out.append("--profile records during the warmup runs, and there were none: use --warmups 1")
+    if any(e.get("workload") == "column" for e in scale):
+        from ..workloads.column import SESSIONS_NOTE
+
+        out.append(SESSIONS_NOTE)
+    pinned = sorted({(e["workload"], e["cores"]) for e in scale if e.get("cores", machine_cores(doc)) <
+                     machine_cores(doc)})
+    for wl, cores in pinned:
+        out.append(f"{wl} sessions sweep: the server's sessions could run on {cores} of the machine's "
+                   f"{machine_cores(doc)} CPUs (the private server is pinned apart from the worker), so the ideal "
+                   f"speed-up is min(k, {cores}); --no-pin gives the server every CPU")
     errors = sorted({p["error"] for p in found if "error" in p})
     return out + [f"CPU profile: {e}" for e in errors]

@@ -59,7 +59,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--allow-reconfigure", action="store_true",
                    help="allow server-side changes (e.g. ssl_ciphers) on an external --dsn server")
     p.add_argument("--sessions", default=None, metavar="N[,N]",
-                   help="hash workload: concurrent sessions per level, e.g. 1,2,4,8 (same as --variant sessions=...)")
+                   help="hash workload, and the column workload's in-database methods: concurrent sessions per "
+                        "level, e.g. 1,2,4,8 (same as --variant sessions=...; alone it means the hash workload)")
     p.add_argument("--function", default=None, metavar="NAME[,NAME]",
                    help="hash workload: the hash function (see `encbench list`; same as --variant function=...)")
     p.add_argument("--rows", default=None, help="hash workload: rows each session hashes (same as --param hash_rows=...)")
@@ -135,11 +136,11 @@ def cmd_run(args, argv: list[str]) -> int:
                                                               ("method", args.method)) if v]
     params = list(args.param) + [f"{k}={v}" for k, v in (("hash_rows", args.rows), ("profile", args.profile and 1),
                                                           ("parallel", args.parallel and 1)) if v]
+    if args.method and not args.workload:
+        args.workload = ["column"]  # --method names its workload (with --sessions too: the column's sweep)
     if (args.sessions or args.function or args.rows or args.parallel or (args.profile and "hash" in engine.workloads)) \
             and not args.workload:
-        args.workload = ["hash"]  # the hash options name their workload
-    if args.method and not args.workload:
-        args.workload = ["column"]  # so does --method
+        args.workload = ["hash"]  # so do the hash options
     config = runner.RunConfig(
         engine=engine_name,
         workloads=args.workload or _default_workloads(engine, variants),

@@ -1,5 +1,6 @@
-"""k sessions of one server engine started together (the in-query hash workload), shared by
-the engines' sessions: opened one by one (untimed), released at once by a barrier, closed.
+"""k sessions of one server engine started together (the hash workload, the column workload's
+sessions sweep), shared by the engines' sessions: opened one by one (untimed), released at once
+by a barrier, closed.
 
 A session class gets the protocol (open_sessions, run_sessions, close_sessions) from
 `SessionsTogether` and answers only what differs per engine: how one more connection is
@@ -60,20 +61,40 @@ class SessionsTogether:
         close_all(conns)
 
 
-def run_together(conns: list, execute: Callable[[Any], Any]) -> tuple[list, float]:
+class Together(tuple):
+    """(results, elapsed) as run_together returns it, unpacked like a pair, plus `spans`: each session's
+    (start, end) in seconds from the release, start taken just before its execute (so a caller that passes
+    the pair on unchanged, an engine's session, still lets the workload see whether the sessions overlapped)."""
+
+    spans: list[tuple[float, float]]
+
+    def __new__(cls, results: list, elapsed: float, spans: list[tuple[float, float]]):
+        self = super().__new__(cls, (results, elapsed))
+        self.spans = spans
+        return self
+
+
+def overlap_s(spans: list[tuple[float, float]]) -> float:
+    """How long every session was running at once: the earliest end minus the latest start (<= 0: never)."""
+    return min(e for _, e in spans) - max(s for s, _ in spans) if spans else 0.0
+
+
+def run_together(conns: list, execute: Callable[[Any], Any]) -> Together:
     """execute(conn) in one thread per connection, all released at once by a barrier.
 
-    Returns (results, seconds from the release to the last finish). The first error of
-    any session is raised after every thread has ended.
+    Returns (results, seconds from the release to the last finish), with each session's span
+    (Together.spans). The first error of any session is raised after every thread has ended.
     """
     barrier = threading.Barrier(len(conns) + 1)
     results: list = [None] * len(conns)
     errors: list = []
+    starts: list[float] = [0.0] * len(conns)
     ends: list[float] = [0.0] * len(conns)
 
     def one(i: int, conn) -> None:
         try:
             barrier.wait()
+            starts[i] = time.perf_counter()
             results[i] = execute(conn)
         except BaseException as e:  # reported below, in the caller's thread
             errors.append(e)
@@ -90,7 +111,7 @@ def run_together(conns: list, execute: Callable[[Any], Any]) -> tuple[list, floa
         t.join()
     if errors:
         raise errors[0]
-    return results, max(ends) - t0
+    return Together(results, max(ends) - t0, [(max(0.0, s - t0), e - t0) for s, e in zip(starts, ends)])
 
 
 def close_all(conns: list) -> None:

@@ -26,6 +26,7 @@ class VariantKey:
     validate: Callable[[str], str] | None = None  # returns the canonical value or raises
     applies_when: tuple[tuple[str, str], ...] = ()  # e.g. (("encryption", "on"),)
     workloads: tuple[str, ...] | None = None  # only these workloads vary it (None: all)
+    named_only: tuple[str, ...] = ()  # of those, these vary it only when a filter names it (no default values)
 
     def for_workload(self, workload: str | None) -> bool:
         return workload is None or self.workloads is None or workload in self.workloads
@@ -120,7 +121,8 @@ def matrix(keys: Sequence[VariantKey], filters: dict[str, list[str]], workload: 
     With a workload, only the keys that workload varies take part; a key without default
     values (placebo) only when a filter names it.
     """
-    keys = [k for k in keys if k.for_workload(workload) and (k.default or k.name in filters)]
+    keys = [k for k in keys if k.for_workload(workload)
+            and ((k.default and workload not in k.named_only) or k.name in filters)]
     choices = [filters.get(k.name, list(k.default)) for k in keys]
     seen: list[Variant] = []
     for combo in itertools.product(*choices):

@@ -324,13 +324,15 @@ def _ci_text(ci, fmt="{:.2f}") -> str:
     return f" [{fmt.format(ci[0])}, {fmt.format(ci[1])}]" if ci else ""
 
 
-def scaling_lines(analysis: an.Analysis) -> list[str]:
+def scaling_lines(analysis: an.Analysis, workload: str | None = None) -> list[str]:
+    """The sessions sweep's levels (of one workload, or all): throughput, efficiency, degradation, CPU, waits."""
     analysis = an.Analysis.of(analysis)
     out = []
     for e in analysis.scaling or []:
-        if e["operation"] == "profile":
+        if e["operation"] == "profile" or (workload and e.get("workload", "hash") != workload):
             continue
-        line = (f"{e['function']}/{e['operation']} {e['sessions']} sessions: {e['throughput']:,.0f} rows/s"
+        where = "" if e.get("workload", "hash") == "hash" else f"{e['workload']} "
+        line = (f"{where}{e['function']}/{e['operation']} {e['sessions']} sessions: {e['throughput']:,.0f} rows/s"
                 f"{_ci_text(e['throughput_ci'], '{:,.0f}')}")
         if e["efficiency"] is not None:
             line += f", efficiency {e['efficiency']:.2f}{_ci_text(e['efficiency_ci'])}"
@@ -344,9 +346,10 @@ def scaling_lines(analysis: an.Analysis) -> list[str]:
             line += "; samples: " + ", ".join(f"{w} {x:.0%}" for w, x in e["waits"].items())
         out.append(line + f" ({e['runs']} runs)")
     if out:
-        out.append("efficiency = throughput(k) / (min(k, cores) x throughput(1)); degradation = wall(k) / wall(1), "
+        out.append("efficiency = throughput(k) / (min(k, cores) x throughput(1)), cores = the CPUs the server's "
+                   "sessions may run on where recorded, else the machine's; degradation = wall(k) / wall(1), "
                    "the same rows per session; ratios of trimmed geometric means with Yuen-Welch t 95% CIs")
-    for c in analysis.hash_costs or []:
+    for c in (analysis.hash_costs or []) if workload in (None, "hash") else []:
         line = (f"{c['function']}: the engine spends {c['function_us_per_row']:.3f} µs of server CPU per row on the "
                 f"function ({c['hash_us_per_row']:.3f} with it, {c['baseline_us_per_row']:.3f} without, 1 session)")
         if c.get("raw_us_per_call"):
@@ -363,8 +366,9 @@ def profile_lines(analysis: an.Analysis) -> list[str]:
             continue
         funcs = ", ".join(f"{name} {share:.0%}" for name, share in p["top_functions"][:6])
         objs = ", ".join(f"{name.rsplit('/', 1)[-1]} {share:.0%}" for name, share in p["top_objects"][:4])
-        out.append(f"{p['function']} at {p['sessions']} sessions ({p['sample_count']} samples at {p['frequency_hz']} Hz, "
-                   f"{p['event']}): libcrypto {p['libcrypto_share']:.0%} of the server's CPU (inclusive), locks "
+        where = "" if p.get("workload", "hash") == "hash" else f"{p['workload']} "
+        out.append(f"{where}{p['function']} at {p['sessions']} sessions ({p['sample_count']} samples at "
+                   f"{p['frequency_hz']} Hz, {p['event']}): libcrypto {p['libcrypto_share']:.0%} of the server's CPU (inclusive), locks "
                    f"{p['lock_share']:.0%}; objects: {objs}; leaf functions: {funcs}")
     return out
 
@@ -576,7 +580,10 @@ SUMMARY = ("Summary", "Summary", lambda doc, a: headline.lines(a))
 SECTIONS = (
     ("Where the overhead went (mean contender minus mean baseline)", "Where the overhead went",
      lambda doc, a: attribution_lines(a)),
-    ("Scaling of the in-query hash (seed 004)", "Scaling of the in-query hash", lambda doc, a: scaling_lines(a)),
+    ("Scaling of the in-query hash (seed 004)", "Scaling of the in-query hash",
+     lambda doc, a: scaling_lines(a, "hash")),
+    ("Scaling of the column's in-database methods (--sessions)", "Scaling of the column's in-database methods",
+     lambda doc, a: scaling_lines(a, "column")),
     ("CPU profile of the server (perf, warmup runs)", "CPU profile of the server", lambda doc, a: profile_lines(a)),
     ("Files", "Files", lambda doc, a: a.files or []),
     ("Per-page decrypt cost (seed 003)", "Per-page decrypt cost",

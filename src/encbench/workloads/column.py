@@ -31,6 +31,7 @@ from typing import Callable
 
 from ..errors import CheckFailedError, WrongKeyError
 from ..lab.variants import VariantKey
+from . import sweep
 from .base import Operation, Param, Workload
 from .capabilities import ColumnSession
 
@@ -227,9 +228,6 @@ class Column(Workload):
         Param("column_rows", "rows of the column workload's table (inserted, read, updated)", 10_000, 1_000,
               minimum=10, maximum=10_000_000),
         Param("lookups", "point lookups by equality per run (column workload)", 20, 5, minimum=1, maximum=100_000),
-        Param("column_sessions", "k >= 2: the in-database methods' read also in 1 and in k sessions together, each "
-              "decrypting the whole table in the server (read-1, read-k; efficiency = k-session throughput / "
-              "(min(k, the server's CPUs) x 1-session); 0: off)", 0, 0, minimum=0, maximum=64),
     )
 
     def operations(self, session, scratch: Path, params: dict) -> list[Operation]:
@@ -317,57 +315,68 @@ class Column(Workload):
             Operation("read", read, after=check_read, check=per_row),
             Operation("lookup", lookup, after=check_lookup, check=lookup_rates),
         ]
-        together = params.get("column_sessions", 0)
-        readers = session.column_sessions() if together >= 2 else None
-        if readers is not None:
-            ops += _together(readers, n, together)
-        return ops + [Operation("update", update, check=per_row)]
+        update_op = Operation("update", update, check=per_row)
+        if "sessions" not in session.variant:  # no --sessions: the four operations
+            return ops + [update_op]
+        k = int(session.variant["sessions"])
+        readers = session.column_sessions()  # None: a client method (or SQLite): not swept, see SESSIONS_NOTE
+        if k == 1:
+            return ops + ([read_in_sessions(readers, n, 1)] if readers is not None else []) + [update_op]
+
+        def fill() -> None:  # k > 1: the table of this level's sessions, written untimed
+            create()
+            session.column_insert(list(zip(ids, [cipher.encrypt(p) for p in plain])))
+
+        return [read_in_sessions(readers, n, k, fill=fill)] if readers is not None else []
 
 
-def _together(readers, n: int, k: int) -> list[Operation]:
-    """read-1 and read-k: the server decrypting the whole table in 1, then k sessions released together (their
-    backends or threads are the server side measured; opening them is untimed). A lock in the crypto library
-    shows as efficiency below 1."""
+# -- the sessions sweep (--sessions 1,2,...: the sessions variant key of workloads/sweep.py) ----------------
+
+SESSIONS_OP = sweep.COLUMN_OP
+SESSIONS_NOTE = ("column sessions sweep: only the in-database methods run in k sessions (read-sessions: each session "
+                 "decrypts the whole table in the server); the client methods and none are measured at sessions=1 "
+                 "only: their cipher runs in encbench's own Python process, where k threads share one GIL, so their "
+                 "efficiency would be Python's, not the cipher's (an application pool of k processes would scale "
+                 "them as far as the client's cores allow)")
+
+
+def read_in_sessions(readers, n: int, k: int, *, fill: Callable[[], None] | None = None) -> Operation:
+    """read-sessions: k sessions (their own connections, opened untimed) released together, each reading and
+    decrypting all n rows in the server; the sessions' backends or threads are the server side measured. Its
+    rows_per_s at each sessions level is what analysis.scaling turns into efficiency (a per-call lock in the
+    crypto library shows as efficiency below 1)."""
+    from ..engines.concurrent import overlap_s
+
     state: dict = {}
 
-    def op(name: str, sessions: int) -> Operation:
-        def before() -> None:
-            state["conns"] = readers.column_readers(sessions)
-            target = readers.sessions_target(state["conns"])
-            readers.use_target(target)
-            state["cpus"] = _cpus_of(target.pids)
+    def before() -> None:
+        if fill is not None:
+            fill()
+        state["conns"] = readers.column_readers(k)
+        target = readers.sessions_target(state["conns"])
+        readers.use_target(target)
+        state["cpus"] = sweep.server_cpus(target.pids)
+        state["sides"] = len(set(target.threads)) if target.threads else len(set(target.pids))
 
-        def run() -> dict:
-            counts, elapsed = readers.column_read_together(state["conns"])
-            if counts != [n] * sessions:
-                raise CheckFailedError(f"column workload: {sessions} sessions read {counts} rows, not {n} each")
-            state[sessions] = sessions * n / elapsed
-            return {"sessions": sessions, "rows_per_s": sessions * n / elapsed, "sessions_elapsed_s": elapsed,
-                    "server_cpus": state["cpus"]}
+    def run() -> dict:
+        together = readers.column_read_together(state["conns"])
+        counts, elapsed = together
+        if counts != [n] * k:
+            raise CheckFailedError(f"column workload: {k} sessions read {counts} rows, not {n} each")
+        out = {"sessions": k, "rows_per_s": k * n / elapsed, "sessions_elapsed_s": elapsed,
+               "server_cpus": state["cpus"], "sessions_server_sides": state["sides"]}
+        spans = getattr(together, "spans", None)
+        if spans:  # > 0: every session was running at once for that long
+            out["sessions_overlap_s"] = overlap_s(spans)
+        return out
 
-        def after() -> dict:
-            readers.use_target(None)
-            readers.close_sessions(state.pop("conns"))
-            return {}
+    def after() -> dict:
+        readers.use_target(None)
+        readers.close_sessions(state.pop("conns"))
+        return {}
 
-        def check(metrics: dict) -> dict:
-            out = {f"{p}_us_per_row": 1e6 * metrics[m] / (sessions * n)
-                   for m, p in (("cpu_s", "cpu"), ("client_cpu_s", "client_cpu")) if m in metrics}
-            if sessions > 1 and state.get(1):
-                out["efficiency"] = state[sessions] / (min(sessions, state["cpus"]) * state[1])
-            return out
+    def check(metrics: dict) -> dict:
+        return {f"{p}_us_per_row": 1e6 * metrics[m] / (k * n)
+                for m, p in (("cpu_s", "cpu"), ("client_cpu_s", "client_cpu")) if m in metrics}
 
-        return Operation(name, run, before, after, check=check)
-
-    return [op("read-1", 1), op("read-k", k)]
-
-
-def _cpus_of(pids: list[int]) -> int:
-    """The CPUs the server's sessions may run on (a private server is pinned apart from the worker): the ideal
-    speed-up of k sessions is min(k, this), not the machine's core count."""
-    for pid in pids:
-        try:
-            return len(os.sched_getaffinity(pid))
-        except OSError:
-            continue
-    return os.cpu_count() or 1
+    return Operation(SESSIONS_OP, run, before, after, check=check)

@@ -130,7 +130,7 @@ def test_a_hash_sweep_fills_its_optional_fields():
     assert [(e["operation"], e["sessions"]) for e in a.scaling] == [
         ("baseline", 1), ("baseline", 2), ("hash", 1), ("hash", 2)]
     assert [c["function"] for c in a.hash_costs] == ["sha256"]
-    assert a.profiles == [{"function": "sha256", "sessions": 2, "error": "no perf"}]
+    assert a.profiles == [{"workload": "hash", "function": "sha256", "sessions": 2, "error": "no perf"}]
     assert "CPU profile: no perf" in a.notes and a.placebo_comparisons is None
     assert list(a.to_dict())[-4:] == ["scaling", "hash_costs", "profiles", "headline"]
     assert list(a.stored())[-3:] == ["scaling", "hash_costs", "profiles"]

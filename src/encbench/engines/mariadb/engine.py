@@ -203,7 +203,7 @@ class MariaDBEngine(Engine):
         wanted_workloads = set(ctx.params)
         rows = datagen.row_count_for(ctx.size_bytes) if at_rest else 0
         bulk_rows = int(ctx.params.get("bulk", {}).get("rows", 0))
-        hashing = [v for v in ctx.variants if "sessions" in v]
+        hashing = [v for v in ctx.variants if "function" in v]  # the hash workload (a column sweep: sessions only)
         hash_rows = int(ctx.params["hash"]["hash_rows"]) if hashing else 0
         dsn_params = parse_dsn(dsn) if dsn else None
         if dsn:
