@@ -334,15 +334,16 @@ class Column(Workload):
 
 SESSIONS_OP = sweep.COLUMN_OP
 SESSIONS_NOTE = ("column sessions sweep: only the in-database methods run in k sessions (read-sessions: each session "
-                 "decrypts the whole table in the server); the client methods and none are measured at sessions=1 "
+                 "has the server decrypt the whole table and return a count); the client methods and none are measured at sessions=1 "
                  "only: their cipher runs in encbench's own Python process, where k threads share one GIL, so their "
                  "efficiency would be Python's, not the cipher's (an application pool of k processes would scale "
                  "them as far as the client's cores allow)")
 
 
 def read_in_sessions(readers, n: int, k: int, *, fill: Callable[[], None] | None = None) -> Operation:
-    """read-sessions: k sessions (their own connections, opened untimed) released together, each reading and
-    decrypting all n rows in the server; the sessions' backends or threads are the server side measured. Its
+    """read-sessions: k sessions (their own connections, opened untimed) released together, each having the server
+    decrypt all n rows and return only how many did (an aggregate, as the hash workload's: the client's fetching
+    is no part of what scales); the sessions' backends or threads are the server side measured. Its
     rows_per_s at each sessions level is what analysis.scaling turns into efficiency (a per-call lock in the
     crypto library shows as efficiency below 1)."""
     from ..engines.concurrent import overlap_s
