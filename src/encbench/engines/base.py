@@ -170,6 +170,11 @@ class Engine:
     def cleanup(self, setup: dict) -> None:
         """Always called once after the runs (error and Ctrl-C included): stop servers, drop objects."""
 
+    def failure_detail(self, setup: dict, keep_dir: Path) -> list[dict]:
+        """After a failed run, before cleanup: each private server that died, its log kept in keep_dir and its
+        last lines, redacted ({"server": ..., "server_log": path, "server_log_tail": [...]}); [] when none."""
+        return []
+
     def open_session(self, setup: dict, variant: Variant, *, mutable: bool, scratch_dir: Path) -> Session:
         raise NotImplementedError
 

@@ -374,6 +374,8 @@ RESULT_V1 = Obj({
     "dataset": Opt(Nullable(DATASET)),
     "calibration": Opt(Nullable(CALIBRATION)),
     "runs": ListOf(RUN),
+    # a private server that died during a failed run: its kept log and last lines (Engine.failure_detail)
+    "error_detail": Opt(ListOf(Obj({"server": TEXT, "server_log": TEXT, "server_log_tail": NAMES}))),
 })
 
 

@@ -318,6 +318,10 @@ def execute(config: RunConfig, *, on_progress: Callable[[str, int, int], None] =
         raise
     except EncbenchError as e:
         doc["status"] = "failed"
+        died = p.engine.failure_detail(setup, config.data_dir) if setup is not None else []
+        if died:  # a private server died: its log kept (path in the one line), its last lines in the file
+            e.args = (f"{e}; server log kept: {', '.join(d['server_log'] for d in died)}", *e.args[1:])
+            doc["error_detail"] = died
         doc["error"] = redact(e.one_line())
         e.result_written = started
         raise

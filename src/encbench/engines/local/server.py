@@ -37,6 +37,50 @@ def last_log_line(path: Path, marks: tuple[str, ...] = ("FATAL", "ERROR")) -> st
     return (errors or lines or ["empty log"])[-1].strip()
 
 
+LOG_TAIL_LINES = 50
+LOG_TAIL_BYTES = 256 << 10  # read no more than this of a log's end
+
+
+def log_tail(path: Path, lines: int = LOG_TAIL_LINES) -> list[str]:
+    """The last `lines` non-empty lines of a server log, each with its passwords hidden (util/redact); [] when
+    there is no log to read."""
+    from ...util.redact import redact
+
+    try:
+        with open(path, "rb") as f:
+            f.seek(max(0, f.seek(0, os.SEEK_END) - LOG_TAIL_BYTES))
+            text = f.read().decode(errors="replace")
+    except OSError:
+        return []
+    return [redact(ln) for ln in text.splitlines() if ln.strip()][-lines:]
+
+
+def keep_log(path: Path, dest_dir: Path, name: str) -> Path | None:
+    """A copy of a server log that outlives the server's directory (deleted with it): `dest_dir/name` (a numbered
+    name when taken), 0600, its passwords hidden; None when there is no log or no place to write it."""
+    from ...util.redact import redact
+
+    try:
+        text = Path(path).read_text(errors="replace")
+        dest_dir = Path(dest_dir)
+        dest_dir.mkdir(parents=True, exist_ok=True)
+        stem, dot, ext = name.rpartition(".")
+        for n in range(1000):
+            dest = dest_dir / (name if n == 0 else f"{stem}-{n}{dot}{ext}")
+            try:
+                fd = os.open(dest, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+                break
+            except FileExistsError:
+                continue
+        else:
+            return None
+        with os.fdopen(fd, "w") as f:
+            f.write(redact(text))
+        return dest
+    except OSError:
+        return None
+
+
 def run_tool(cmd: list[str], what: str, *, timeout: float = 300, error_mark: str | None = None, **popen) -> None:
     """Run a set-up tool (initdb, mariadb-install-db); its error is its first line with
     error_mark (the root cause, before the follow-on errors), else its last output line."""

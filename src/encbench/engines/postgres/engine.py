@@ -320,6 +320,22 @@ class PostgresEngine(Engine):
             if problems:
                 raise problems[0]
 
+    def failure_detail(self, setup: dict, keep_dir: Path) -> list[dict]:
+        """The private servers of this run that died (PgServer.death_report): the in-transit one, each cluster."""
+        schema = setup.get("schema")
+        servers = [("private server", self._servers.get(schema))]
+        servers += [(f"encryption={enc}", server) for enc, (server, _) in zip(setup.get("clusters") or {},
+                                                                           self._clusters.get(schema, []))]
+        out = []
+        for name, server in servers:
+            try:
+                report = server.death_report(keep_dir) if server is not None else None
+            except Exception:  # never in the way of the error being reported
+                report = None
+            if report:
+                out.append({"server": name, **report})
+        return out
+
     def _cleanup_server(self, setup: dict) -> None:
         server = self._servers.pop(setup.get("schema"), None)
         if server is not None:

@@ -23,9 +23,11 @@ from pathlib import Path
 
 from ..local import certs
 from ...errors import EngineUnavailableError
-from ..local.server import last_log_line, run_tool, start_on_free_port, unprivileged_user, wait_ready
+from ..local.server import keep_log, last_log_line, log_tail, run_tool, start_on_free_port, unprivileged_user, wait_ready
 
 INSTALL_HINT = "install them with: apt-get install postgresql (Debian/Ubuntu), or measure an existing server with --dsn"
+# a postmaster's words for a server process that crashed (it then restarts the others)
+CRASH_MARKS = ("terminated by signal", "was terminated by exception", "PANIC:")
 START_TIMEOUT_S = 30
 STOP_TIMEOUT_S = 15
 SERVER_SETTINGS = {
@@ -119,6 +121,22 @@ class PgServer:
         """What another process (a worker) needs to restart this server: plain data (restart_handle)."""
         return {"bindir": str(self.bindir), "root": str(self.root), "port": self.port, "user": list(self.user or []),
                 "args": list(self.args), "data_parent": str(self.data_parent) if self.data_parent else None}
+
+    def died(self) -> bool:
+        """Did this server die under us: no postmaster on its data directory, or a server process that crashed
+        (the postmaster says so in its log and restarts the others)?"""
+        if postmaster_pid(self.datadir) is None:
+            return True
+        return any(mark in line for line in log_tail(self.logfile, 10_000) for mark in CRASH_MARKS)
+
+    def death_report(self, keep_dir: Path) -> dict | None:
+        """When the server died: its log kept (a redacted copy in keep_dir; a --keep server's own log stays) and
+        its last lines, redacted: {"server_log": path, "server_log_tail": [...]}; None while it runs well."""
+        if not self.died():
+            return None
+        tail = log_tail(self.logfile)
+        kept = self.logfile if self.keep else keep_log(self.logfile, keep_dir, f"encbench-pg-{self.port}-server.log")
+        return {"server_log": str(kept) if kept else f"{self.logfile} (could not be kept)", "server_log_tail": tail}
 
     def stop(self) -> None:
         """Fast shutdown, then delete the directory. Idempotent; a no-op with keep=True. The postmaster of the
