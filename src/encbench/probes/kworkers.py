@@ -109,9 +109,10 @@ class KworkerProbe(Probe):
         Metric("kworker_cpu_resolution_s", "s", "kernel worker CPU clock resolution"),
         Metric("host_cpu_s", "s", "host CPU (all cores, non-idle)", resolution=_TICK),
     )
-    # rank 0: started before the CPU and wall clocks and stopped after them, so its own scans of /proc are in
-    # neither; host_cpu_s is read inside the scans (after the first, before the second): not in it either
-    rank = 0
+    # rank -1: started first and stopped last, so its own scans of /proc (a few ms, hundreds of small reads) are
+    # in no other probe's window (not in the io probe's read_syscall_bytes of an embedded engine's worker, nor
+    # in the clocks); host_cpu_s is read inside the scans (after the first, before the second): not in it either
+    rank = -1
     proc = "/proc"
 
     def start(self, target: Target) -> None:
