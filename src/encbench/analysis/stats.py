@@ -21,7 +21,8 @@ from dataclasses import asdict, dataclass
 from typing import Iterable, Sequence
 
 import numpy as np
-from scipy import stats as sps
+
+from encbench.util.tdist import t_ppf, t_sf
 
 CONFIDENCE = 0.95
 N_RESAMPLES = 10_000  # kept for callers that pass n_resamples (no longer used: the intervals are analytic)
@@ -189,7 +190,7 @@ def log_contrast(groups: Sequence[tuple[Sequence[float], int]], *, confidence: f
     df = var * var / dof_den if dof_den > 0 else float(max(sum(p.dof for p, _ in parts), 1))
     se = math.sqrt(var)
     alpha = 1 - confidence
-    q, q90 = float(sps.t.ppf(1 - alpha / 2, df)), float(sps.t.ppf(1 - alpha, df))
+    q, q90 = t_ppf(1 - alpha / 2, df), t_ppf(1 - alpha, df)
     ci = (math.exp(d - q * se), math.exp(d + q * se))
     ci90 = (math.exp(d - q90 * se), math.exp(d + q90 * se))
     return Estimate(value, ci, bool(ci[0] > 1.0 or ci[1] < 1.0), 1.0, ci90=ci90, se=se, df=df, **base)
@@ -231,7 +232,7 @@ def p_above(value: float | None, se: float | None, df: float | None, threshold_r
     if se == 0:
         return 0.0 if value > threshold_ratio else 1.0
     t = (math.log(value) - math.log(threshold_ratio)) / se
-    return float(sps.t.sf(t, df))
+    return t_sf(t, df)
 
 
 def holm(pvalues: Sequence[float], alpha: float) -> list[bool]:
@@ -264,7 +265,7 @@ def difference_ci(baseline: Sequence[float], contender: Sequence[float], *, conf
     df = var * var / ((va * va / (a.size - 1) if va else 0) + (vb * vb / (b.size - 1) if vb else 0))
     se = math.sqrt(var)
     alpha = 1 - confidence
-    q, q90 = float(sps.t.ppf(1 - alpha / 2, df)), float(sps.t.ppf(1 - alpha, df))
+    q, q90 = t_ppf(1 - alpha / 2, df), t_ppf(1 - alpha, df)
     ci = (d - q * se, d + q * se)
     return Estimate(d, ci, bool(ci[0] > 0 or ci[1] < 0), 0.0, ci90=(d - q90 * se, d + q90 * se), se=se, df=df,
                     **base)
@@ -278,7 +279,7 @@ def mean_ci(values: Sequence[float], *, confidence: float = CONFIDENCE, n_resamp
     if arr.size < 2:
         return None
     m, se = float(arr.mean()), float(arr.std(ddof=1)) / math.sqrt(arr.size)
-    q = float(sps.t.ppf(1 - (1 - confidence) / 2, arr.size - 1))
+    q = t_ppf(1 - (1 - confidence) / 2, arr.size - 1)
     return m - q * se, m + q * se
 
 

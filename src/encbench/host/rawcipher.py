@@ -31,6 +31,8 @@ import shutil
 import subprocess
 import time
 
+from encbench.util.tdist import t_ppf
+
 IV = 16
 HMAC_SHA512 = 64
 BULK = 1 << 20
@@ -73,10 +75,8 @@ def reference_ci(values: list[float], confidence: float = CONFIDENCE) -> dict:
     mean = sum(logs) / n
     if n < 2:
         return {"value": math.exp(mean), "ci": None, "n": n}
-    from scipy import stats as sps
-
     sd = math.sqrt(sum((x - mean) ** 2 for x in logs) / (n - 1))
-    half = float(sps.t.ppf(0.5 + confidence / 2, n - 1)) * sd / math.sqrt(n)
+    half = t_ppf(0.5 + confidence / 2, n - 1) * sd / math.sqrt(n)
     return {"value": math.exp(mean), "ci": [math.exp(mean - half), math.exp(mean + half)], "n": n,
             "spread": [min(vals), max(vals)], "cv": sd}
 
