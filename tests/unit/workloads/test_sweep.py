@@ -67,8 +67,8 @@ def test_run_together_starts_every_session_at_once():
     together = concurrent.run_together(conns, execute)
     results, elapsed = together
     assert results == [0.05, 0.1, 0.02]  # in connection order
-    assert max(log) - min(log) < 0.03  # released together
-    assert 0.09 <= elapsed < 0.5  # until the slowest one ends
+    assert max(log) - min(log) < 0.1  # released together (one after another: >= 0.15 s apart)
+    assert 0.09 <= elapsed < 2  # until the slowest one ends (the upper bound loose for a busy machine)
     assert len(together.spans) == 3 and all(0 <= s < e <= elapsed for s, e in together.spans)
     assert [e - s >= c.delay for (s, e), c in zip(together.spans, conns)] == [True] * 3  # each its own session's
 
