@@ -12,6 +12,7 @@ import json
 import pytest
 
 from encbench.errors import WrongKeyError
+from encbench.host import openpgp, rawcolumn
 from encbench.workloads import column
 from integration_helpers import external_maria, external_pg
 
@@ -77,6 +78,19 @@ def _check_sweep(doc: dict, runs: list[dict], methods: tuple[str, ...]) -> dict[
     return overlaps
 
 
+def _assert_references(doc: dict, stdout: str, in_database: dict[str, str]) -> None:
+    """Every in-database method's raw reference is in the result file, naming its method, and `run` prints each
+    method's per-row CPU beside it (analysis/columncost)."""
+    raw = doc["calibration"]["raw_column_cipher"]
+    for method, reference in in_database.items():
+        ref = raw[reference]
+        assert ref["methods"] == [method] and ref["encrypt"]["us_per_call"] > 0 and ref["decrypt"]["us_per_call"] > 0
+        assert ref["parts"] and "in C" in ref["method"]
+        for op, direction in (("insert", "encrypt"), ("read", "decrypt")):
+            assert f"{method} {op} ({direction}): " in stdout and "server CPU" in stdout
+    assert "Column encryption per row vs the raw cipher" in stdout and "its cipher work on this CPU" in stdout
+
+
 def _check_runs(doc: dict, methods: tuple[str, ...], searchable: set[str]) -> dict[str, dict]:
     """Every method ran every operation with both sides' CPU; the lookup's plan as the method allows."""
     assert doc["status"] == "complete"
@@ -133,7 +147,12 @@ def test_postgres_every_method_both_sides_no_key_anywhere(encbench, tmp_path, pg
         assert ops[method]["insert"]["extra"]["encrypts"] == "server"
     assert ops["pg-aes"]["insert"]["extra"]["value_bytes_per_row"] == 16 + 32  # IV + two CBC blocks (23 B padded)
     assert ops["pg-pgp"]["insert"]["extra"]["value_bytes_per_row"] > column.VALUE_BYTES + 40  # OpenPGP packets
+    # the raw reference's model of pgp_sym_encrypt makes messages of the length the server's are
+    assert ops["pg-pgp"]["insert"]["extra"]["value_bytes_per_row"] == openpgp.message_bytes(column.VALUE_BYTES)
     assert "Column encryption" in res.stdout and "method=pg-pgp" in res.stdout
+    _assert_references(doc, res.stdout, {"pg-pgp": "openpgp-aes256-s2k", "pg-aes": "aes-256-cbc-pkcs7"})
+    assert set(doc["calibration"]["raw_column_cipher"]["openpgp-aes256-s2k"]["parts"]) >= {"s2k-sha1", "sha1"}
+    assert "S2K (iterated SHA-1)" in res.stdout
     assert "Scaling of the column's in-database methods" in res.stdout and "column pg-pgp/read-sessions 2" in res.stdout
     # 2 sessions really at once: pg-pgp's read (S2K per value, a few hundred ms per session) overlapped in a run
     assert max(ops["overlaps"]["pg-pgp"]) > 0, ops["overlaps"]
@@ -169,8 +188,27 @@ def test_postgres_wrong_key_is_exit_8_not_garbage(pg_logged):
             with pytest.raises(WrongKeyError) as e:
                 holder.column_read()
             assert e.value.exit_code == 8 and method in str(e.value)
+        _pg_functions_match_the_raw_references(holder.conn)
     finally:
         holder.conn.close()
+
+
+def _pg_functions_match_the_raw_references(conn) -> None:
+    """The raw references model what pgcrypto does: each side decrypts the other's output, and the lengths agree."""
+    value = column.value(7)
+    pgp = rawcolumn.codec("openpgp-aes256-s2k")
+    password = pgp.key.decode()
+    real = bytes(conn.execute("SELECT pgp_sym_encrypt_bytea(%s, %s, 'cipher-algo=aes256')", (value, password)).fetchone()[0])
+    assert pgp.decrypt(real) == value and len(real) == len(pgp.encrypt(value))
+    assert openpgp.parse(real)["code"] in openpgp.DEFAULT_COUNT_CODES  # pgcrypto's default count range
+    assert bytes(conn.execute("SELECT pgp_sym_decrypt_bytea(%s, %s)", (pgp.encrypt(value), password)).fetchone()[0]) == value
+    aes = rawcolumn.codec("aes-256-cbc-pkcs7")
+    iv, real = conn.execute("SELECT r.iv, encrypt_iv(%s, %s, r.iv, 'aes-cbc/pad:pkcs') FROM (SELECT gen_random_bytes(16) "
+                            "AS iv) r", (value, aes.key)).fetchone()
+    assert aes.decrypt(bytes(iv) + bytes(real)) == value
+    model = aes.encrypt(value)
+    assert bytes(conn.execute("SELECT decrypt_iv(%s, %s, %s, 'aes-cbc/pad:pkcs')",
+                              (model[16:], aes.key, model[:16])).fetchone()[0]) == value
 
 
 # -- MariaDB -------------------------------------------------------------------------------
@@ -196,6 +234,7 @@ def test_mariadb_every_method_both_sides_no_key_anywhere(encbench, tmp_path, mar
     ops = _check_runs(doc, MARIA_METHODS, searchable={"none", "client-siv", "maria-aes"})
     assert ops["maria-aes"]["insert"]["extra"]["encrypts"] == "server"
     assert ops["maria-aes"]["insert"]["extra"]["value_bytes_per_row"] == 32  # 23 B padded to two blocks
+    _assert_references(doc, res.stdout, {"maria-aes": "aes-128-ecb-pkcs7"})
     assert "column maria-aes/read-sessions 2 sessions" in res.stdout  # its 2 server threads: _check_sweep
     log = general.read_bytes()
     assert b"col_" in log  # the general log was on and saw the client methods' statements
@@ -224,6 +263,13 @@ def test_mariadb_wrong_key_is_exit_8_not_garbage(maria_logged):
         with pytest.raises(WrongKeyError) as e:
             holder.column_read()
         assert e.value.exit_code == 8 and "maria-aes" in str(e.value)
+        # the raw reference models AES_ENCRYPT: AES-128-ECB with PKCS#7, byte for byte; 10.11 has no other mode
+        ecb, cur = rawcolumn.codec("aes-128-ecb-pkcs7"), holder.conn.cursor()
+        cur.execute("SELECT AES_ENCRYPT(%s, %s), VERSION()", (column.value(7), ecb.key))
+        real, version = cur.fetchone()
+        assert bytes(real) == ecb.encrypt(column.value(7))
+        cur.execute("SHOW VARIABLES LIKE 'block_encryption_mode'")
+        assert cur.fetchall() == () or not version.startswith("10."), version
     finally:
         holder.conn.close()
 

@@ -58,7 +58,12 @@ def _flag(added: float, added_ci, raw: float, raw_ci) -> tuple[str | None, str |
 
 
 def _us(x: float) -> str:
-    return f"{x:,.3f}" if abs(x) < 1 else f"{x:,.1f}" if abs(x) < 100 else f"{x:,.0f}"
+    """Three significant digits below 1 µs (a cipher call is a few ns), one decimal to 100, then none."""
+    return f"{x:.3g}" if abs(x) < 1 else f"{x:,.1f}" if abs(x) < 100 else f"{x:,.0f}"
+
+
+def _times(x: float) -> str:
+    return f"{x:,.1f}" if abs(x) < 100 else f"{x:,.0f}"
 
 
 def _ci(ci) -> str:
@@ -160,12 +165,14 @@ def lines(doc: dict, groups) -> list[str]:
             line += (f"; its cipher work on this CPU: {_us(e['raw_us_per_value'])} µs per value"
                      f"{_ci(e['raw_us_per_value_ci'])}{split} ({e['reference']})")
             if "times_raw" in e:
-                line += f"; the added CPU is {e['times_raw']:,.1f}x it"
+                line += f"; the added CPU is {_times(e['times_raw'])}x it"
         if e.get("raw_cipher_flag"):
             line += f"; {e['raw_cipher_flag']}"
         out.append(line)
     if out:
         out.append("raw cipher work per value: an in-database method's in C (its primitives in bulk x the bytes per "
-                   "value, its key derivation per call), a client method's per call from Python as the workload "
-                   "makes it; see calibration.raw_column_cipher in the result file")
+                   "value, its key derivation per call; the per-value context set-up, key schedule, random IV or salt "
+                   "and framing are left in the engine's share), a client method's per call from Python as the "
+                   "workload makes it; added = mean with the method - mean with none, Welch t 95% CI; "
+                   "calibration.raw_column_cipher in the result file")
     return out

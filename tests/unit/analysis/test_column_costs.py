@@ -55,8 +55,8 @@ def test_in_database_method_server_cpu_added_over_none_beside_its_raw_cost():
     assert "aes-256-cfb-decrypt" in read["raw_parts"] and "raw_cipher_flag" not in ins
     text = "\n".join(columncost.lines(_doc(runs), an.collect(_doc(runs))))
     assert "pg-pgp insert (encrypt): 420 µs per row of server CPU [419, 420], +400 µs over none [399, 401]" in text
-    assert ("its cipher work on this CPU: 170 µs per value [165, 175] = 170 µs S2K (iterated SHA-1) + 0.080 µs "
-            "AES-256-CFB + 0.030 µs SHA-1 (MDC) (openpgp-aes256-s2k); the added CPU is 2.4x it") in text
+    assert ("its cipher work on this CPU: 170 µs per value [165, 175] = 170 µs S2K (iterated SHA-1) + 0.08 µs "
+            "AES-256-CFB + 0.03 µs SHA-1 (MDC) (openpgp-aes256-s2k); the added CPU is 2.4x it") in text
 
 
 def test_an_engine_below_its_raw_reference_is_flagged_and_given_no_multiple():
