@@ -31,8 +31,8 @@ SWEPT_OPERATIONS = {"column": (COLUMN_OP,)}  # a workload not named here: every 
 
 def sessions_key() -> VariantKey:
     return VariantKey("sessions", "concurrent sessions, each its own connection, started together: the hash workload "
-                      "(default 1, 2, 4, 2 x cores), and the column workload's in-database methods when named "
-                      "(--sessions 1,2: their decrypting read in k sessions)",
+                      "always, the column workload's in-database methods only when named (--sessions 1,2: the "
+                      "server decrypting the table in k sessions)",
                       default_sessions(), workloads=tuple(SWEPT), named_only=("column",),
                       validate=int_validator("sessions", lambda n: 1 <= n <= MAX_SESSIONS,
                                              f"use 1 to {MAX_SESSIONS}"))
