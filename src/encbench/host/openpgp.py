@@ -81,10 +81,17 @@ def _read_packet(blob: bytes, at: int) -> tuple[int, bytes, int]:
     return tag, blob[at + head:at + head + n], at + head + n
 
 
+def cfb_mode():
+    """cryptography's CFB mode class (cryptography >= 47 keeps it among the decrepit modes)."""
+    try:
+        from cryptography.hazmat.decrepit.ciphers.modes import CFB
+    except ImportError:
+        from cryptography.hazmat.primitives.ciphers.modes import CFB
+    return CFB
+
+
 def _cfb(key: bytes, decrypt: bool):
     from cryptography.hazmat.primitives.ciphers import Cipher, algorithms
-
-    from .rawcolumn import _cfb as cfb_mode
 
     c = Cipher(algorithms.AES(key), cfb_mode()(b"\0" * 16))
     return c.decryptor() if decrypt else c.encryptor()

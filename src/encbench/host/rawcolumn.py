@@ -36,6 +36,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Callable
 
+from . import openpgp
 from .rawcipher import parse_openssl_speed, reference_ci
 
 REPEATS = 5
@@ -128,8 +129,6 @@ def _maria_aes() -> Codec:
 def _pg_pgp() -> Codec:
     """pgp_sym_encrypt_bytea(v, password, 'cipher-algo=aes256'): the password is the hex of a 32-byte subkey (64
     characters, engines/postgres/column.py); the count byte walks pgcrypto's 32 default codes in turn."""
-    from . import openpgp
-
     password = os.urandom(32).hex().encode()
     codes = itertools.cycle(openpgp.DEFAULT_COUNT_CODES)
     key_bytes = openpgp.CIPHERS["aes256"][1]
@@ -235,14 +234,6 @@ WORK: dict[str, dict[str, list[tuple[str, Callable[[int], int] | None]]]] = {
 }
 
 
-def _cfb():
-    try:  # cryptography >= 47 keeps CFB among the decrepit modes
-        from cryptography.hazmat.decrepit.ciphers.modes import CFB
-    except ImportError:
-        from cryptography.hazmat.primitives.ciphers.modes import CFB
-    return CFB
-
-
 def _bulk(primitive: str) -> Callable[[], None]:
     """One 1 MiB call of a primitive (random key and data, the output into one preallocated buffer)."""
     from cryptography.hazmat.primitives.ciphers import Cipher, algorithms, modes
@@ -254,7 +245,7 @@ def _bulk(primitive: str) -> Callable[[], None]:
         return lambda: hashlib.sha1(big).digest()
     name, bits, mode, direction = primitive.split("-")
     key = os.urandom(int(bits) // 8)
-    make = {"cbc": lambda: modes.CBC(os.urandom(16)), "ecb": modes.ECB, "cfb": lambda: _cfb()(os.urandom(16))}[mode]
+    make = {"cbc": lambda: modes.CBC(os.urandom(16)), "ecb": modes.ECB, "cfb": lambda: openpgp.cfb_mode()(os.urandom(16))}[mode]
     buf = bytearray(BULK + 16)
 
     def run() -> None:
@@ -268,8 +259,6 @@ def _bulk(primitive: str) -> Callable[[], None]:
 
 def _per_call(primitive: str, size: int) -> tuple[Callable, list, int]:
     """(fn, args, batch) of a per-value primitive: the S2K of pg-pgp, its count walking pgcrypto's 32 codes."""
-    from . import openpgp
-
     codes = itertools.cycle(openpgp.DEFAULT_COUNT_CODES)
     password, salt = os.urandom(32).hex().encode(), os.urandom(openpgp.SALT)
     key_bytes = openpgp.CIPHERS["aes256"][1]
