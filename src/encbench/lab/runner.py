@@ -192,7 +192,7 @@ def runs_per_variant(doc: dict) -> dict[str, int]:
 
 def _context():
     ctx = multiprocessing.get_context("forkserver")
-    ctx.set_forkserver_preload(["encbench.lab.worker", "encbench.lab.placement"])
+    ctx.set_forkserver_preload(["encbench.lab.forkserver_init", "encbench.lab.worker", "encbench.lab.placement"])
     return ctx
 
 
