@@ -22,7 +22,7 @@ from dataclasses import dataclass, replace
 from typing import Callable
 
 from . import stats
-from ..util.units import fmt_seconds
+from ..util.units import fmt_percent, fmt_seconds
 
 MIXED = "mixed"  # a line whose rows got different verdicts (each row keeps its own)
 
@@ -131,9 +131,10 @@ def _per_page_text(figs: list[dict], kind: str) -> str:
     shares = [f for f in figs if f["percent_of_raw_cipher"] is not None]
     if len(shares) == 1 and shares[0]["percent_of_raw_cipher_ci"]:
         pci = shares[0]["percent_of_raw_cipher_ci"]
-        text += f", {shares[0]['percent_of_raw_cipher']:.0f}% [{pci[0]:.0f}, {pci[1]:.0f}] of this CPU's raw cipher"
+        text += (f", {fmt_percent(shares[0]['percent_of_raw_cipher'])} [{fmt_percent(pci[0], '')}, "
+                 f"{fmt_percent(pci[1], '')}] of this CPU's raw cipher")
     elif shares:
-        text += f", {_span([f['percent_of_raw_cipher'] for f in shares], lambda x: f'{x:.0f}%')} of this CPU's raw cipher"
+        text += f", {_span([f['percent_of_raw_cipher'] for f in shares], fmt_percent)} of this CPU's raw cipher"
     flags = list(dict.fromkeys(f["raw_cipher_flag"] for f in figs if f["raw_cipher_flag"]))
     return text + "".join(f" ({flag})" for flag in flags)  # rawcipher.set_beside: beyond what is possible
 

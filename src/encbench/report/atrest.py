@@ -29,9 +29,10 @@ METRICS = {"elapsed": ("wall_s", "elapsed"), "cpu": ("cpu_s", "CPU")}
 DEFAULT_METRIC = "elapsed"
 # what an option's CPU covers, where it is not obvious (said under the table when the option is in it)
 CPU_NOTES = {
-    "fscrypt": "{name}: fscrypt decrypts reads in kernel worker threads (fscrypt_read_workqueue), outside every "
-               "process encbench measures: its CPU ratio leaves that out, its elapsed ratio has it (writes are "
-               "encrypted in the writing process and counted)",
+    "fscrypt": "{name}: fscrypt decrypts reads in kernel worker threads (fscrypt_read_workqueue), not in the "
+               "server: this table's CPU ratio (the server's CPU) leaves that out, its elapsed ratio has it; the "
+               "per-page cost in `encbench show` counts those threads (kworker_cpu_s). Writes are encrypted in the "
+               "writing process and counted",
     "gocryptfs": "{name}: the CPU includes the gocryptfs daemon, where gocryptfs encrypts and decrypts",
 }
 ROW_ORDER = {w: i for i, w in enumerate(AT_REST_WORKLOADS)}

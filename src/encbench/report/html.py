@@ -128,7 +128,9 @@ def section(doc: dict, path: Path, index: int) -> str:
     scale = analysis.scaling or []
     if scale:
         out.append(_scaling_figure(doc, scale))
-        out.append(_lines("Scaling of the in-query hash", report.scaling_lines(analysis), "scaling"))
+        out.append(_lines("Scaling of the in-query hash", report.scaling_lines(analysis, "hash"), "scaling"))
+        out.append(_lines("Scaling of the column's in-database methods", report.scaling_lines(analysis, "column"),
+                          "scaling-column"))
         out.append(_lines("CPU profile of the server", report.profile_lines(analysis), "profile"))
         out.append(_flames(doc))
     out.append(_lines("Per-page decrypt cost", report.derived_lines(analysis) + report.raw_cipher_lines(doc), "derived"))

@@ -14,7 +14,7 @@ from ..analysis import columncost, headline, stats
 from ..engines import engine_named
 from ..profiling import profiler
 from ..util.redact import command_line as redact_command_line
-from ..util.units import fmt_bytes, fmt_change, fmt_count, fmt_seconds
+from ..util.units import fmt_bytes, fmt_change, fmt_count, fmt_percent, fmt_seconds
 
 
 def _means(groups, key) -> dict[str, float]:
@@ -311,9 +311,10 @@ def derived_lines(analysis: an.Analysis) -> list[str]:
         if ci:
             line += f" [{fmt_seconds(ci[0])}, {fmt_seconds(ci[1])}]"
         if d["decrypt_mb_per_s_per_core"]:
-            line += f" -> engine decrypts at {d['decrypt_mb_per_s_per_core']:.0f} MB/s per core"
+            who = "the kernel (its worker threads included) decrypts" if d.get("kernel_driver") else "engine decrypts"
+            line += f" -> {who} at {d['decrypt_mb_per_s_per_core']:.0f} MB/s per core"
         if "percent_of_raw_cipher" in d:
-            line += (f", {d['percent_of_raw_cipher']:.0f}% of this CPU's raw cipher speed "
+            line += (f", {fmt_percent(d['percent_of_raw_cipher'])} of this CPU's raw cipher speed "
                      f"({d['raw_cipher_mb_per_s_per_core']:.0f} MB/s per core)")
         line += f"; {d['raw_cipher_flag']}" if d.get("raw_cipher_flag") else ""  # rawcipher.set_beside
         out.append(line)

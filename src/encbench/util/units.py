@@ -124,3 +124,10 @@ def fmt_change(ratio: float | None, ci=None) -> str:
     if ci:
         text += f" [{(ci[0] - 1) * 100:+.0f}, {(ci[1] - 1) * 100:+.0f}]"
     return text
+
+
+def fmt_percent(x: float, sign: str = "%") -> str:
+    """A share in percent with its small values kept: 41%, 3.2%, 0.26% (not '0%')."""
+    if abs(x) >= 10 or x == 0:
+        return f"{x:.0f}{sign}"
+    return f"{x:.2g}{sign}"

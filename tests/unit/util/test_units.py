@@ -118,3 +118,10 @@ def test_fmt_bytes_never_uses_exponent_notation(n):
 
 def test_fmt_count_never_uses_exponent_notation():
     assert "e+" not in fmt_count(999_999)
+
+
+def test_fmt_percent_keeps_small_shares():
+    from encbench.util.units import fmt_percent
+
+    assert [fmt_percent(x) for x in (41.4, 100, 3.24, 0.264, 0)] == ["41%", "100%", "3.2%", "0.26%", "0%"]
+    assert fmt_percent(0.264, "") == "0.26"
