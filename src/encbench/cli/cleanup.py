@@ -1,7 +1,10 @@
-"""`encbench cleanup`: remove what killed runs left of the filesystems encbench made (host/encfs).
+"""`encbench cleanup`: remove what killed runs left of the filesystems encbench made (host/encfs) and
+of the private servers it started (lab/leftovers.reclaim_servers).
 
-Only what the ledger records, and only for runs whose process is gone (pid + start time): a
-live run's mounts and any mount encbench did not create are never touched.
+Only what the ledger or an owner record in a server's directory names, and only for runs whose
+process is gone (pid + start time): a live run's mounts and servers, any mount encbench did not
+create and any directory without an owner record are never touched. A dead run's server still
+running is stopped (SIGTERM, then SIGKILL) only when its command line points into its directory.
 """
 
 from __future__ import annotations
@@ -22,22 +25,35 @@ def cmd_cleanup(args) -> int:
     if os.geteuid() != 0:  # the ledger, the mounts and the loop devices are root's
         raise FilesystemUnavailableError(f"cleanup needs root (running as uid {os.geteuid()})",
                                          hint="run encbench cleanup as root")
+    from ..lab import leftovers
+
+    servers = leftovers.reclaim_servers()
     done = ledger.reclaim()
     live = [r["id"] for r in ledger.records() if _is_live(r)]
     rows = [{"id": r["id"], "kind": r.get("kind"), "owner_pid": r["owner"].get("pid"), "workdir": r["workdir"],
              "removed": not problems, "problems": problems} for r, problems in done]
     if args.json:
-        print(json.dumps({"reclaimed": rows, "live_kept": live}, indent=1))
+        print(json.dumps({"reclaimed": rows, "live_kept": live, "servers": servers}, indent=1))
     else:
+        for row in servers:
+            print(_server_line(row))
         for row in rows:
             state = "removed" if row["removed"] else "INCOMPLETE: " + "; ".join(row["problems"])
             print(f"{row['id']} (dead pid {row['owner_pid']}) {row['workdir']}: {state}")
         print(f"cleanup: {sum(r['removed'] for r in rows)} removed, "
-              f"{sum(not r['removed'] for r in rows)} incomplete, {len(live)} of live runs kept")
-    if any(not r["removed"] for r in rows):
+              f"{sum(not r['removed'] for r in rows)} incomplete, {len(live)} of live runs kept"
+              + (f"; servers: {sum(r['removed'] for r in servers)} removed, "
+                 f"{sum(not r['removed'] for r in servers)} incomplete" if servers else ""))
+    if any(not r["removed"] for r in rows + servers):
         raise FilesystemUnavailableError("some leftovers could not be removed (listed above)",
                                          hint="stop what still uses them and run encbench cleanup again")
     return 0
+
+
+def _server_line(row: dict) -> str:
+    stopped = f"stopped pid {', '.join(map(str, row['stopped']))}, " if row["stopped"] else ""
+    state = "removed" if row["removed"] else "INCOMPLETE: " + "; ".join(row["problems"])
+    return f"server {row['dir']} (dead pid {row['owner_pid']}): {stopped}{state}"
 
 
 def _is_live(record: dict) -> bool:

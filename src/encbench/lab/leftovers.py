@@ -114,3 +114,124 @@ def claim(data_dir: Path) -> list[tuple[Path, int]]:
               + ", ".join(str(d) for d, _ in removed), file=sys.stderr)
     _claim_pymp_dir(me())
     return removed
+
+
+# -- private servers (engines/*/server.py) a killed run left ---------------------------------------
+# Each server's private directory holds an owner record from the moment it is made (claim_server_dir).
+# `encbench cleanup` stops the server still running from a dead owner's directory (only a process whose
+# command line points into that directory: its my.cnf or data directory) and removes the directory.
+SERVER_PATTERNS = ("encbench-maria-*", "encbench-pg-*", "encbench-pgdata-*")  # in the temporary directory
+SERVER_NOT = ("encbench-maria-fs-*",)  # a run's filesystem working directory (host/encfs's ledger reclaims it)
+SERVER_STOP_TIMEOUT_S = 60
+
+
+def claim_server_dir(directory: Path) -> Path:
+    """Mark a private server's directory as this process's (the server modules call it on mkdtemp)."""
+    write_owner(Path(directory), me())
+    return Path(directory)
+
+
+def release_server_dir(directory: Path) -> None:
+    """A server kept on purpose (--keep): no owner record, so cleanup never takes it."""
+    (Path(directory) / OWNER_FILE).unlink(missing_ok=True)
+
+
+def _inside(path: str, directory: Path) -> bool:
+    if not path.startswith("/"):
+        return False
+    p = Path(os.path.normpath(path))
+    return p == directory or directory in p.parents
+
+
+def points_into(cmdline: list[str], directory: Path) -> bool:
+    """Does a command line name a path inside `directory` (an argument, or an option's value:
+    --defaults-file=DIR/my.cnf, -D DIR/data, --datadir=DIR/data)? Only absolute paths count."""
+    directory = Path(os.path.normpath(str(directory)))
+    for arg in cmdline[1:]:
+        candidates = [arg]
+        if arg.startswith("-") and "=" in arg:
+            candidates.append(arg.split("=", 1)[1])
+        if any(_inside(c, directory) for c in candidates):
+            return True
+    return False
+
+
+def server_processes(directory: Path) -> list[psutil.Process]:
+    """The processes (not this one) whose command line points into `directory`."""
+    found = []
+    for proc in psutil.process_iter(["cmdline"]):
+        cmdline = proc.info.get("cmdline") or []
+        if proc.pid != os.getpid() and points_into(cmdline, directory):
+            found.append(proc)
+    return found
+
+
+def stop_processes(procs: list[psutil.Process], timeout: float = SERVER_STOP_TIMEOUT_S) -> list[psutil.Process]:
+    """SIGTERM, wait up to `timeout`, then SIGKILL; the processes that still run afterwards."""
+    for p in procs:
+        try:
+            p.terminate()
+        except psutil.NoSuchProcess:
+            pass
+    _, alive_ = psutil.wait_procs(procs, timeout=timeout)
+    for p in alive_:
+        try:
+            p.kill()
+        except psutil.NoSuchProcess:
+            pass
+    _, alive_ = psutil.wait_procs(alive_, timeout=timeout)
+    return [p for p in alive_ if _running(p)]
+
+
+def _running(proc: psutil.Process) -> bool:
+    try:
+        return proc.is_running() and proc.status() != psutil.STATUS_ZOMBIE
+    except psutil.Error:
+        return False
+
+
+def _server_candidates(base: Path | None = None) -> list[Path]:
+    base = Path(base or tempfile.gettempdir())
+    found = []
+    for pattern in SERVER_PATTERNS:
+        try:
+            found += [p for p in base.glob(pattern) if p.is_dir() and not p.is_symlink()]
+        except OSError:
+            continue
+    return sorted({p for p in found if not any(p.match(n) for n in SERVER_NOT)})
+
+
+def _mounts_under(directory: Path) -> list[str]:
+    """Mount points inside `directory` (rmtree would descend into them)."""
+    try:
+        lines = Path("/proc/self/mounts").read_text().splitlines()
+    except OSError:
+        return []
+    points = [ln.split()[1].encode().decode("unicode_escape") for ln in lines if len(ln.split()) > 1]
+    return [m for m in points if _inside(m, Path(os.path.normpath(str(directory))))]
+
+
+def reclaim_servers(base: Path | None = None) -> list[dict]:
+    """Stop and remove the private servers of dead runs: one row per directory taken,
+    {"dir", "owner_pid", "stopped": [pids], "removed": bool, "problems": [...]}. A directory without an
+    owner record, or whose owner is alive, is never touched."""
+    rows = []
+    for d in _server_candidates(base):
+        owner = read_owner(d)
+        if owner is None or owner["pid"] == os.getpid() or alive(owner):
+            continue
+        problems = []
+        procs = server_processes(d)
+        left = stop_processes(procs)
+        mounts = _mounts_under(d)
+        if left:
+            problems.append("still running: pid " + ", ".join(str(p.pid) for p in left))
+        elif mounts:
+            problems.append("holds a mount (" + ", ".join(mounts) + "): not removed")
+        else:
+            shutil.rmtree(d, ignore_errors=True)
+            if d.exists():
+                problems.append("could not remove the directory")
+        rows.append({"dir": str(d), "owner_pid": owner["pid"], "stopped": [p.pid for p in procs],
+                     "removed": not d.exists(), "problems": problems})
+    return rows

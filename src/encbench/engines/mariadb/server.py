@@ -28,6 +28,7 @@ from ..local import certs
 from ...errors import BadValueError, EngineUnavailableError
 from ..local.server import last_log_line, run_tool, start_on_free_port, unprivileged_user
 from .client import connect_bounded
+from ...lab import leftovers
 
 INSTALL_HINT = "install it with: apt-get install mariadb-server mariadb-backup"
 START_TIMEOUT_S = 60
@@ -271,7 +272,7 @@ def start(settings: dict | None = None, *, base: dict | None = None, buffer_pool
         if not given.is_file() or not os.access(given, os.R_OK):
             raise BadValueError(f"key file {given} is missing or unreadable",
                                 hint="give file_key_management_filename a readable file of lines '1;<64 hex digits>'")
-    root = Path(tempfile.mkdtemp(prefix="encbench-maria-"))
+    root = leftovers.claim_server_dir(tempfile.mkdtemp(prefix="encbench-maria-"))  # encbench cleanup after a kill
     handle = Handle(root=str(root), port=0, user=list(user) if user else None, mariadbd=bins["mariadbd"],
                     password=secrets.token_urlsafe(18), settings=conf,
                     data_root=str(Path(data_root) / f"mariadb-{root.name}") if data_root else "")
@@ -322,6 +323,8 @@ def start(settings: dict | None = None, *, base: dict | None = None, buffer_pool
         if proc is not None:
             _create_bench_user(handle)
             server.keep = keep
+            if keep:
+                leftovers.release_server_dir(root)
             return server
         server.proc = None
         raise EngineUnavailableError(f"the private MariaDB server did not start: {last}")

@@ -23,6 +23,7 @@ from pathlib import Path
 
 from ..local import certs
 from ...errors import EngineUnavailableError
+from ...lab import leftovers
 from ..local.server import keep_log, last_log_line, log_tail, run_tool, start_on_free_port, unprivileged_user, wait_ready
 
 INSTALL_HINT = "install them with: apt-get install postgresql (Debian/Ubuntu), or measure an existing server with --dsn"
@@ -243,12 +244,13 @@ def start(*, keep: bool = False, settings: dict | None = None, data_parent: Path
     the system's temporary directory). unix_socket=False: TCP only (no socket path to fit in 107 bytes)."""
     bindir = find_bindir()
     user = unprivileged_user("postgres")
-    root = Path(tempfile.mkdtemp(prefix="encbench-pg-", dir=root_parent))
+    root = leftovers.claim_server_dir(tempfile.mkdtemp(prefix="encbench-pg-", dir=root_parent))  # cleanup after a kill
     server = PgServer(bindir=bindir, root=root, port=0, password=secrets.token_urlsafe(24), user=user, keep=False)
     atexit.register(server.stop)
     try:
         if data_parent is not None:
-            server.data_parent = Path(tempfile.mkdtemp(prefix="encbench-pgdata-", dir=data_parent))
+            pgdata = tempfile.mkdtemp(prefix="encbench-pgdata-", dir=data_parent)
+            server.data_parent = leftovers.claim_server_dir(pgdata)
             os.chmod(server.data_parent, 0o700)
             if user:
                 os.chown(server.data_parent, user[1], user[2])
@@ -283,6 +285,10 @@ def start(*, keep: bool = False, settings: dict | None = None, data_parent: Path
                                               lambda why: _port_taken(server, why))
         if proc is not None:
             server.keep = keep
+            if keep:
+                for d in (root, server.data_parent):
+                    if d is not None:
+                        leftovers.release_server_dir(d)
             return server
         server.proc = None
         raise EngineUnavailableError(f"the private PostgreSQL server did not start: {last_error}",
