@@ -5,6 +5,9 @@ and this CPU's raw cost of the method's cipher per value (calibration.raw_column
 
 The added CPU includes the cipher's work, so it cannot be below it: a figure that comes out below is flagged
 (host/rawcipher.beyond_reference, as the per-page costs are) and given no multiple of the raw cost.
+
+`column_costs` is computed once, by analysis.summary.analyze (`Analysis.column_costs`, in `show --json` and the
+result file); `lines` words those entries for the report (terminal, Markdown, HTML) and computes nothing.
 """
 
 from __future__ import annotations
@@ -45,29 +48,29 @@ def _rates(ci) -> list[float] | None:
 def _flag(added: float, added_ci, raw: float, raw_ci) -> tuple[str | None, str | None]:
     """(beyond_reference's standing, what it means for the added CPU in words; None: plausible)."""
     standing = beyond_reference(_rate(added), _rates(added_ci), _rate(raw), _rates(raw_ci))
-    r = f"{_us(raw)} µs{_ci(raw_ci)}"
+    r = f"{fmt_us(raw)} µs{fmt_ci(raw_ci)}"
     if standing == CONTRADICTS:
-        return standing, (f"contradicts its reference: {_us(added)} µs{_ci(added_ci)} added per row is below this CPU's raw "
+        return standing, (f"contradicts its reference: {fmt_us(added)} µs{fmt_ci(added_ci)} added per row is below this CPU's raw "
                 f"cipher work per value ({r}), which is not possible: one of the two figures is wrong")
     if standing == UNRESOLVED:
-        return standing, (f"not resolved: {_us(added)} µs added per row is below the raw cipher work per value ({r}), which is "
+        return standing, (f"not resolved: {fmt_us(added)} µs added per row is below the raw cipher work per value ({r}), which is "
                 "not possible, and the CIs overlap: noise; run longer")
     if standing == CI_ABOVE:
         return standing, "the lower end of its CI is below the raw cipher work per value, which is not possible"
     return None, None
 
 
-def _us(x: float) -> str:
+def fmt_us(x: float) -> str:
     """Three significant digits below 1 µs (a cipher call is a few ns), one decimal to 100, then none."""
     return f"{x:.3g}" if abs(x) < 1 else f"{x:,.1f}" if abs(x) < 100 else f"{x:,.0f}"
 
 
-def _times(x: float) -> str:
+def fmt_times(x: float) -> str:
     return f"{x:,.1f}" if abs(x) < 100 else f"{x:,.0f}"
 
 
-def _ci(ci) -> str:
-    return f" [{_us(ci[0])}, {_us(ci[1])}]" if ci else ""
+def fmt_ci(ci) -> str:
+    return f" [{fmt_us(ci[0])}, {fmt_us(ci[1])}]" if ci else ""
 
 
 def _references(doc: dict) -> dict[str, dict]:
@@ -136,7 +139,7 @@ def _set_beside(entry: dict, ref: dict) -> None:
         return
     standing, flag = _flag(added, entry["added_us_per_row_ci"], raw["us_per_call"], raw.get("ci"))
     if flag:
-        entry["raw_cipher_flag"] = flag
+        entry["raw_cipher_flag"], entry["raw_cipher_standing"] = flag, standing
     if standing not in (CONTRADICTS, UNRESOLVED):  # as for pages: the multiple, with a note when its CI is not possible
         entry["times_raw"] = added / raw["us_per_call"]
 
@@ -147,25 +150,31 @@ def _in_direction(part: str, direction: str) -> bool:
     return not part.endswith(other)
 
 
-def lines(doc: dict, groups) -> list[str]:
-    """The report's lines: one per method and operation, then what the raw references are."""
+def name_of(entry: dict) -> str:
+    """The method, or the variant's label when it has other keys (sessions=1,method=pg-pgp)."""
+    return entry["method"] if entry["contender"] == f"method={entry['method']}" else entry["contender"]
+
+
+def lines(entries: list[dict] | None) -> list[str]:
+    """The report's lines from the analysis' column_costs: one per method and operation, then what the raw
+    references are."""
     out = []
-    for e in column_costs(doc, groups):
-        name = e["method"] if e["contender"] == f"method={e['method']}" else e["contender"]  # other keys: the label
-        line = (f"{name} {e['operation']} ({e['direction']}): {_us(e['cpu_us_per_row'])} µs per row of "
-                f"{SIDE_WORDS[e['side']]}{_ci(e['cpu_us_per_row_ci'])}")
+    for e in entries or []:
+        name = name_of(e)
+        line = (f"{name} {e['operation']} ({e['direction']}): {fmt_us(e['cpu_us_per_row'])} µs per row of "
+                f"{SIDE_WORDS[e['side']]}{fmt_ci(e['cpu_us_per_row_ci'])}")
         if e["added_us_per_row"] is not None:
             added = e["added_us_per_row"]
-            line += f", {'+' if added >= 0 else '-'}{_us(abs(added))} µs over {BASELINE}{_ci(e['added_us_per_row_ci'])}"
+            line += f", {'+' if added >= 0 else '-'}{fmt_us(abs(added))} µs over {BASELINE}{fmt_ci(e['added_us_per_row_ci'])}"
         if "raw_us_per_value" in e:
             parts = e.get("raw_parts") or {}
-            split = (" = " + " + ".join(f"{_us(v)} µs {PART_WORDS.get(k, k)}"
+            split = (" = " + " + ".join(f"{fmt_us(v)} µs {PART_WORDS.get(k, k)}"
                                         for k, v in sorted(parts.items(), key=lambda kv: -kv[1]))
                      if len(parts) > 1 else "")
-            line += (f"; its cipher work on this CPU: {_us(e['raw_us_per_value'])} µs per value"
-                     f"{_ci(e['raw_us_per_value_ci'])}{split} ({e['reference']})")
+            line += (f"; its cipher work on this CPU: {fmt_us(e['raw_us_per_value'])} µs per value"
+                     f"{fmt_ci(e['raw_us_per_value_ci'])}{split} ({e['reference']})")
             if "times_raw" in e:
-                line += f"; the added CPU is {_times(e['times_raw'])}x it"
+                line += f"; the added CPU is {fmt_times(e['times_raw'])}x it"
         if e.get("raw_cipher_flag"):
             line += f"; {e['raw_cipher_flag']}"
         out.append(line)

@@ -21,7 +21,8 @@ from collections import Counter
 from dataclasses import dataclass, replace
 from typing import Callable
 
-from . import stats
+from . import columncost as cc, stats
+from ..host.rawcipher import CI_ABOVE, CONTRADICTS, UNRESOLVED
 from ..util.units import fmt_percent, fmt_seconds
 
 MIXED = "mixed"  # a line whose rows got different verdicts (each row keeps its own)
@@ -410,9 +411,87 @@ def sweep_lines(analysis) -> list[dict]:
     return out
 
 
+# -- the column lab: per method, the CPU per row it adds to encrypt and to decrypt, against its raw cipher ----------
+
+COLUMN_OPERATIONS = {"encrypt": "insert", "decrypt": "read"}  # the operation that tells each direction
+SIDE_METRICS = {"server": "cpu_s", "process": "cpu_s", "client": "client_cpu_s"}  # the comparison of that side
+LEADING_VERDICTS = (stats.COSTS, stats.SAVES, stats.NO_COST, stats.INCONCLUSIVE)  # words before the estimate
+
+
+def _column_raw(e: dict, with_part: bool) -> str:
+    """', 1.4x its raw cipher (170 µs, 100% S2K (iterated SHA-1))', or why there is no multiple."""
+    if "raw_us_per_value" not in e:
+        return ""
+    raw = e["raw_us_per_value"]
+    parts = e.get("raw_parts") or {}
+    inner = f"{cc.fmt_us(raw)} µs"
+    if with_part and len(parts) > 1:
+        top = max(parts, key=parts.get)
+        inner += f", {fmt_percent(100 * parts[top] / raw)} {cc.PART_WORDS.get(top, top)}"
+    standing = e.get("raw_cipher_standing")
+    if standing in (CONTRADICTS, UNRESOLVED):
+        return f", below its raw cipher ({inner}): {standing}" + (", run longer" if standing == UNRESOLVED else "")
+    note = "; its CI reaches below it" if standing == CI_ABOVE else ""
+    return f", {cc.fmt_times(e['times_raw'])}x its raw cipher ({inner}{note})" if "times_raw" in e else ""
+
+
+def _column_piece(e: dict, row: dict | None, first: bool, alone: bool) -> str:
+    """One direction: the added CPU per row with its CI and its raw cipher, led by the verdict's words as judge()
+    means them ('costs', 'no cost: ...'); a verdict that follows the figures is said once per line unless `alone`."""
+    added, ci = e["added_us_per_row"], e["added_us_per_row_ci"]
+    word = f" {cc.SIDE_WORDS[e['side']]}" if first else ""
+    est = (f"{'+' if added >= 0 else '-'}{cc.fmt_us(abs(added))} µs{word} per row{cc.fmt_ci(ci)} to {e['direction']}"
+           f" ({e['operation']})")
+    raw = _column_raw(e, first)
+    code = row["verdict"] if row else stats.NO_ESTIMATE
+    if code in LEADING_VERDICTS:
+        return _verdict_words(code, [row], est) + raw
+    return _verdict_words(code, [row] if row else [], est + raw) if alone else est + raw
+
+
+def column_lines(analysis) -> list[dict]:
+    """One line per column method (analysis.column_costs): what it adds per row to encrypt and to decrypt, on the
+    side that does the cipher work, worded with its comparisons' verdicts, and the multiple of its raw cipher."""
+    entries = [e for e in analysis.column_costs or [] if e["added_us_per_row"] is not None
+               and COLUMN_OPERATIONS.get(e["direction"]) == e["operation"]]
+    comps = {(c["operation"], c["contender"], c["metric"]): c for c in analysis.shown_comparisons()
+             if c["workload"] == cc.WORKLOAD}
+    contenders = {}
+    for e in entries:
+        contenders.setdefault((e["method"], e["contender"]), []).append(e)
+    methods = Counter(m for m, _ in contenders)
+    out = []
+    for (method, contender), mine in contenders.items():
+        name = method if methods[method] == 1 else cc.name_of(mine[0])
+        mine.sort(key=lambda e: list(COLUMN_OPERATIONS).index(e["direction"]))
+        found = [comps.get((e["operation"], contender, SIDE_METRICS[e["side"]])) for e in mine]
+        each = [_row(c) if c else None for c in found]  # a direction without its comparison: None
+        rows = [r for r in each if r]
+        counts = Counter(r["verdict"] for r in rows)
+        codes = {r["verdict"] if r else stats.NO_ESTIMATE for r in each}
+        trailing = next(iter(codes)) if len(codes) == 1 and not codes & set(LEADING_VERDICTS) else None
+        pieces = [_column_piece(e, r, i == 0, trailing is None) for i, (e, r) in enumerate(zip(mine, each))]
+        text = "; ".join(pieces)
+        if trailing:  # too few runs, no estimate, withheld: said once, after the figures
+            text = (f"{text} (no verdict: {rows[0]['verdict_text']})" if trailing == stats.WITHHELD
+                    else _verdict_words(trailing, rows, text))
+        figures = [{"name": "column_added_us_per_row", "method": method, "contender": contender,
+                    "operation": e["operation"], "direction": e["direction"], "side": e["side"],
+                    "value": e["added_us_per_row"], "ci": e["added_us_per_row_ci"],
+                    "raw_us_per_value": e.get("raw_us_per_value"), "times_raw": e.get("times_raw"),
+                    "raw_cipher_standing": e.get("raw_cipher_standing")} for e in mine]
+        rated = [r["ratio"] for r in rows if r["ratio"] is not None]
+        out.append({"lab": cc.WORKLOAD, "label": f"{cc.WORKLOAD}, {name}",
+                    "metric": SIDE_METRICS[mine[0]["side"]], "verdict": next(iter(counts)) if len(counts) == 1
+                    else (MIXED if counts else None), "verdicts": dict(counts), "rows": rows,
+                    "range": [min(rated), max(rated)] if rated else None, "figures": figures,
+                    "text": f"{cc.WORKLOAD}, {name}: {text}"})
+    return out
+
+
 def build(analysis) -> list[dict]:
     """The headline lines of an analysis (an Analysis: its fields are read, nothing else)."""
-    return comparison_lines(analysis) + sweep_lines(analysis)
+    return comparison_lines(analysis) + column_lines(analysis) + sweep_lines(analysis)
 
 
 def lines(analysis) -> list[str]:

@@ -693,7 +693,8 @@ def profiles(doc: dict) -> list[dict]:
 
 # -- the analysis object: what every command reads ------------------------------------------
 
-ANALYSIS_VERSION = 2  # the shape of Analysis and its to_dict(): bump it when a field is added, dropped or changes meaning
+ANALYSIS_VERSION = 3  # the shape of Analysis and its to_dict(): bump it when a field is added, dropped or changes meaning
+# 1: the typed Analysis (issue 13 item 4); 2: headline (issue 14 item 1); 3: column_costs (issue 16 item 3)
 
 HEADER, STORED, SHOWN = "header", "stored", "shown"  # where a field comes from (Analysis field metadata)
 
@@ -727,6 +728,7 @@ class Analysis(Mapping):
     scaling: list[dict] | None = _field(STORED, optional=True)  # a hash sweep: one entry per function, op, k
     hash_costs: list[dict] | None = _field(STORED, optional=True)  # a hash sweep: server CPU per row vs raw
     profiles: list[dict] | None = _field(STORED, optional=True)  # a hash sweep: --profile summaries
+    column_costs: list[dict] | None = _field(STORED, optional=True)  # the column lab: CPU per row vs raw cipher
     # the headline summary in plain words (analysis/headline.py): made from the fields above, never stored
     headline: list[dict] | None = _field(SHOWN, optional=True)
     files: list[str] | None = _field(SHOWN, optional=True)  # plots and flame graphs written beside the file
@@ -827,11 +829,14 @@ def analyze(doc: dict, margin_pct: float = stats.DEFAULT_MARGIN_PCT) -> Analysis
     per_page = derived(doc, groups, comps)
     if scale:
         text += sweep_notes(doc, scale, found)
+    from .columncost import column_costs  # columncost reads baseline_for from here
+
     return Analysis(
         **Analysis._header(doc),
         summaries=summaries(groups), comparisons=comps, derived=per_page,
         attribution=attribution(doc, groups, comps), notes=text + kernel_cipher_notes(per_page, doc),
         scaling=scale or None, hash_costs=hash_costs(doc, scale) if scale else None, profiles=found,
+        column_costs=column_costs(doc, groups) or None,
         placebo_comparisons=placebo or None,
     ).with_headline()
 

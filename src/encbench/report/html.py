@@ -134,7 +134,7 @@ def section(doc: dict, path: Path, index: int) -> str:
         out.append(_lines("CPU profile of the server", report.profile_lines(analysis), "profile"))
         out.append(_flames(doc))
     out.append(_lines("Per-page decrypt cost", report.derived_lines(analysis) + report.raw_cipher_lines(doc), "derived"))
-    out.append(_lines("Column encryption per row vs the raw cipher", columncost.lines(doc, an.collect(doc)), "column-cost"))
+    out.append(_lines("Column encryption per row vs the raw cipher", columncost.lines(analysis.column_costs), "column-cost"))
     out.append(_lines("Where the overhead went", report.attribution_lines(analysis), "attribution"))
     out.append(_lines("Notes", analysis.notes, "notes"))
     out.append(_lines("Warnings", report.warning_lines(analysis, doc=doc), "warnings"))

@@ -590,7 +590,7 @@ SECTIONS = (
     ("Per-page decrypt cost (seed 003)", "Per-page decrypt cost",
      lambda doc, a: derived_lines(a) + raw_cipher_lines(doc)),
     ("Column encryption per row vs the raw cipher (issue 16)", "Column encryption per row vs the raw cipher",
-     lambda doc, a: columncost.lines(doc, an.collect(doc))),
+     lambda doc, a: columncost.lines(a.column_costs)),
     ("Notes", "Notes", lambda doc, a: a.notes),
     ("Warnings", "Warnings", lambda doc, a: warning_lines(a, doc=doc)),
 )

@@ -21,7 +21,7 @@ TESTS = next(p for p in Path(__file__).resolve().parents if p.name == "tests")
 
 GOLDEN = TESTS / "golden" / "results-v1.json"
 SRC = Path(an.__file__).resolve().parents[1]
-OPTIONAL = ("scaling", "hash_costs", "profiles", "files", "placebo_comparisons")
+OPTIONAL = ("scaling", "hash_costs", "profiles", "column_costs", "files", "placebo_comparisons")
 
 
 def _show_json_as_it_was(doc: dict, a: dict) -> str:
@@ -31,14 +31,15 @@ def _show_json_as_it_was(doc: dict, a: dict) -> str:
         "schema_version": doc["schema_version"], "status": doc["status"], "engine": doc["engine"]["name"],
         "summaries": a["summaries"], "comparisons": comps, "derived": a["derived"],
         "attribution": a.get("attribution", []), "notes": a["notes"],
-        **{k: a[k] for k in ("scaling", "hash_costs", "profiles", "headline", "files", "placebo_comparisons")
-           if k in a},  # headline: added by issue 14 item 1 (analysis/headline.py), the one change
+        **{k: a[k] for k in ("scaling", "hash_costs", "profiles", "column_costs", "headline", "files",
+                             "placebo_comparisons")
+           if k in a},  # added since: headline (issue 14 item 1), column_costs (issue 16): absent here
     }, indent=1)
 
 
 def test_fields_on_the_golden_file(doc, analysis):
     assert isinstance(analysis, an.Analysis)
-    assert analysis.version == an.ANALYSIS_VERSION == 2  # 2: the headline field (issue 14 item 1)
+    assert analysis.version == an.ANALYSIS_VERSION == 3  # 2: headline (issue 14 item 1); 3: column_costs (issue 16)
     assert (analysis.schema_version, analysis.status, analysis.engine) == (1, "complete", "sqlite")
     # two workloads (scan-like, backup) and the connection open, 3 runs per variant (6 opens)
     assert len(analysis.summaries) == 172 and all(s["n"] == (6 if s["workload"] == "(open)" else 3)
