@@ -17,7 +17,6 @@ import math
 from ..host.rawcipher import CI_ABOVE, CONTRADICTS, UNRESOLVED, beyond_reference
 from ..lab.variants import label
 from . import stats
-from .summary import baseline_for
 
 WORKLOAD = "column"
 BASELINE = "none"
@@ -86,9 +85,10 @@ def _references(doc: dict) -> dict[str, dict]:
     return out
 
 
-def column_costs(doc: dict, groups) -> list[dict]:
+def column_costs(doc: dict, groups, baseline_for) -> list[dict]:
     """One entry per column method (not `none`) and operation of DIRECTION: CPU per row (mean, t CI), added over
-    `none` (Welch CI), the raw reference per value with its parts, and times raw or a flag."""
+    `none` (Welch CI), the raw reference per value with its parts, and times raw or a flag.
+    baseline_for is analysis.summary's (passed in: summary imports this module)."""
     from ..engines.column_base import IN_DATABASE_CIPHERS
 
     refs = _references(doc)

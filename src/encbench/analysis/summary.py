@@ -10,7 +10,7 @@ from collections import defaultdict
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields, replace
 
-from . import stats
+from . import columncost, stats
 from ..drivers.client_share import notes as client_notes, withheld_reason
 from ..engines import engine_named
 from ..host import rawcipher
@@ -829,14 +829,12 @@ def analyze(doc: dict, margin_pct: float = stats.DEFAULT_MARGIN_PCT) -> Analysis
     per_page = derived(doc, groups, comps)
     if scale:
         text += sweep_notes(doc, scale, found)
-    from .columncost import column_costs  # columncost reads baseline_for from here
-
     return Analysis(
         **Analysis._header(doc),
         summaries=summaries(groups), comparisons=comps, derived=per_page,
         attribution=attribution(doc, groups, comps), notes=text + kernel_cipher_notes(per_page, doc),
         scaling=scale or None, hash_costs=hash_costs(doc, scale) if scale else None, profiles=found,
-        column_costs=column_costs(doc, groups) or None,
+        column_costs=columncost.column_costs(doc, groups, baseline_for) or None,
         placebo_comparisons=placebo or None,
     ).with_headline()
 

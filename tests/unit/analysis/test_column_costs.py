@@ -37,7 +37,7 @@ def _doc(runs: list[dict]) -> dict:
 
 
 def _costs(doc: dict) -> dict[tuple[str, str], dict]:
-    return {(e["method"], e["operation"]): e for e in columncost.column_costs(doc, an.collect(doc))}
+    return {(e["method"], e["operation"]): e for e in columncost.column_costs(doc, an.collect(doc), an.baseline_for)}
 
 
 def _jitter(i: int) -> float:
@@ -109,7 +109,7 @@ def test_analyze_fills_column_costs_in_show_json_and_the_result_file():
     doc = _doc(_pgp_runs(3))
     a = an.analyze(doc)
     assert a.version == an.ANALYSIS_VERSION == 3
-    assert a.column_costs == columncost.column_costs(doc, an.collect(doc))
+    assert a.column_costs == columncost.column_costs(doc, an.collect(doc), an.baseline_for)
     assert [(e["method"], e["operation"]) for e in a.column_costs] == [("pg-pgp", "insert"), ("pg-pgp", "read")]
     shown = a.to_dict()
     assert list(shown)[-2:] == ["column_costs", "headline"] and shown["column_costs"] is a.column_costs
