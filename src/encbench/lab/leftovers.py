@@ -167,19 +167,15 @@ def server_processes(directory: Path) -> list[psutil.Process]:
 
 
 def stop_processes(procs: list[psutil.Process], timeout: float = SERVER_STOP_TIMEOUT_S) -> list[psutil.Process]:
-    """SIGTERM, wait up to `timeout`, then SIGKILL; the processes that still run afterwards."""
-    for p in procs:
-        try:
-            p.terminate()
-        except psutil.NoSuchProcess:
-            pass
-    _, alive_ = psutil.wait_procs(procs, timeout=timeout)
-    for p in alive_:
-        try:
-            p.kill()
-        except psutil.NoSuchProcess:
-            pass
-    _, alive_ = psutil.wait_procs(alive_, timeout=timeout)
+    """SIGTERM, wait up to `timeout`, then SIGKILL and wait again; the processes that still run afterwards."""
+    alive_ = procs
+    for send in (psutil.Process.terminate, psutil.Process.kill):
+        for p in alive_:
+            try:
+                send(p)
+            except psutil.Error:  # gone already, or not ours to signal: wait_procs tells
+                pass
+        _, alive_ = psutil.wait_procs(alive_, timeout=timeout)
     return [p for p in alive_ if _running(p)]
 
 

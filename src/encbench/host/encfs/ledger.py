@@ -26,7 +26,6 @@ import json
 import os
 import secrets
 import shutil
-import signal
 import subprocess
 import time
 from pathlib import Path
@@ -164,14 +163,7 @@ def _strays(record: dict) -> list[psutil.Process]:
 
 def _stop_strays(record: dict) -> list[int]:
     procs = _strays(record)
-    for p in procs:
-        with contextlib.suppress(psutil.Error):
-            p.send_signal(signal.SIGTERM)
-    _, alive = psutil.wait_procs(procs, timeout=STRAY_TERM_WAIT_S)
-    for p in alive:
-        with contextlib.suppress(psutil.Error):
-            p.kill()
-    psutil.wait_procs(alive, timeout=STRAY_TERM_WAIT_S)
+    leftovers.stop_processes(procs, timeout=STRAY_TERM_WAIT_S)
     return [p.pid for p in procs]
 
 
