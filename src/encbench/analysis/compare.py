@@ -64,6 +64,7 @@ def _row(key: tuple[str, str, str], metric: str, word: str, kind: str, est: stat
          floor: dict | None, withheld: str | None = None, **extra) -> dict:
     wl, op, vl = key
     floor_pct, source = _floor_of(floor, kind, metric)
+    word = f"{word} per {extra['per']}" if extra.get("per") else word
     j = stats.judge_estimate(est, word=f"{word} overhead" if kind == "overhead" else word, margin_pct=margin_pct,
                              floor_pct=floor_pct)
     verdict, text = j.verdict, j.text
@@ -89,6 +90,18 @@ def _withheld(*groups: tuple[str, dict]) -> str | None:
     return "no verdict: the client was saturated in " + "; ".join(busy) + ": the client, not the server, set the pace"
 
 
+def _groups(doc: dict) -> dict:
+    """analysis.collect's groups, with a fixed-duration workload's times per unit of work (elapsed and CPU per
+    query, run by run): its elapsed time is set and its CPU bounded by the window, so only per query can they show
+    a change (and the gate's `overhead`/`elapsed`/`cpu` mean the same thing for every workload)."""
+    groups = an.collect(doc)
+    for key, bucket in groups.items():
+        unit = an.count_unit(bucket) if an.fixed_duration(doc, key[0]) else None
+        if unit:
+            groups[key] = dict(an.per_count(bucket, unit[0]), _per=unit[1])
+    return groups
+
+
 def _mean(values: list[float]) -> float | None:
     s = stats.summarize(values)
     return s.mean if s else None
@@ -110,7 +123,7 @@ def compare(a: dict, b: dict, *, force: bool = False, margin_pct: float = stats.
             "the result files are not comparable: " + "; ".join(blocking),
             hint="compare files from the same engine, data and hardware, or pass --force",
         )
-    ga, gb = an.collect(a), an.collect(b)
+    ga, gb = _groups(a), _groups(b)
     variants = an.variants_by_label(a)
     rows = []
     for key in ga:
@@ -122,7 +135,7 @@ def compare(a: dict, b: dict, *, force: bool = False, margin_pct: float = stats.
             if not va or not vb:
                 continue
             rows.append(_row(key, metric, word, "absolute", stats.ratio_ci(va, vb), margin_pct=margin_pct,
-                             floor=floor, mean_a=_mean(va), mean_b=_mean(vb),
+                             floor=floor, mean_a=_mean(va), mean_b=_mean(vb), **_per(ga[key]),
                              withheld=_withheld((f"A {vl}", ga[key]), (f"B {vl}", gb[key]))))
         if (wl, op) == an.OPEN:  # key derivation over a sub-millisecond plain open: a ratio in the hundreds whose
             continue             # denominator is noise; the absolute rows above judge the open's own time
@@ -139,7 +152,7 @@ def compare(a: dict, b: dict, *, force: bool = False, margin_pct: float = stats.
             rows.append(_row(key, metric, word, "overhead", est, margin_pct=margin_pct, floor=floor,
                              withheld=_withheld((f"A {base_key[2]}", ga[base_key]), (f"A {vl}", ga[key]),
                                                 (f"B {base_key[2]}", gb[base_key]), (f"B {vl}", gb[key])),
-                             baseline_variant=base_key[2], overhead_a=over_a, overhead_b=over_b,
+                             baseline_variant=base_key[2], overhead_a=over_a, overhead_b=over_b, **_per(ga[key]),
                              n_a=min(len(stats.finite(g)[0]) for g in groups[:2]),
                              n_b=min(len(stats.finite(g)[0]) for g in groups[2:]),
                              mean_a=_mean(ga[key][metric]), mean_b=_mean(gb[key][metric])))
@@ -148,6 +161,11 @@ def compare(a: dict, b: dict, *, force: bool = False, margin_pct: float = stats.
     return {"comparisons": rows, "blocking_differences": blocking, "forced": bool(blocking and force),
             "informational_differences": info, "only_in_a": only_a, "only_in_b": only_b,
             "margin_pct": margin_pct, "noise_floor": floor}
+
+
+def _per(group: dict) -> dict:
+    """A row's `per` (its times are per query: a fixed-duration workload), or nothing."""
+    return {"per": group["_per"]} if "_per" in group else {}
 
 
 def _pct(r: dict) -> str:
@@ -191,7 +209,8 @@ def _fmt(r: dict, side: str) -> str:
 
 
 def _cells(r: dict) -> list[str]:
-    metric = f"{r['metric']} overhead" if r["kind"] == "overhead" else r["metric"]
+    metric = r["metric"] + (f" per {r['per']}" if r.get("per") else "")
+    metric = f"{metric} overhead" if r["kind"] == "overhead" else metric
     return [r["workload"], r["operation"], r["variant"], metric, _fmt(r, "a"), _fmt(r, "b"), _pct(r),
             r["verdict_text"]]
 

@@ -89,7 +89,8 @@ def parse_margin(text: str | None) -> float:
 
 def _where(c: dict) -> str:
     what = "overhead" if c.get("kind") == "overhead" else "absolute"
-    return f"{c['workload']}/{c['operation']} {c['variant']} {c['metric']} ({what})"
+    per = f" per {c['per']}" if c.get("per") else ""  # a fixed-duration workload's times per query (compare.py)
+    return f"{c['workload']}/{c['operation']} {c['variant']} {c['metric']}{per} ({what})"
 
 
 def cases(conditions: list[Condition], comparisons: list[dict], *, alpha: float = ALPHA) -> list[dict]:

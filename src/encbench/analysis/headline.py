@@ -22,6 +22,7 @@ from dataclasses import dataclass, replace
 from typing import Callable
 
 from . import columncost as cc, stats
+from .words import metric_word as _metric_word
 from ..host.rawcipher import CI_ABOVE, CONTRADICTS, UNRESOLVED
 from ..util.units import fmt_percent, fmt_seconds
 
@@ -208,7 +209,8 @@ def _open_text(figs: list[dict]) -> str:
 # a figure's name -> the text of the line's figures of that name
 FIGURE_TEXT = {"per_page_read_cpu_s": lambda figs: _per_page_text(figs, "read"),
                "per_page_write_cpu_s": lambda figs: _per_page_text(figs, "write"),
-               "compression_ratio": _compression_text, "open_wall_s_median": _open_text}
+               "compression_ratio": _compression_text, "open_wall_s_median": _open_text,
+               "side_metric": lambda figs: _side_text(figs)}
 
 READS = ("scan-like", "scan-eq", "dml/select")
 OPEN = ("(open)",)
@@ -309,19 +311,61 @@ def _mixed_words(counts: Counter, estimate: str, rows: list[dict]) -> str:
             + f" of {sum(counts.values())} rows")
 
 
+def lead_metric(spec: LineSpec, mine: list[dict]) -> tuple[str | None, bool]:
+    """The metric a line leads with, and whether it is the rows' own (not the spec's): the first of the spec's
+    metrics the rows' verdicts rest on (their verdict_basis), else the first metric they rest on (a fixed-duration
+    run's throughput: its elapsed time is constant by design); comparisons without verdict_basis: the spec's."""
+    basis = {c["metric"]: c["verdict_basis"] for c in mine if "verdict_basis" in c}
+    if not basis:
+        return next((m for m in spec.metrics if any(c["metric"] == m for c in mine)), None), False
+    wanted = next((m for m in spec.metrics if m in basis), None)
+    return (wanted, False) if wanted else (min(basis, key=basis.get), True)
+
+
+SIDE_FIGURES = ("latency_p95_ms",)  # said beside a fixed-duration line's throughput, with its CI (not judged)
+
+
+def other_basis(analysis, rows, lead: str, mine: list[dict]) -> list[dict]:
+    """Beside a line led by its rows' own metric (throughput): the other metrics their verdicts rest on (CPU per
+    query) and the p95 latency, each a change with its CI, over the same rows."""
+    keys = {(r["workload"], r["operation"], r["contender"]) for r in rows}
+    order = sorted({c["metric"]: c["verdict_basis"] for c in mine if "verdict_basis" in c}.items(), key=lambda x: x[1])
+    wanted = [m for m, _ in order if m != lead] + list(SIDE_FIGURES)
+    out = []
+    for metric in wanted:
+        found = [_row(c) for c in mine if c["metric"] == metric and (c["workload"], c["operation"], c["contender"])
+                 in keys]
+        if found:
+            out.append({"name": "side_metric", "metric": metric, "word": _word(analysis, metric), "rows": found})
+    return out
+
+
+def _side_text(figs: list[dict]) -> str:
+    return "; ".join(_estimates(f["rows"], f["word"], False) for f in figs)
+
+
+def _word(analysis, metric: str) -> str:
+    """A metric's word as the engine's tables say it ('server CPU per query')."""
+    from ..engines import engine_named  # here: engines import workloads, which import analysis
+
+    engine = engine_named(getattr(analysis, "engine", None) or "")
+    return _metric_word(metric, engine.metric_words if engine else None)
+
+
 def _line(lab: str, spec: LineSpec, comps: list[dict], analysis) -> dict | None:
     mine = [c for c in comps if (c["workload"] in spec.workloads or f"{c['workload']}/{c['operation']}" in spec.workloads)
             and (spec.cache is None or _label_dict(c["contender"]).get("cache") == spec.cache)]
-    metric = next((m for m in spec.metrics if any(c["metric"] == m for c in mine)), None)
+    metric, own = lead_metric(spec, mine)
     if metric is None:
         return None
     rows = [_row(c) for c in mine if c["metric"] == metric]
     counts = Counter(r["verdict"] for r in rows)
-    word = METRIC_WORDS.get(metric, metric)
+    word = _word(analysis, metric) if own else METRIC_WORDS.get(metric, metric)
     estimate = _estimates(rows, word, spec.per_contender)
     code = next(iter(counts)) if len(counts) == 1 else MIXED
     words = _verdict_words(code, rows, estimate) if code != MIXED else _mixed_words(counts, estimate, rows)
-    figures = spec.extras(analysis, rows) if spec.extras else []
+    figures = (spec.extras(analysis, rows) if spec.extras else []) + (other_basis(analysis, rows, metric, mine)
+                                                                       if own else [])
     told = [FIGURE_TEXT[name]([f for f in figures if f["name"] == name])
             for name in dict.fromkeys(f["name"] for f in figures)]
     text = f"{spec.label}: " + "; ".join([*told, words] if spec.figures_first else [words, *told])

@@ -11,6 +11,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, fields, replace
 
 from . import columncost, stats
+from .words import METRIC_WORDS, VERDICT_METRICS, VERDICT_WORDS, metric_word  # noqa: F401 (read as an.*)
 from ..drivers.client_share import notes as client_notes, withheld_reason
 from ..engines import engine_named
 from ..host import rawcipher
@@ -30,9 +31,31 @@ COMPARED_METRICS = (
                                       ("rows_hashed", "row"))
       for p in ("cpu", "client_cpu")),
 )
-VERDICT_METRICS = (("cpu_s", "CPU"), ("client_cpu_s", "client CPU"), ("wall_s", "elapsed"))
-VERDICT_WORDS = dict(VERDICT_METRICS)
-HIGHER_IS_BETTER = frozenset({"qps", "mb_per_s", "connections_per_s", "rows_per_s"})  # rates: less is a cost
+HIGHER_IS_BETTER = frozenset({"qps", "tps", "mb_per_s", "connections_per_s", "rows_per_s"})  # rates: less is a cost
+
+
+def _workload_fact(doc: dict, workload: str, name: str):
+    """A workload's declared fact (verdict_metrics, fixed_duration) as the file records it, else as this version
+    defines the workload (a file from before the field), else None."""
+    recorded = ((doc.get("workloads") or {}).get(workload) or {}).get(name)
+    if recorded is not None:
+        return recorded
+    from ..workloads import WORKLOADS  # here: workloads import engines, which import this package's neighbours
+
+    return getattr(WORKLOADS.get(workload), name) if workload in WORKLOADS else None
+
+
+def fixed_duration(doc: dict, workload: str) -> bool:
+    """Does each run of this workload last a set time (pgbench -T), so that its elapsed time cannot move?"""
+    return bool(_workload_fact(doc, workload, "fixed_duration"))
+
+
+def verdict_metrics(doc: dict, workload: str) -> tuple[str, ...]:
+    """The metrics a workload's rows are judged on, in order: as the file records them (workloads[].verdict_metrics),
+    else as this version defines the workload (a file from before the field: roundtrip's queries/s, not its
+    constant elapsed), else fixed work's."""
+    found = _workload_fact(doc, workload, "verdict_metrics")
+    return tuple(found) if found else tuple(m for m, _ in VERDICT_METRICS)
 OPEN = ("(open)", "connect")  # workload/operation names of the connection open (key derivation)
 
 
@@ -123,11 +146,16 @@ def summaries(groups) -> list[dict]:
     return out
 
 
+def catalog_word(metric: str) -> str:
+    """The word a comparison is judged with by default: its probe's label, else its name."""
+    m = metric_catalog().get(metric)
+    return m.label if m else metric
+
+
 def judged(c: dict, margin_pct: float = stats.DEFAULT_MARGIN_PCT, word: str | None = None) -> dict:
     """The verdict fields of a comparison (verdict, verdict_text, equivalence) for this margin."""
     if word is None:
-        m = metric_catalog().get(c["metric"])
-        word = m.label if m else c["metric"]
+        word = catalog_word(c["metric"])
     if c.get("withheld"):  # a saturated client: what was timed is the client (drivers/client_share.py)
         return {"verdict": stats.WITHHELD, "verdict_text": c["withheld"], "equivalence": None}
     j = stats.judge(c["ratio"], c["ci"], c.get("ci90"), c.get("n_baseline", 0), c.get("n_contender", 0), word=word,
@@ -158,6 +186,7 @@ def comparisons(doc: dict, groups, margin_pct: float = stats.DEFAULT_MARGIN_PCT)
         if not base:
             continue
         withheld = withheld_reason(base, metrics)  # a saturated client: no verdict (drivers/client_share.py)
+        basis = verdict_metrics(doc, wl) if (wl, op) != OPEN else tuple(m for m, _ in VERDICT_METRICS)
         for metric in COMPARED_METRICS:
             if metric not in metrics or metric not in base:
                 continue
@@ -169,6 +198,7 @@ def comparisons(doc: dict, groups, margin_pct: float = stats.DEFAULT_MARGIN_PCT)
                 "n_baseline": est.n_baseline, "n_contender": est.n_contender,
                 "ci90": list(est.ci90) if est.ci90 else None, "se_log": est.se, "df": est.df,
                 "excluded": est.excluded, "method": est.method,
+                **({"verdict_basis": basis.index(metric)} if metric in basis else {}),
                 **({"placebo": True} if twin_of is not None else {}),
                 **({"withheld": withheld} if withheld else {}),
             }
@@ -176,17 +206,23 @@ def comparisons(doc: dict, groups, margin_pct: float = stats.DEFAULT_MARGIN_PCT)
     return out
 
 
+def basis_of(comps: list[dict]) -> list[dict]:
+    """A row's comparisons its verdict rests on (verdict_basis: its workload's verdict metrics), in that order;
+    comparisons stored before the field: CPU, client CPU, elapsed (what every workload was judged on then)."""
+    if any("verdict_basis" in c for c in comps):
+        return sorted((c for c in comps if "verdict_basis" in c), key=lambda c: c["verdict_basis"])
+    by_metric = {c["metric"]: c for c in comps}
+    return [by_metric[m] for m, _ in VERDICT_METRICS if m in by_metric]
+
+
 def row_judgements(comps: list[dict], words: dict[str, str] | None = None,
                     margin_pct: float | None = None) -> list[tuple[str, dict]]:
-    """(metric, comparison with its verdict fields) of a row's verdict metrics: CPU, client CPU, elapsed."""
-    by_metric = {c["metric"]: c for c in comps}
+    """(metric, comparison with its verdict fields) of the metrics a row's verdict rests on (basis_of)."""
     out = []
-    for metric, word in VERDICT_METRICS:
-        c = by_metric.get(metric)
-        if c is None:
-            continue
-        word = (words or {}).get(metric, word)
-        if margin_pct is None and "verdict" in c and "ci90" in c and word == VERDICT_WORDS[metric]:
+    for c in basis_of(comps):
+        metric = c["metric"]
+        word = metric_word(metric, words)
+        if margin_pct is None and "verdict" in c and "ci90" in c and word == catalog_word(metric):
             out.append((metric, c))
         else:  # another word or margin, or a comparison stored before verdicts: judged again
             margin = margin_pct if margin_pct is not None else (
@@ -547,6 +583,11 @@ def attribution(doc: dict, groups, comps: list[dict]) -> list[dict]:
         base, cont = groups[(wl, op, base_l)], groups[(wl, op, cont_l)]
         if "client_cpu_s" not in cont or "wall_s" not in cont:
             continue
+        unit = count_unit(base, cont)
+        if fixed_duration(doc, wl):  # its elapsed time is set: what grew is the time and CPU per query
+            if unit is None:
+                continue
+            base, cont = per_count(base, unit[0]), per_count(cont, unit[0])
 
         def delta(metric):
             if metric not in base or metric not in cont:
@@ -575,7 +616,24 @@ def attribution(doc: dict, groups, comps: list[dict]) -> list[dict]:
                     "elapsed_pct": 100 * elapsed / wall_base if wall_base and elapsed is not None else None,
                     "server_cpu_s": delta("cpu_s"), "client_cpu_s": delta("client_cpu_s"),
                     "elapsed_ci": delta_ci("wall_s"), "server_cpu_ci": delta_ci("cpu_s"),
-                    "client_cpu_ci": delta_ci("client_cpu_s"), "waits_grown": waits})
+                    "client_cpu_ci": delta_ci("client_cpu_s"), "waits_grown": waits,
+                    **({"per": unit[1]} if fixed_duration(doc, wl) else {})})
+    return out
+
+
+def count_unit(*buckets: dict) -> tuple[str, str] | None:
+    """(count key, unit) of the work these groups of runs counted (queries, messages...), the first PER_UNIT has."""
+    return next(((key, u) for key, u in PER_UNIT if all(b.get(key) for b in buckets)), None)
+
+
+def per_count(bucket: dict, count_key: str) -> dict:
+    """A fixed-duration run's times per unit of work (wall and CPU seconds per query), run by run: its elapsed
+    time over the queries it got done is the time each took (all clients together)."""
+    counts = bucket[count_key]
+    out = dict(bucket)
+    for metric in ("wall_s", "cpu_s", "client_cpu_s"):
+        if len(bucket.get(metric, [])) == len(counts):
+            out[metric] = [v / n for v, n in zip(bucket[metric], counts) if n]
     return out
 
 
@@ -693,8 +751,9 @@ def profiles(doc: dict) -> list[dict]:
 
 # -- the analysis object: what every command reads ------------------------------------------
 
-ANALYSIS_VERSION = 3  # the shape of Analysis and its to_dict(): bump it when a field is added, dropped or changes meaning
-# 1: the typed Analysis (issue 13 item 4); 2: headline (issue 14 item 1); 3: column_costs (issue 16 item 3)
+ANALYSIS_VERSION = 4  # the shape of Analysis and its to_dict(): bump it when a field is added, dropped or changes meaning
+# 1: the typed Analysis (issue 13 item 4); 2: headline (issue 14 item 1); 3: column_costs (issue 16 item 3);
+# 4: comparisons[].verdict_basis, the metrics a row's verdict rests on (issue 21 item 1)
 
 HEADER, STORED, SHOWN = "header", "stored", "shown"  # where a field comes from (Analysis field metadata)
 

@@ -318,7 +318,8 @@ ENVIRONMENT = Obj({
 CONFIG = Obj({"command": Opt(Nullable(TEXT)), "size_bytes": Num(minimum=0)})
 
 WORKLOADS = MapOf(Obj({"reads_only": Opt(Scalar()), "rewrites": Opt(Scalar()),
-                       "params": Opt(Nullable(MapOf(Scalar())))}))
+                       "params": Opt(Nullable(MapOf(Scalar()))), "fixed_duration": Opt(Scalar()),
+                       "verdict_metrics": Opt(Nullable(NAMES))}))
 
 DATASET = Obj({
     "rows": Opt(Int(minimum=0)), "seed": Opt(Scalar()), "generator_version": Opt(Scalar()),

@@ -43,6 +43,18 @@ def _verdict(c: dict) -> str:
 HEADLINE = {"encryption": ("cpu_s", "CPU"), "tls": ("wall_s", "elapsed"), "sessions": ("wall_s", "elapsed")}
 
 
+def chart_groups(t: dict, rows: list[dict]) -> dict[str, list[dict]]:
+    """metric -> the rows charted on it: the table's headline metric (HEADLINE) where a row's verdict rests on it,
+    else the first metric the row's verdict rests on (a fixed-duration run's throughput, never its constant time)."""
+    preferred = HEADLINE.get(t["axis"], ("wall_s", "elapsed"))[0]
+    out: dict[str, list[dict]] = {}
+    for r in rows:
+        basis = [c["metric"] for c in an.basis_of(list(r["comparisons"].values()))]
+        metric = preferred if preferred in basis or not basis else basis[0]
+        out.setdefault(metric, []).append(r)
+    return out
+
+
 def _e(text) -> str:
     return html.escape(str(text), quote=True)
 
@@ -88,9 +100,9 @@ def overhead_chart(rows: list[dict], metric: str, word: str, title: str) -> str 
     return text
 
 
-def _table_html(doc: dict, analysis: an.Analysis, t: dict, many: bool) -> tuple[str, list[dict]]:
+def _table_html(doc: dict, analysis: an.Analysis, t: dict) -> tuple[str, list[dict]]:
     cols = report.columns(t)
-    rows = report.rows(doc, analysis, t if many else None)
+    rows = report.rows(doc, analysis, t)
     head = "".join(f"<th>{_e(report.COLUMNS[c][0])}</th>" for c in cols)
     body = []
     for r in rows:
@@ -113,18 +125,18 @@ def section(doc: dict, path: Path, index: int) -> str:
            _lines(report.SUMMARY[1], report.SUMMARY[2](doc, analysis), "summary"),  # the headline, first
            "<ul class=\"meta\">" + "".join(f"<li>{_e(x)}</li>" for x in report.header_lines(doc, analysis)) + "</ul>"]
     tables = report._tables(doc)
-    many = len(tables) > 1
     for t in tables:
         if t.get("title"):
             out.append(f"<h3>{_e(t['title'])}</h3>")
-        table, rows = _table_html(doc, analysis, t, many)
+        table, rows = _table_html(doc, analysis, t)
         out.append(table)
-        metric, word = HEADLINE.get(t["axis"], ("wall_s", "elapsed"))
-        chart = overhead_chart(rows, metric, word, t.get("title") or f"{t['axis']} vs {t['axis_baseline']}")
-        if chart:
-            out.append(f"<figure class=\"plot overhead\">{chart}<figcaption>Δ {_e(word)} per row with its "
-                       "95% CI (red: costs, green: saves, blue: no cost, equivalence shown; grey: no verdict)"
-                       "</figcaption></figure>")
+        for metric, mine in chart_groups(t, rows).items():
+            word = an.metric_word(metric, t.get("metric_words"))
+            chart = overhead_chart(mine, metric, word, t.get("title") or f"{t['axis']} vs {t['axis_baseline']}")
+            if chart:
+                out.append(f"<figure class=\"plot overhead\">{chart}<figcaption>Δ {_e(word)} per row with its "
+                           "95% CI (red: costs, green: saves, blue: no cost, equivalence shown; grey: no verdict)"
+                           "</figcaption></figure>")
     scale = analysis.scaling or []
     if scale:
         out.append(_scaling_figure(doc, scale))

@@ -48,7 +48,6 @@ def rows(doc: dict, analysis: an.Analysis, table: dict | None = None) -> list[di
     if len({v.get(axis) for v in variants.values()} - {base_value, None}) > 1:
         varying.add(axis)  # several contenders (cipher suites): name each one
     aliases = _aliases(variants.values(), varying)
-    head = headline_of(t, {c["metric"] for (wl, op, _, _), cs in comps.items() if (wl, op) != an.OPEN for c in cs})
     out = []
     for (wl, op, cont, base), cs in comps.items():
         if (wl, op) == an.OPEN:
@@ -58,6 +57,7 @@ def rows(doc: dict, analysis: an.Analysis, table: dict | None = None) -> list[di
         setting = ",".join(f"{k}={v}" for k, v in variants[cont].items() if k in varying) or "-"
         short = ",".join(_short_setting(k, v, axis, aliases) for k, v in variants[cont].items() if k in varying) or "-"
         n = min(x["n_contender"] for x in cs), min(x["n_baseline"] for x in cs)
+        head = headline_of(t, cs)
         out.append({
             "workload": wl, "operation": op, "setting": setting, "setting_short": short, "baseline": base,
             "contender": cont, "legend": {a: v for (k, v), a in aliases.items() if a in short.split(",")},
@@ -65,6 +65,7 @@ def rows(doc: dict, analysis: an.Analysis, table: dict | None = None) -> list[di
             "verdict": an.row_verdict(cs, t.get("metric_words")),
             "verdict_code": an.row_code(cs, t.get("metric_words")),
             "verdict_short": short_verdict(cs, t.get("metric_words"), head[0] if head else None),
+            "lead": head,
         })
     out.sort(key=lambda r: (order.index(r["workload"]) if r["workload"] in order else len(order),
                             r["workload"], r["setting"]))
@@ -173,6 +174,13 @@ def _per_unit(prefix: str):
     return fmt
 
 
+def _d_per_unit(r: dict, prefix: str) -> str:
+    for unit in PER_UNIT_CPU:
+        if f"{prefix}cpu_us_per_{unit}" in r["comparisons"]:
+            return _ratio(r, f"{prefix}cpu_us_per_{unit}")
+    return "-"
+
+
 def _innodb_pages(d: dict) -> str:
     if "pages_read" not in d:
         return "-"
@@ -209,6 +217,7 @@ COLUMNS = {
     "rate": ("throughput (mean)", lambda r: _pair(r, _rate)),
     "d_rate": ("Δ throughput", _d_rate),
     "server_per_unit": ("server CPU per op", lambda r: _pair(r, _per_unit(""))),
+    "d_server_per_unit": ("Δ server CPU per op", lambda r: _d_per_unit(r, "")),
     "client_per_unit": ("client CPU per op", lambda r: _pair(r, _per_unit("client_"))),
     "net": ("client received (TCP)", lambda r: _pair(r, _net)),
     "innodb_pages": ("pages read / decrypted", lambda r: _pair(r, _innodb_pages)),
@@ -230,24 +239,42 @@ def columns(table: dict) -> list[str]:
 
 
 # The compact table (the default): the row, the headline metric's means and Δ, the verdict in a few words.
-# The headline is the first verdict metric (analysis.VERDICT_METRICS order) the table declares a Δ column
-# for and has comparisons of: (metric, its Δ column as engines declare it, the compact means column).
+# A row's headline is the first metric its verdict rests on (analysis.basis_of: its workload's verdict metrics)
+# that the table declares a Δ column for: (metric, its Δ column as engines declare it, the compact means column).
 HEADLINE = (("cpu_s", "d_cpu", "cpu_mean"), ("cpu_s", "d_server_cpu", "server_cpu_mean"),
-            ("client_cpu_s", "d_client_cpu", "client_cpu_mean"), ("wall_s", "d_elapsed", "elapsed_mean"))
+            ("client_cpu_s", "d_client_cpu", "client_cpu_mean"), ("wall_s", "d_elapsed", "elapsed_mean"),
+            *((rate, "d_rate", "rate") for rate, _ in RATES),
+            *((f"cpu_us_per_{u}", "d_server_per_unit", "server_per_unit") for u in PER_UNIT_CPU))
 ROW_COLUMNS = ("workload", "op", "variant")
 COMPACT_CELLS = {"variant": "variant_short"}  # a row column the compact table shows in fewer characters
 
 
-def headline_of(table: dict, compared: set[str]) -> tuple[str, str, str] | None:
-    """(metric, Δ column, means column) of a table's headline: the first HEADLINE entry it declares the Δ column
-    of and has comparisons of (else the first it declares)."""
+def headline_of(table: dict, comps: list[dict]) -> tuple[str, str, str] | None:
+    """(metric, Δ column, means column) of a row's headline: the first metric of its verdict (an.basis_of) with a
+    HEADLINE entry whose Δ column the table declares (else the first entry it declares)."""
     declared = [h for h in HEADLINE if h[1] in columns(table)]
-    return next((h for h in declared if h[0] in compared), declared[0] if declared else None)
+    return next((h for c in an.basis_of(comps) for h in declared if h[0] == c["metric"]),
+                declared[0] if declared else None)
+
+
+def compact_groups(table: dict, shown: list[dict]) -> list[tuple[dict, list[dict]]]:
+    """The compact table of a table's rows, one per headline metric: rows judged on different metrics (a
+    fixed-duration workload's throughput beside fixed work's CPU) get a table each, its title naming the workloads."""
+    groups: dict = {}
+    for r in shown:
+        groups.setdefault(r["lead"], []).append(r)
+    if len(groups) < 2:
+        return [(table, shown)]
+    return [(dict(table, title=f"{table['title'] or table['axis']}: " + ", ".join(dict.fromkeys(r["workload"]
+                                                                                          for r in mine))), mine)
+            for mine in groups.values()]
 
 
 def compact_columns(table: dict, shown: list[dict]) -> list[str]:
-    """The columns of the default table: its row columns, the headline pair, the short verdict."""
-    head = headline_of(table, {m for r in shown for m in r["comparisons"]})
+    """The columns of the default table: its row columns, the headline pair of its rows, the short verdict."""
+    leads = [r["lead"] if "lead" in r else headline_of(table, [dict(c, metric=m) for m, c in r["comparisons"].items()])
+             for r in shown]
+    head = next((h for h in leads if h), headline_of(table, []))
     return ([COMPACT_CELLS.get(c, c) for c in ROW_COLUMNS if c in columns(table)]
             + ([head[2], head[1]] if head else []) + ["verdict_short"])
 
@@ -268,8 +295,7 @@ def short_verdict(comps: list[dict], words: dict[str, str] | None = None, shown_
         metric, c = next((m, c) for m, c in judged if c["verdict"] == code)
         if metric == shown_metric:
             return code
-        word = (words or {}).get(metric, an.VERDICT_WORDS[metric])
-        return f"{code} {_short_pct(c)} {word}"
+        return f"{code} {_short_pct(c)} {an.metric_word(metric, words)}"
     if code == stats.NO_COST:
         return f"no cost (±{judged[0][1]['equivalence']['margin_pct']:g}%)"
     return {stats.TOO_FEW_RUNS: "too few runs", stats.INCONCLUSIVE: "inconclusive",
@@ -432,8 +458,9 @@ def attribution_lines(analysis: an.Analysis) -> list[str]:
         ci = a.get("elapsed_ci")
         ci = f" [{_signed_seconds(ci[0])}, {_signed_seconds(ci[1])}]" if ci else ""
         pct = f" ({a['elapsed_pct']:+.0f}%)" if a.get("elapsed_pct") is not None else ""
+        per = f" per {a['per']} (a fixed-duration run: its time over the {a['per']} count)" if a.get("per") else ""
         out.append(f"{a['workload']}/{a['operation']} {a['contender']}: elapsed {_signed_seconds(a['elapsed_s'])}{ci}"
-                   f"{pct}: " + ", ".join(parts))
+                   f"{pct}{per}: " + ", ".join(parts))
     return out
 
 
@@ -472,11 +499,15 @@ FEW_RUNS = " runs (< "  # stats.warnings_for's few-runs warning: folded into one
 
 
 def _warned(analysis: an.Analysis) -> list[dict]:
-    """The summaries behind the table's figures (elapsed, CPU) of the compared rows."""
-    keys = {(c["workload"], c["operation"], v) for c in analysis.comparisons
-            for v in (c["baseline"], c["contender"]) if (c["workload"], c["operation"]) != an.OPEN}
-    return [s for s in analysis.summaries if s["metric"] in ("wall_s", "cpu_s")
-            and (s["workload"], s["operation"], s["variant"]) in keys]
+    """The summaries behind the table's figures of the compared rows: the metrics their verdicts rest on (elapsed
+    and CPU for fixed work; throughput and CPU per query for a fixed-duration run), or elapsed and CPU."""
+    rows_: dict = defaultdict(list)
+    for c in analysis.comparisons:
+        if (c["workload"], c["operation"]) != an.OPEN:
+            rows_[(c["workload"], c["operation"], c["contender"], c["baseline"])].append(c)
+    keys = {(wl, op, v, c["metric"]) for (wl, op, cont, base), cs in rows_.items()
+            for c in (an.basis_of(cs) or [x for x in cs if x["metric"] in ("wall_s", "cpu_s")]) for v in (cont, base)}
+    return [s for s in analysis.summaries if (s["workload"], s["operation"], s["variant"], s["metric"]) in keys]
 
 
 def _row_names(doc: dict | None, analysis: an.Analysis) -> dict[tuple[str, str, str], list[str]]:
@@ -523,7 +554,7 @@ def warning_lines(analysis: an.Analysis, limit: int = 6, doc: dict | None = None
                 continue
             for name in names.get((s["workload"], s["operation"], s["variant"])) or [
                     f"{s['workload']}/{s['operation']} {s['variant']}"]:
-                by_cause[cause][name].add(an.VERDICT_WORDS.get(s["metric"], s["metric"]))
+                by_cause[cause][name].add(an.metric_word(s["metric"]))
     for cause, found in sorted(by_cause.items()):
         _, what, todo = WARNING_CAUSES[cause]
         listed = [f"{name} ({', '.join(sorted(metrics))})" for name, metrics in found.items()]
@@ -602,8 +633,7 @@ DETAIL_SECTIONS = (
 
 def _shown_tables(doc: dict, analysis: an.Analysis) -> list[tuple[dict, list[dict]]]:
     """(table, its rows) of every table shown."""
-    many = len(_tables(doc)) > 1
-    return [(t, rows(doc, analysis, t if many else None)) for t in _tables(doc)]
+    return [(t, rows(doc, analysis, t)) for t in _tables(doc)]
 
 
 def _sections(detail: bool):
@@ -620,16 +650,17 @@ def render_text(doc: dict, analysis: an.Analysis, console: Console, detail: bool
         if detail:
             _print_long(console, t, shown)
             continue
-        table = Table(show_lines=False, header_style="bold", pad_edge=False,
-                      title=t["title"] or None, title_justify="left", title_style="bold")
-        cols = compact_columns(t, shown)
-        for c in cols:
-            table.add_column(COLUMNS[c][0], overflow="fold")
-        for r in shown:
-            table.add_row(*_cells(r, cols))
-        console.print(table)
-        if legend_line(shown):
-            console.print(f"  {legend_line(shown)}", highlight=False, soft_wrap=True, markup=False)
+        for g, mine in compact_groups(t, shown):
+            table = Table(show_lines=False, header_style="bold", pad_edge=False,
+                          title=g["title"] or None, title_justify="left", title_style="bold")
+            cols = compact_columns(g, mine)
+            for c in cols:
+                table.add_column(COLUMNS[c][0], overflow="fold")
+            for r in mine:
+                table.add_row(*_cells(r, cols))
+            console.print(table)
+            if legend_line(mine):
+                console.print(f"  {legend_line(mine)}", highlight=False, soft_wrap=True, markup=False)
     for title, _, lines in _sections(detail):
         _print_section(console, title, lines(doc, analysis))
     if doc["config"].get("command"):
@@ -664,17 +695,18 @@ def render_markdown(doc: dict, analysis: an.Analysis, detail: bool = False) -> s
     summary = SUMMARY[2](doc, analysis)
     out += [f"## {SUMMARY[1]}", ""] + [f"- {line}" for line in summary] + [""] if summary else []
     out += [f"- {line}" for line in header_lines(doc, analysis)]
-    for t, shown in _shown_tables(doc, analysis):
-        out.append("")
-        if t["title"]:
-            out += [f"## {t['title']}", ""]
-        cols = columns(t) if detail else compact_columns(t, shown)
-        out.append("| " + " | ".join(COLUMNS[c][0] for c in cols) + " |")
-        out.append("|" + "---|" * len(cols))
-        for r in shown:
-            out.append("| " + " | ".join(c.replace("|", "\\|") for c in _cells(r, cols)) + " |")
-        if not detail and legend_line(shown):
-            out += ["", legend_line(shown)]
+    for t, every in _shown_tables(doc, analysis):
+        for g, shown in [(t, every)] if detail else compact_groups(t, every):
+            out.append("")
+            if g["title"]:
+                out += [f"## {g['title']}", ""]
+            cols = columns(g) if detail else compact_columns(g, shown)
+            out.append("| " + " | ".join(COLUMNS[c][0] for c in cols) + " |")
+            out.append("|" + "---|" * len(cols))
+            for r in shown:
+                out.append("| " + " | ".join(c.replace("|", "\\|") for c in _cells(r, cols)) + " |")
+            if not detail and legend_line(shown):
+                out += ["", legend_line(shown)]
     for _, title, section in _sections(detail):
         lines = section(doc, analysis)
         if lines:

@@ -47,6 +47,10 @@ class Operation:
     check: Callable[[dict], dict | None] | None = None
 
 
+# what a row's verdict rests on: the metrics that can move for the workload, in the order they are read
+FIXED_WORK = ("cpu_s", "client_cpu_s", "wall_s")  # a fixed amount of work: its time and CPU show the cost
+
+
 class Workload:
     name: str = ""
     description: str = ""
@@ -57,10 +61,15 @@ class Workload:
     reads_only: bool = False  # True: its CPU difference is all page decryption (per-page cost basis)
     rewrites: bool = False  # True: warm, its CPU difference is mostly page encryption (per-page write cost basis)
     params: tuple[Param, ...] = ()
+    # True: each run lasts a set time (pgbench -T): its elapsed time is constant by design and its total CPU is
+    # bounded by the window, so neither can show a cost; its verdict rests on what it gets done in that time
+    fixed_duration: bool = False
+    verdict_metrics: tuple[str, ...] = FIXED_WORK  # the analysis judges a row on these, in this order
 
     def describe(self) -> dict:
         return {"description": self.description, "mutates": self.mutates, "reads_only": self.reads_only,
-                "rewrites": self.rewrites}
+                "rewrites": self.rewrites, "fixed_duration": self.fixed_duration,
+                "verdict_metrics": list(self.verdict_metrics)}
 
     def operations(self, session: Session, scratch: Path, params: dict) -> list[Operation]:  # pragma: no cover
         raise NotImplementedError

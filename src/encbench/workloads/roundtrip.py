@@ -14,6 +14,9 @@ class Roundtrip(Workload):
     description = ("C client connections (variant clients) each sending small primary-key SELECTs for T seconds, "
                    "driven by pgbench -M prepared (PostgreSQL) or one encbench client process each (MariaDB): "
                    "queries/s and latency p50/p95/p99")
+    # pgbench -T: every run lasts `seconds`, so what TLS costs shows in queries/s and CPU per query
+    fixed_duration = True
+    verdict_metrics = ("qps", "cpu_us_per_query", "client_cpu_us_per_query")
     params = (Param("seconds", "duration of each run in whole seconds (pgbench -T)", 3, 1, minimum=1, maximum=3600),)
 
     def operations(self, session, scratch: Path, params: dict) -> list[Operation]:

@@ -179,7 +179,7 @@ class MariaDBEngine(Engine):
                    "innodb_pages", "server_ctx", "verdict"), {"cpu_s": "server CPU", "client_cpu_s": "client CPU"}),
             Table("Encryption in transit: TLS vs none", "tls", "off", IN_TRANSIT,
                   ("workload", "op", "variant", "elapsed", "d_elapsed", "server_cpu", "d_server_cpu", "client_cpu",
-                   "d_client_cpu", "server_per_unit", "server_ctx", "net", "rate", "d_rate", "verdict"),
+                   "d_client_cpu", "server_per_unit", "d_server_per_unit", "server_ctx", "net", "rate", "d_rate", "verdict"),
                   {"cpu_s": "server CPU", "client_cpu_s": "client CPU"}),
             Table("In-query hash: k concurrent sessions vs 1", "sessions", "1", ("hash",), sweep.TABLE_COLUMNS,
                   {"cpu_s": "server CPU", "client_cpu_s": "client CPU"}),

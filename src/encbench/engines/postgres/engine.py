@@ -88,7 +88,7 @@ class PostgresEngine(Engine):
     profile_categories = (("postgres", r"postgres", r""),)
     options = ("dsn", "keep", "allow_reconfigure", "wait_interval", "settings")
     table_columns = ("workload", "op", "variant", "elapsed", "d_elapsed", "server_cpu", "d_server_cpu",
-                     "client_cpu", "d_client_cpu", "server_per_unit", "server_ctx", "net", "rate", "d_rate",
+                     "client_cpu", "d_client_cpu", "server_per_unit", "d_server_per_unit", "server_ctx", "net", "rate", "d_rate",
                      "verdict")
     metric_words = {"cpu_s": "server CPU", "client_cpu_s": "client CPU"}
     label = "PostgreSQL"
