@@ -27,9 +27,11 @@ COMPARED_METRICS = (
     "write_syscall_bytes", "read_syscall_bytes", "qps", "mb_per_s", "connections_per_s",
     "latency_p50_ms", "latency_p95_ms", "latency_p99_ms", "rows_per_s",
     "net_bytes_sent", "net_bytes_received", "net_segments_out", "net_segments_in",
+    "tps",
     *(f"{p}_us_per_{u}" for _, u in (("queries", "query"), ("messages", "message"), ("connections", "connection"),
-                                      ("rows_hashed", "row"))
+                                      ("rows_hashed", "row"), ("transactions", "transaction"))
       for p in ("cpu", "client_cpu")),
+    "pages_read_per_transaction", "pages_written_per_transaction",
 )
 HIGHER_IS_BETTER = frozenset({"qps", "tps", "mb_per_s", "connections_per_s", "rows_per_s"})  # rates: less is a cost
 
@@ -106,7 +108,11 @@ def collect(doc: dict) -> dict[tuple[str, str, str], dict[str, list[float]]]:
 
 
 # extra counts that make a per-unit cost: CPU per query, per message, per connection
-PER_UNIT = (("queries", "query"), ("messages", "message"), ("connections", "connection"), ("rows_hashed", "row"))
+PER_UNIT = (("queries", "query"), ("messages", "message"), ("connections", "connection"), ("rows_hashed", "row"),
+            ("transactions", "transaction"))
+
+
+PAGES_PER_UNIT = {"transaction": ("pages_read", "pages_written")}  # a transaction's physical page I/O
 
 
 def per_unit(bucket: dict, metrics: dict, extra: dict) -> None:
@@ -117,6 +123,9 @@ def per_unit(bucket: dict, metrics: dict, extra: dict) -> None:
         for metric, prefix in (("cpu_s", "cpu"), ("client_cpu_s", "client_cpu")):
             if metric in metrics:
                 bucket[f"{prefix}_us_per_{unit}"].append(1e6 * metrics[metric] / count)
+        for metric in PAGES_PER_UNIT.get(unit, ()):
+            if isinstance(metrics.get(metric), (int, float)):
+                bucket[f"{metric}_per_{unit}"].append(metrics[metric] / count)
         return
 
 
@@ -185,7 +194,8 @@ def comparisons(doc: dict, groups, margin_pct: float = stats.DEFAULT_MARGIN_PCT)
         base = groups.get((wl, op, label(base_variant)))
         if not base:
             continue
-        withheld = withheld_reason(base, metrics)  # a saturated client: no verdict (drivers/client_share.py)
+        # a saturated client (drivers/client_share.py), or an engine memory that did not hold its share: no verdict
+        withheld = withheld_reason(base, metrics) or memory_withheld(base, metrics)
         basis = verdict_metrics(doc, wl) if (wl, op) != OPEN else tuple(m for m, _ in VERDICT_METRICS)
         for metric in COMPARED_METRICS:
             if metric not in metrics or metric not in base:
@@ -213,6 +223,18 @@ def basis_of(comps: list[dict]) -> list[dict]:
         return sorted((c for c in comps if "verdict_basis" in c), key=lambda c: c["verdict_basis"])
     by_metric = {c["metric"]: c for c in comps}
     return [by_metric[m] for m, _ in VERDICT_METRICS if m in by_metric]
+
+
+def memory_withheld(base: dict, cont: dict) -> str | None:
+    """Why an oltp comparison gets no verdict: a run whose engine memory did not hold the variant's share of the
+    data (workloads/oltp.memory_held: its pool, its page reads per transaction), on either side."""
+    parts = [f"{side} {int(len(g['memory_held']) - sum(g['memory_held']))} of {len(g['memory_held'])} runs"
+             for side, g in (("baseline", base), ("contender", cont)) if g.get("memory_held")
+             and sum(g["memory_held"]) < len(g["memory_held"])]
+    if not parts:
+        return None
+    return ("no verdict: the engine's memory did not hold the share asked for in " + "; ".join(parts)
+            + " (the runs' memory_not_held says why: show --json)")
 
 
 def row_judgements(comps: list[dict], words: dict[str, str] | None = None,

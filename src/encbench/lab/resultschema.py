@@ -346,7 +346,7 @@ PROFILE = Obj({  # report.profile_lines reads every one of these; flame.flamegra
 
 # the counts that divide a CPU time (analysis.PER_UNIT); other extra values are free
 EXTRA = Both((MapOf(Free()), Obj({**{k: Opt(NumberIfTrue()) for k in ("queries", "messages", "connections",
-                                                                          "rows_hashed")},
+                                                                          "rows_hashed", "transactions")},
                                        "profile": Opt(PROFILE), "profile_error": Opt(TEXT)})))
 
 CACHE = Obj({"cache": Opt(Scalar()), "restart_s": Opt(NUMBER), "method": Opt(Scalar()),

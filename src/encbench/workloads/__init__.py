@@ -10,6 +10,7 @@ from .column import Column
 from .connect import Connect
 from .dml import Dml
 from .hash import Hash
+from .oltp import Oltp
 from .rebuild import Rebuild
 from .roundtrip import Roundtrip
 from .scan_eq import ScanEq
@@ -17,7 +18,7 @@ from .scan_like import ScanLike
 from .storm import Storm
 
 WORKLOADS: Registry[Workload] = Registry("workload")
-for _cls in (ScanLike, ScanEq, Dml, Rebuild, Backup, Storm, Roundtrip, Bulk, Connect, Hash, Column):
+for _cls in (ScanLike, ScanEq, Dml, Rebuild, Backup, Storm, Roundtrip, Bulk, Connect, Hash, Column, Oltp):
     WORKLOADS.register(_cls.name, _cls())
 
 __all__ = ["WORKLOADS", "Workload", "Operation"]

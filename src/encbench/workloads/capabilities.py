@@ -15,6 +15,7 @@ Families:
   in transit: StormSession, StreamSession, ConnectSession, SelectLoadSession  (InTransitSession)
   in query:   HashSqlSession, ConcurrentSessions                             (InQuerySession)
   in column:  ColumnSession
+  oltp:       OltpSession
 """
 
 from __future__ import annotations
@@ -171,8 +172,31 @@ class ColumnSession(Protocol):
         sessions_target(conns), use_target(target), close_sessions(conns)."""
 
 
+# -- a real workload: a transaction mix driven for a set time (workloads/oltp.py) -------------------
+
+class OltpSession(Retargets, Protocol):
+    """A transaction mix run by the engine's own load generator where it has one (pgbench, sysbench), on data
+    that driver prepared, with the engine's memory for data held to the variant's `memory` share."""
+
+    def oltp_scripts(self) -> tuple[str, ...]:
+        """The mixes this engine runs (the `script` variant's values), the first the default."""
+
+    def oltp_target(self) -> Target:
+        """What to measure while the driver runs: the whole server (its backends and background work), the
+        driver as the client, and the engine's page counters (target.extra["counters"]: pages_read = physical
+        page reads, pages_written)."""
+
+    def oltp_warm(self, script: str, clients: int, seconds: float, scratch: Path, /) -> dict:
+        """Untimed: the same mix run for `seconds` so the engine's memory holds its steady state;
+        {"memory": the memory share facts read back from the engine (pool_bytes, data_bytes, share)}."""
+
+    def oltp_run(self, script: str, clients: int, seconds: float, scratch: Path, /) -> dict:
+        """Timed: the mix for `seconds`: {"transactions", "tps", "latency_p50_ms", "latency_p95_ms",
+        "latency_p99_ms" (from the driver's own per-transaction record), "driver": what ran it}."""
+
+
 FAMILIES: dict[str, type] = {"at rest": AtRestSession, "in transit": InTransitSession, "in query": InQuerySession,
-                             "in column": ColumnSession}
+                             "in column": ColumnSession, "oltp": OltpSession}
 
 
 # -- the derivation ------------------------------------------------------------------------
