@@ -21,7 +21,7 @@ from collections import Counter
 from dataclasses import dataclass, replace
 from typing import Callable
 
-from . import columncost as cc, stats
+from . import columncost as cc, oltpcost as oc, stats
 from .words import metric_word as _metric_word
 from ..host.rawcipher import CI_ABOVE, CONTRADICTS, UNRESOLVED
 from ..util.units import fmt_percent, fmt_seconds
@@ -391,7 +391,7 @@ def comparison_lines(analysis) -> list[dict]:
         if lab == LABS["sessions"]:
             continue  # the hash sweep has its own line (sweep_lines)
         specs = SPECS.get(lab, ())
-        named = {wl.split("/")[0] for s in specs for wl in s.workloads}
+        named = {wl.split("/")[0] for s in specs for wl in s.workloads} | {oc.WORKLOAD}  # oltp: oltp_lines
         rest = [wl for wl in dict.fromkeys(c["workload"] for c in comps) if wl not in named]
         specs = specs + tuple(LineSpec(f"{wl}", (wl,), metrics=("cpu_s", "wall_s")) for wl in rest)
         out += [line for spec in specs for one in _per_operation(spec, comps)
@@ -533,9 +533,66 @@ def column_lines(analysis) -> list[dict]:
     return out
 
 
+# -- oltp: per mix, memory share and clients, what encryption costs the transactions, and the model checked --------
+
+def _us(x: float) -> str:
+    return f"{x:.1f}" if abs(x) < 100 else f"{x:,.0f}"
+
+
+def _us_ci(value: float, ci) -> str:
+    return f"{_us(value)} µs" + (f" [{_us(ci[0])}, {_us(ci[1])}]" if ci else "")
+
+
+def _oltp_figures(e: dict) -> list[str]:
+    """The per-page figure beside the scans', and the estimate's check, in words."""
+    out = []
+    if e.get("added_cpu_us_per_page_read") is not None:
+        size = f" {_size(e['page_size'])}" if e.get("page_size") else ""
+        text = (f"{_us_ci(e['added_cpu_us_per_page_read'], e['added_cpu_us_per_page_read_ci'])} per{size} page read"
+                f" ({e['pages_read_per_txn']:.2f} per transaction" + (", writes included" if e.get("includes_writes")
+                                                                        else "") + ")")
+        if e.get("times_scan"):
+            text += f", {e['times_scan']:.1f}x the scans' {_us(e['scan_per_page_us'])} µs"
+        out.append(text)
+    chk = e.get("estimate_check")
+    if chk and chk["error_pct"] is not None:
+        ci = chk.get("error_ci_pct")
+        out.append(f"the per-page estimate predicts {_us(chk['predicted_us_per_txn'])} of the "
+                   f"{_us(chk['measured_us_per_txn'])} µs added per transaction: error {chk['error_pct']:+.0f}%"
+                   + (f" [{ci[0]:+.0f}, {ci[1]:+.0f}]" if ci else ""))
+        out += chk["misses"]
+    return out
+
+
+def oltp_lines(analysis) -> list[dict]:
+    """One line per oltp entry (analysis.oltp_costs): the throughput's verdict, CPU per transaction and p95 latency
+    with their CIs, the added CPU per page read beside the scans', and the per-page estimate checked."""
+    comps = [c for c in analysis.shown_comparisons() if c["workload"] == oc.WORKLOAD]
+    out = []
+    for e in analysis.oltp_costs or []:
+        mine = [c for c in comps if (c["operation"], c["contender"], c["baseline"])
+                == (e["operation"], e["contender"], e["baseline"])]
+        if not mine:
+            continue
+        axis = axis_of(mine[0])
+        value = _label_dict(e["contender"]).get(axis or "", "")
+        spec = LineSpec(f"{oc.WORKLOAD} {oc.label_of(e)}, {axis}={value}", (oc.WORKLOAD,), metrics=())
+        line = _line(LABS.get(axis, "oltp"), spec, mine, analysis)
+        if line is None:
+            continue
+        extra = _oltp_figures(e)
+        if extra:
+            line["text"] += "; " + "; ".join(extra)
+        line["figures"].append({"name": "oltp_cost", **{k: e[k] for k in ("added_cpu_us_per_txn",
+                                                                          "added_cpu_us_per_page_read")},
+                                "estimate_error_pct": (e.get("estimate_check") or {}).get("error_pct")})
+        out.append(line)
+    return out
+
+
 def build(analysis) -> list[dict]:
     """The headline lines of an analysis (an Analysis: its fields are read, nothing else)."""
-    return comparison_lines(analysis) + column_lines(analysis) + sweep_lines(analysis)
+    return comparison_lines(analysis) + oltp_lines(analysis) + column_lines(analysis) + sweep_lines(analysis)
 
 
 def lines(analysis) -> list[str]:

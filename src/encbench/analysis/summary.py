@@ -10,7 +10,7 @@ from collections import defaultdict
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields, replace
 
-from . import columncost, stats
+from . import columncost, oltpcost, stats
 from .words import METRIC_WORDS, VERDICT_METRICS, VERDICT_WORDS, metric_word  # noqa: F401 (read as an.*)
 from ..drivers.client_share import notes as client_notes, withheld_reason
 from ..engines import engine_named
@@ -775,7 +775,7 @@ def profiles(doc: dict) -> list[dict]:
 
 ANALYSIS_VERSION = 4  # the shape of Analysis and its to_dict(): bump it when a field is added, dropped or changes meaning
 # 1: the typed Analysis (issue 13 item 4); 2: headline (issue 14 item 1); 3: column_costs (issue 16 item 3);
-# 4: comparisons[].verdict_basis, the metrics a row's verdict rests on (issue 21 item 1)
+# 4: comparisons[].verdict_basis, the metrics a row's verdict rests on (issue 21 item 1); oltp_costs (issue 22)
 
 HEADER, STORED, SHOWN = "header", "stored", "shown"  # where a field comes from (Analysis field metadata)
 
@@ -810,6 +810,7 @@ class Analysis(Mapping):
     hash_costs: list[dict] | None = _field(STORED, optional=True)  # a hash sweep: server CPU per row vs raw
     profiles: list[dict] | None = _field(STORED, optional=True)  # a hash sweep: --profile summaries
     column_costs: list[dict] | None = _field(STORED, optional=True)  # the column lab: CPU per row vs raw cipher
+    oltp_costs: list[dict] | None = _field(STORED, optional=True)  # oltp: CPU per transaction, per page, the check
     # the headline summary in plain words (analysis/headline.py): made from the fields above, never stored
     headline: list[dict] | None = _field(SHOWN, optional=True)
     files: list[str] | None = _field(SHOWN, optional=True)  # plots and flame graphs written beside the file
@@ -916,6 +917,7 @@ def analyze(doc: dict, margin_pct: float = stats.DEFAULT_MARGIN_PCT) -> Analysis
         attribution=attribution(doc, groups, comps), notes=text + kernel_cipher_notes(per_page, doc),
         scaling=scale or None, hash_costs=hash_costs(doc, scale) if scale else None, profiles=found,
         column_costs=columncost.column_costs(doc, groups, baseline_for) or None,
+        oltp_costs=oltpcost.oltp_costs(doc, groups, comps, per_page, baseline_for) or None,
         placebo_comparisons=placebo or None,
     ).with_headline()
 

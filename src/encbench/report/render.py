@@ -10,7 +10,7 @@ from rich.console import Console
 from rich.table import Table
 
 from ..analysis import summary as an
-from ..analysis import columncost, headline, stats
+from ..analysis import columncost, headline, oltpcost, stats
 from ..engines import engine_named
 from ..profiling import profiler
 from ..util.redact import command_line as redact_command_line
@@ -622,6 +622,8 @@ SECTIONS = (
      lambda doc, a: derived_lines(a) + raw_cipher_lines(doc)),
     ("Column encryption per row vs the raw cipher (issue 16)", "Column encryption per row vs the raw cipher",
      lambda doc, a: columncost.lines(a.column_costs)),
+    ("The transaction mix: cost per transaction and per page, the estimate checked", "The transaction mix",
+     lambda doc, a: oltpcost.lines(a.oltp_costs)),
     ("Notes", "Notes", lambda doc, a: a.notes),
     ("Warnings", "Warnings", lambda doc, a: warning_lines(a, doc=doc)),
 )

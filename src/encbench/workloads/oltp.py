@@ -97,7 +97,8 @@ class Oltp(Workload):
 
         def before() -> None:
             warm.update(session.oltp_warm(script, clients, params["warmup_seconds"], scratch) or {})
-            session.use_target(session.oltp_target())
+            warm["target"] = session.oltp_target()
+            session.use_target(warm["target"])
 
         result: dict = {}
 
@@ -107,7 +108,8 @@ class Oltp(Workload):
 
         def after() -> dict:
             session.use_target(None)
-            return {f"memory_{k}": v for k, v in (warm.get("memory") or {}).items()}
+            page = {"page_size": warm["target"].page_size} if warm["target"].page_size else {}
+            return {**page, **{f"memory_{k}": v for k, v in (warm.get("memory") or {}).items()}}
 
         def check(metrics: dict) -> dict:
             return {**share_extra(metrics, client_cores=clients),

@@ -136,6 +136,7 @@ class MariaDBEngine(Engine):
     profile_categories = (("mariadb", r"mariadbd|mysqld", r""),)
     options = ("dsn", "keep", "allow_reconfigure", "wait_interval", "settings")
     label = "MariaDB"
+    metric_words = {"cpu_s": "server CPU", "client_cpu_s": "client CPU"}
     at_rest_names = {"on": "InnoDB TDE", "fscrypt": "InnoDB on fscrypt", "gocryptfs": "InnoDB on gocryptfs"}
     kernel_worker_crypto = ("fscrypt",)  # its reads decrypt in kworker threads: per-page cost = server + kworker CPU
     dsn_schemes = ("mysql", "mariadb")
@@ -176,15 +177,15 @@ class MariaDBEngine(Engine):
         return (
             Table("Encryption at rest: InnoDB table ENCRYPTED=YES vs NO", "encryption", "off", AT_REST,
                   ("workload", "op", "variant", "elapsed", "d_elapsed", "server_cpu", "d_server_cpu", "client_cpu",
-                   "innodb_pages", "server_ctx", "verdict"), {"cpu_s": "server CPU", "client_cpu_s": "client CPU"}),
+                   "innodb_pages", "server_ctx", "verdict"), dict(self.metric_words)),
             Table("Encryption in transit: TLS vs none", "tls", "off", IN_TRANSIT,
                   ("workload", "op", "variant", "elapsed", "d_elapsed", "server_cpu", "d_server_cpu", "client_cpu",
                    "d_client_cpu", "server_per_unit", "d_server_per_unit", "server_ctx", "net", "rate", "d_rate", "verdict"),
-                  {"cpu_s": "server CPU", "client_cpu_s": "client CPU"}),
+                  dict(self.metric_words)),
             Table("In-query hash: k concurrent sessions vs 1", "sessions", "1", ("hash",), sweep.TABLE_COLUMNS,
-                  {"cpu_s": "server CPU", "client_cpu_s": "client CPU"}),
+                  dict(self.metric_words)),
             Table("Column encryption: in the server (maria-aes) or the client vs none", "method", "none", ("column",),
-                  maria_column.TABLE_COLUMNS, {"cpu_s": "server CPU", "client_cpu_s": "client CPU"}),
+                  maria_column.TABLE_COLUMNS, dict(self.metric_words)),
         )
 
     def check_available(self) -> None:
