@@ -43,12 +43,27 @@ def parse_rate(text: str, *, what: str) -> float:
     return rate
 
 
-def pick(analysis: Mapping, workload: str | None = None, *, kind: str = "read") -> dict:
-    """The per-page cost entry to use: the workload asked for, else scan-eq, else the first.
-    kind "write": the warm rebuild's per-page encrypt cost. `analysis`: summary.Analysis (its `derived`),
-    or any mapping with a "derived" list."""
-    derived = [d for d in analysis.get("derived") or [] if d.get("per_page_cpu_s") is not None
-               and d.get("kind", "read") == kind]
+ACCESS = ("sequential", "random")  # how the user's workload reads: full scans, or random single pages (OLTP)
+
+
+def candidates(analysis: Mapping, kind: str = "read") -> list[dict]:
+    """Every per-page cost entry of an analysis: the scans' and rebuilds' (`derived`, sequential) and the oltp
+    mixes' (`oltp_costs`, random single-page reads)."""
+    from .oltpcost import per_page_entries
+
+    derived = [dict(d, access=d.get("access", "sequential")) for d in analysis.get("derived") or []
+               if d.get("per_page_cpu_s") is not None and d.get("kind", "read") == kind]
+    if kind == "read":
+        derived += per_page_entries(analysis.get("oltp_costs") or [])
+    return derived
+
+
+def pick(analysis: Mapping, workload: str | None = None, *, kind: str = "read", access: str | None = None) -> dict:
+    """The per-page cost entry to use: the workload asked for, else the one measured the way the user's workload
+    reads (`access`: sequential = scan-eq, else scan-like; random = an oltp mix, the most pages read per
+    transaction first), else scan-eq, else the first. kind "write": the warm rebuild's per-page encrypt cost.
+    `analysis`: summary.Analysis, or any mapping with its "derived" (and "oltp_costs") lists."""
+    derived = candidates(analysis, kind)
     if kind == "write":
         if not derived:
             raise BadValueError("the result file has no per-page write cost (no warm rebuild runs with both "
@@ -65,6 +80,16 @@ def pick(analysis: Mapping, workload: str | None = None, *, kind: str = "read") 
             raise BadValueError(f"the result file has no per-page cost for workload {workload!r}",
                                 hint=f"it has: {', '.join(sorted({d['workload'] for d in derived}))}")
         return chosen[0]
+    if access:
+        chosen = [d for d in derived if d["access"] == access]
+        if not chosen:
+            other = "an oltp run (--workload oltp)" if access == "random" else "cold scans (--workload scan-eq)"
+            raise BadValueError(f"the result file has no per-page cost measured with {access} reads",
+                                hint=f"measure {other} on the engine, or use --access "
+                                     f"{'sequential' if access == 'random' else 'random'}")
+        if access == "random":  # the mix that reads the most pages per transaction: its cost is the least diluted
+            return max(chosen, key=lambda d: d.get("pages_read") or 0)
+        derived = chosen
     for name in PREFERRED:
         for d in derived:
             if d["workload"] == name:
@@ -72,14 +97,36 @@ def pick(analysis: Mapping, workload: str | None = None, *, kind: str = "read") 
     return derived[0]
 
 
+def unresolved(entry: dict) -> str | None:
+    """Why a per-page cost is no figure to act on: not above zero, or its CI reaches zero; else None."""
+    per_page, ci = entry["per_page_cpu_s"], entry.get("per_page_cpu_ci")
+    where = f"{entry['workload']}/{entry['operation']} {entry['contender']}"
+    if per_page <= 0:
+        return (f"the per-page cost measured by {where} is not above zero ({per_page * 1e6:+.2f} µs"
+                f"{_ci_us(ci)}): encryption's cost is not resolved there; run more (--runs 20) or a larger --size")
+    if ci and ci[0] <= 0:
+        return (f"the per-page cost measured by {where}, {per_page * 1e6:.2f} µs, has a 95% CI{_ci_us(ci)} that "
+                "reaches zero: not resolved; run more (--runs 20) or a larger --size")
+    return None
+
+
 def estimate(entry: dict, read_rate: float, cores: int, *, source: str) -> dict:
     if read_rate < 0:
         raise BadValueError("the read rate is negative", hint="give a rate >= 0")
     if cores < 1:
         raise BadValueError("--cores must be at least 1")
+    if not entry.get("page_size"):
+        raise BadValueError(f"the per-page cost of {entry['workload']} has no page size recorded",
+                            hint="measure it again with this version of encbench")
     page = int(entry["page_size"])
     per_page = entry["per_page_cpu_s"]
     ci = entry.get("per_page_cpu_ci")
+    why = unresolved(entry)
+    if why:
+        return {"read_rate_bytes_per_s": read_rate, "rate_source": source, "page_size": page, "cores": cores,
+                "resolved": False, "why": why, "added_cores": None, "added_cores_ci": None, "share_of_server": None,
+                "share_ci": None, "per_page_cpu_s": per_page, "per_page_cpu_ci": ci, "access": entry.get("access"),
+                "from": f"{entry['workload']}/{entry['operation']} {entry['contender']} vs {entry['baseline']}"}
     pages_per_s = read_rate / page
     added = pages_per_s * per_page  # CPU-seconds per second = cores busy
     added_ci = [pages_per_s * x for x in ci] if ci else None
@@ -90,6 +137,7 @@ def estimate(entry: dict, read_rate: float, cores: int, *, source: str) -> dict:
         "share_of_server": added / cores, "share_ci": [x / cores for x in added_ci] if added_ci else None,
         "from": f"{entry['workload']}/{entry['operation']} {entry['contender']} vs {entry['baseline']}",
         "assumption": f"the same decrypt cost per byte as measured ({per_page * 1e6:.2f} µs per {page}-byte page)",
+        "resolved": True, "access": entry.get("access", "sequential"),
     }
     out["formula"] = (f"{fmt_bytes(read_rate)}/s / {page:,} B per page = {pages_per_s:,.0f} pages/s; "
                       f"x {per_page * 1e6:.2f} µs per page{_ci_us(ci)} = {added:.4f} CPU-seconds per second"
