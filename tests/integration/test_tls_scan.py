@@ -215,3 +215,19 @@ def test_postgres_groups_are_every_group_s_client_gets(encbench, external_pg):
     scan = _check_groups_against_s_client(encbench, "postgresql", "postgres", external_pg.port)
     assert scan["groups_by_protocol"]["TLSv1.2"] == ["secp256k1"]
 
+
+def test_server_without_tls_is_recorded_in_the_history(encbench, no_tls_pg, tmp_path):
+    """Issue 21 item 9: a single-target scan --store of a server without TLS leaves a record, as --targets does."""
+    store = tmp_path / "history.db"
+    target = f"postgres://127.0.0.1:{no_tls_pg.port}"
+    res = encbench("tls-scan", f"postgresql://127.0.0.1:{no_tls_pg.port}", "--store", str(store))
+    assert res.returncode == 15, str(res)
+    assert "Traceback" not in res.stdout + res.stderr, str(res)
+    error = res.stderr.splitlines()[-1]
+    assert error.startswith("encbench: error: ") and "TLS off" in error, str(res)
+    hist = encbench("history", "--store", str(store), "--json")
+    assert hist.returncode == 0, str(hist)
+    (run,) = json.loads(hist.stdout)["runs"]
+    assert (run["kind"], run["target"], run["engine"], run["exit_code"]) == ("tls-scan", target, "postgres", 15)
+    (failed,) = run["summary"]["failed"]
+    assert failed["target"] == target and "TLS off" in failed["error"]
