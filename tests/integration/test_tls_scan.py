@@ -4,14 +4,17 @@ settings (the scan must report exactly them), baseline drift, --measure, and bad
 from __future__ import annotations
 
 import json
+import shutil
 import socket
+import subprocess
 import threading
 import time
 
 import pytest
 
 from encbench.engines.postgres import server as pg_server
-from integration_helpers import HAVE_PG, assert_one_line_error, needs_mariadb, needs_pg
+from encbench.tls import sslctl
+from integration_helpers import HAVE_PG, assert_one_line_error, external_maria, needs_mariadb, needs_pg
 
 pytestmark = pytest.mark.integration
 
@@ -60,14 +63,18 @@ def external_pg():
 
 
 def _set_ciphers(server, value: str) -> None:
+    _alter_system(server, "ssl_ciphers", value)
+
+
+def _alter_system(server, name: str, value: str) -> None:
     import psycopg
 
     with psycopg.connect(**server.conninfo(), sslmode="disable", autocommit=True) as c:
-        c.execute(f"ALTER SYSTEM SET ssl_ciphers = '{value}'")
+        c.execute(f"ALTER SYSTEM SET {name} = '{value}'")
         c.execute("SELECT pg_reload_conf()")
     for _ in range(100):  # the reload is asynchronous: until a new connection sees it
         with psycopg.connect(**server.conninfo(), sslmode="disable") as c:
-            if c.execute("SHOW ssl_ciphers").fetchone()[0] == value:
+            if c.execute(f"SHOW {name}").fetchone()[0] == value:
                 return
         time.sleep(0.05)
 
@@ -158,3 +165,69 @@ def test_bad_input(encbench, tmp_path):
 def test_server_without_tls(encbench, no_tls_pg):
     res = encbench("tls-scan", f"postgresql://127.0.0.1:{no_tls_pg.port}")
     assert "TLS off" in assert_one_line_error(res, 15)
+
+
+# -- key-exchange groups: every one the TLS library knows, each checked with openssl s_client ------------------------
+
+needs_openssl = pytest.mark.skipif(not shutil.which("openssl"), reason="the openssl command is not installed")
+
+
+def _s_client_accepts(starttls: str, port: int, protocol: str, group: str) -> bool:
+    """openssl s_client's own verdict: a handshake under `protocol` offering only `group` completes on it
+    (TLS 1.2: ECDHE suites only, so that no other key exchange can complete it)."""
+    res = subprocess.run(["openssl", "s_client", "-connect", f"127.0.0.1:{port}", "-starttls", starttls,
+                          "-tls1_3" if protocol == "TLSv1.3" else "-tls1_2", "-groups", group,
+                          "-cipher", "ECDHE:@SECLEVEL=0"], stdin=subprocess.DEVNULL, capture_output=True, timeout=60)
+    return res.returncode == 0 and b"Server Temp Key" in res.stdout
+
+
+def _check_groups_against_s_client(encbench, scheme: str, starttls: str, port: int) -> dict:
+    """The groups encbench lists per protocol equal, for every group the TLS library knows, those that
+    `openssl s_client -starttls ... -groups G` gets a handshake with; the scan returned."""
+    res = encbench("tls-scan", f"{scheme}://127.0.0.1:{port}", "--json", timeout=300)
+    assert res.returncode == 0, str(res)
+    scan = json.loads(res.stdout)
+    known = [g.name for g in sslctl.library_groups()]
+    assert {"X25519", "prime256v1", "ffdhe6144", "ffdhe8192", "secp256k1"} <= set(known), known
+    for protocol in ("TLSv1.2", "TLSv1.3"):
+        expected = [g for g in known if _s_client_accepts(starttls, port, protocol, g)]
+        assert scan["groups_by_protocol"].get(protocol, []) == expected, (protocol, scan["groups_by_protocol"])
+    return scan
+
+
+@needs_mariadb
+@needs_openssl
+def test_mariadb_groups_are_every_group_s_client_gets(encbench):
+    """Issue 21 item 10: MariaDB 10.11 accepts ffdhe6144 and ffdhe8192 under TLS 1.3, which a fixed list left out."""
+    with external_maria(tls=True) as server:
+        scan = _check_groups_against_s_client(encbench, "mysql", "mysql", server.port)
+    assert {"ffdhe6144", "ffdhe8192"} <= set(scan["groups_by_protocol"]["TLSv1.3"])
+
+
+@needs_openssl
+def test_postgres_groups_are_every_group_s_client_gets(encbench, external_pg):
+    """Its default curve, then a TLS 1.2 server on a curve outside the old fixed list (ssl_ecdh_curve=secp256k1:
+    a curve TLS 1.3 cannot use, so TLS 1.2 only, or no TLS 1.3 client would get a handshake)."""
+    scan = _check_groups_against_s_client(encbench, "postgresql", "postgres", external_pg.port)
+    assert scan["groups_by_protocol"]["TLSv1.3"] == ["prime256v1"]
+    _alter_system(external_pg, "ssl_max_protocol_version", "TLSv1.2")
+    _alter_system(external_pg, "ssl_ecdh_curve", "secp256k1")
+    scan = _check_groups_against_s_client(encbench, "postgresql", "postgres", external_pg.port)
+    assert scan["groups_by_protocol"]["TLSv1.2"] == ["secp256k1"]
+
+
+def test_server_without_tls_is_recorded_in_the_history(encbench, no_tls_pg, tmp_path):
+    """Issue 21 item 9: a single-target scan --store of a server without TLS leaves a record, as --targets does."""
+    store = tmp_path / "history.db"
+    target = f"postgres://127.0.0.1:{no_tls_pg.port}"
+    res = encbench("tls-scan", f"postgresql://127.0.0.1:{no_tls_pg.port}", "--store", str(store))
+    assert res.returncode == 15, str(res)
+    assert "Traceback" not in res.stdout + res.stderr, str(res)
+    error = res.stderr.splitlines()[-1]
+    assert error.startswith("encbench: error: ") and "TLS off" in error, str(res)
+    hist = encbench("history", "--store", str(store), "--json")
+    assert hist.returncode == 0, str(hist)
+    (run,) = json.loads(hist.stdout)["runs"]
+    assert (run["kind"], run["target"], run["engine"], run["exit_code"]) == ("tls-scan", target, "postgres", 15)
+    (failed,) = run["summary"]["failed"]
+    assert failed["target"] == target and "TLS off" in failed["error"]

@@ -107,7 +107,11 @@ def cmd_tls_scan(args, argv: list[str]) -> int:
             endpoint = tlsscan.parse_target(args.target)
         endpoint.timeout = min(tlsscan.TIMEOUT_S, timeout)
         endpoint.deadline = time.monotonic() + timeout
-        result = tlsscan.scan(endpoint)
+        try:
+            result = tlsscan.scan(endpoint)
+        except errors.NoTLSError as e:  # a finding, not a failed measurement: in the history too, as --targets keeps it
+            _record_no_tls(args, endpoint, e)
+            raise
         if args.engine:
             result["managed"] = f"a private {args.engine} server started by encbench" + (
                 " with " + ", ".join(f"{k}={v}" for k, v in settings.items()) if settings else "")
@@ -154,6 +158,17 @@ def cmd_tls_scan(args, argv: list[str]) -> int:
     record(args, lambda: history.scan_entry([(stored, changes if baseline else None)], command=args.store_command,
                                             exit_code=errors.EXIT_DRIFT if changes else 0))
     return errors.EXIT_DRIFT if changes else 0
+
+
+def _record_no_tls(args, endpoint, e: errors.NoTLSError) -> None:
+    """--store: a server that answers but offers no TLS, recorded as `--targets` records a target that failed (no
+    scan row; the target and its one-line error under the summary's `failed`; the command's exit code)."""
+    from ..history import record as history
+    from ..util.redact import redact
+
+    record(args, lambda: history.scan_entry(
+        [], command=args.store_command, engine=endpoint.kind, target=endpoint.label, exit_code=e.exit_code,
+        failed=[{"target": endpoint.label, "error": redact(e.one_line())}]))
 
 
 def _timeout(args) -> float:

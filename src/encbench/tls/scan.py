@@ -3,10 +3,13 @@
 A TLS scanner for HTTPS cannot talk to a database: PostgreSQL wants an SSLRequest
 before the handshake, MariaDB/MySQL a TLS upgrade inside its own handshake. This module
 does that preamble on a plain socket, then hands the socket to Python's ssl module with
-one protocol or group offered at a time: what completes is what the server accepts.
-Suites are found by elimination: offer every suite left, remove the one the server picks,
-again until no handshake completes; the picks are the suites it accepts, in its order of
-preference; if the pick follows the client's order instead, the order is "client's choice".
+one protocol offered at a time: what completes is what the server accepts. Suites and
+key-exchange groups are found by elimination: offer every one left, remove the one the
+server picks, again until no handshake completes; the picks are the ones it accepts (suites
+in its order of preference; if the pick follows the client's order instead, the order is
+"client's choice"). The groups offered are every group this client's OpenSSL knows, read
+from the library at run time (sslctl.library_groups), never a list of our own; the suites,
+every TLS 1.2 suite it knows and the TLS 1.3 ones it accepts.
 """
 
 from __future__ import annotations
@@ -28,7 +31,6 @@ PROTOCOLS = (("TLSv1", ssl.TLSVersion.TLSv1), ("TLSv1.1", ssl.TLSVersion.TLSv1_1
              ("TLSv1.2", ssl.TLSVersion.TLSv1_2), ("TLSv1.3", ssl.TLSVersion.TLSv1_3))
 TLS13_SUITES = ("TLS_AES_256_GCM_SHA384", "TLS_CHACHA20_POLY1305_SHA256", "TLS_AES_128_GCM_SHA256",
                 "TLS_AES_128_CCM_SHA256", "TLS_AES_128_CCM_8_SHA256")
-GROUPS = ("X25519", "X448", "prime256v1", "secp384r1", "secp521r1", "ffdhe2048", "ffdhe3072", "ffdhe4096")
 
 TIMEOUT_S = 10.0  # seconds, per network wait (connect, the preamble's answer, a handshake)
 
@@ -116,7 +118,15 @@ class Offer:
     protocol: str | None = None  # pin one protocol version
     suites12: str | None = None  # OpenSSL cipher string for TLS <= 1.2, in order
     suites13: str | None = None  # TLS 1.3 suites, in order
-    group: str | None = None
+    groups: str | None = None  # key-exchange groups, in order (OpenSSL's colon-separated list)
+
+
+def every_group() -> str | None:
+    """Every key-exchange group this client's OpenSSL knows, those TLS 1.3 can use first (its key share goes to
+    the first of them); None when the library cannot list them (its default groups are offered then)."""
+    groups = sslctl.library_groups()
+    tls13 = [g.name for g in groups if g.usable_in(ssl.TLSVersion.TLSv1_3)]
+    return ":".join(tls13 + [g.name for g in groups if g.name not in tls13]) or None
 
 
 def _context(offer: Offer) -> ssl.SSLContext:
@@ -131,8 +141,9 @@ def _context(offer: Offer) -> ssl.SSLContext:
         ctx.minimum_version = ssl.TLSVersion.TLSv1
     if offer.suites13 and not sslctl.set_tls13_suites(ctx, offer.suites13):
         raise BadValueError(f"this client's OpenSSL does not know the TLS 1.3 suites {offer.suites13}")
-    if offer.group and not sslctl.set_groups(ctx, offer.group):
-        raise ValueError(f"unknown group {offer.group}")
+    groups = offer.groups or every_group()  # no group named: all of them, as with the suites
+    if groups and not sslctl.set_groups(ctx, groups):
+        raise ValueError(f"unknown group in {groups}")
     return ctx
 
 
@@ -144,6 +155,7 @@ class Handshake:
     bits: int | None = None
     cert_der: bytes | None = None
     error: str | None = None
+    group: str | None = None  # the key-exchange group used (None: the library did not say)
 
 
 def handshake(ep: Endpoint, offer: Offer) -> Handshake:
@@ -166,7 +178,8 @@ def handshake(ep: Endpoint, offer: Offer) -> Handshake:
         except (ssl.SSLError, ConnectionError, OSError) as e:
             return Handshake(False, error=str(e).splitlines()[0] if str(e) else type(e).__name__)
         name, proto, bits = tls.cipher()
-        out = Handshake(True, protocol=proto, cipher=name, bits=bits, cert_der=tls.getpeercert(binary_form=True))
+        out = Handshake(True, protocol=proto, cipher=name, bits=bits, cert_der=tls.getpeercert(binary_form=True),
+                        group=sslctl.negotiated_group(tls))
         tls.close()
         return out
     except (ConnectionError, socket.timeout) as e:
@@ -267,22 +280,34 @@ class ScanProgress:
     handshakes: int = 0
 
 
-def _accepted_in_order(ep: Endpoint, candidates: list[str], make: Callable[[list[str]], Offer],
-                       p: ScanProgress) -> tuple[list[str], str]:
-    """(accepted suites in order, 'server' | 'client' | 'none'): offer every candidate left, remove the one the
-    server picks, again, until no handshake completes (as sslscan and testssl.sh do: one handshake per accepted
-    suite plus one, instead of one per candidate). The picks are the server's order of preference, or the
-    offer's when the server follows the client: one more handshake offering the accepted suites reversed
-    tells which (the server's choice picks its first again; the client's, the offer's first)."""
+def _eliminate(ep: Endpoint, candidates: list[str], make: Callable[[list[str]], Offer],
+               pick: Callable[[Handshake], str | None], p: ScanProgress, what: str) -> tuple[list[str], list[str]]:
+    """Offer every candidate left, remove the one the server picks (`pick` names it from the handshake), again,
+    until no handshake completes (as sslscan and testssl.sh do: one handshake per accepted candidate plus one,
+    instead of one per candidate). (the picks in order, the candidates left unread): unread are those still
+    offered when a handshake completed on a pick that `pick` could not name among them ([] otherwise)."""
     order, left = [], list(candidates)
     while left:
-        p.report(f"{len(order)} accepted, offering {len(left)}")
+        p.report(f"{what}: {len(order)} accepted, offering {len(left)}")
         hs = handshake(ep, make(left))
         p.handshakes += 1
-        if not hs.ok or hs.cipher not in left:
-            break
-        order.append(hs.cipher)
-        left.remove(hs.cipher)
+        if not hs.ok:
+            return order, []
+        chosen = pick(hs)
+        if chosen not in left:
+            return order, left
+        order.append(chosen)
+        left.remove(chosen)
+    return order, []
+
+
+def _accepted_in_order(ep: Endpoint, candidates: list[str], make: Callable[[list[str]], Offer],
+                       p: ScanProgress) -> tuple[list[str], str]:
+    """(accepted suites in order, 'server' | 'client' | 'none'), by elimination. The picks are the server's
+    order of preference, or the offer's when the server follows the client: one more handshake offering the
+    accepted suites reversed tells which (the server's choice picks its first again; the client's, the
+    offer's first)."""
+    order, _ = _eliminate(ep, candidates, make, lambda hs: hs.cipher, p, "suites")
     if len(order) < 2:
         return order, "server" if order else "none"
     reverse = handshake(ep, make(list(reversed(order))))
@@ -293,6 +318,39 @@ def _accepted_in_order(ep: Endpoint, candidates: list[str], make: Callable[[list
 def client_tls13_suites() -> list[str]:
     """The TLS 1.3 suites this client's OpenSSL can offer (each set alone on a context: no network)."""
     return [s for s in TLS13_SUITES if sslctl.set_tls13_suites(ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT), s)]
+
+
+def client_groups(protocol: str) -> list[str]:
+    """The key-exchange groups this client's OpenSSL can offer under `protocol`, in its own order (no network):
+    in OpenSSL 3.0, the finite-field ones (ffdhe*) for TLS 1.3 only, most elliptic curves for TLS 1.2 and below."""
+    version = dict(PROTOCOLS)[protocol]
+    return [g.name for g in sslctl.library_groups() if g.usable_in(version)]
+
+
+def _group_offer(protocol: str, groups: list[str]) -> Offer:
+    """Exactly `groups`; for TLS 1.2 ECDHE suites only, so that a DHE or RSA key exchange cannot pass for a group."""
+    return Offer(protocol=protocol, groups=":".join(groups), suites12="ECDHE" if protocol == "TLSv1.2" else None)
+
+
+def _on_a_group(protocol: str, hs: Handshake) -> bool:
+    """A completed handshake whose key exchange used a group (TLS 1.2: an ECDHE suite)."""
+    return hs.ok and (protocol != "TLSv1.2" or (hs.cipher or "").startswith("ECDHE"))
+
+
+def accepted_groups(ep: Endpoint, protocol: str, p: ScanProgress) -> list[str]:
+    """The groups of client_groups(protocol) the server accepts under `protocol`, in the library's order: by
+    elimination; if a handshake completes and the library does not say on which group, the groups left are
+    offered one at a time."""
+    candidates = client_groups(protocol)
+    found, unread = _eliminate(ep, candidates, lambda left: _group_offer(protocol, left),
+                               lambda hs: hs.group if _on_a_group(protocol, hs) else None, p, f"{protocol} groups")
+    for g in unread:
+        p.report(f"{protocol} group {g}")
+        hs = handshake(ep, _group_offer(protocol, [g]))
+        p.handshakes += 1
+        if _on_a_group(protocol, hs):
+            found.append(g)
+    return [g for g in candidates if g in found]
 
 
 def scan(ep: Endpoint, progress: ScanProgress | None = None) -> dict:
@@ -322,17 +380,7 @@ def scan(ep: Endpoint, progress: ScanProgress | None = None) -> dict:
             ep, client_tls13_suites(), lambda s: Offer(protocol="TLSv1.3", suites13=":".join(s)), p)
     groups_by_protocol: dict[str, list[str]] = {}
     for proto in [x for x in ("TLSv1.2", "TLSv1.3") if x in protocols]:  # TLS 1.3 groups apart from TLS 1.2 ones
-        found = []
-        for g in GROUPS:
-            if proto == "TLSv1.2" and g.startswith("ffdhe"):
-                continue  # TLS 1.2 DHE takes the server's own parameters: no group to negotiate
-            p.report(f"{proto} group {g}")
-            # TLS 1.2: ECDHE suites only, so a DHE or RSA key exchange cannot pass for the group
-            hs = handshake(ep, Offer(protocol=proto, group=g, suites12="ECDHE" if proto == "TLSv1.2" else None))
-            p.handshakes += 1
-            if hs.ok and (proto != "TLSv1.2" or (hs.cipher or "").startswith("ECDHE")):
-                found.append(g)
-        groups_by_protocol[proto] = found
+        groups_by_protocol[proto] = accepted_groups(ep, proto, p)
     top_proto = protocols[-1] if protocols else None
     groups = groups_by_protocol.get(top_proto, [])
     alpn = engine_of(ep.kind).direct_tls_alpn
@@ -350,8 +398,18 @@ def scan(ep: Endpoint, progress: ScanProgress | None = None) -> dict:
         "certificate": certificate(first.cert_der),
         "handshakes": p.handshakes,
         "limits": [f"suites are those this client's OpenSSL knows ({ssl.OPENSSL_VERSION}); "
-                   "suites below TLS 1.2 are listed for the highest such protocol only"],
+                   "suites below TLS 1.2 are listed for the highest such protocol only",
+                   _groups_limit(groups_by_protocol)],
     }
+
+
+def _groups_limit(groups_by_protocol: dict) -> str:
+    """What the groups were chosen from: every group this client's OpenSSL knows for each protocol scanned."""
+    if not sslctl.library_groups():
+        return "this client's OpenSSL does not list its key-exchange groups (before OpenSSL 3.0): none were offered"
+    return ("key-exchange groups are every one this client's OpenSSL knows for the protocol: "
+            + ", ".join(f"{len(client_groups(proto))} for {proto}" for proto in groups_by_protocol)
+            if groups_by_protocol else "key-exchange groups are scanned for TLS 1.2 and TLS 1.3 only")
 
 
 def summary_lines(result: dict) -> list[str]:
