@@ -134,6 +134,7 @@ EXIT_LEAK = 13  # leak-check: plaintext found on disk
 EXIT_DRIFT = 14  # tls-scan --baseline: the server's TLS differs from the baseline
 EXIT_GATE = 17  # compare --fail-if: B is significantly worse than A by more than allowed
 EXIT_SELFTEST = 18  # selftest: more A/A false positives than the 95% CIs promise
+EXIT_GATE_UNRESOLVED = 23  # compare --fail-if: no row over the limit, but some not resolved at it (more runs)
 
 EXIT_CODES = {
     0: "success",
@@ -160,5 +161,7 @@ EXIT_CODES = {
     EncryptionRefusedError.exit_code: "the filesystem refuses to encrypt (encrypt feature or kernel support missing)",
     StoreUnavailableError.exit_code: "history store unreachable, not a store, or not writable",
     StoreSchemaError.exit_code: "history store of a newer schema than this encbench knows",
+    EXIT_GATE_UNRESOLVED: "compare --fail-if: no row shown over the limit, but some not resolved at it (more runs "
+                          "would tell)",
     EXIT_INTERRUPTED: "interrupted (Ctrl-C); results so far kept",
 }

@@ -65,14 +65,15 @@ def test_show_csv_parses_back_to_the_json_comparisons(encbench, two_runs, which)
 def test_compare_csv_keeps_stdout_one_csv_document(encbench, two_runs):
     a, b = two_runs
     res = encbench("compare", str(a), str(b), "--format", "csv", "--fail-if", "overhead>50%")
-    assert res.returncode == 0, str(res)
+    assert res.returncode in (0, 23), str(res)  # 23: a row not resolved at 50% on a noisy machine
     rows, fields = _csv(res.stdout)
     assert CORE_FIELDS <= set(fields) and {"kind", "variant", "floor_pct"} <= set(fields)
     assert {r["kind"] for r in rows} == {"absolute", "overhead"}
     assert {(r["baseline"], r["contender"]) for r in rows} == {(str(a), str(b))}
     comps = json.loads(encbench("compare", str(a), str(b), "--json").stdout)["comparisons"]
     assert [(_float(r["ratio"]), r["verdict"]) for r in rows] == [(c["ratio"], c["verdict"]) for c in comps]
-    assert "gate: passed" in res.stderr  # the gate's words go to stderr, never into the CSV
+    assert "gate: " in res.stderr and "gate: " not in res.stdout  # the gate's words go to stderr, not the CSV
+    assert ("gate: passed" in res.stderr) == (res.returncode == 0)
 
 
 def _junit(path: Path) -> tuple[ET.Element, dict[tuple[str, str], ET.Element]]:
@@ -114,19 +115,19 @@ def test_junit_of_a_passing_gate_and_of_nothing_judged(encbench, two_runs, tmp_p
     out = tmp_path / "pass.xml"
     res = encbench("compare", str(a), str(b), "--fail-if", "overhead>50%", "--fail-if", "cpu_overhead>50%",
                    "--junit", str(out))
-    assert res.returncode == 0 and "gate: passed" in res.stdout, str(res)
+    assert res.returncode in (0, 23) and ("gate: passed" in res.stdout) == (res.returncode == 0), str(res)
     root, cases = _junit(out)
     assert len(cases) == 2 and not list(root.iter("failure")) and root.find("testsuite").get("failures") == "0"
-    assert all(tc.find("system-out") is not None or tc.find("skipped") is not None for tc in cases.values())
-    # the golden file has 3 runs per variant: every row skipped with its reason, and the gate fails
+    errors = [tc for tc in cases.values() if tc.find("error") is not None]  # not resolved: an error, never a skip
+    assert all(tc.find("system-out") is not None for tc in cases.values() if tc not in errors)
+    assert (res.returncode == 23) == bool(errors) and not list(root.iter("skipped"))
+    # the golden file has 3 runs per variant: every row not resolved with its reason (exit 23)
     out = tmp_path / "golden.xml"
     res = encbench("compare", str(GOLDEN), str(GOLDEN), "--fail-if", "overhead>5%", "--junit", str(out))
-    assert res.returncode == 17, str(res)
+    assert res.returncode == 23 and "nothing could be judged" in res.stdout, str(res)
     root, cases = _junit(out)
-    assert "nothing could be judged" in cases.pop(("encbench.gate", "something could be judged")).find(
-        "failure").get("message")
-    assert len(cases) == 6 and all(tc.find("skipped").get("message") == "not judged: too few runs for a verdict: "
-                                   "3 per side, need 6" for tc in cases.values())
+    assert len(cases) == 6 and all("not resolved: too few runs for a verdict: 3 per side, need 6 (6 runs per side "
+                                   "at least)" in tc.find("error").get("message") for tc in cases.values())
 
 
 def test_junit_bad_paths(encbench, tmp_path):
@@ -168,7 +169,7 @@ def test_markdown_renders_in_a_ticket(encbench, two_runs, command):
     a, b = two_runs
     args = ("show", str(a)) if command == "show" else ("compare", str(a), str(b), "--fail-if", "overhead>50%")
     res = encbench(*args, "--format", "markdown")
-    assert res.returncode == 0, str(res)
+    assert res.returncode == 0 or (command == "compare" and res.returncode == 23), str(res)  # 23: not resolved
     text = res.stdout
     assert "\x1b" not in text and "[bold]" not in text  # no ANSI, no rich markup
     tables, tokens = _md_tables(text)
@@ -178,6 +179,6 @@ def test_markdown_renders_in_a_ticket(encbench, two_runs, command):
     table_lines = [line for line in text.splitlines() if line.startswith("|")]
     assert len({_pipes(line) for line in table_lines}) <= len(tables)  # one row per line, cells as the header's
     if command == "compare":  # the gate is its own list, not glued to the last note
-        assert "\n## Gate\n\n- gate: passed" in text
+        assert "\n## Gate\n\n- " in text
         inline = [t.content for t in tokens if t.type == "inline"]
-        assert any(x.startswith("gate: passed") for x in inline)
+        assert any(x.startswith("gate: passed" if res.returncode == 0 else "gate: NOT RESOLVED") for x in inline)

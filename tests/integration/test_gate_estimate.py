@@ -33,10 +33,14 @@ def same_build(encbench, data_dir, tmp_path_factory) -> tuple[Path, Path]:
 def test_gate_passes_two_runs_of_the_same_build(encbench, same_build):
     a, b = same_build
     res = encbench("compare", str(a), str(b), "--fail-if", "overhead>5%", "--fail-if", "cpu_overhead>5%")
-    assert res.returncode == 0 and "gate: passed" in res.stdout, str(res)
+    # an unchanged build is never failed; on a noisy machine a row may not be resolved at 5% (exit 23, said so)
+    assert res.returncode in (0, 23) and "FAIL  " not in res.stdout, str(res)
+    assert ("gate: passed" in res.stdout) == (res.returncode == 0), str(res)
+    if res.returncode == 23:
+        assert "NOT RESOLVED  " in res.stdout and "runs per side would resolve" in res.stdout, str(res)
     assert "comparisons checked" in res.stdout and "Holm" in res.stdout
     res = encbench("compare", str(a), str(b), "--fail-if", "overhead>5%", "--json")
-    assert res.returncode == 0, str(res)
+    assert res.returncode in (0, 23), str(res)
     out = json.loads(res.stdout)
     kinds = {(r["kind"], r["metric"]) for r in out["comparisons"]}
     assert {("overhead", "wall_s"), ("overhead", "cpu_s"), ("absolute", "wall_s"), ("absolute", "cpu_s")} <= kinds
@@ -67,13 +71,16 @@ def test_gate_fails_a_30_percent_slower_encrypted_variant(encbench, same_build, 
     # when the 95% CI's lower bound clears +5%, the one-sided test (at most 5% with one row) must fail
     if row["ci"][0] > 1.05:
         assert res.returncode == 17, str(res)
+    # issue 23: +30% never passes: over the limit (17), or not resolved at it (23) with the runs that would resolve it
+    assert res.returncode in (17, 23), str(res)
+    gate_out = json.loads(res.stdout)["gate"]
+    text = encbench("compare", str(a), str(slower), "--fail-if", "cpu_overhead>5%")
+    assert text.returncode == res.returncode, str(text)
     if res.returncode == 17:
-        text = encbench("compare", str(a), str(slower), "--fail-if", "cpu_overhead>5%")
-        assert text.returncode == 17 and "FAIL  cpu_overhead>5%: scan-like/scan" in text.stdout, str(text)
-        assert "gate: FAILED" in text.stdout
-    else:  # too noisy to back a failure: the gate must not invent one, and the row says why
-        assert res.returncode == 0 and row["verdict"] == "inconclusive" and "run longer" in row["verdict_text"]
-        pytest.skip(f"this machine was too noisy to resolve +30% with 6 runs: CPU overhead {row['verdict_text']}")
+        assert "FAIL  cpu_overhead>5%: scan-like/scan" in text.stdout and "gate: FAILED" in text.stdout, str(text)
+    else:  # too noisy to show it over 5%: not resolved, never within, and the line says how many runs would tell
+        assert gate_out["within"] == [] or all("scan-like" not in x for x in gate_out["within"]), gate_out
+        assert "NOT RESOLVED  cpu_overhead>5%: scan-like/scan" in text.stdout and "runs per side" in text.stdout
 
 
 def test_gate_fails_a_30_percent_slower_encrypted_variant_on_quiet_runs(encbench, same_build, tmp_path):
@@ -88,18 +95,18 @@ def test_gate_fails_a_30_percent_slower_encrypted_variant_on_quiet_runs(encbench
     assert len([r for r in doc["runs"] if not r["warmup"]]) == 2 * 6  # 2 variants x 6 runs
     if row["ci"][0] > 1.05:
         assert res.returncode == 17, str(res)
-    if res.returncode != 17:
-        assert res.returncode == 0 and row["verdict"] == "inconclusive"
-        pytest.skip(f"A's own spread is too wide to resolve +30%: {row['verdict_text']}")
+    assert res.returncode in (17, 23), str(res)  # issue 23: never passed
+    if res.returncode == 23:
+        assert row["verdict"] == "inconclusive", row
 
 
 def test_gate_with_too_few_runs_and_bad_input(encbench, tmp_path, same_build):
     # the golden file has 3 runs per variant: no overhead row can be judged (the connection open has none),
     # so the gate cannot vouch for the build
     res = encbench("compare", str(GOLDEN), str(GOLDEN), "--fail-if", "overhead>5%")
-    assert res.returncode == 17 and "not judged: 6 comparisons" in res.stdout, str(res)
+    assert res.returncode == 23 and res.stdout.count("NOT RESOLVED  ") == 6, str(res)
     assert "too few runs for a verdict: 3 per side, need 6" in res.stdout
-    assert "gate: FAILED: nothing could be judged" in res.stdout, str(res)
+    assert "gate: NOT RESOLVED" in res.stdout and "nothing could be judged" in res.stdout, str(res)
     assert_one_line_error(encbench("compare", str(GOLDEN), str(GOLDEN), "--fail-if", "latency>5%"), 3)
     assert_one_line_error(encbench("compare", str(GOLDEN), str(GOLDEN), "--fail-if", "overhead>5"), 2)
     assert_one_line_error(encbench("compare", str(GOLDEN), str(GOLDEN), "--margin", "0"), 4)

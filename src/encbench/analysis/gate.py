@@ -12,12 +12,16 @@ A condition is NAME OP PERCENT, e.g. `overhead>5%`, `cpu>=10%`. What each name t
   the one measured by `encbench selftest` (`--noise-floor FILE`), else a conservative
   default of ±25%.
 
-A comparison fails when B is shown to be worse by more than the threshold: a one-sided
-t-test of "true change <= threshold" (on the log of the ratio, Welch-Satterthwaite
-degrees of freedom), with Holm's correction over every comparison the gate checks, so
-that an unchanged build fails with a probability of at most 5% however many rows there
-are. Comparisons with too few runs for a verdict are listed as not judged; a gate that
-could judge nothing fails (it cannot vouch for the build).
+Every row gets one of three outcomes (issue 23):
+
+- **over the limit** (shown): a one-sided t-test of "true change <= threshold" rejected (on the log of the
+  ratio, Welch-Satterthwaite degrees of freedom), with Holm's correction over every row the gate checks, so
+  that an unchanged build fails with a probability of at most 5% however many rows there are: exit 17;
+- **within the limit** (shown): the mirror test, "true change >= threshold", rejected (Holm over the rows);
+- **not resolved at this limit**: neither; the line says how many runs per side would resolve it, from the
+  measured spread (the interval narrows as 1/sqrt(runs)). Rows with too few runs, no estimate or a saturated
+  client are not resolved either. Exit 23 when no row is over the limit but some are not resolved, so that
+  CI can choose to treat "cannot tell" as a failure (the gate used to pass such rows).
 """
 
 from __future__ import annotations
@@ -36,7 +40,10 @@ METRICS = {
     "overhead": ("overhead", "wall_s"), "cpu_overhead": ("overhead", "cpu_s"),
     "elapsed": ("absolute", "wall_s"), "wall_s": ("absolute", "wall_s"),
     "cpu": ("absolute", "cpu_s"), "cpu_s": ("absolute", "cpu_s"),
+    # exact CPU work (`run --meter instructions`): the same variant's instructions, and their overhead
+    "instructions": ("absolute", "instructions"), "instructions_overhead": ("overhead", "instructions"),
 }
+OVER, WITHIN, NOT_RESOLVED = "failed", "within", "not_resolved"  # a row's outcome (OVER keeps the old name)
 ALPHA = 0.05  # the family-wise false-alarm rate of the whole gate
 DEFAULT_ABSOLUTE_FLOOR_PCT = 25.0  # without a measured floor: absolute changes below this are not judged
 FLOOR_SCHEMA = 1
@@ -93,42 +100,85 @@ def _where(c: dict) -> str:
     return f"{c['workload']}/{c['operation']} {c['variant']} {c['metric']}{per} ({what})"
 
 
-def cases(conditions: list[Condition], comparisons: list[dict], *, alpha: float = ALPHA) -> list[dict]:
-    """Each condition on each comparison it applies to, in order: {condition, comparison, p, state, line}.
+def runs_to_resolve(c: dict, threshold: float, alpha: float = ALPHA) -> int | None:
+    """Runs per side that would put the one-sided bound on the right side of the threshold, from the measured
+    spread (the log ratio's standard error shrinks as 1/sqrt(runs)); None when the estimate sits on the limit
+    or there is no spread to go by."""
+    ratio, se, n = c.get("ratio"), c.get("se_log"), min(c.get("n_a") or 0, c.get("n_b") or 0)
+    if not ratio or ratio <= 0 or se is None or se <= 0 or n < 2:
+        return None
+    distance = abs(math.log(ratio) - math.log(threshold))
+    if distance == 0:
+        return None
+    z = stats.t_ppf(1 - alpha, max(n - 1, 1))
+    return max(n + 1, math.ceil(n * (z * se / distance) ** 2))
 
-    state: "failed" (B shown worse than allowed, after Holm over every checked case), "passed",
-    or "not_judged" (too few runs, no estimate, withheld); line: what evaluate() reports for it.
+
+def cases(conditions: list[Condition], comparisons: list[dict], *, alpha: float = ALPHA) -> list[dict]:
+    """Each condition on each comparison it applies to, in order: {condition, comparison, p, p_within, state,
+    runs_needed, line}.
+
+    state: "failed" (over the limit: B shown worse than allowed, after Holm over every checked case), "within"
+    (shown within the limit, the mirror test, Holm likewise), or "not_resolved" (neither; or too few runs, no
+    estimate, withheld: `unjudged` then says why); line: what evaluate() reports for it.
     """
     out = []
     for cond in conditions:
         for c in comparisons:
             if c["metric"] != cond.metric or c.get("kind", "absolute") != cond.kind:
                 continue
-            p = None
+            p = p_in = None
+            threshold = cond.threshold(c.get("floor_pct") or 0)
             if c.get("verdict") not in UNJUDGED:
-                p = stats.p_above(c["ratio"], c.get("se_log"), c.get("df"), cond.threshold(c.get("floor_pct") or 0))
-            out.append({"condition": cond, "comparison": c, "p": p, "state": "not_judged" if p is None else "passed",
-                        "line": f"{cond.text}: {_where(c)}: {c.get('verdict_text') or 'no estimate'}"})
+                p = stats.p_above(c["ratio"], c.get("se_log"), c.get("df"), threshold)
+                p_in = None if p is None else 1.0 - p
+            x = {"condition": cond, "comparison": c, "p": p, "p_within": p_in, "state": NOT_RESOLVED,
+                 "runs_needed": None, "unjudged": p is None}
+            if p is None:
+                need = stats.MIN_RUNS if c.get("verdict") == stats.TOO_FEW_RUNS else None
+                x["runs_needed"] = need
+                x["line"] = (f"{cond.text}: {_where(c)}: not resolved: {c.get('verdict_text') or 'no estimate'}"
+                             + (f" ({need} runs per side at least)" if need else ""))
+            out.append(x)
     tests = [x for x in out if x["p"] is not None]
-    for x, bad in zip(tests, stats.holm([x["p"] for x in tests], alpha)):
-        cond, c, p = x["condition"], x["comparison"], x["p"]
+    over = stats.holm([x["p"] for x in tests], alpha)
+    within = stats.holm([x["p_within"] for x in tests], alpha)
+    for x, bad, fine in zip(tests, over, within):
+        cond, c = x["condition"], x["comparison"]
         floor = c.get("floor_pct") or 0
         beyond = f" on top of a ±{floor:g}% noise floor" if floor else ""
-        x["state"] = "failed" if bad else "passed"
-        outcome = "worse by more than" if bad else "not shown worse by more than"
-        x["line"] = (f"{cond.text}: {_where(c)} {stats.pct(c['ratio'])} {stats.ci_text(c['ci'])}, {outcome} "
-                     f"{cond.percent:g}%{beyond} (one-sided p = {p:.2g}, Holm over {len(tests)} tests)")
+        measured = f"{_where(c)} {stats.pct(c['ratio'])} {stats.ci_text(c['ci'])}"
+        if bad:
+            x["state"] = OVER
+            x["line"] = (f"{cond.text}: {measured}, worse by more than {cond.percent:g}%{beyond} "
+                         f"(one-sided p = {x['p']:.2g}, Holm over {len(tests)} tests)")
+        elif fine:
+            x["state"] = WITHIN
+            x["line"] = (f"{cond.text}: {measured}, within {cond.percent:g}%{beyond} (one-sided p = "
+                         f"{x['p_within']:.2g}, Holm over {len(tests)} tests)")
+        else:
+            x["runs_needed"] = runs_to_resolve(c, cond.threshold(floor), alpha)
+            need = (f"about {x['runs_needed']} runs per side would resolve it (from the measured spread)"
+                    if x["runs_needed"] else "its estimate sits on the limit: more runs will not settle it")
+            x["line"] = (f"{cond.text}: {measured}: not resolved at {cond.percent:g}%{beyond}: neither shown over "
+                         f"nor within it; {need}")
     return out
 
 
 def evaluate(conditions: list[Condition], comparisons: list[dict], *, alpha: float = ALPHA) -> dict:
-    """{failed: [line], not_judged: [line], checked: n, tests: n, alpha, method} for these comparisons."""
+    """{outcome, failed: [line], within: [line], not_resolved: [line], not_judged: [line] (the unresolved rows
+    that could not be tested at all), checked: n, alpha, method} for these comparisons.
+
+    outcome: "failed" when any row is over the limit, else "not_resolved" when any row is, else "passed"."""
     judged = cases(conditions, comparisons, alpha=alpha)
-    return {"failed": [x["line"] for x in judged if x["state"] == "failed"],
-            "not_judged": [x["line"] for x in judged if x["state"] == "not_judged"],
-            "checked": sum(1 for x in judged if x["state"] != "not_judged"), "alpha": alpha,
-            "method": "one-sided Welch t-test on the log ratio against the threshold, Holm-Bonferroni over all "
-                      f"checked comparisons (family-wise {alpha:.0%})"}
+    lines = {state: [x["line"] for x in judged if x["state"] == state] for state in (OVER, WITHIN, NOT_RESOLVED)}
+    outcome = "failed" if lines[OVER] else NOT_RESOLVED if lines[NOT_RESOLVED] or not judged else "passed"
+    return {"outcome": outcome, "failed": lines[OVER], "within": lines[WITHIN], "not_resolved": lines[NOT_RESOLVED],
+            "not_judged": [x["line"] for x in judged if x["unjudged"]],
+            "runs_needed": max((x["runs_needed"] for x in judged if x["runs_needed"]), default=None),
+            "checked": sum(1 for x in judged if not x["unjudged"]), "alpha": alpha,
+            "method": "one-sided Welch t-tests on the log ratio against the threshold, over and within, each "
+                      f"Holm-Bonferroni over all checked comparisons (family-wise {alpha:.0%})"}
 
 
 def check(conditions: list[Condition], comparisons: list[dict]) -> list[str]:

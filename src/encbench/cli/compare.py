@@ -16,8 +16,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--force", action="store_true", help="compare even if the environments differ")
     p.add_argument("--fail-if", action="append", default=[], metavar="COND",
                    help="regression gate, e.g. 'overhead>5%%' (the encryption overhead, B's against A's), "
-                        "'elapsed>10%%' or 'cpu>=10%%' (the same variant's time, beyond the noise floor): exit 17 "
-                        "when B is shown to be worse than A by more than that (repeatable)")
+                        "'elapsed>10%%' or 'cpu>=10%%' (the same variant's time, beyond the noise floor), "
+                        "'instructions>1%%' (--meter instructions): exit 17 when a row is shown worse than that, "
+                        "23 when none is but some cannot be resolved at that limit (repeatable)")
     p.add_argument("--noise-floor", default=None, metavar="FILE",
                    help="the between-invocation noise floor written by `encbench selftest --save-floor FILE` "
                         "(default: a conservative ±25%% for absolute elapsed/CPU)")
@@ -28,7 +29,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--json", action="store_true", help="same as --format json")
     p.add_argument("--junit", default=None, metavar="FILE",
                    help="also write the gate as JUnit XML: one test case per --fail-if condition per row "
-                        "(failure: shown worse; skipped: not judged), for CI test reports")
+                        "(failure: shown worse; error: not resolved at the limit), for CI test reports")
 
 
 def cmd_compare(args) -> int:
@@ -47,7 +48,7 @@ def cmd_compare(args) -> int:
         verdict = gate.evaluate(conditions, out["comparisons"]) if conditions else None
         if verdict:
             verdict["conditions"] = [c.text for c in conditions]
-            verdict["nothing_judged"] = verdict["checked"] == 0 and bool(verdict["not_judged"])
+            verdict["nothing_judged"] = verdict["checked"] == 0
             out["gate"] = verdict
         fmt = "json" if args.json else args.format
         _render(out, fmt, args)
@@ -55,10 +56,10 @@ def cmd_compare(args) -> int:
             from ..report import junit
 
             junit.write(Path(args.junit), conditions, out["comparisons"], args.a, args.b)
-    failed = bool(verdict and (verdict["failed"] or verdict["nothing_judged"]))
     if verdict and fmt != "json":
         _print_gate(_gate_lines(verdict, conditions), fmt)
-    return errors.EXIT_GATE if failed else 0
+    outcome = verdict["outcome"] if verdict else "passed"
+    return {"failed": errors.EXIT_GATE, "not_resolved": errors.EXIT_GATE_UNRESOLVED}.get(outcome, 0)
 
 
 def _check_junit(path: str, conditions: list) -> None:
@@ -84,13 +85,25 @@ def _render(out: dict, fmt: str, args) -> None:
         print(compare.render(out, fmt, args.a, args.b))
 
 
+SHOWN_UNRESOLVED = 8  # not-resolved rows printed one a line; the rest counted
+
+
 def _gate_lines(verdict: dict, conditions: list) -> list[str]:
+    """OVER rows first, then the not-resolved ones (with the runs that would resolve them), the within count,
+    and the outcome: FAILED (exit 17), NOT RESOLVED (exit 23) or passed."""
     lines = [f"FAIL  {line}" for line in verdict["failed"]]
-    if verdict["not_judged"]:
-        lines.append(f"not judged: {len(verdict['not_judged'])} comparisons ({verdict['not_judged'][0]}"
-                     + (", ..." if len(verdict["not_judged"]) > 1 else "") + ")")
-    state = ("FAILED: nothing could be judged, so the build is not vouched for (use more runs)"
-             if verdict["nothing_judged"] else "FAILED" if verdict["failed"] else "passed")
+    unresolved = verdict["not_resolved"]
+    lines += [f"NOT RESOLVED  {line}" for line in unresolved[:SHOWN_UNRESOLVED]]
+    if len(unresolved) > SHOWN_UNRESOLVED:
+        lines.append(f"NOT RESOLVED  ... and {len(unresolved) - SHOWN_UNRESOLVED} more (--json lists every one)")
+    if verdict["within"]:
+        lines.append(f"within the limit: {len(verdict['within'])} comparisons")
+    need = f"; about {verdict['runs_needed']} runs per side would resolve the widest" if verdict["runs_needed"] else ""
+    state = {"failed": "FAILED",
+             "not_resolved": (f"NOT RESOLVED: {len(unresolved)} of {len(unresolved) + len(verdict['within'])} "
+                              f"comparisons could not be shown within or over the limit{need}"
+                              + (" (nothing could be judged: use more runs)" if verdict["nothing_judged"] else "")),
+             }.get(verdict["outcome"], "passed")
     lines.append(f"gate: {state} ({', '.join(c.text for c in conditions)}; {verdict['checked']} comparisons checked, "
                  f"{verdict['method']})")
     return lines

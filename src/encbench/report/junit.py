@@ -4,15 +4,14 @@ Any CI system (GitLab, Jenkins, GitHub test reporters) shows a failed gate from 
 One <testcase> per gate condition per comparison it applies to, in the gate's order:
 
 - classname = workload/operation/variant, name = the condition (e.g. `cpu_overhead>5%`);
-- <failure> when the gate fails that row (B shown worse than allowed, after Holm's
+- <failure> when the row is over the limit (B shown worse than allowed, after Holm's
   correction), its message the gate's own line: the measured ratio, its 95% CI, the p-value;
-- <skipped> when the gate could not judge it (too few runs, no estimate, a saturated client),
-  its message the reason;
-- otherwise a passed case whose <system-out> says what was measured.
+- <error> when the row is not resolved at the limit (neither shown over nor within it; or too few
+  runs, no estimate, a saturated client), its message the gate's line: why, and the runs per side
+  that would resolve it (exit 23: CI may treat it as a failure; never a silent skip);
+- otherwise (shown within the limit) a passed case whose <system-out> says what was measured.
 
-A gate that could judge nothing fails (it cannot vouch for the build, exit 17): one more
-case, classname `encbench.gate`, carries that <failure>. The verdicts are the gate's
-(analysis/gate.py, `cases`): this module only writes them down.
+The verdicts are the gate's (analysis/gate.py, `cases`): this module only writes them down.
 """
 
 from __future__ import annotations
@@ -24,7 +23,6 @@ from ..analysis import gate
 from ..analysis import stats
 from ..lab import results
 
-GATE_CLASS = "encbench.gate"
 HINT = "choose a writable --junit path"
 
 
@@ -45,17 +43,19 @@ def _detail(x: dict) -> str:
     if c.get("floor_pct"):
         lines.append(f"noise floor: ±{c['floor_pct']:g}% ({c.get('floor_source')})")
     if x["p"] is not None:
-        lines.append(f"one-sided p = {x['p']:.3g} against a threshold of {cond.percent:g}%")
+        lines.append(f"one-sided p (over) = {x['p']:.3g}, (within) = {x['p_within']:.3g} against a threshold of "
+                     f"{cond.percent:g}%")
+    if x.get("runs_needed"):
+        lines.append(f"runs per side that would resolve it: about {x['runs_needed']}")
     return "\n".join(lines)
 
 
 def _case(suite: ET.Element, x: dict) -> None:
     tc = ET.SubElement(suite, "testcase", classname=_classname(x["comparison"]), name=x["condition"].text)
-    if x["state"] == "failed":
+    if x["state"] == gate.OVER:
         ET.SubElement(tc, "failure", message=x["line"], type="regression").text = _detail(x)
-    elif x["state"] == "not_judged":
-        reason = x["comparison"].get("verdict_text") or "no estimate"
-        ET.SubElement(tc, "skipped", message=f"not judged: {reason}")
+    elif x["state"] == gate.NOT_RESOLVED:
+        ET.SubElement(tc, "error", message=x["line"], type="not resolved").text = _detail(x)
     else:
         ET.SubElement(tc, "system-out").text = x["line"] + "\n" + _detail(x)
 
@@ -63,25 +63,17 @@ def _case(suite: ET.Element, x: dict) -> None:
 def document(conditions: list[gate.Condition], comparisons: list[dict], path_a: str, path_b: str) -> ET.Element:
     """The <testsuites> element of the gate over these comparisons (compare.compare()'s rows)."""
     judged = gate.cases(conditions, comparisons)
-    nothing = bool(judged) and all(x["state"] == "not_judged" for x in judged)  # as `compare` exits
-    failures = sum(x["state"] == "failed" for x in judged) + int(nothing)
-    skipped = sum(x["state"] == "not_judged" for x in judged)
-    counts = {"tests": str(len(judged) + int(nothing)), "failures": str(failures), "errors": "0",
-              "skipped": str(skipped)}
+    counts = {"tests": str(len(judged)), "failures": str(sum(x["state"] == gate.OVER for x in judged)),
+              "errors": str(sum(x["state"] == gate.NOT_RESOLVED for x in judged)), "skipped": "0"}
     root = ET.Element("testsuites", name="encbench compare", **{k: v for k, v in counts.items() if k != "skipped"})
     suite = ET.SubElement(root, "testsuite", name=f"encbench gate: {path_b} against {path_a}", **counts)
     props = ET.SubElement(suite, "properties")
     for name, value in [("a", path_a), ("b", path_b)] + [("condition", c.text) for c in conditions] + [
-            ("method", "one-sided Welch t-test on the log ratio against the threshold, Holm-Bonferroni over all "
-                       f"checked comparisons (family-wise {gate.ALPHA:.0%})")]:
+            ("method", "one-sided Welch t-tests on the log ratio against the threshold, over and within, each "
+                       f"Holm-Bonferroni over all checked comparisons (family-wise {gate.ALPHA:.0%})")]:
         ET.SubElement(props, "property", name=name, value=value)
     for x in judged:
         _case(suite, x)
-    if nothing:
-        tc = ET.SubElement(suite, "testcase", classname=GATE_CLASS, name="something could be judged")
-        ET.SubElement(tc, "failure", type="nothing judged",
-                      message=f"nothing could be judged ({len(judged)} comparisons, every one skipped): the build is "
-                              f"not vouched for; use more runs (--runs {stats.MIN_RUNS} or more per variant)")
     return root
 
 

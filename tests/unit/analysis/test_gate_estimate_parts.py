@@ -74,6 +74,33 @@ def test_gate_does_not_judge_too_few_runs():
     rows = [_comp("wall_s", 2.0, 0.01, kind="overhead", verdict="too_few_runs")]
     out = gate.evaluate(cond, rows)
     assert out["failed"] == [] and out["checked"] == 0 and len(out["not_judged"]) == 1
+    # issue 23: a row the gate cannot judge is not resolved (exit 23), never a silent pass
+    assert out["outcome"] == gate.NOT_RESOLVED and out["not_resolved"] == out["not_judged"]
+    assert out["runs_needed"] == stats.MIN_RUNS
+
+
+def test_gate_three_outcomes_and_the_runs_that_would_resolve():
+    """Issue 23: within the limit (shown), over it (shown), or not resolved, with the runs per side that would
+    resolve it from the measured spread. The case measured on this VM: +30% whose CI cannot show it over 5%."""
+    cond = [gate.parse("overhead>5%")]
+    runs = {"n_a": 6, "n_b": 6}
+    over = dict(_comp("wall_s", 1.30, 0.03, kind="overhead"), **runs)
+    within = dict(_comp("wall_s", 1.00, 0.005, kind="overhead"), **runs)
+    unresolved = dict(_comp("wall_s", 1.30, 0.25, kind="overhead"), **runs)  # ±50 points: +30% or +5%?
+    out = gate.evaluate(cond, [within])
+    assert out["outcome"] == "passed" and len(out["within"]) == 1 and "within 5%" in out["within"][0]
+    out = gate.evaluate(cond, [within, unresolved])
+    assert out["outcome"] == gate.NOT_RESOLVED and out["failed"] == [] and len(out["not_resolved"]) == 1
+    need = gate.cases(cond, [unresolved])[0]["runs_needed"]
+    # se shrinks as 1/sqrt(n): n x (t_0.95 x se / distance)^2 with distance = ln(1.30 / 1.05)
+    t = stats.t_ppf(0.95, 5)
+    assert need == math.ceil(6 * (t * 0.25 / math.log(1.30 / 1.05)) ** 2)
+    assert f"about {need} runs per side would resolve it" in out["not_resolved"][0]
+    out = gate.evaluate(cond, [within, unresolved, over])
+    assert out["outcome"] == "failed" and len(out["failed"]) == 1
+    assert gate.cases(cond, [dict(unresolved, ratio=1.05)])[0]["runs_needed"] is None  # on the limit
+    # a row shown within a loose limit cannot be within a tight one when its estimate is beyond it
+    assert gate.evaluate([gate.parse("overhead>1%")], [dict(within, ratio=1.02)])["outcome"] != "passed"
 
 
 def test_no_overhead_row_for_the_connection_open():

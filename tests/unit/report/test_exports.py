@@ -119,12 +119,13 @@ def _cases(root: ET.Element) -> dict[tuple[str, str], ET.Element]:
 
 def test_junit_one_case_per_condition_and_row(tmp_path):
     conds = [gate.parse("cpu_overhead>5%"), gate.parse("overhead>5%")]
-    comps = [_comp("bad", 1.30, 0.02), _comp("fine", 1.01, 0.02), _comp("few", 2.0, 0.02, stats.TOO_FEW_RUNS),
+    comps = [_comp("bad", 1.30, 0.02), _comp("fine", 1.01, 0.005), _comp("few", 2.0, 0.02, stats.TOO_FEW_RUNS),
              _comp("bad", 1.30, 0.02, metric="wall_s")]
     path = junit.write(tmp_path / "gate.xml", conds, comps, "a.json", "b.json")
     root = ET.parse(path).getroot()
     suite = root.find("testsuite")
-    assert (root.tag, suite.get("tests"), suite.get("failures"), suite.get("skipped")) == ("testsuites", "4", "2", "1")
+    assert (root.tag, suite.get("tests"), suite.get("failures"), suite.get("errors"), suite.get("skipped")) == (
+        "testsuites", "4", "2", "1", "0")
     cases = _cases(root)
     assert set(cases) == {("bad/scan/encryption=on,cache=cold", "cpu_overhead>5%"),
                           ("fine/scan/encryption=on,cache=cold", "cpu_overhead>5%"),
@@ -134,29 +135,31 @@ def test_junit_one_case_per_condition_and_row(tmp_path):
     assert "+30.0% [" in failure.get("message") and "worse by more than 5%" in failure.get("message")
     assert failure.get("message") in gate.evaluate(conds, comps)["failed"]  # the gate's own words and verdict
     fine = cases[("fine/scan/encryption=on,cache=cold", "cpu_overhead>5%")]
-    assert fine.find("failure") is None and fine.find("skipped") is None and "+1.0%" in fine.find("system-out").text
-    skipped = cases[("few/scan/encryption=on,cache=cold", "cpu_overhead>5%")].find("skipped")
-    assert skipped.get("message") == "not judged: too few runs for a verdict: 3 per side, need 6"
+    assert fine.find("failure") is None and fine.find("error") is None and "+1.0%" in fine.find("system-out").text
+    assert "within 5%" in fine.find("system-out").text
+    error = cases[("few/scan/encryption=on,cache=cold", "cpu_overhead>5%")].find("error")  # not resolved: an error
+    assert "not resolved: too few runs for a verdict: 3 per side, need 6" in error.get("message")
+    assert not list(root.iter("skipped"))
     props = {(p.get("name"), p.get("value")) for p in suite.iter("property")}
     assert {("a", "a.json"), ("b", "b.json"), ("condition", "cpu_overhead>5%")} <= props
     assert not [p for p in tmp_path.iterdir() if p.name.startswith(".")]  # no temporary file left
 
 
-def test_junit_nothing_judged_fails_like_the_gate(golden):
+def test_junit_nothing_judged_is_an_error_per_row_like_the_gate(golden):
     out = compare.compare(golden, golden)  # 3 runs per variant: nothing can be judged
     conds = [gate.parse("overhead>5%")]
     root = ET.fromstring(junit.render(conds, out["comparisons"], "a.json", "a.json"))
     cases = _cases(root)
-    gate_case = cases.pop((junit.GATE_CLASS, "something could be judged"))
-    assert "nothing could be judged" in gate_case.find("failure").get("message")
-    assert cases and all(tc.find("skipped") is not None for tc in cases.values())
-    assert root.find("testsuite").get("failures") == "1"
+    assert cases and all("too few runs" in tc.find("error").get("message") for tc in cases.values())
+    suite = root.find("testsuite")
+    assert (suite.get("failures"), suite.get("errors")) == ("0", str(len(cases)))
 
 
 def test_junit_passing_gate_has_no_failure():
     conds = [gate.parse("overhead>5%")]
     root = ET.fromstring(junit.render(conds, [_comp("w", 0.99, 0.01, metric="wall_s")], "a", "b"))
     assert root.find("testsuite").get("failures") == "0" and not list(root.iter("failure"))
+    assert root.find("testsuite").get("errors") == "0" and not list(root.iter("error"))
 
 
 def test_junit_bad_path_is_an_output_error(tmp_path):
