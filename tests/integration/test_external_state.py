@@ -14,6 +14,7 @@ hostname) is restored by the next run on another, before it measures (issue 21, 
 
 from __future__ import annotations
 
+import hashlib
 import json
 import random
 import signal
@@ -24,7 +25,6 @@ import pytest
 
 from encbench.engines.mariadb import server as maria_server
 from integration_helpers import external_maria, external_pg
-from encbench.engines.local import restore_journal
 from server_state import diff, journals, kill_pg, maria_state, pg_state, start_encbench, start_paused
 
 pytestmark = pytest.mark.integration
@@ -197,8 +197,8 @@ def _as_format1(path):
     old = {k: v for k, v in data.items() if k not in ("identity", "in_recovery")}
     old.update(format=1, server=server)
     path.unlink()
-    target = path.with_name(f"{restore_journal.legacy_key('postgres', server['host'], server['port'])}-"
-                            f"{data['owner']['pid']}.json")
+    spelled = hashlib.sha256(f"{server['host']}:{server['port']}".encode()).hexdigest()[:16]
+    target = path.with_name(f"postgres-{spelled}-{data['owner']['pid']}.json")
     target.write_text(json.dumps(old))
     return target
 

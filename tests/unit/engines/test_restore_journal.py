@@ -129,3 +129,15 @@ def test_other_engines_journals_are_not_read(cache, gone_pid):
     _left_behind(restore_journal.new("mariadb", {"host": "127.0.0.1", "port": 3306}, {"server_uid": "x"}), gone_pid)
     assert restore_journal.existing("postgres", lambda data: True) == ([], [], [])
     assert len(restore_journal.existing("mariadb", lambda data: True)[0]) == 1
+
+
+@pytest.mark.parametrize("name", ["shop", "encbench_", "encbench_0badc0de`; DROP DATABASE shop; --", "mysql"])
+def test_maria_never_drops_a_database_encbench_does_not_make(cache, gone_pid, name, capsys):
+    """A journal is a file anyone with the account can edit: only encbench_<8 hex> names are dropped."""
+    from encbench.engines.mariadb import state as maria_state
+
+    j = _left_behind(restore_journal.new("mariadb", {"host": "127.0.0.1", "port": 3306}, {"server_uid": "u"}),
+                     gone_pid)
+    j.data["schema"] = name
+    assert maria_state.restore(None, j, earlier=True) is False  # the connection is never used
+    assert j.path.exists() and "not a database encbench makes" in capsys.readouterr().err

@@ -124,7 +124,8 @@ class Journal:
     def describe(self) -> str:
         s = self.data.get("server", {})
         who = self.data.get("owner", {})
-        return (f"{s.get('user')}@{s.get('host')}:{s.get('port')}/{s.get('dbname')} "
+        db = f"/{s['dbname']}" if s.get("dbname") else ""
+        return (f"{s.get('user')}@{s.get('host')}:{s.get('port')}{db} "
                 f"(run pid {who.get('pid')}, started {self.data.get('created', '?')})")
 
 

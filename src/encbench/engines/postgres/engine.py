@@ -545,16 +545,17 @@ def _journal_matcher(admin, identity: dict, datadir: str | None, in_recovery: bo
     address it names reaching the address this connection reached, on the same port. Never when
     both know their data directory and they differ, nor a primary's journal on a standby (a
     physical standby shares its primary's system identifier; no run can change one)."""
-    reached = restore_journal.addresses(admin.info.host, admin.info.port)
-    if admin.info.hostaddr:
-        reached.add(admin.info.hostaddr)
+    host, hostaddr, port = admin.info.host, admin.info.hostaddr, admin.info.port
+    reached: list[set[str]] = []  # resolved once, when a journal needs it
 
     def belongs(data: dict) -> bool:
         theirs = data.get("identity") or {}
         if "system_identifier" in theirs and "system_identifier" in identity:
             same = theirs == identity
         else:
-            same = restore_journal.reaches(data["server"], reached, admin.info.port)
+            if not reached:
+                reached.append(restore_journal.addresses(host, port) | ({hostaddr} if hostaddr else set()))
+            same = restore_journal.reaches(data["server"], reached[0], port)
         if not same:
             return False
         if data.get("data_directory") and datadir and data["data_directory"] != datadir:
