@@ -7,12 +7,18 @@ random moments, (c) a run whose server is killed mid-run (restarted, then the ne
 restores what the journal says); MariaDB (SHOW GLOBAL VARIABLES, schemas) after a plain run
 and 10 interrupted runs. Excluded as moving on their own: see server_state.IGNORED_MARIADB
 (the clock, GTID/binlog positions, per-session seeds); nothing is excluded on PostgreSQL.
+
+A run SIGKILLed on one spelling of the server's address (127.0.0.1, localhost, the machine's
+hostname) is restored by the next run on another, before it measures (issue 21, item 3).
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
 import random
 import signal
+import socket
 import time
 
 import pytest
@@ -27,6 +33,9 @@ SEED = 11
 INTERRUPTED_RUNS = 10
 TINY = ["--workload", "connect", "--quick", "--runs", "1", "--warmups", "0", "--param", "connections=2"]
 PG_FORCED = ["--allow-reconfigure", "--variant", "tls=off,TLSv1.2:ECDHE-RSA-AES256-SHA384", *TINY]
+PG_SSL = ("ssl_ciphers", "ssl_min_protocol_version", "ssl_max_protocol_version")
+# (the run SIGKILLed on, the next run on): loopback address, "localhost", the machine's hostname
+SPELLINGS = [("127.0.0.1", "localhost"), ("localhost", socket.gethostname())]
 
 
 @pytest.fixture(scope="module")
@@ -41,12 +50,12 @@ def maria():
         yield server
 
 
-def _pg_dsn(server) -> str:
-    return f"postgresql://postgres:{server.password}@127.0.0.1:{server.port}/postgres"
+def _pg_dsn(server, host: str = "127.0.0.1") -> str:
+    return f"postgresql://postgres:{server.password}@{host}:{server.port}/postgres"
 
 
-def _maria_dsn(server) -> str:
-    return f"mysql://{maria_server.BENCH_USER}:{server.handle.password}@127.0.0.1:{server.handle.port}/"
+def _maria_dsn(server, host: str = "127.0.0.1") -> str:
+    return f"mysql://{maria_server.BENCH_USER}:{server.handle.password}@{host}:{server.handle.port}/"
 
 
 def _interrupt_at(args, cli_env, cwd, delay: float, sig: int) -> tuple[int, str]:
@@ -141,3 +150,102 @@ def test_maria_plain_run(encbench, tmp_path, maria):
 def test_maria_interrupted_at_random_moments(tmp_path, maria, cli_env):
     _interrupted_runs(["run", "--engine", "mariadb", "--dsn", _maria_dsn(maria), *TINY, "--variant", "tls=off,on"],
                       cli_env, tmp_path, maria_state, maria)
+
+
+# -- SIGKILL on one spelling of the address, the next run on another (issue 21, item 3) -------------------
+
+def _sigkill_when(proc, ready, timeout: float = 120) -> None:
+    """SIGKILL encbench and every process it started (its forkserver and workers) once ready() is true."""
+    import psutil
+
+    deadline = time.monotonic() + timeout
+    while not ready():
+        if proc.poll() is not None:
+            raise AssertionError(f"encbench ended (exit {proc.returncode}) too early: {proc.stderr.read()[-2000:]}")
+        assert time.monotonic() < deadline, "the run never reached the state to be killed in"
+        time.sleep(0.05)
+    tree = psutil.Process(proc.pid).children(recursive=True)
+    proc.kill()
+    for p in tree:
+        try:
+            p.kill()
+        except psutil.NoSuchProcess:
+            pass
+    proc.communicate(timeout=60)
+    psutil.wait_procs(tree, timeout=30)
+
+
+def _pg_running(server) -> dict:
+    return {k: v for k, v in pg_state(server)["show_all"] if k in PG_SSL}
+
+
+def _pg_killed_reconfigured(pg, cli_env, tmp_path, host: str) -> dict:
+    """A run on `host` SIGKILLed while the server runs its forced suite: TLS 1.2 only, one cipher suite."""
+    suite = "ECDHE-RSA-AES256-SHA384"
+    proc = start_encbench(["run", "--engine", "postgres", "--dsn", _pg_dsn(pg, host), "--allow-reconfigure",
+                           *TINY, "--runs", "40", "--variant", f"tls=TLSv1.2:{suite}",
+                           "-o", str(tmp_path / "killed.json")], cli_env, tmp_path)
+    _sigkill_when(proc, lambda: _pg_running(pg) == {"ssl_ciphers": suite, "ssl_min_protocol_version": "TLSv1.2",
+                                                    "ssl_max_protocol_version": "TLSv1.2"})
+    return _pg_running(pg)
+
+
+def _as_format1(path):
+    """The journal rewritten as encbench wrote it before identities (format 1, named by host:port as spelled)."""
+    data = json.loads(path.read_text())
+    server = {k: data["server"][k] for k in ("host", "port", "dbname", "user")}
+    old = {k: v for k, v in data.items() if k not in ("identity", "in_recovery")}
+    old.update(format=1, server=server)
+    path.unlink()
+    spelled = hashlib.sha256(f"{server['host']}:{server['port']}".encode()).hexdigest()[:16]
+    target = path.with_name(f"postgres-{spelled}-{data['owner']['pid']}.json")
+    target.write_text(json.dumps(old))
+    return target
+
+
+@pytest.mark.parametrize("legacy", [False, True], ids=["journal", "format1-journal"])
+@pytest.mark.parametrize("killed_on, next_on", SPELLINGS, ids=lambda h: h.replace(".", "_"))
+def test_pg_killed_on_one_spelling_is_restored_first_on_another(encbench, tmp_path, pg, cli_env, killed_on, next_on,
+                                                                 legacy):
+    before = pg_state(pg)
+    left = _pg_killed_reconfigured(pg, cli_env, tmp_path, killed_on)
+    changed = diff(before, pg_state(pg))
+    assert {"show_all", "file_settings", "auto_conf", "schemas"} <= set(changed), changed
+    assert [s for s in changed["schemas"]["new"] if s.startswith("encbench_")], changed
+    [journal] = journals(cli_env)
+    if legacy:
+        _as_format1(journal)
+    out = tmp_path / "next.json"
+    res = encbench("run", "--engine", "postgres", "--dsn", _pg_dsn(pg, next_on), *TINY, "--variant", "tls=off",
+                   "-o", str(out))
+    assert res.returncode == 0, str(res)
+    assert "restored what an earlier encbench run left" in res.stderr, str(res)
+    assert diff(before, pg_state(pg)) == {}, (left, res.stderr)
+    assert journals(cli_env) == []
+    found = json.loads(out.read_text())["dataset"]["original_ssl_settings"]
+    assert found == {k: v for k, v in before["show_all"] if k in PG_SSL} != left  # restored before it measured
+
+
+def _maria_databases(server) -> list[str]:
+    return [s for s in maria_state(server)["schemas"] if s.startswith("encbench_")]
+
+
+@pytest.mark.parametrize("killed_on, next_on", SPELLINGS, ids=lambda h: h.replace(".", "_"))
+def test_maria_killed_on_one_spelling_is_restored_first_on_another(encbench, tmp_path, maria, cli_env, killed_on,
+                                                                   next_on):
+    before = maria_state(maria)
+    out = tmp_path / "killed.json"
+    proc = start_encbench(["run", "--engine", "mariadb", "--dsn", _maria_dsn(maria, killed_on), *TINY,
+                           "--runs", "40", "--variant", "tls=off,on", "-o", str(out)], cli_env, tmp_path)
+    _sigkill_when(proc, lambda: bool(_maria_databases(maria)) and out.exists())  # measuring
+    changed = diff(before, maria_state(maria))
+    assert list(changed) == ["schemas"] and not changed["schemas"]["gone"], changed
+    [left] = changed["schemas"]["new"]
+    assert left.startswith("encbench_") and len(journals(cli_env)) == 1
+    res = encbench("run", "--engine", "mariadb", "--dsn", _maria_dsn(maria, next_on), *TINY, "--variant", "tls=off",
+                   "--progress", "lines", "-o", str(tmp_path / "next.json"))
+    assert res.returncode == 0, str(res)
+    assert f"database {left} dropped" in res.stderr, str(res)
+    assert res.stderr.index(f"database {left} dropped") < res.stderr.index("encbench: progress:"), res.stderr
+    assert diff(before, maria_state(maria)) == {}
+    assert journals(cli_env) == []

@@ -198,14 +198,14 @@ def test_restore_journal_is_private_and_names_no_password(tmp_path, monkeypatch)
 
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
     j = restore_journal.new("postgres", {"host": "127.0.0.1", "port": 5432, "dbname": "app", "user": "bench",
-                                         "password": "s3cret-pw"})
+                                         "password": "s3cret-pw"}, {"system_identifier": "7", "port": 5432})
     j.data["schema"] = "encbench_x"
     j.save()
     assert j.path.parent == tmp_path / "encbench" / "restore"
     assert oct(j.path.stat().st_mode & 0o777) == "0o600"
     assert oct(j.path.parent.stat().st_mode & 0o777) == "0o700"
     assert "s3cret-pw" not in j.path.read_text() and "bench@127.0.0.1:5432/app" in j.describe()
-    assert restore_journal.existing("postgres", "127.0.0.1", 5432) == ([], [], [])  # our own: not "left behind"
+    assert restore_journal.existing("postgres", lambda data: True) == ([], [], [])  # our own: not "left behind"
     j.discard()
     j.discard()  # idempotent
     assert not j.path.exists()
@@ -222,21 +222,24 @@ def test_restore_journal_tells_left_behind_from_running_and_unreadable(tmp_path,
     gone.wait()
     running = subprocess.Popen(["sleep", "30"])
     try:
+        one = {"system_identifier": "1", "port": 1}
         for pid in (gone.pid, running.pid):
-            j = restore_journal.new("postgres", {"host": "h", "port": 1})
-            j.path = j.path.with_name(f"{restore_journal.server_key('postgres', 'h', 1)}-{pid}.json")
+            j = restore_journal.new("postgres", {"host": "h", "port": 1}, one)
+            j.path = j.path.with_name(f"{restore_journal.server_key('postgres', one)}-{pid}.json")
             j.data["owner"] = dict(j.data["owner"], pid=pid, start=restore_journal._start_time(pid)
                                    if pid == running.pid else "1")
             j.save()
-        bad = restore_journal.directory() / f"{restore_journal.server_key('postgres', 'h', 1)}-1.json"
+        bad = restore_journal.directory() / f"{restore_journal.server_key('postgres', one)}-1.json"
         bad.write_text("{not json")
-        other = restore_journal.new("postgres", {"host": "h", "port": 2})  # another server: not listed
+        other = restore_journal.new("postgres", {"host": "h", "port": 2}, {"system_identifier": "2", "port": 2})
+        other.data["owner"]["pid"] = gone.pid  # another server's, left behind: not listed
         other.save()
-        dead, live, unreadable = restore_journal.existing("postgres", "h", 1)
+        dead, live, unreadable = restore_journal.existing("postgres", lambda data: data["identity"] == one)
         assert [j.data["owner"]["pid"] for j in dead] == [gone.pid]
         assert [j.data["owner"]["pid"] for j in live] == [running.pid]
         assert unreadable == [str(bad)]
-        assert json.loads(dead[0].path.read_text())["server"] == {"host": "h", "port": 1, "dbname": None, "user": None}
+        assert json.loads(dead[0].path.read_text())["server"] == {"host": "h", "port": 1, "dbname": None, "user": None,
+                                                                  "address": None}
     finally:
         running.kill()
         running.wait()

@@ -2,12 +2,20 @@
 
 A journal is one small JSON file per run and server in `$XDG_CACHE_HOME/encbench/restore/`
 (0700 directory, 0600 files), written before the first change (a schema, an extension, an
-ALTER SYSTEM) and deleted once the restore has been verified. It names the server by
-host, port, dbname and user -- never a password -- and its owner by pid and process start
-time. A journal whose owner is gone (SIGKILL, a server that died mid-run) is found by the
-next encbench invocation against the same server, which restores it first.
+ALTER SYSTEM) and deleted once the restore has been verified. It names the server by what it
+is (`identity`, given by the engine: PostgreSQL's system identifier and port, MariaDB's
+server_uid), and, for the messages, by host, port, dbname and user as spelled -- never a
+password -- and its owner by pid and process start time. A journal whose owner is gone
+(SIGKILL, a server that died mid-run) is found by the next encbench invocation against the
+same server, whatever the spelling of its address (127.0.0.1, localhost, a hostname), which
+restores it first.
 
-The engine knows what a journal's entries mean; this module only keeps the files.
+Format 1 (before identities) named the server by host:port as spelled: such a journal is
+still read, and the engine decides whether the address it names reaches this server
+(`reaches`).
+
+The engine knows what a journal's entries mean and which server it belongs to; this module
+only keeps the files.
 """
 
 from __future__ import annotations
@@ -16,11 +24,14 @@ import hashlib
 import json
 import os
 import socket
+import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Callable
 
-FORMAT = 1
+FORMAT = 2  # 2: the server named by its identity; 1: by host:port as spelled (still read)
+READABLE = (1, 2)
 
 
 def directory() -> Path:
@@ -28,9 +39,41 @@ def directory() -> Path:
     return Path(base) / "encbench" / "restore"
 
 
-def server_key(engine: str, host: str, port: int | str) -> str:
-    """One cluster: what ALTER SYSTEM changes is the host:port's, whatever the dbname or user."""
+def server_key(engine: str, identity: dict) -> str:
+    """One server (what ALTER SYSTEM changes is the cluster's, whatever the dbname, user or address spelling)."""
+    text = json.dumps(identity, sort_keys=True)
+    return f"{engine}-{hashlib.sha256(text.encode()).hexdigest()[:16]}"
+
+
+def legacy_key(engine: str, host: str, port: int | str) -> str:
+    """Format 1's file name: the server's address as spelled (kept to read and to test those journals)."""
     return f"{engine}-{hashlib.sha256(f'{host}:{port}'.encode()).hexdigest()[:16]}"
+
+
+def addresses(host: str | None, port: int | str | None) -> set[str]:
+    """The addresses a host name resolves to ({} when it does not); a socket directory stands for itself."""
+    if not host:
+        return set()
+    if host.startswith("/"):
+        return {os.path.realpath(host)}
+    try:
+        return {info[4][0] for info in socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)}
+    except (OSError, UnicodeError):
+        return set()
+
+
+def reaches(server: dict, reached: set[str], port: int | str | None) -> bool:
+    """True when the address a journal names leads to one of `reached` on the same port: 127.0.0.1 and
+    localhost alike. `server`: the address it reached when recorded, or (format 1) its host as spelled."""
+    if str(server.get("port")) != str(port):
+        return False
+    named = {server["address"]} if server.get("address") else addresses(server.get("host"), server.get("port"))
+    return bool(named & reached)
+
+
+def note(text: str) -> None:
+    """What a journal's restore did or could not do: one line on stderr."""
+    print(f"encbench: note: {text}", file=sys.stderr)
 
 
 def _start_time(pid: int) -> str | None:
@@ -81,31 +124,48 @@ class Journal:
     def describe(self) -> str:
         s = self.data.get("server", {})
         who = self.data.get("owner", {})
-        return (f"{s.get('user')}@{s.get('host')}:{s.get('port')}/{s.get('dbname')} "
+        db = f"/{s['dbname']}" if s.get("dbname") else ""
+        return (f"{s.get('user')}@{s.get('host')}:{s.get('port')}{db} "
                 f"(run pid {who.get('pid')}, started {self.data.get('created', '?')})")
 
 
-def new(engine: str, server: dict, *, persist: bool = True) -> Journal:
-    """A journal for this process; `server` holds host, port, dbname, user (anything else is dropped)."""
-    ident = {k: server.get(k) for k in ("host", "port", "dbname", "user")}
-    path = directory() / f"{server_key(engine, ident['host'], ident['port'])}-{os.getpid()}.json" if persist else None
-    return Journal(path, {"format": FORMAT, "engine": engine, "server": ident, "owner": _owner(),
-                          "created": time.strftime("%Y-%m-%dT%H:%M:%S%z")})
+SERVER_FIELDS = ("host", "port", "dbname", "user", "address")
 
 
-def existing(engine: str, host: str, port: int | str) -> tuple[list[Journal], list[Journal], list[str]]:
-    """This server's journals left by other processes: (owner gone, owner running, unreadable paths)."""
+def new(engine: str, server: dict, identity: dict, *, persist: bool = True) -> Journal:
+    """A journal for this process. `identity`: what the server is (the engine's; it names the file);
+    `server`: host, port, dbname, user as given and the address reached (anything else is dropped)."""
+    ident = {k: server.get(k) for k in SERVER_FIELDS}
+    path = directory() / f"{server_key(engine, identity)}-{os.getpid()}.json" if persist else None
+    return Journal(path, {"format": FORMAT, "engine": engine, "identity": identity, "server": ident,
+                          "owner": _owner(), "created": time.strftime("%Y-%m-%dT%H:%M:%S%z")})
+
+
+def _load(path: Path) -> dict:
+    data = json.loads(path.read_text())
+    if (not isinstance(data, dict) or data.get("format") not in READABLE or not isinstance(data.get("owner"), dict)
+            or not isinstance(data.get("server"), dict)
+            or data["format"] >= 2 and not isinstance(data.get("identity"), dict)):
+        raise ValueError("not a restore journal")
+    return data
+
+
+def existing(engine: str, belongs: Callable[[dict], bool]) -> tuple[list[Journal], list[Journal], list[str]]:
+    """The journals other processes left for this server: (owner gone, owner running, unreadable paths).
+
+    Every journal of the engine is read, whatever its name: `belongs(data)` (the engine's) says
+    whether it is this server's (by identity; a format 1 one by the address it names)."""
     dead, live, bad = [], [], []
     base = directory()
     if not base.is_dir():
         return dead, live, bad
-    for path in sorted(base.glob(f"{server_key(engine, host, port)}-*.json")):
+    for path in sorted(base.glob(f"{engine}-*.json")):
         try:
-            data = json.loads(path.read_text())
-            if not isinstance(data, dict) or data.get("format") != FORMAT or not isinstance(data.get("owner"), dict):
-                raise ValueError("not a restore journal")
+            data = _load(path)
         except (OSError, ValueError):
             bad.append(str(path))
+            continue
+        if data.get("engine", engine) != engine or not belongs(data):
             continue
         if data["owner"].get("pid") == os.getpid() and data["owner"].get("start") == _start_time(os.getpid()):
             continue  # our own

@@ -38,7 +38,9 @@ from . import column as maria_column
 from .. import column_base
 from . import filesystems
 from . import server as maria_server
+from . import state as maria_state
 from .. import wire
+from ..local import restore_journal
 from ..base import Engine, LiveReader, PrepareContext, Session, Table
 from ..concurrent import check_sessions_fit
 from .client import connect_bounded, first_line, pymysql, unreachable, where_of
@@ -268,6 +270,8 @@ class MariaDBEngine(Engine):
             admin = _connect(my, admin_params, "the MariaDB server")
             setup["_answered"] = True  # the clean-up may reconnect (never to a server that did not answer)
             try:
+                if server is None:  # what killed runs left here goes first, before anything is measured
+                    setup["_journal"] = maria_state.open_journal(admin, admin_params)
                 cur = admin.cursor()
                 facts = _server_facts(cur)
                 setup["server"] = facts
@@ -291,6 +295,9 @@ class MariaDBEngine(Engine):
                     raise EngineUnavailableError(f"the server has TLS off (have_ssl={facts['have_ssl']}): "
                                                  "TLS variants cannot run",
                                                  hint="configure ssl_cert/ssl_key on the server, or --variant tls=off")
+                if server is None:  # written down before it is made
+                    setup["_journal"].data["schema"] = schema
+                    setup["_journal"].save()
                 cur.execute(f"CREATE DATABASE {schema}")
                 maria_column.prepare(setup, ctx)
                 if at_rest:
@@ -406,14 +413,22 @@ class MariaDBEngine(Engine):
         if "schema" not in setup or "_admin" not in setup or not setup.get("_answered"):
             return  # nothing was created; a server that never answered is not asked again
         my = pymysql()
+        journal = setup.get("_journal")
         try:
             admin = _connect(my, setup["_admin"], "the MariaDB server")
             try:
-                admin.cursor().execute(f"DROP DATABASE IF EXISTS {setup['schema']}")
+                if journal is not None:
+                    maria_state.restore(admin, journal)  # the database dropped, then the journal
+                else:
+                    admin.cursor().execute(f"DROP DATABASE IF EXISTS {setup['schema']}")
             finally:
                 admin.close()
-        except (my.err.MySQLError, EngineUnavailableError):
-            pass
+        except (my.err.MySQLError, EngineUnavailableError) as e:
+            if journal is not None and journal.path is not None and journal.path.exists():
+                restore_journal.note(
+                    f"could not drop the database this run made ({setup['schema']}): "
+                    f"{e.one_line() if isinstance(e, EngineUnavailableError) else first_line(e)}; {journal.path} "
+                    f"keeps it: the next `encbench run --dsn` against this server drops it first")
 
     def calibrate(self, setup: dict) -> dict:
         out = {}

@@ -12,7 +12,6 @@ import os
 import secrets
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -240,9 +239,9 @@ class PostgresEngine(Engine):
         self._servers[setup["schema"]] = server
         try:
             admin = connect_admin(psycopg, conninfo)
-            setup["server"] = _server_facts(admin)
-            journal = _open_journal(psycopg, admin, conninfo, managed=managed, reconfigure=reconfigure)
+            journal = _open_journal(psycopg, admin, conninfo, managed=managed, reconfigure=reconfigure)  # restores first
             setup["_journal"] = journal
+            setup["server"] = _server_facts(admin)
             if setup["server"]["ssl"] != "on" and any(v.get("tls", "off") != "off" for v in variants):
                 raise EngineUnavailableError("the server has TLS off (ssl=off): TLS variants cannot run",
                                              hint="enable ssl on the server, or run with --variant tls=off")
@@ -485,8 +484,7 @@ def _create_hash_table(conn, schema: str, rows: int) -> None:
     conn.execute(f"SELECT count(v) FROM {schema}.hashsrc")
 
 
-def _note(text: str) -> None:
-    print(f"encbench: note: {text}", file=sys.stderr)
+_note = restore_journal.note  # one line on stderr
 
 
 def _privilege_notes(admin, setup: dict) -> list[str]:
@@ -505,19 +503,22 @@ def _privilege_notes(admin, setup: dict) -> list[str]:
 
 
 def _open_journal(psycopg, admin, conninfo: dict, *, managed: bool, reconfigure: bool) -> restore_journal.Journal:
-    """This run's journal; first, what earlier runs against this server left behind is restored."""
-    ident = {"host": admin.info.host, "port": admin.info.port, "dbname": admin.info.dbname, "user": admin.info.user}
+    """This run's journal; first, what earlier runs against this server left behind is restored, whatever
+    the spelling of the server's address then and now (journals are matched by what the server is)."""
+    ident = {"host": admin.info.host, "port": admin.info.port, "dbname": admin.info.dbname, "user": admin.info.user,
+             "address": admin.info.hostaddr or None}
     if managed:
-        return restore_journal.new("postgres", ident, persist=False)
+        return restore_journal.new("postgres", ident, {}, persist=False)
+    identity = pg_state.identity(admin)
     datadir = pg_state.read_setting(admin, "data_directory")
     datadir = datadir if isinstance(datadir, str) else None
-    dead, live, bad = restore_journal.existing("postgres", ident["host"], ident["port"])
+    in_recovery = bool(admin.execute("SELECT pg_is_in_recovery()").fetchone()[0])
+    belongs = _journal_matcher(admin, identity, datadir, in_recovery)
+    dead, live, bad = restore_journal.existing("postgres", belongs)
     for path in bad:
         _note(f"{path} is not a restore journal this encbench can read: look at it, then delete it")
     unrestored = []
     for old in dead:
-        if old.data.get("data_directory") and datadir and old.data["data_directory"] != datadir:
-            continue  # another server that once listened on this port: not this one's to restore
         if _restore(psycopg, conninfo, old, earlier=True):
             continue
         if old.data.get("changed"):
@@ -531,15 +532,47 @@ def _open_journal(psycopg, admin, conninfo: dict, *, managed: bool, reconfigure:
             raise EngineUnavailableError(f"--allow-reconfigure refused: {why}",
                                          hint="wait for it to finish, or run again with --dsn as a role that can "
                                               "restore it (a superuser); or drop --allow-reconfigure")
-    journal = restore_journal.new("postgres", ident)
+    journal = restore_journal.new("postgres", ident, identity)
     journal.data["data_directory"] = datadir
+    journal.data["in_recovery"] = in_recovery
     return journal
 
 
+def _journal_matcher(admin, identity: dict, datadir: str | None, in_recovery: bool):
+    """Whether a journal is this server's. By system identifier and port when both sides know them
+    (127.0.0.1, localhost or a hostname alike; two clusters never share one, a standby excepted:
+    see below); else (a format 1 journal, or a role pg_control_system() was revoked from) by the
+    address it names reaching the address this connection reached, on the same port. Never when
+    both know their data directory and they differ, nor a primary's journal on a standby (a
+    physical standby shares its primary's system identifier; no run can change one)."""
+    host, hostaddr, port = admin.info.host, admin.info.hostaddr, admin.info.port
+    reached: list[set[str]] = []  # resolved once, when a journal needs it
+
+    def belongs(data: dict) -> bool:
+        theirs = data.get("identity") or {}
+        if "system_identifier" in theirs and "system_identifier" in identity:
+            same = theirs == identity
+        else:
+            if not reached:
+                reached.append(restore_journal.addresses(host, port) | ({hostaddr} if hostaddr else set()))
+            same = restore_journal.reaches(data["server"], reached[0], port)
+        if not same:
+            return False
+        if data.get("data_directory") and datadir and data["data_directory"] != datadir:
+            return False  # another server that once listened there: not this one's to restore
+        return not in_recovery or bool(data.get("in_recovery"))
+
+    return belongs
+
+
 def _restore(psycopg, conninfo: dict, journal: restore_journal.Journal, *, earlier: bool = False) -> bool:
-    """Undo a journal's changes, verified, then delete it; on failure say so and keep it for the next run."""
+    """Undo a journal's changes, verified, then delete it; on failure say so and keep it for the next run.
+    Through this run's address and role, in the database the journal's schema and extension were made in."""
+    where = dict(conninfo, dbname=journal.data.get("server", {}).get("dbname") or conninfo.get("dbname"))
+    where = {k: v for k, v in where.items() if v is not None}
+
     def connect():
-        return connect_admin(psycopg, conninfo)
+        return connect_admin(psycopg, where)
 
     whose = f"an earlier encbench run left on {journal.describe()}" if earlier else "this run changed"
     try:

@@ -74,6 +74,21 @@ def auto_conf_entries(conn, names) -> dict[str, str] | Denied:
     return dict(rows)
 
 
+def identity(conn) -> dict:
+    """What this server is, whatever the spelling of its address: the cluster's system identifier
+    (pg_control_system(), executable by PUBLIC) and the port it listens on. A role a DBA revoked
+    pg_control_system() from gets {"port"} alone, and journals are then matched by the address
+    reached (restore_journal.reaches)."""
+    port = int(conn.execute("SELECT current_setting('port')").fetchone()[0])
+    try:
+        sysid = conn.execute("SELECT system_identifier FROM pg_control_system()").fetchone()[0]
+    except Exception as e:  # psycopg.Error
+        if not is_denied(e):
+            raise
+        return {"port": port}
+    return {"system_identifier": str(sysid), "port": port}
+
+
 def reconfigure_blockers(conn, names) -> list[Denied]:
     """Why this role cannot change the settings and put them back (empty: it can)."""
     user = quote_ident(current_user(conn))
