@@ -7,6 +7,7 @@ import json
 import os
 
 from .. import errors
+from .common import workloads
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -16,7 +17,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="sample the read rate of a running server instead (postgresql:// or mysql://)")
     p.add_argument("--seconds", default="60", help="--live: how long to sample (default 60)")
     p.add_argument("--cores", default=None, help="the server's cores (default: this machine's)")
-    p.add_argument("--workload", default=None, help="whose per-page cost to use (default scan-eq, else the first)")
+    p.add_argument("--workload", default=None, metavar="W[,W]",
+                   help="whose per-page cost to use; a comma list: the first the file has (default scan-eq, else the "
+                        "first)")
     p.add_argument("--write-rate", default=None, metavar="RATE", help="the write side (needs a measured write cost)")
     p.add_argument("--json", action="store_true")
 
@@ -29,6 +32,7 @@ def cmd_estimate(args) -> int:
 
     if bool(args.read_rate) == bool(args.live):
         raise errors.UsageError("give either --read-rate RATE or --live DSN", hint="e.g. --read-rate 25MB/s")
+    workloads(args.workload)  # a malformed list fails before the file is read
     cores = parse_positive_int(args.cores, what="--cores", maximum=4096) if args.cores else (os.cpu_count() or 1)
     rate = estimate.parse_rate(args.read_rate, what="--read-rate") if args.read_rate else None
     write_rate = estimate.parse_rate(args.write_rate, what="--write-rate") if args.write_rate else None
@@ -37,7 +41,7 @@ def cmd_estimate(args) -> int:
     doc = results.load(args.source)
     with results.reading(args.source):
         analysed = analysis.analyze(doc)  # re-analysed: an older file gains what this version derives
-        entry = estimate.pick(analysed, args.workload)
+        entry = estimate.pick(analysed, workloads(args.workload))
         write_entry = estimate.pick(analysed, kind="write") if args.write_rate else None
     live = None
     if args.live:
