@@ -96,8 +96,8 @@ def read_text(path: str | os.PathLike, *, what: str, limit: int, error: type[Enc
 
 
 def _too_large(error, what: str, path: Path, size: int, limit: int, hint: str) -> EncbenchError:
-    return _refuse(error, f"{what} {path} is larger than the {fmt_bytes(limit)} encbench reads of one "
-                          f"({size:,} bytes or more)", hint)
+    return _refuse(error, f"{what} {path} is larger than the {limit:,} bytes ({fmt_bytes(limit)}) encbench reads "
+                          f"of one: {size:,} bytes or more", hint)
 
 
 def check_directory(path: str | os.PathLike, *, what: str, hint: str) -> None:
