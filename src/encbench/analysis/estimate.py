@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import re
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 from ..errors import BadValueError, UsageError
 from ..util.redact import redact
@@ -58,8 +58,10 @@ def candidates(analysis: Mapping, kind: str = "read") -> list[dict]:
     return derived
 
 
-def pick(analysis: Mapping, workload: str | None = None, *, kind: str = "read", access: str | None = None) -> dict:
-    """The per-page cost entry to use: the workload asked for, else the one measured the way the user's workload
+def pick(analysis: Mapping, workload: str | Sequence[str] | None = None, *, kind: str = "read",
+         access: str | None = None) -> dict:
+    """The per-page cost entry to use: the workload asked for (of a list: the first the file has), else the one
+    measured the way the user's workload
     reads (`access`: sequential = scan-eq, else scan-like; random = an oltp mix, the most pages read per
     transaction first), else scan-eq, else the first. kind "write": the warm rebuild's per-page encrypt cost.
     `analysis`: summary.Analysis, or any mapping with its "derived" (and "oltp_costs") lists."""
@@ -74,10 +76,11 @@ def pick(analysis: Mapping, workload: str | None = None, *, kind: str = "read", 
         raise BadValueError("the result file has no per-page decrypt cost (no cold at-rest runs with both "
                             "encryption=off and on)",
                             hint="run e.g. `encbench run --workload scan-eq --variant cache=cold` and use that file")
-    if workload:
-        chosen = [d for d in derived if d["workload"] == workload]
+    wanted = [workload] if isinstance(workload, str) else list(workload or [])  # a list: the first the file has
+    if wanted:
+        chosen = [d for name in wanted for d in derived if d["workload"] == name]
         if not chosen:
-            raise BadValueError(f"the result file has no per-page cost for workload {workload!r}",
+            raise BadValueError(f"the result file has no per-page cost for workload {', '.join(map(repr, wanted))}",
                                 hint=f"it has: {', '.join(sorted({d['workload'] for d in derived}))}")
         return chosen[0]
     if access:

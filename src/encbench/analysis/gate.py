@@ -47,6 +47,7 @@ OVER, WITHIN, NOT_RESOLVED = "failed", "within", "not_resolved"  # a row's outco
 ALPHA = 0.05  # the family-wise false-alarm rate of the whole gate
 DEFAULT_ABSOLUTE_FLOOR_PCT = 25.0  # without a measured floor: absolute changes below this are not judged
 FLOOR_SCHEMA = 1
+FLOOR_MAX_BYTES = 1 << 20  # a floor file is a few hundred bytes
 _COND = re.compile(r"^\s*([A-Za-z_]+)\s*(>=|>)\s*([0-9]+(?:\.[0-9]+)?)\s*%\s*$")
 UNJUDGED = (stats.TOO_FEW_RUNS, stats.NO_ESTIMATE, stats.WITHHELD)  # withheld: a saturated client
 
@@ -202,19 +203,25 @@ def floor_document(metrics: dict[str, float], overhead: dict[str, float] | None 
 
 
 def load_floor(path) -> dict:
-    """{"absolute": {metric: pct}, "overhead": {metric: pct}, "path": str} from a floor file, checked."""
+    """{"absolute": {metric: pct}, "overhead": {metric: pct}, "path": str} from a floor file, checked.
+
+    Missing, not a regular file, too large, not JSON, or JSON that is no floor file (no integer "schema"):
+    ResultFileError (6); a floor file of another schema: SchemaVersionError (7)."""
+    from ..util import files
+
     path = Path(path)
+    hint = "write one with `encbench selftest --save-floor FILE`"
+    text = files.read_text(path, what="noise floor file", limit=FLOOR_MAX_BYTES, error=ResultFileError, hint=hint)
     try:
-        doc = json.loads(path.read_text())
-    except FileNotFoundError:
-        raise ResultFileError(f"noise floor file {path} not found", hint="write one with `encbench selftest`") from None
-    except (OSError, ValueError) as e:
-        raise ResultFileError(f"noise floor file {path} is not readable JSON: {e}",
-                              hint="write one with `encbench selftest`") from None
-    if not isinstance(doc, dict) or doc.get("schema") != FLOOR_SCHEMA:
-        found = doc.get("schema") if isinstance(doc, dict) else None
-        raise SchemaVersionError(f"noise floor file {path}: schema {found!r}, this encbench reads {FLOOR_SCHEMA}",
-                                 hint="write it again with this version's `encbench selftest`")
+        doc = json.loads(text)
+    except (ValueError, RecursionError) as e:
+        raise ResultFileError(f"noise floor file {path} is not readable JSON: {str(e).splitlines()[0][:120]}",
+                              hint=hint) from None
+    if not isinstance(doc, dict) or isinstance(doc.get("schema"), bool) or not isinstance(doc.get("schema"), int):
+        raise ResultFileError(f"{path} is not a noise floor file (no \"schema\" number)", hint=hint)
+    if doc["schema"] != FLOOR_SCHEMA:
+        raise SchemaVersionError(f"noise floor file {path}: schema {doc['schema']!r}, this encbench reads "
+                                 f"{FLOOR_SCHEMA}", hint="write it again with this version's `encbench selftest`")
     out = {"path": str(path)}
     for section, key in (("metrics", "absolute"), ("overhead", "overhead")):
         entries = doc.get(section, {})

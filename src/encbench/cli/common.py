@@ -1,4 +1,5 @@
-"""Small pieces several commands share: the rich console, the --margin option, --setting NAME=VALUE."""
+"""Small pieces several commands share: the rich console, the --margin option, --setting NAME=VALUE, --workload
+lists."""
 
 from __future__ import annotations
 
@@ -14,8 +15,16 @@ def console(stderr: bool = False):
 
 def add_margin_argument(p: argparse.ArgumentParser) -> None:
     """--margin, as run, show and compare take it (margin_pct reads it)."""
-    p.add_argument("--margin", default=None, metavar="PCT",
+    p.add_argument("--margin", default=None, metavar="PCT", type=_checked_margin,
                    help="equivalence margin for 'no cost' verdicts, in percent (default 2: the 90%% CI within ±2%%)")
+
+
+def _checked_margin(text: str) -> str:
+    """--margin checked as the command line is read (exit 4), so `run --margin abc` fails before any work."""
+    from ..analysis import gate
+
+    gate.parse_margin(text)
+    return text
 
 
 def margin_pct(args) -> float:
@@ -28,3 +37,15 @@ def parse_settings(specs: list[str]) -> dict[str, str]:
     from ..engines.local.server import parse_settings
 
     return parse_settings(specs)
+
+
+def workloads(specs: list[str] | str | None) -> list[str]:
+    """--workload as given (repeatable, each a comma list, as --variant takes): the names in order, once each."""
+    from ..util.units import shown, split_list
+
+    if not specs:
+        return []
+    specs = [specs] if isinstance(specs, str) else specs
+    names = [n for spec in specs
+             for n in split_list(spec, what=f"--workload {shown(spec)}", example="--workload storm,bulk")]
+    return list(dict.fromkeys(names))

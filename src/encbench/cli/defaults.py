@@ -1,4 +1,5 @@
-"""The defaults `run` and `selftest` share (and bench/aa_check.py reads): sizes, runs, seed, data directory."""
+"""The defaults `run` and `selftest` share (and bench/aa_check.py reads): sizes, runs, seed, data directory
+(and its check)."""
 
 from __future__ import annotations
 
@@ -15,3 +16,14 @@ DEFAULT_SEED = 42
 def data_dir_default() -> Path:
     base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
     return Path(base) / "encbench" / "data"
+
+
+def data_dir(given: str | None) -> Path:
+    """--data-dir (or the default), checked before any work: a directory encbench can create files in, or a path
+    to one it can make (a regular file, a FIFO, an immutable or read-only directory, /proc: BadValueError, 4)."""
+    from ..util import files
+
+    path = Path(given) if given else data_dir_default()
+    files.check_directory(path, what="--data-dir", hint="give a directory encbench may write in: generated data is "
+                                                        "kept there")
+    return path

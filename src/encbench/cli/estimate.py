@@ -7,6 +7,7 @@ import json
 import os
 
 from .. import errors
+from .common import workloads
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -16,7 +17,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="sample the read rate of a running server instead (postgresql:// or mysql://)")
     p.add_argument("--seconds", default="60", help="--live: how long to sample (default 60)")
     p.add_argument("--cores", default=None, help="the server's cores (default: this machine's)")
-    p.add_argument("--workload", default=None, help="whose per-page cost to use (default: by --access)")
+    p.add_argument("--workload", default=None, metavar="W[,W]",
+                   help="whose per-page cost to use; a comma list: the first the file has (default: by --access)")
     p.add_argument("--access", default=None, choices=("sequential", "random"),
                    help="how your workload reads: sequential (scans: the scans' per-page cost) or random (OLTP point "
                         "reads: an oltp run's per-page cost, which includes the per-call set-up a scan amortizes); "
@@ -39,6 +41,7 @@ def cmd_estimate(args) -> int:
     if bool(args.read_rate) == bool(args.live):
         raise errors.UsageError("give either --read-rate RATE or --live DSN (or --check OLTP_RESULTS)",
                                 hint="e.g. --read-rate 25MB/s")
+    workloads(args.workload)  # a malformed list fails before the file is read
     cores = parse_positive_int(args.cores, what="--cores", maximum=4096) if args.cores else (os.cpu_count() or 1)
     rate = estimate.parse_rate(args.read_rate, what="--read-rate") if args.read_rate else None
     write_rate = estimate.parse_rate(args.write_rate, what="--write-rate") if args.write_rate else None
@@ -47,7 +50,7 @@ def cmd_estimate(args) -> int:
     doc = results.load(args.source)
     with results.reading(args.source):
         analysed = analysis.analyze(doc)  # re-analysed: an older file gains what this version derives
-        entry = estimate.pick(analysed, args.workload, access=args.access)
+        entry = estimate.pick(analysed, workloads(args.workload), access=args.access)
         write_entry = estimate.pick(analysed, kind="write") if args.write_rate else None
     live = None
     if args.live:
@@ -133,7 +136,7 @@ def _check_only(args) -> int:
     doc = results.load(args.source)
     with results.reading(args.source):
         analysed = analysis.analyze(doc)
-        entry = estimate.pick(analysed, args.workload, access=args.access or "sequential")
+        entry = estimate.pick(analysed, workloads(args.workload), access=args.access or "sequential")
     why = estimate.unresolved(entry)
     checks = [] if why else _checks(args, analysed, entry)
     if args.json:

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Callable
 
 from .. import errors
+from .common import workloads
 
 STORE_HELP = ("history store: postgresql://user@host/db, sqlite:///path.db, a file path, or 'default' "
               "($XDG_DATA_HOME/encbench/history.db)")
@@ -61,7 +62,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="the figure whose trend is shown: a compared metric of `run` (default wall_s: elapsed; "
                         "cpu_s, qps, mb_per_s, connections_per_s...), suites or protocols (tls-scan), "
                         "findings (leak-check)")
-    p.add_argument("--workload", default=None, metavar="W", help="only this workload's figures (e.g. storm)")
+    p.add_argument("--workload", default=None, metavar="W[,W]",
+                   help="only this workload's figures (e.g. storm), or these workloads' (storm,bulk)")
     p.add_argument("--kind", default=None, choices=("run", "tls-scan", "leak-check"), help="list only these runs")
     p.add_argument("--limit", default=str(DEFAULT_LIMIT), metavar="N",
                    help=f"list the last N runs (default {DEFAULT_LIMIT}; the trend shows every point)")
@@ -80,6 +82,7 @@ def cmd_history(args) -> int:
     url = parse_url(args.store)
     limit = parse_positive_int(args.limit, what="--limit", maximum=1_000_000)
     source = trend.source(args.metric)  # an unknown figure: exit 3 before the store is opened
+    chosen = workloads(args.workload) or None
     if args.html:
         from ..lab import results
 
@@ -93,7 +96,7 @@ def cmd_history(args) -> int:
     else:
         with store:
             runs = store.runs(target=args.target, kind=args.kind, limit=limit)
-            found = trend.trend(store, args.metric, workload=args.workload, target=args.target)
+            found = trend.trend(store, args.metric, workload=chosen, target=args.target)
             version = store.version()
     for r in runs:
         r["summary"] = json.loads(r["summary"]) if r["summary"] else {}

@@ -1,6 +1,8 @@
 """The argument parser: the top-level options and one subparser per command (commands.COMMANDS).
 
-A usage error is one line and exit code 2 (errors.UsageError), never argparse's usage dump.
+A usage error is one line and exit code 2 (errors.UsageError), never argparse's usage dump. An empty value
+(`--runs ''`, `-o ''`, `show ''`) is such an error for every option and argument of every command: it never
+silently means the default.
 """
 
 from __future__ import annotations
@@ -24,4 +26,20 @@ def build_parser() -> argparse.ArgumentParser:
     sub = p.add_subparsers(dest="command", parser_class=_Parser, metavar="COMMAND")
     for command in COMMANDS:
         command.add_arguments(sub.add_parser(command.name, help=command.help))
+    for parser in (p, *sub.choices.values()):
+        for action in parser._actions:  # noqa: SLF001 - argparse keeps every option's action here, groups included
+            if action.nargs != 0 and not isinstance(action, argparse._SubParsersAction):  # noqa: SLF001
+                action.type = _not_empty(action.type, " or leave the option out for its default"
+                                         if action.option_strings else "")
     return p
+
+
+def _not_empty(convert, what_to_do: str):
+    """The option's type, after refusing a value that is empty or only blanks."""
+    def check(text: str):
+        if not text.strip():
+            raise argparse.ArgumentTypeError(f"the empty value {text!r}: give a value{what_to_do}")
+        return convert(text) if convert is not None else text
+
+    check.__name__ = getattr(convert, "__name__", "value")  # argparse names the type in some messages
+    return check

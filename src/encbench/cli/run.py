@@ -10,14 +10,16 @@ from pathlib import Path
 
 from .. import errors
 from ..report import prometheus
-from .common import add_margin_argument, console, margin_pct, parse_settings
+from .common import add_margin_argument, console, margin_pct, parse_settings, workloads
+from . import defaults
 from .defaults import DEFAULT_RUNS, DEFAULT_SEED, DEFAULT_SIZE, QUICK_RUNS, QUICK_SIZE, data_dir_default
 from .history import add_store_argument, check_store, record
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--engine", default=None, help="engine (see `encbench list`); default sqlite")
-    p.add_argument("--workload", action="append", default=[], help="workload (repeatable); default: all of the engine's")
+    p.add_argument("--workload", action="append", default=[], metavar="W[,W]",
+                   help="workload (repeatable, or a comma list: storm,bulk); default: all of the engine's")
     p.add_argument("--variant", action="append", default=[], metavar="KEY=V[,V]",
                    help="narrow (or widen) one variant key, e.g. cache=cold or page_size=1024,4096 (repeatable)")
     p.add_argument("--runs", default=None, help=f"measured runs per variant (default {DEFAULT_RUNS}, --quick {QUICK_RUNS})")
@@ -89,18 +91,34 @@ def _default_workloads(engine, variant_filters: list[str]) -> list[str]:
     return default
 
 
+KEY_FILE_MAX_BYTES = 64 * 2**10  # a passphrase; a larger file is no key file
+
+
 def _read_key(args) -> tuple[str | None, str]:
+    """The passphrase from --key-file or ENCBENCH_KEY: UTF-8 text without a NUL byte (SQL cannot carry one), else
+    a one-line BadValueError before anything is generated."""
+    from ..util import files
+
     if args.key_file:
-        try:
-            text = Path(args.key_file).read_text().strip()
-        except OSError as e:
-            raise errors.BadValueError(f"cannot read --key-file {args.key_file}: {e.strerror or e}") from None
+        text = files.read_text(args.key_file, what="--key-file", limit=KEY_FILE_MAX_BYTES, error=errors.BadValueError,
+                               hint="give a file holding the passphrase as UTF-8 text").strip()
         if not text:
             raise errors.BadValueError(f"--key-file {args.key_file} is empty")
-        return text, "key-file"
+        return _checked_key(text, f"--key-file {args.key_file}"), "key-file"
     if os.environ.get("ENCBENCH_KEY"):
-        return os.environ["ENCBENCH_KEY"], "ENCBENCH_KEY"
+        return _checked_key(os.environ["ENCBENCH_KEY"], "ENCBENCH_KEY"), "ENCBENCH_KEY"
     return None, "default"
+
+
+def _checked_key(key: str, where: str) -> str:
+    try:
+        key.encode("utf-8")  # an environment variable of bytes that are not UTF-8 arrives as lone surrogates
+    except UnicodeEncodeError:
+        raise errors.BadValueError(f"{where} is not UTF-8 text", hint="use a passphrase of UTF-8 text") from None
+    if "\0" in key:
+        raise errors.BadValueError(f"{where} holds a NUL byte, which a database key cannot carry",
+                                   hint="use a passphrase of printable text")
+    return key
 
 
 def cmd_run(args, argv: list[str]) -> int:
@@ -110,6 +128,7 @@ def cmd_run(args, argv: list[str]) -> int:
     from ..report import render as report
     from ..util.units import parse_count, parse_positive_int, parse_seconds, parse_size
 
+    args.workload = workloads(args.workload)
     engine_name = args.engine or DEFAULT_ENGINE
     engine = ENGINES.get(engine_name)
     target = precision.parse_points(args.precision) if args.precision else None
@@ -124,6 +143,7 @@ def cmd_run(args, argv: list[str]) -> int:
     size = parse_size(args.size or (QUICK_SIZE if args.quick else DEFAULT_SIZE))
     seed = parse_positive_int(args.seed, what="--seed", maximum=2**31)
     key, key_source = _read_key(args)
+    data_dir = defaults.data_dir(args.data_dir)
     output = Path(args.output) if args.output else Path("encbench-results") / (
         f"{engine_name}-{time.strftime('%Y%m%d-%H%M%S')}.json")
     engine_options = {name: value for name, value in
@@ -146,7 +166,7 @@ def cmd_run(args, argv: list[str]) -> int:
         workloads=args.workload or _default_workloads(engine, variants),
         variant_filters=variants,
         runs=runs, warmups=warmups, size_bytes=size, seed=seed, output=output,
-        data_dir=Path(args.data_dir) if args.data_dir else data_dir_default(),
+        data_dir=data_dir,
         probes=args.probe or list(DEFAULT_PROBES),
         regenerate=args.regenerate, key=key, key_source=key_source, quick=args.quick,
         command=report.command_line(argv),
@@ -158,14 +178,15 @@ def cmd_run(args, argv: list[str]) -> int:
     results.check_writable(output, create_parent=not args.output)  # only the default directory is created
     prometheus.check_path(args.prometheus)
     err = console(stderr=True)
+    found = _file_state(output)
     try:
         doc = _run_with_progress(config, err, args.progress)
     except KeyboardInterrupt as e:
-        kept = f"results so far kept in {output}" if getattr(e, "result_written", True) else "nothing measured yet"
+        kept = f"results so far kept in {output}" if _written(e, output, found) else "nothing measured yet"
         print(f"encbench: interrupted: {kept}", file=sys.stderr)
         return errors.EXIT_INTERRUPTED
     except errors.EncbenchError as e:
-        if getattr(e, "result_written", True):  # a configuration error writes no file (nothing was measured)
+        if _written(e, output, found):  # a configuration error writes no file (nothing was measured)
             e.hint = (e.hint + "; " if e.hint else "") + f"results so far kept in {output}"
         raise
     kept = (doc.get("dataset") or {}).get("kept_server")
@@ -190,6 +211,24 @@ def cmd_run(args, argv: list[str]) -> int:
 
     record(args, lambda: run_entry(doc, analysis, result_file=str(output)), str(output))  # after the result file
     return 0
+
+
+def _file_state(path: Path) -> tuple | None:
+    """What is at path now (inode, mtime, size), None if nothing: tells whether this run wrote it since."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return st.st_ino, st.st_mtime_ns, st.st_size
+
+
+def _written(e: BaseException, output: Path, before: tuple | None) -> bool:
+    """Did this run write its result file? The runner says so on what it raises (result_written); anything raised
+    before its measuring started or after it ended carries no word: then the file must exist and differ from what
+    was there before the run (every write is a rename: a new inode). Never "kept in X" for an X that is not there."""
+    now = _file_state(output)
+    said = getattr(e, "result_written", None)
+    return now is not None and (said if said is not None else now != before)
 
 
 class RunClock:

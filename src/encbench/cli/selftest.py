@@ -7,12 +7,15 @@ import sys
 from pathlib import Path
 
 from .. import errors
-from .defaults import DEFAULT_RUNS, DEFAULT_SEED, DEFAULT_SIZE, data_dir_default
+from . import defaults
+from .common import workloads
+from .defaults import DEFAULT_RUNS, DEFAULT_SEED, DEFAULT_SIZE
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--engine", default=None, help="engine (default sqlite)")
-    p.add_argument("--workload", action="append", default=[], help="workload (repeatable; default a reduced suite)")
+    p.add_argument("--workload", action="append", default=[], metavar="W[,W]",
+                   help="workload (repeatable, or a comma list; default a reduced suite)")
     p.add_argument("--runs", default=None, help=f"measured runs per variant (default {DEFAULT_RUNS}, as `run`)")
     p.add_argument("--warmups", default="1", help="warmup runs per variant (default 1)")
     p.add_argument("--size", default=None, help=f"data size (default {DEFAULT_SIZE}, as `run`)")
@@ -30,11 +33,11 @@ def cmd_selftest(args, argv: list[str]) -> int:
 
     engine = ENGINES.get(args.engine or DEFAULT_ENGINE)
     settings = selftest.Settings(
-        engine=engine.name, workloads=args.workload or selftest.workloads_for(engine),
+        engine=engine.name, workloads=workloads(args.workload) or selftest.workloads_for(engine),
         runs=parse_positive_int(args.runs or DEFAULT_RUNS, what="--runs", maximum=1000),
         warmups=parse_count(args.warmups, what="--warmups", maximum=100),
         size_bytes=parse_size(args.size or DEFAULT_SIZE), seed=DEFAULT_SEED,
-        data_dir=Path(args.data_dir) if args.data_dir else data_dir_default(),
+        data_dir=defaults.data_dir(args.data_dir),
         keep_dir=Path(args.keep_results) if args.keep_results else None, command=report.command_line(argv))
     runner.plan(selftest.config_for(settings, Path("selftest.json")))  # every name and value checked first
     for path in ([Path(args.save_floor)] if args.save_floor else []) + (

@@ -293,7 +293,7 @@ class Store:
             sql += f" LIMIT {int(limit)}"
         return list(reversed(self._rows(sql, params)))
 
-    def figures(self, metric: str, *, workload: str | None = None, target: str | None = None) -> list[dict]:
+    def figures(self, metric: str, *, workload: str | list[str] | None = None, target: str | None = None) -> list[dict]:
         where, params = _filters(("f.metric", metric, False), ("f.workload", workload, False),
                                  ("r.target", target, True))
         return self._rows("SELECT r.id AS run_id, r.measured_at, r.engine, r.target, f.workload, f.operation, "
@@ -336,11 +336,16 @@ def like_pattern(text: str) -> str:
     return f"%{escaped}%"
 
 
-def _filters(*conditions: tuple[str, str | None, bool]) -> tuple[str, list]:
-    """(column, value, substring) each: WHERE ... with '?' markers; a None value adds nothing."""
+def _filters(*conditions: tuple[str, str | list[str] | None, bool]) -> tuple[str, list]:
+    """(column, value, substring) each: WHERE ... with '?' markers; a None value adds nothing; a list of exact
+    values: any of them."""
     parts, params = [], []
     for column, value, substring in conditions:
         if value is None:
+            continue
+        if isinstance(value, (list, tuple)):
+            parts.append(f"{column} IN ({', '.join('?' for _ in value)})")
+            params.extend(value)
             continue
         parts.append(f"{column} LIKE ? ESCAPE '!'" if substring else f"{column} = ?")
         params.append(like_pattern(value) if substring else value)

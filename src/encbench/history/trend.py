@@ -74,7 +74,7 @@ def source(metric: str | None) -> TrendSource:
                                 "qps, mb_per_s, connections_per_s")
 
 
-def trend(store, metric: str | None, *, workload: str | None = None, target: str | None = None) -> dict:
+def trend(store, metric: str | None, *, workload: str | list[str] | None = None, target: str | None = None) -> dict:
     """{metric, description, series: [{<what stays the same>, points: [{run_id, time, value, ci, verdict}]}]}."""
     src = source(metric)
     series: dict[tuple, dict] = {}

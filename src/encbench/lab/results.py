@@ -15,11 +15,11 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import stat
 import tempfile
 from pathlib import Path
 
 from . import resultschema
+from ..util import files
 from ..errors import OutputError, ResultFileError, SchemaVersionError
 from ..util.redact import stored_command
 
@@ -29,8 +29,7 @@ REQUIRED_KEYS = ("schema_version", "encbench_version", "environment", "engine", 
 STATUSES = ("running", "complete", "interrupted", "failed")
 
 
-_KINDS = ((stat.S_ISLNK, "a symbolic link"), (stat.S_ISFIFO, "a FIFO"), (stat.S_ISCHR, "a character device"),
-          (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket"), (stat.S_ISDIR, "a directory"))
+MAX_BYTES = 512 * 2**20  # a result file larger than this is refused (a week-long --max-time run is ~100 MB)
 
 
 def _not_regular(path: Path) -> str | None:
@@ -41,9 +40,7 @@ def _not_regular(path: Path) -> str | None:
         return None
     except OSError as e:
         return f"not accessible ({e.strerror or e})"
-    if stat.S_ISREG(mode):
-        return None
-    return next((kind for test, kind in _KINDS if test(mode)), "not a regular file")
+    return files.kind_of(mode)
 
 
 def refuse_special(path: Path, what: str = "output", hint: str = "give a regular file name, e.g. -o results.json") -> None:
@@ -113,16 +110,10 @@ def replace_atomic(path: Path, data: str, *, what: str, hint: str) -> None:
 def check_readable(path: str | os.PathLike, what: str = "result file") -> None:
     """A file to read must be a regular file (following symlinks): a FIFO without a writer would
     block for ever, a device such as /dev/zero never ends. Exit code 6, before it is opened."""
-    path = Path(path)
-    try:
-        mode = os.stat(path).st_mode
-    except FileNotFoundError:
-        raise ResultFileError(f"{what} {path} does not exist") from None
-    except OSError as e:
-        raise ResultFileError(f"cannot read {what} {path}: {e.strerror or e}") from None
-    if not stat.S_ISREG(mode):
-        kind = next((k for test, k in _KINDS if test(mode)), "not a regular file")
-        raise ResultFileError(f"{what} {path} is {kind}, not a regular file", hint="give the path of a saved file")
+    files.check_regular(path, what=what, error=ResultFileError, hint=_GIVE_SAVED)
+
+
+_GIVE_SAVED = "give the path of a saved file"
 
 
 def _umask() -> int:
@@ -166,14 +157,7 @@ def load(path: str | os.PathLike) -> dict:
     and estimate read (resultschema): the first problem is named by its JSON path.
     """
     path = Path(path)
-    try:
-        text = path.read_text()
-    except FileNotFoundError:
-        raise ResultFileError(f"result file {path} does not exist") from None
-    except IsADirectoryError:
-        raise ResultFileError(f"result file {path} is a directory") from None
-    except (OSError, UnicodeDecodeError) as e:
-        raise ResultFileError(f"cannot read result file {path}: {e}") from None
+    text = files.read_text(path, what="result file", limit=MAX_BYTES, error=ResultFileError)
     doc = _parse(path, text)
     if not isinstance(doc, dict) or "schema_version" not in doc:
         raise ResultFileError(f"{path} is not an encbench result file (no schema_version)")

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Callable, Sequence
 
 from ..errors import BadValueError, UnknownNameError, UsageError
+from ..util.units import shown, split_list
 
 Variant = dict[str, str]
 
@@ -99,7 +100,8 @@ def parse_filters(specs: Sequence[str], keys: Sequence[VariantKey]) -> dict[str,
             raise UnknownNameError(
                 f"unknown variant key {name!r}", hint=f"valid: {', '.join(by_name)}"
             )
-        checked = [by_name[name].check(v.strip()) for v in values.split(",") if v.strip()]
+        checked = [by_name[name].check(v) for v in split_list(values, what=f"--variant {shown(spec)}",
+                                                              example=f"--variant {name}=A,B")]
         out.setdefault(name, [])
         for v in checked:
             if v not in out[name]:

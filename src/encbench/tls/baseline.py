@@ -14,6 +14,8 @@ from pathlib import Path
 from ..errors import ResultFileError, SchemaVersionError
 from .scan import SCAN_VERSION
 
+MAX_BYTES = 16 * 2**20  # a scan of every suite of every protocol is tens of kB
+
 
 def save(result: dict, path: Path) -> None:
     """Atomically, into an existing directory, never over a device node, FIFO or symlink."""
@@ -25,17 +27,14 @@ def save(result: dict, path: Path) -> None:
 
 
 def load(path: Path) -> dict:
-    from ..lab.results import check_readable
+    from ..util import files
 
     path = Path(path)
+    text = files.read_text(path, what="baseline", limit=MAX_BYTES, error=ResultFileError,
+                           hint="make one with --save-baseline")
     try:
-        check_readable(path, what="baseline")
-        doc = json.loads(path.read_text())
-    except FileNotFoundError:
-        raise ResultFileError(f"baseline {path} does not exist", hint="make one with --save-baseline") from None
-    except ResultFileError as e:
-        raise ResultFileError(str(e), hint="make one with --save-baseline") from None
-    except (OSError, ValueError) as e:
+        doc = json.loads(text)
+    except (ValueError, RecursionError) as e:
         raise ResultFileError(f"baseline {path} is not a readable JSON file ({type(e).__name__})",
                               hint="make a new one with --save-baseline") from None
     if not isinstance(doc, dict) or doc.get("kind") != "encbench-tls-scan":

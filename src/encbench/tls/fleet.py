@@ -29,6 +29,7 @@ from . import scan as tlsscan
 
 DEFAULT_JOBS = 8
 DEFAULT_TIMEOUT_S = 120.0  # per target: the whole scan (a full scan of a local PostgreSQL takes ~3 s alone)
+TARGETS_MAX_BYTES = 16 * 2**20  # one line per server: a fleet of 100,000 is ~5 MB
 GRADE_ORDER = "ABCF"  # best to worst (scan.grade)
 
 _HOST_PORT = re.compile(r"^(?P<host>\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9._-]+):(?P<port>[0-9]+)(?:/(?P<engine>[A-Za-z0-9_-]+))?$")
@@ -125,17 +126,12 @@ def parse_targets(text: str, name: str, make=tls_target, example: str = TLS_EXAM
 
 
 def read_targets(path: Path, make=tls_target, example: str = TLS_EXAMPLE) -> list:
-    from ..lab.results import check_readable
+    from ..errors import ResultFileError
+    from ..util import files
 
-    check_readable(path, what="targets file")  # a FIFO or a device would block or never end
-    try:
-        text = Path(path).read_text(encoding="utf-8")
-    except UnicodeDecodeError:
-        raise BadValueError(f"the targets file {path} is not UTF-8 text", hint=example) from None
-    except OSError as e:
-        from ..errors import ResultFileError
-
-        raise ResultFileError(f"cannot read the targets file {path}: {e.strerror or e}") from None
+    # a FIFO or a device would block or never end: refused (6); text that is not UTF-8: a bad value (4)
+    text = files.read_text(path, what="targets file", limit=TARGETS_MAX_BYTES, error=ResultFileError,
+                           encoding_error=BadValueError, hint=example)
     return parse_targets(text, str(path), make, example)
 
 

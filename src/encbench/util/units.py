@@ -23,16 +23,33 @@ def parse_size(text: str, *, what: str = "--size") -> int:
     m = _SIZE_RE.match(str(text))
     if not m or m.group(2).lower() not in _UNITS:
         raise BadValueError(
-            f"{what} {text!r} is not a size",
+            f"{what} {shown(text)} is not a size",
             hint="use a number with a unit such as 50MB, 512MiB or 1GB",
         )
-    value = round(float(m.group(1)) * _UNITS[m.group(2).lower()])
-    if not MIN_SIZE <= value <= MAX_SIZE:
+    value = float(m.group(1)) * _UNITS[m.group(2).lower()]  # inf for 400 digits: out of range, not an overflow
+    if not (math.isfinite(value) and MIN_SIZE <= round(value) <= MAX_SIZE):
         raise BadValueError(
-            f"{what} {text!r} is out of range",
+            f"{what} {shown(text)} is out of range",
             hint=f"use between {fmt_bytes(MIN_SIZE)} and {fmt_bytes(MAX_SIZE)}",
         )
-    return int(value)
+    return int(round(value))
+
+
+def shown(text: str, limit: int = 40) -> str:
+    """A value as typed, quoted, cut to `limit` characters (a 400-digit number stays a readable line)."""
+    text = str(text)
+    return repr(text) if len(text) <= limit else repr(text[:limit]) + f"... ({len(text)} characters)"
+
+
+def split_list(text: str, *, what: str, example: str) -> list[str]:
+    """'a,b, c' -> ['a', 'b', 'c']; an empty element ('a,,b', 'a,') is a UsageError: it never silently vanishes.
+    `what` names the value in the message, e.g. "--workload 'a,,b'"."""
+    from ..errors import UsageError
+
+    items = [item.strip() for item in str(text).split(",")]
+    if not all(items):
+        raise UsageError(f"{what} has an empty value between commas", hint=f"e.g. {example}")
+    return items
 
 
 def parse_positive_int(text: str, *, what: str, maximum: int = 10_000) -> int:

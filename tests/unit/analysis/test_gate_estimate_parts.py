@@ -132,13 +132,16 @@ def test_floor_file(tmp_path):
     # selftest's richer entries load too: only floor_pct is read
     path.write_text(json.dumps({"schema": 1, "metrics": {"wall_s": {"floor_pct": 3.2, "rows": 9, "method": "m"}}}))
     assert gate.load_floor(path)["absolute"] == {"wall_s": 3.2}
-    for doc, error in (({"schema": 2, "metrics": {}}, SchemaVersionError), ([1], SchemaVersionError),
+    # issue 21 item 9: JSON that is no floor file (a list, a result file) is 6, only a floor of another schema 7
+    for doc, error in (({"schema": 2, "metrics": {}}, SchemaVersionError), ([1], ResultFileError),
+                       ({"schema_version": 1, "runs": []}, ResultFileError), ({"schema": "1"}, ResultFileError),
                        ({"schema": 1, "metrics": {"wall_s": {"floor_pct": -1}}}, BadValueError),
                        ({"schema": 1, "metrics": {"wall_s": {"floor_pct": "7"}}}, BadValueError),
                        ({"schema": 1, "metrics": {}}, BadValueError)):
         path.write_text(json.dumps(doc))
-        with pytest.raises(error):
+        with pytest.raises(error) as ei:
             gate.load_floor(path)
+        assert ei.value.exit_code == error.exit_code, doc
     path.write_text("{not json")
     with pytest.raises(ResultFileError):
         gate.load_floor(path)

@@ -145,6 +145,17 @@ def test_the_trend_follows_one_figure_over_runs(tmp_path):
     assert points[0]["ci"] == pytest.approx([1.25, 1.35])
 
 
+def test_the_trend_of_several_workloads(tmp_path):
+    """Issue 21 item 9: --workload takes a comma list everywhere; history's is the figures of any of them."""
+    storm = _entry().figures[0]
+    with Store.open(str(tmp_path / "h.db")) as store:
+        store.record(_entry(figures=[storm, dict(storm, workload="bulk", operation="copy-out"),
+                                     dict(storm, workload="connect", operation="connect")]))
+        found = trend.trend(store, "wall_s", workload=["storm", "bulk"])
+        assert trend.trend(store, "wall_s", workload=["bulk"])["series"][0]["workload"] == "bulk"
+    assert sorted(s["workload"] for s in found["series"]) == ["bulk", "storm"]
+
+
 def test_store_urls(tmp_path, monkeypatch):
     monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "xdg"))
     assert parse_url(None).location == str(tmp_path / "xdg" / "encbench" / "history.db")

@@ -23,6 +23,7 @@ import os
 import secrets
 import subprocess
 import time
+import tempfile
 from pathlib import Path
 from urllib.parse import parse_qs, unquote, urlparse
 
@@ -31,7 +32,9 @@ from ...workloads import sweep
 from ...errors import BadValueError, EngineUnavailableError, UsageError
 from ...host import rawcipher, rawhash
 from ...probes.waits import DEFAULT_INTERVAL_S
+from ...util.files import check_free_space
 from ...util.redact import redact
+from ...util.units import fmt_bytes
 from ...tls.variants import DEFAULT_TLS, check_tls
 from ...lab.variants import Variant, VariantKey, int_validator
 from . import column as maria_column
@@ -231,6 +234,12 @@ class MariaDBEngine(Engine):
                              "filesystems at the end", hint="drop --keep, or --variant encryption=off,on")
         if fs_values:
             filesystems.check(fs_values)
+        if at_rest and not dsn:  # the plain table, its encrypted copy, a copy per filesystem: in the temp directory
+            tables = 1 + any(v["encryption"] == "on" for v in at_rest) + len(fs_values)
+            check_free_space(tempfile.gettempdir(), tables * rows * INNODB_ROW_BYTES,
+                             what=f"--size {fmt_bytes(ctx.size_bytes)} ({tables} table{'s' if tables > 1 else ''} of "
+                                  f"{rows:,} rows in the private server)",
+                             hint="free some space in the temporary directory (TMPDIR), or a smaller --size")
         schema = f"encbench_{secrets.token_hex(4)}"
         server = None
         if dsn:

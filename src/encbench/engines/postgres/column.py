@@ -22,6 +22,7 @@ from ...workloads import column as column_lab
 from ..column_base import ServerColumn
 from ..concurrent import run_together
 from .client import first_line
+from .state import check_may_create_pgcrypto
 
 METHODS = {
     "pg-pgp": "pgcrypto pgp_sym_encrypt/pgp_sym_decrypt in the server (OpenPGP, AES-256, S2K per value; randomized)",
@@ -70,6 +71,7 @@ def prepare(admin, setup: dict, ctx, *, may_create: bool, journal=None) -> None:
         raise EngineUnavailableError("the pgcrypto extension is not installed in this database (method pg-pgp, pg-aes)",
                                      hint="run CREATE EXTENSION pgcrypto; (Debian: postgresql-contrib), pass "
                                           "--allow-reconfigure, or use --method client-gcm,client-siv")
+    check_may_create_pgcrypto(admin, "use --method client-gcm,client-siv")
     if journal is not None:
         journal.data["drop_extension"] = "pgcrypto"
         journal.save()

@@ -17,7 +17,9 @@ from typing import Any
 
 from ...errors import BadValueError, EncbenchError, EngineUnavailableError, UsageError
 from ...probes.waits import DEFAULT_INTERVAL_S
+from ...util.files import check_free_space
 from ...util.redact import redact
+from ...util.units import fmt_bytes
 from ...tls.variants import DEFAULT_TLS, TLS_RE, check_tls, openssl_client_conf  # noqa: F401 (re-exported)
 from ...lab.variants import Variant, VariantKey, int_validator
 from ...util import interrupts
@@ -169,6 +171,10 @@ class PostgresEngine(Engine):
             encfs.check(atrest.ENCRYPTION_KINDS[enc])
         if at_rest:
             atrest.check_reachable(ctx.data_dir, unprivileged_user("postgres"))
+            check_free_space(ctx.data_dir, len(at_rest) * ctx.size_bytes,  # the rows, in a cluster per value
+                             what=f"--size {fmt_bytes(ctx.size_bytes)} ({len(at_rest)} cluster"
+                                  f"{'s' if len(at_rest) > 1 else ''}, one per encryption value)",
+                             hint="free some space, give another --data-dir, or a smaller --size")
         if others:
             setup = self._prepare_server(ctx, others)
         else:
@@ -261,8 +267,14 @@ class PostgresEngine(Engine):
             journal.data["schema"] = setup["schema"]
             journal.save()
             ctx.progress("creating the benchmark tables")
+            blocker = None if managed else pg_state.create_blocker(admin)
+            if blocker:  # encbench's tables live in a schema of its own, dropped after the run
+                raise EngineUnavailableError(f"cannot create encbench's schema for its tables: {blocker.reason}",
+                                             hint=f"enable with: {blocker.grant}; or use a --dsn role that may")
             _create_objects(admin, setup["schema"], ctx.params.get("bulk", {}).get("rows", 0))
-            pg_column.prepare(admin, setup, ctx, may_create=managed or reconfigure, journal=journal)
+            # --allow-reconfigure is the user's leave to create pgcrypto, whether or not the ssl settings may change
+            may_create = managed or bool(ctx.options.get("allow_reconfigure"))
+            pg_column.prepare(admin, setup, ctx, may_create=may_create, journal=journal)
             hashing = [v for v in variants if "function" in v]  # the hash workload (a column sweep has sessions only)
             if hashing:
                 check_sessions_fit(max(int(v["sessions"]) for v in hashing),
@@ -271,7 +283,7 @@ class PostgresEngine(Engine):
                     if not admin.execute("SELECT 1 FROM pg_extension WHERE extname = 'pgcrypto'").fetchone():
                         journal.data["drop_extension"] = "pgcrypto"
                         journal.save()
-                    setup["created_pgcrypto"] = _ensure_pgcrypto(admin, managed or reconfigure)
+                    setup["created_pgcrypto"] = _ensure_pgcrypto(admin, may_create)
                 rows = ctx.params["hash"]["hash_rows"]
                 ctx.progress(f"creating the hash table ({rows:,} rows)")
                 _create_hash_table(admin, setup["schema"], rows)
@@ -467,6 +479,7 @@ def _ensure_pgcrypto(conn, may_create: bool) -> bool:
         raise EngineUnavailableError("the pgcrypto extension is not installed on this server (digest, hmac)",
                                      hint="run CREATE EXTENSION pgcrypto; in the database (Debian: the postgresql "
                                           "package ships it), or pass --allow-reconfigure, or use --function sha256")
+    pg_state.check_may_create_pgcrypto(conn, "use --function sha256")
     try:
         conn.execute("CREATE EXTENSION IF NOT EXISTS pgcrypto")
         return True

@@ -105,6 +105,50 @@ def reconfigure_blockers(conn, names) -> list[Denied]:
     return out
 
 
+def create_blocker(conn, extension: str | None = None) -> Denied | None:
+    """Why this role may not CREATE SCHEMA (extension None) or CREATE EXTENSION `extension` in this database; None
+    when it may. A superuser may; otherwise a schema needs CREATE on the database, and so does a trusted extension
+    (PostgreSQL 13 on: pgcrypto is one); an extension not trusted here needs a superuser."""
+    superuser, may_create, db = conn.execute(
+        "SELECT rolsuper, has_database_privilege(current_database(), 'CREATE'), current_database() "
+        "FROM pg_roles WHERE rolname = current_user").fetchone()
+    if superuser:
+        return None
+    user = quote_ident(current_user(conn))
+    what = f"CREATE EXTENSION {extension}" if extension else "CREATE SCHEMA"
+    trusted = _trusted(conn, extension) if extension else None
+    if extension and trusted is None:
+        return None  # not on this server at all: CREATE EXTENSION says so (the contrib package is missing)
+    if extension and not trusted:
+        return Denied(what, f"{extension} is not a trusted extension on this server: only a superuser may create it",
+                      f"a superuser running CREATE EXTENSION {extension}; in database {quote_ident(db)}")
+    if may_create:
+        return None
+    return Denied(what, f"role {user} is not a superuser and has no CREATE privilege on database {quote_ident(db)}",
+                  f"GRANT CREATE ON DATABASE {quote_ident(db)} TO {user}")
+
+
+def _trusted(conn, extension: str) -> bool | None:
+    """Is the extension marked trusted (creatable with CREATE on the database)? False before PostgreSQL 13; None
+    when the server does not have it."""
+    if not conn.execute("SELECT 1 FROM pg_available_extensions WHERE name = %s", (extension,)).fetchone():
+        return None
+    if conn.info.server_version < 130000:
+        return False
+    row = conn.execute("SELECT bool_or(trusted) FROM pg_available_extension_versions WHERE name = %s",
+                       (extension,)).fetchone()
+    return bool(row and row[0])
+
+
+def check_may_create_pgcrypto(conn, alternative: str) -> None:
+    """--allow-reconfigure lets encbench create pgcrypto; the role must also be allowed to: else say what it lacks."""
+    blocker = create_blocker(conn, "pgcrypto")
+    if blocker:
+        raise EngineUnavailableError(f"cannot create the pgcrypto extension (--allow-reconfigure allows encbench to, "
+                                     f"the role must be allowed too): {blocker.reason}",
+                                     hint=f"enable with: {blocker.grant}; or {alternative}")
+
+
 def snapshot(conn, names) -> dict[str, dict]:
     """Per setting: in postgresql.auto.conf or not, its value there, and its running value."""
     entries = auto_conf_entries(conn, names)

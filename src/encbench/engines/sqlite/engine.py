@@ -20,6 +20,8 @@ from . import datagen
 from ...host import oscache
 from ...host import rawcipher
 from ...errors import CheckFailedError, EngineUnavailableError, WrongKeyError
+from ...util.files import check_free_space
+from ...util.units import fmt_bytes
 from ...probes import Target
 from ...lab.variants import Variant, VariantKey, int_validator, normalize
 from ...workloads import column as column_lab
@@ -69,6 +71,11 @@ def key_sql(variant: Variant, passphrase: str) -> str | None:
     if variant.get("key") == "raw":
         return "\"x'" + hashlib.sha256(passphrase.encode()).hexdigest() + "'\""
     return _quote(passphrase)
+
+
+def _reusable(ddir: Path, name: str, regenerate: bool) -> bool:
+    """A database file built before for this data set (its metadata written last), and not --regenerate."""
+    return not regenerate and (ddir / name).exists() and (ddir / (name + ".json")).exists()
 
 
 def file_name(variant: Variant) -> str:
@@ -380,6 +387,12 @@ class SQLiteEngine(Engine):
         spec = {"generator": datagen.GENERATOR_VERSION, "rows": rows, "seed": ctx.seed}
         dataset_id = hashlib.sha256(json.dumps(spec, sort_keys=True).encode()).hexdigest()[:12]
         ddir = ctx.data_dir / f"sqlite-{dataset_id}"
+        pending = self._to_generate(ctx, ddir)
+        if pending:  # every file is about --size: refused before the first is begun, not half-way
+            check_free_space(ddir, len(pending) * ctx.size_bytes,
+                             what=f"--size {fmt_bytes(ctx.size_bytes)} ({len(pending)} database "
+                                  f"file{'s' if len(pending) > 1 else ''} to generate)",
+                             hint="free some space, give another --data-dir, or a smaller --size")
         if any("encryption" in v for v in ctx.variants):  # a column-only run needs no data directory
             ddir.mkdir(parents=True, exist_ok=True)
         passphrase = ctx.key or DEFAULT_PASSPHRASE
@@ -402,6 +415,20 @@ class SQLiteEngine(Engine):
         }
 
     @staticmethod
+    def _to_generate(ctx: PrepareContext, ddir: Path) -> list[str]:
+        """The database files prepare will build (as _ensure decides): each variant's, and an encrypted one's plain
+        twin (it is exported from it), unless reused."""
+        names = []
+        for variant in ctx.variants:
+            if "encryption" not in variant or _reusable(ddir, file_name(variant), ctx.regenerate):
+                continue
+            names.append(file_name(variant))
+            if variant.get("encryption") == "on":
+                plain = file_name(normalize({**variant, "encryption": "off"}, VARIANT_KEYS))
+                names += [] if _reusable(ddir, plain, ctx.regenerate) else [plain]
+        return list(dict.fromkeys(names))
+
+    @staticmethod
     def _column_setup(ctx: PrepareContext) -> dict:
         """The column workload's methods and key (derived from --key-file / ENCBENCH_KEY, else generated)."""
         methods = [v["method"] for v in ctx.variants if "method" in v]
@@ -420,7 +447,7 @@ class SQLiteEngine(Engine):
             return files[name]
         path, meta_path = ddir / name, ddir / (name + ".json")
         key = key_sql(variant, passphrase)
-        if path.exists() and meta_path.exists() and not ctx.regenerate:
+        if _reusable(ddir, name, ctx.regenerate):
             _connect(sqlcipher3, path, variant, key).close()  # a wrong key fails here, before any run
             files[name] = dict(json.loads(meta_path.read_text()), reused=True, path=str(path),
                                encrypted_on_disk=check_at_rest(path, variant))
