@@ -152,6 +152,10 @@ class Engine:
     def check_available(self) -> None:
         """Raise EngineUnavailableError with a hint on how to install what is missing."""
 
+    def check_variants(self, variants: list[Variant]) -> None:
+        """At plan time, before anything is made: raise BadValueError (one line, what to use instead) for a
+        combination of values the engine cannot run, each value being valid on its own."""
+
     def versions(self) -> dict[str, str]:
         return {}
 

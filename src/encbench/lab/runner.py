@@ -108,6 +108,7 @@ def plan(config: RunConfig) -> Plan:
         for r in range(config.runs):
             order = wl_variants if r % 2 == 0 else wl_variants[::-1]  # A B B A: drift cancels out
             items += [{"workload": wl.name, "variant": v, "round": r, "warmup": False} for v in order]
+    engine.check_variants(variants)
     return Plan(engine, workloads, variants, items, params, by_workload)
 
 
