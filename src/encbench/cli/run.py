@@ -146,7 +146,7 @@ def cmd_run(args, argv: list[str]) -> int:
         workloads=args.workload or _default_workloads(engine, variants),
         variant_filters=variants,
         runs=runs, warmups=warmups, size_bytes=size, seed=seed, output=output,
-        data_dir=Path(args.data_dir) if args.data_dir else data_dir_default(),
+        data_dir=Path(args.data_dir) if args.data_dir else data_dir_default(), data_dir_given=bool(args.data_dir),
         probes=args.probe or list(DEFAULT_PROBES),
         regenerate=args.regenerate, key=key, key_source=key_source, quick=args.quick,
         command=report.command_line(argv),

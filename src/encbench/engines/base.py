@@ -25,6 +25,7 @@ class PrepareContext:
     progress: Callable[[str], None] = lambda msg: None
     options: dict[str, Any] = field(default_factory=dict)
     params: dict[str, dict] = field(default_factory=dict)  # workload -> resolved --param values
+    data_dir_given: bool = True  # False: data_dir is the default one (--data-dir not given)
 
 
 class Session:

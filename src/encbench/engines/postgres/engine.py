@@ -16,7 +16,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from ...errors import BadValueError, EncbenchError, EngineUnavailableError, UsageError
+from ...errors import BadValueError, EncbenchError, EngineUnavailableError, FilesystemUnavailableError, UsageError
 from ...probes.waits import DEFAULT_INTERVAL_S
 from ...util.redact import redact
 from ...tls.variants import DEFAULT_TLS, TLS_RE, check_tls, openssl_client_conf  # noqa: F401 (re-exported)
@@ -135,6 +135,7 @@ class PostgresEngine(Engine):
     def __init__(self) -> None:
         self._servers: dict[str, pg_server.PgServer | None] = {}
         self._clusters: dict[str, list] = {}  # schema -> [[server or None, mount]] of the at-rest clusters
+        self._workdirs: dict[str, Path] = {}  # schema -> the at-rest filesystems' own directory (encfs.workdir)
 
     def tables(self) -> tuple[Table, ...]:
         return (Table("Encryption at rest: the data directory on fscrypt / gocryptfs vs plain ext4", "encryption",
@@ -168,8 +169,10 @@ class PostgresEngine(Engine):
         atrest.check_no_keep(bool(ctx.options.get("keep")), ctx.variants)
         for enc in at_rest:  # every filesystem checked before anything is made (root, loop, fuse, tools)
             encfs.check(atrest.ENCRYPTION_KINDS[enc])
-        if at_rest:
-            atrest.check_reachable(ctx.data_dir, unprivileged_user("postgres"))
+        parent = None
+        if at_rest:  # the data directory, or None: a directory of their own (the default one out of the server's reach)
+            parent = atrest.mounts_parent(ctx.data_dir, unprivileged_user("postgres"),
+                                          data_dir_given=ctx.data_dir_given)
         if others:
             setup = self._prepare_server(ctx, others)
         else:
@@ -179,17 +182,21 @@ class PostgresEngine(Engine):
             self._servers[setup["schema"]] = None
         if at_rest:
             try:
-                self._prepare_at_rest(ctx, setup, at_rest)
+                self._prepare_at_rest(ctx, setup, at_rest, parent)
             except BaseException:
                 with interrupts.deferred():
                     self.cleanup(setup)
                 raise
         return setup
 
-    def _prepare_at_rest(self, ctx: PrepareContext, setup: dict, encryptions: list[str]) -> None:
-        """One cluster per encryption value, its data directory on a new filesystem of that kind, the same rows."""
+    def _prepare_at_rest(self, ctx: PrepareContext, setup: dict, encryptions: list[str], parent: Path | None) -> None:
+        """One cluster per encryption value, its data directory on a new filesystem of that kind, the same rows;
+        the filesystems made in `parent`, else in a directory of their own in the temporary directory."""
         psycopg = client.psycopg()
         held = self._clusters.setdefault(setup["schema"], [])
+        if parent is None:
+            parent = self._workdirs[setup["schema"]] = encfs.workdir(atrest.WORKDIR_PREFIX)
+        setup["mounts_parent"] = str(parent)
         rows = datagen.row_count_for(ctx.size_bytes)
         setup.update(rows=rows, seed=ctx.seed, generator_version=datagen.GENERATOR_VERSION,
                      page_size=atrest.BLOCK_SIZE, clusters={}, _cluster_access={})
@@ -198,7 +205,7 @@ class PostgresEngine(Engine):
         for enc in encryptions:
             kind = atrest.ENCRYPTION_KINDS[enc]
             ctx.progress(f"encryption={enc}: making a {kind} filesystem and a cluster on it ({rows:,} rows)")
-            mount = atrest.make_mount(enc, ctx.size_bytes, ctx.data_dir)
+            mount = atrest.make_mount(enc, ctx.size_bytes, parent)
             entry = [None, mount]
             held.append(entry)
             server = pg_server.start(settings=atrest.SERVER_SETTINGS, data_parent=mount.path,
@@ -314,6 +321,13 @@ class PostgresEngine(Engine):
                 mount.destroy()
             except EncbenchError as e:
                 problems.append(e)
+        workdir = self._workdirs.pop(setup.get("schema"), None)
+        if workdir is not None and not problems:  # a mount not destroyed keeps its directory (encbench cleanup)
+            try:
+                encfs.remove_workdir(workdir)
+            except OSError as e:
+                problems.append(FilesystemUnavailableError(f"{workdir}: {e.strerror}",
+                                                            hint="run `encbench cleanup` once nothing uses it"))
         try:
             self._cleanup_server(setup)
         finally:
