@@ -35,6 +35,7 @@ RUN_ERRORS = {
     "variant-without-equals": (["--variant", "cache"], 2, "KEY=VALUE"),
     "variant-empty-value": (["--variant", "cache="], 2, "KEY=VALUE"),
     "bad-variant-number": (["--variant", "page_size=1000"], 4, "page_size"),
+    "encrypted-page-size-512": (["--variant", "page_size=512"], 4, "cannot encrypt page_size=512"),
     "unknown-probe": (["--probe", "nope"], 3, "probe"),
     "size-abc": (["--size", "abc"], 4, "--size"),
     "size-0MB": (["--size", "0MB"], 4, "--size"),

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -334,6 +335,44 @@ def test_sigkill_leftovers_are_reclaimed_by_the_next_run(long_data, cli_env, tmp
     assert sum("reclaimed" in line for line in res.stderr.splitlines()) == 1
     assert not scratch_dirs(long_data) and not list(tmp.glob("pymp-*"))
 
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="encbench cleanup needs root")
+def test_sigkill_leftovers_are_reclaimed_by_encbench_cleanup(long_data, cli_env, tmp_path):
+    """SIGKILL of the runner mid-run: `encbench cleanup --data-dir` (not only the next run) removes its scratch-*
+    and pymp-* directories, one line each; a live owner's directories and an unowned one stay."""
+    from encbench.lab import leftovers
+
+    tmp = tmp_path / "tmp"  # a private TMPDIR: multiprocessing's pymp-* directories land here
+    tmp.mkdir()
+    env = dict(cli_env, TMPDIR=str(tmp))
+    live = [long_data / "scratch-live", tmp / "pymp-live"]  # this (live) process's: must stay
+    unowned = tmp / "pymp-unowned"  # another program's (no owner record): must stay
+    for d in (*live, unowned):
+        d.mkdir()
+    for d in live:
+        leftovers.write_owner(d, leftovers.me())
+    try:
+        out = tmp_path / "result.json"
+        res, seen, still = interrupt(encbench_command(), [*LONG_RUN, "--data-dir", str(long_data), "-o", str(out)],
+                                     workdir=tmp_path, env=env, signum=signal.SIGKILL, group=False,
+                                     when=in_a_run(out), exit_timeout=30)
+        assert res.returncode == -signal.SIGKILL and seen >= 1 and not still
+        left = _owned(scratch_dirs(long_data) + sorted(tmp.glob("pymp-*")))
+        killed = {d: pid for d, pid in left.items() if d not in live}
+        assert sorted(d.name.split("-")[0] for d in killed) == ["pymp", "scratch"], left
+        done = subprocess.run(encbench_command() + ["cleanup", "--data-dir", str(long_data)], cwd=tmp_path, env=env,
+                              capture_output=True, text=True, timeout=WAIT)
+        assert done.returncode == 0, done.stderr
+        for d, pid in killed.items():
+            assert not d.exists(), done.stdout
+            assert f"directory {d} (dead pid {pid}): removed" in done.stdout
+        assert "directories: 2 removed" in done.stdout
+        assert all(d.is_dir() for d in live) and unowned.is_dir()
+        assert not any(str(d) in done.stdout for d in (*live, unowned))
+    finally:
+        for d in (*live, unowned):
+            shutil.rmtree(d, ignore_errors=True)
 
 
 @pytest.mark.parametrize("delay", [0.05, 0.15, 0.3, 0.5])

@@ -80,3 +80,30 @@ def test_filesystem_workdirs_are_never_server_candidates(tmp_path):
     leftovers.write_owner(workdir, _dead_owner())
     assert leftovers.reclaim_servers(tmp_path) == []
     assert workdir.exists()
+
+
+def test_pg_filesystem_workdirs_are_never_server_candidates(tmp_path):
+    workdir = tmp_path / "encbench-pg-fs-abc"  # encbench-pg-* would match it
+    workdir.mkdir()
+    leftovers.write_owner(workdir, _dead_owner())
+    assert leftovers.reclaim_servers(tmp_path) == []
+    assert workdir.exists()
+
+
+def test_filesystem_workdirs_are_reclaimed_once_the_ledger_emptied_them(tmp_path, monkeypatch):
+    """A killed at-rest run's filesystems' directory (host/encfs.workdir): removed when its owner is dead and only
+    its owner record is left; while it still holds a filesystem's directory (the ledger's to tear down), kept."""
+    monkeypatch.setattr("tempfile.tempdir", str(tmp_path))
+    empty, holding, live = (tmp_path / "encbench-pg-fs-empty", tmp_path / "encbench-maria-fs-holding",
+                            tmp_path / "encbench-pg-fs-live")
+    for d in (empty, holding, live):
+        d.mkdir()
+    leftovers.write_owner(empty, _dead_owner())
+    leftovers.write_owner(holding, _dead_owner())
+    leftovers.write_owner(live, leftovers.me())
+    (holding / "encfs-plain-123").mkdir()
+    removed = leftovers.reclaim(tmp_path / "data")
+    assert [d for d, _ in removed] == [empty]
+    assert not empty.exists() and holding.exists() and live.exists()
+    (holding / "encfs-plain-123").rmdir()  # the ledger tore its filesystem down
+    assert [d for d, _ in leftovers.reclaim(tmp_path / "data")] == [holding]

@@ -1,8 +1,10 @@
-"""`encbench cleanup`: remove what killed runs left of the filesystems encbench made (host/encfs) and
-of the private servers it started (lab/leftovers.reclaim_servers).
+"""`encbench cleanup`: remove what killed runs left of the filesystems encbench made (host/encfs), of
+the private servers it started (lab/leftovers.reclaim_servers) and of their working directories
+(lab/leftovers.reclaim: `scratch-*` in the data directory, `pymp-*` and the filesystems' directories
+in the temporary directory).
 
-Only what the ledger or an owner record in a server's directory names, and only for runs whose
-process is gone (pid + start time): a live run's mounts and servers, any mount encbench did not
+Only what the ledger or an owner record in a directory names, and only for runs whose process is
+gone (pid + start time): a live run's mounts, servers and directories, any mount encbench did not
 create and any directory without an owner record are never touched. A dead run's server still
 running is stopped (SIGTERM, then SIGKILL) only when its command line points into its directory.
 """
@@ -12,10 +14,15 @@ from __future__ import annotations
 import argparse
 import json
 import os
+from pathlib import Path
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
+    from .defaults import data_dir_default
+
     p.add_argument("--json", action="store_true", help="print what was removed as JSON")
+    p.add_argument("--data-dir", default=None,
+                   help=f"the data directory whose scratch-* directories of dead runs to remove (default {data_dir_default()})")
 
 
 def cmd_cleanup(args) -> int:
@@ -26,24 +33,31 @@ def cmd_cleanup(args) -> int:
         raise FilesystemUnavailableError(f"cleanup needs root (running as uid {os.geteuid()})",
                                          hint="run encbench cleanup as root")
     from ..lab import leftovers
+    from .defaults import data_dir_default
 
     servers = leftovers.reclaim_servers()
     done = ledger.reclaim()
+    directories = [{"dir": str(d), "owner_pid": pid}  # after the ledger: it empties the filesystems' directories
+                   for d, pid in leftovers.reclaim(Path(args.data_dir) if args.data_dir else data_dir_default())]
     live = [r["id"] for r in ledger.records() if _is_live(r)]
     rows = [{"id": r["id"], "kind": r.get("kind"), "owner_pid": r["owner"].get("pid"), "workdir": r["workdir"],
              "removed": not problems, "problems": problems} for r, problems in done]
     if args.json:
-        print(json.dumps({"reclaimed": rows, "live_kept": live, "servers": servers}, indent=1))
+        print(json.dumps({"reclaimed": rows, "live_kept": live, "servers": servers, "directories": directories},
+                         indent=1))
     else:
         for row in servers:
             print(_server_line(row))
+        for row in directories:
+            print(f"directory {row['dir']} (dead pid {row['owner_pid']}): removed")
         for row in rows:
             state = "removed" if row["removed"] else "INCOMPLETE: " + "; ".join(row["problems"])
             print(f"{row['id']} (dead pid {row['owner_pid']}) {row['workdir']}: {state}")
         print(f"cleanup: {sum(r['removed'] for r in rows)} removed, "
               f"{sum(not r['removed'] for r in rows)} incomplete, {len(live)} of live runs kept"
               + (f"; servers: {sum(r['removed'] for r in servers)} removed, "
-                 f"{sum(not r['removed'] for r in servers)} incomplete" if servers else ""))
+                 f"{sum(not r['removed'] for r in servers)} incomplete" if servers else "")
+              + (f"; directories: {len(directories)} removed" if directories else ""))
     if any(not r["removed"] for r in rows + servers):
         raise FilesystemUnavailableError("some leftovers could not be removed (listed above)",
                                          hint="stop what still uses them and run encbench cleanup again")

@@ -166,7 +166,7 @@ def cmd_run(args, argv: list[str]) -> int:
         workloads=args.workload or _default_workloads(engine, variants),
         variant_filters=variants,
         runs=runs, warmups=warmups, size_bytes=size, seed=seed, output=output,
-        data_dir=data_dir,
+        data_dir=data_dir, data_dir_given=bool(args.data_dir),
         probes=args.probe or list(DEFAULT_PROBES),
         regenerate=args.regenerate, key=key, key_source=key_source, quick=args.quick,
         command=report.command_line(argv),

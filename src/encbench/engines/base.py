@@ -25,6 +25,7 @@ class PrepareContext:
     progress: Callable[[str], None] = lambda msg: None
     options: dict[str, Any] = field(default_factory=dict)
     params: dict[str, dict] = field(default_factory=dict)  # workload -> resolved --param values
+    data_dir_given: bool = True  # False: data_dir is the default one (--data-dir not given)
 
 
 class Session:
@@ -151,6 +152,10 @@ class Engine:
 
     def check_available(self) -> None:
         """Raise EngineUnavailableError with a hint on how to install what is missing."""
+
+    def check_variants(self, variants: list[Variant]) -> None:
+        """At plan time, before anything is made: raise BadValueError (one line, what to use instead) for a
+        combination of values the engine cannot run, each value being valid on its own."""
 
     def versions(self) -> dict[str, str]:
         return {}

@@ -1,15 +1,17 @@
 """What a run killed with SIGKILL leaves behind, and reclaiming it on the next run.
 
-A killed runner cannot clean up: its `scratch-*` directory in the data directory and the
-`pymp-*` directory multiprocessing made for the forkserver's socket stay. Each of them
-holds an owner record (OWNER_FILE: the runner's pid and process start time, so a reused
-pid is not mistaken for the owner). The next run removes every such directory whose owner
-is gone, leaves the others alone (a live run, or a directory of another program without
-our record), and says what it reclaimed in one stderr line.
+A killed runner cannot clean up: its `scratch-*` directory in the data directory, the
+`pymp-*` directory multiprocessing made for the forkserver's socket and, in an at-rest run,
+the working directory of its filesystems (`encbench-maria-fs-*`, `encbench-pg-fs-*`) stay.
+Each of them holds an owner record (OWNER_FILE: the runner's pid and process start time, so a
+reused pid is not mistaken for the owner). The next run, and `encbench cleanup`, remove every
+such directory whose owner is gone (a filesystems' directory only once the encfs ledger has
+emptied it), leave the others alone (a live run, or a directory of another program without
+our record), and say what they reclaimed.
 
 Who writes the record: `claim()` (called by runner.execute first) for the pymp directory,
 which it creates ahead of the forkserver; the runner for the scratch directory, as soon as
-it makes it.
+it makes it; host/encfs.workdir for a filesystems' directory.
 """
 
 from __future__ import annotations
@@ -26,6 +28,9 @@ import psutil
 OWNER_FILE = ".encbench-owner"
 PATTERNS = ("scratch-*",)  # in the data directory
 TEMP_PATTERNS = ("pymp-*",)  # in the temporary directory
+# in the temporary directory: a run's filesystems' working directory (host/encfs.workdir). What is in it is the
+# encfs ledger's to tear down (mounts, images, keys): it is removed only once nothing but its owner record is left.
+SHELL_PATTERNS = ("encbench-maria-fs-*", "encbench-pg-fs-*")
 
 
 def _start_time(pid: int) -> float | None:
@@ -71,15 +76,26 @@ def alive(owner: dict) -> bool:
     return not isinstance(recorded, (int, float)) or abs(started - recorded) < 1.0
 
 
-def _candidates(data_dir: Path) -> list[Path]:
+def _glob_dirs(base: Path, patterns) -> list[Path]:
     found = []
-    for base, patterns in ((Path(data_dir), PATTERNS), (Path(tempfile.gettempdir()), TEMP_PATTERNS)):
-        for pattern in patterns:
-            try:
-                found += [p for p in base.glob(pattern) if p.is_dir() and not p.is_symlink()]
-            except OSError:
-                continue
+    for pattern in patterns:
+        try:
+            found += [p for p in base.glob(pattern) if p.is_dir() and not p.is_symlink()]
+        except OSError:
+            continue
     return found
+
+
+def _candidates(data_dir: Path) -> list[Path]:
+    temp = Path(tempfile.gettempdir())
+    return _glob_dirs(Path(data_dir), PATTERNS) + _glob_dirs(temp, TEMP_PATTERNS) + _glob_dirs(temp, SHELL_PATTERNS)
+
+
+def _only_the_record(directory: Path) -> bool:
+    try:
+        return all(p.name == OWNER_FILE for p in directory.iterdir())
+    except OSError:
+        return False
 
 
 def reclaim(data_dir: Path) -> list[tuple[Path, int]]:
@@ -89,6 +105,8 @@ def reclaim(data_dir: Path) -> list[tuple[Path, int]]:
         owner = read_owner(d)
         if owner is None or owner["pid"] == os.getpid() or alive(owner):
             continue
+        if any(d.match(p) for p in SHELL_PATTERNS) and not _only_the_record(d):
+            continue  # its filesystems first (the ledger); the next reclaim takes the empty directory
         shutil.rmtree(d, ignore_errors=True)
         if not d.exists():
             removed.append((d, owner["pid"]))
@@ -121,7 +139,7 @@ def claim(data_dir: Path) -> list[tuple[Path, int]]:
 # `encbench cleanup` stops the server still running from a dead owner's directory (only a process whose
 # command line points into that directory: its my.cnf or data directory) and removes the directory.
 SERVER_PATTERNS = ("encbench-maria-*", "encbench-pg-*", "encbench-pgdata-*")  # in the temporary directory
-SERVER_NOT = ("encbench-maria-fs-*",)  # a run's filesystem working directory (host/encfs's ledger reclaims it)
+SERVER_NOT = SHELL_PATTERNS  # a run's filesystems' working directory (reclaim() takes it once the ledger emptied it)
 SERVER_STOP_TIMEOUT_S = 60
 
 

@@ -54,6 +54,7 @@ class RunConfig:
     precision: float | None = None  # --precision: target CI half-width of each headline comparison, in points
     max_time_s: float | None = None  # --max-time: rounds are added until the precision or this time is reached
     pin: bool = True  # --no-pin: False
+    data_dir_given: bool = True  # False: data_dir is the default one (--data-dir not given)
 
     def public(self) -> dict:
         return {
@@ -108,6 +109,7 @@ def plan(config: RunConfig) -> Plan:
         for r in range(config.runs):
             order = wl_variants if r % 2 == 0 else wl_variants[::-1]  # A B B A: drift cancels out
             items += [{"workload": wl.name, "variant": v, "round": r, "warmup": False} for v in order]
+    engine.check_variants(variants)
     return Plan(engine, workloads, variants, items, params, by_workload)
 
 
@@ -261,7 +263,7 @@ def execute(config: RunConfig, *, on_progress: Callable[[str, int, int], None] =
             size_bytes=config.size_bytes, seed=config.seed, data_dir=config.data_dir, scratch_dir=scratch,
             variants=p.variants, regenerate=config.regenerate, key=config.key, key_source=config.key_source,
             progress=lambda msg: on_progress(msg, 0, len(p.items)),
-            options=config.engine_options, params=p.params,
+            options=config.engine_options, params=p.params, data_dir_given=config.data_dir_given,
         )
         setup = p.engine.prepare(ctx)
         doc["dataset"] = {k: v for k, v in setup.items() if not k.startswith("_")}

@@ -20,7 +20,6 @@ import ctypes
 import ctypes.util
 import mmap
 import os
-import tempfile
 from pathlib import Path
 
 from ...errors import CheckFailedError
@@ -29,6 +28,7 @@ from ...host import encfs, oscache
 # variant value -> encfs kind; their baseline lives on BASELINE_KIND
 KINDS = {"fscrypt": "fscrypt", "gocryptfs": "gocryptfs"}
 BASELINE_KIND = "plain"
+WORKDIR_PREFIX = "encbench-maria-fs-"  # the run's mounts' directory, in the temporary directory
 BASELINE_VALUES = ("off", "on")  # the tables of the main server (on the plain mount in a filesystem run)
 IMAGE_BASE_BYTES = 448 << 20  # install-db's files, a 96 MB redo log, undo and system tablespaces, slack
 IMAGE_BYTES_PER_TABLE_BYTE = 6  # the table, a per-run copy, a rebuild's copy, the encrypted twin (on)
@@ -60,8 +60,7 @@ class Mounts:
         self.by_value: dict[str, encfs.Mount] = {}
 
     def create(self, values, size: int, progress=lambda msg: None) -> None:
-        self.workdir = Path(tempfile.mkdtemp(prefix="encbench-maria-fs-"))
-        self.workdir.chmod(0o755)  # the server runs as mysql: it traverses to its data (keys live elsewhere)
+        self.workdir = encfs.workdir(WORKDIR_PREFIX)  # the server runs as mysql: it traverses to its data
         for value, kind in [("off", BASELINE_KIND)] + [(v, KINDS[v]) for v in values]:
             progress(f"making a {kind} filesystem ({size >> 20} MiB image) for encryption={value}")
             mount = self.by_value[value] = encfs.create(kind, size, self.workdir)
@@ -79,7 +78,7 @@ class Mounts:
         self.by_value.clear()
         if self.workdir is not None:
             try:
-                self.workdir.rmdir()
+                encfs.remove_workdir(self.workdir)
             except OSError as e:
                 problems.append(f"{self.workdir}: {e.strerror}")
             self.workdir = None

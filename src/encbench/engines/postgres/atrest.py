@@ -26,6 +26,7 @@ blk_read_time did not move.
 from __future__ import annotations
 
 import os
+import tempfile
 import time
 from pathlib import Path
 
@@ -57,13 +58,18 @@ def check_no_dsn(dsn: str | None, variants: list[dict]) -> None:
                          hint="drop --dsn, or leave out the at-rest workloads (--workload storm,bulk,...)")
 
 
-def check_reachable(directory: Path, user: tuple[str, int, int] | None) -> None:
+WORKDIR_PREFIX = "encbench-pg-fs-"  # the run's filesystems' own directory when the data directory will not do
+DATA_DIR_HINT = "use a --data-dir whose every parent directory others may search (e.g. mkdir -m 755 /var/tmp/encbench)"
+TMPDIR_HINT = "set TMPDIR to a directory whose every parent directory others may search, or give such a --data-dir"
+
+
+def blocker(directory: Path, user: tuple[str, int, int] | None) -> str | None:
     """The server runs as `user` (postgres when we are root): every directory down to its data directory
-    must be searchable by it, or initdb fails. BadValueError naming the first that is not."""
+    must be searchable by it, or initdb fails. What stops it (the first directory it cannot search), or None."""
     import stat
 
     if user is None:
-        return
+        return None
     name, uid, gid = user
     d = Path(directory).resolve()
     for part in [*reversed(d.parents), d]:
@@ -73,9 +79,27 @@ def check_reachable(directory: Path, user: tuple[str, int, int] | None) -> None:
             continue  # made later (under a directory checked here)
         bit = stat.S_IXUSR if st.st_uid == uid else stat.S_IXGRP if st.st_gid == gid else stat.S_IXOTH
         if not st.st_mode & bit:
-            raise BadValueError(f"the server runs as user {name} and cannot reach {directory}: {part} is mode "
-                                f"{stat.S_IMODE(st.st_mode):o}", hint="use a --data-dir whose every parent "
-                                "directory others may search (e.g. mkdir -m 755 /var/tmp/encbench)")
+            return f"the server runs as user {name} and cannot reach {directory}: {part} is mode {stat.S_IMODE(st.st_mode):o}"
+    return None
+
+
+def check_reachable(directory: Path, user: tuple[str, int, int] | None, hint: str = DATA_DIR_HINT) -> None:
+    """BadValueError naming the first directory on the way to `directory` that `user` cannot search."""
+    problem = blocker(directory, user)
+    if problem:
+        raise BadValueError(problem, hint=hint)
+
+
+def mounts_parent(data_dir: Path, user: tuple[str, int, int] | None, *, data_dir_given: bool) -> Path | None:
+    """Where the run's filesystems are made: in the data directory when the server's user can reach it (images
+    on the disk the user chose). The default data directory it cannot reach (as root: under /root, mode 700)
+    gives None: a directory of their own in the temporary directory (encfs.workdir), checked here. A --data-dir
+    it cannot reach is refused (BadValueError): the user named that place."""
+    if data_dir_given or blocker(data_dir, user) is None:
+        check_reachable(data_dir, user)
+        return Path(data_dir)
+    check_reachable(Path(tempfile.gettempdir()), user, hint=TMPDIR_HINT)
+    return None
 
 
 def check_no_keep(keep: bool, variants: list[dict]) -> None:

@@ -12,10 +12,11 @@ import os
 import secrets
 import shutil
 import subprocess
+import tempfile
 from pathlib import Path
 from typing import Any
 
-from ...errors import BadValueError, EncbenchError, EngineUnavailableError, UsageError
+from ...errors import BadValueError, EncbenchError, EngineUnavailableError, FilesystemUnavailableError, UsageError
 from ...probes.waits import DEFAULT_INTERVAL_S
 from ...util.files import check_free_space
 from ...util.redact import redact
@@ -136,6 +137,7 @@ class PostgresEngine(Engine):
     def __init__(self) -> None:
         self._servers: dict[str, pg_server.PgServer | None] = {}
         self._clusters: dict[str, list] = {}  # schema -> [[server or None, mount]] of the at-rest clusters
+        self._workdirs: dict[str, Path] = {}  # schema -> the at-rest filesystems' own directory (encfs.workdir)
 
     def tables(self) -> tuple[Table, ...]:
         return (Table("Encryption at rest: the data directory on fscrypt / gocryptfs vs plain ext4", "encryption",
@@ -169,9 +171,11 @@ class PostgresEngine(Engine):
         atrest.check_no_keep(bool(ctx.options.get("keep")), ctx.variants)
         for enc in at_rest:  # every filesystem checked before anything is made (root, loop, fuse, tools)
             encfs.check(atrest.ENCRYPTION_KINDS[enc])
-        if at_rest:
-            atrest.check_reachable(ctx.data_dir, unprivileged_user("postgres"))
-            check_free_space(ctx.data_dir, len(at_rest) * ctx.size_bytes,  # the rows, in a cluster per value
+        parent = None
+        if at_rest:  # the data directory, or None: a directory of their own (the default one out of the server's reach)
+            parent = atrest.mounts_parent(ctx.data_dir, unprivileged_user("postgres"),
+                                          data_dir_given=ctx.data_dir_given)
+            check_free_space(parent or Path(tempfile.gettempdir()), len(at_rest) * ctx.size_bytes,  # a cluster per value
                              what=f"--size {fmt_bytes(ctx.size_bytes)} ({len(at_rest)} cluster"
                                   f"{'s' if len(at_rest) > 1 else ''}, one per encryption value)",
                              hint="free some space, give another --data-dir, or a smaller --size")
@@ -184,17 +188,21 @@ class PostgresEngine(Engine):
             self._servers[setup["schema"]] = None
         if at_rest:
             try:
-                self._prepare_at_rest(ctx, setup, at_rest)
+                self._prepare_at_rest(ctx, setup, at_rest, parent)
             except BaseException:
                 with interrupts.deferred():
                     self.cleanup(setup)
                 raise
         return setup
 
-    def _prepare_at_rest(self, ctx: PrepareContext, setup: dict, encryptions: list[str]) -> None:
-        """One cluster per encryption value, its data directory on a new filesystem of that kind, the same rows."""
+    def _prepare_at_rest(self, ctx: PrepareContext, setup: dict, encryptions: list[str], parent: Path | None) -> None:
+        """One cluster per encryption value, its data directory on a new filesystem of that kind, the same rows;
+        the filesystems made in `parent`, else in a directory of their own in the temporary directory."""
         psycopg = client.psycopg()
         held = self._clusters.setdefault(setup["schema"], [])
+        if parent is None:
+            parent = self._workdirs[setup["schema"]] = encfs.workdir(atrest.WORKDIR_PREFIX)
+        setup["mounts_parent"] = str(parent)
         rows = datagen.row_count_for(ctx.size_bytes)
         setup.update(rows=rows, seed=ctx.seed, generator_version=datagen.GENERATOR_VERSION,
                      page_size=atrest.BLOCK_SIZE, clusters={}, _cluster_access={})
@@ -203,7 +211,7 @@ class PostgresEngine(Engine):
         for enc in encryptions:
             kind = atrest.ENCRYPTION_KINDS[enc]
             ctx.progress(f"encryption={enc}: making a {kind} filesystem and a cluster on it ({rows:,} rows)")
-            mount = atrest.make_mount(enc, ctx.size_bytes, ctx.data_dir)
+            mount = atrest.make_mount(enc, ctx.size_bytes, parent)
             entry = [None, mount]
             held.append(entry)
             server = pg_server.start(settings=atrest.SERVER_SETTINGS, data_parent=mount.path,
@@ -325,6 +333,13 @@ class PostgresEngine(Engine):
                 mount.destroy()
             except EncbenchError as e:
                 problems.append(e)
+        workdir = self._workdirs.pop(setup.get("schema"), None)
+        if workdir is not None and not problems:  # a mount not destroyed keeps its directory (encbench cleanup)
+            try:
+                encfs.remove_workdir(workdir)
+            except OSError as e:
+                problems.append(FilesystemUnavailableError(f"{workdir}: {e.strerror}",
+                                                            hint="run `encbench cleanup` once nothing uses it"))
         try:
             self._cleanup_server(setup)
         finally:

@@ -19,11 +19,13 @@ from typing import Any, Callable
 from . import datagen
 from ...host import oscache
 from ...host import rawcipher
-from ...errors import CheckFailedError, EngineUnavailableError, WrongKeyError
+from ...errors import BadValueError, CheckFailedError, EngineUnavailableError, WrongKeyError
 from ...util.files import check_free_space
 from ...util.units import fmt_bytes
 from ...probes import Target
+from ...lab.results import replace_atomic
 from ...lab.variants import Variant, VariantKey, int_validator, normalize
+from ...util import filelock
 from ...workloads import column as column_lab
 from ..base import Engine, PrepareContext, Session, Table
 
@@ -37,7 +39,8 @@ VARIANT_KEYS = (
                workloads=AT_REST),
     VariantKey("cache", "cold: caches dropped before each operation; warm: table already in the page cache",
                ("cold", "warm"), ("cold", "warm"), workloads=AT_REST),
-    VariantKey("page_size", "database page size in bytes (512..65536, a power of two)", ("4096",),
+    VariantKey("page_size", "database page size in bytes (a power of two: 512..65536 plain, 1024..65536 with "
+               "encryption=on)", ("4096",),
                validate=int_validator("page_size", lambda n: 512 <= n <= 65536 and n & (n - 1) == 0,
                                       "use a power of two from 512 to 65536"), workloads=AT_REST),
     VariantKey("kdf_iter", "PBKDF2 iterations of the key derivation", ("256000",),
@@ -46,6 +49,14 @@ VARIANT_KEYS = (
     VariantKey("key", "passphrase (derived with PBKDF2 at open) or raw (a 256-bit key, no derivation)",
                ("passphrase",), ("passphrase", "raw"), applies_when=(("encryption", "on"),), workloads=AT_REST),
 )
+LOCK_FILE = ".lock"  # in a dataset's directory: held while its files are checked and built
+# SQLCipher 4 keeps a 16-byte IV and a 64-byte HMAC-SHA512 at the end of every page (80 reserved bytes);
+# SQLite allows a 512-byte page at most 32 (sqlite3BtreeSetPageSize turns such a page into 1024 bytes while
+# SQLCipher's codec still works in 512-byte units: the file written opens again neither at 512 nor at 1024).
+# Encrypted pages start at 1024 bytes.
+SQLCIPHER_RESERVE_BYTES = 80
+SQLITE_MAX_RESERVE_AT_512 = 32
+MIN_ENCRYPTED_PAGE_SIZE = 1024
 COLUMN_TABLE = "col"  # the column workload's table, in a plain database file of its own per run
 
 
@@ -224,7 +235,9 @@ _DBSTATUS_CACHE_MISS, _DBSTATUS_CACHE_WRITE = 8, 9
 
 @contextlib.contextmanager
 def _building(path: Path):
-    """Build a file under a temporary name; rename it into place only when complete."""
+    """Build a file under a temporary name; rename it into place only when complete. Only under the data
+    directory's lock (prepare): the one name is then never built twice at once, and what a killed build
+    left under it is deleted by the next."""
     tmp = path.with_suffix(".tmp")
     tmp.unlink(missing_ok=True)
     try:
@@ -367,6 +380,17 @@ class SQLiteEngine(Engine):
     def check_available(self) -> None:
         _import()
 
+    def check_variants(self, variants: list[Variant]) -> None:
+        small = sorted({int(v["page_size"]) for v in variants
+                        if v.get("encryption") == "on" and int(v.get("page_size", 4096)) < MIN_ENCRYPTED_PAGE_SIZE})
+        if small:
+            raise BadValueError(
+                f"SQLCipher cannot encrypt page_size={small[0]}: it reserves {SQLCIPHER_RESERVE_BYTES} bytes per page "
+                f"(16-byte IV + 64-byte HMAC-SHA512) and SQLite allows a 512-byte page at most "
+                f"{SQLITE_MAX_RESERVE_AT_512}",
+                hint=f"use page_size={MIN_ENCRYPTED_PAGE_SIZE}..65536, or --variant encryption=off for plain SQLite "
+                     f"at {small[0]}")
+
     def versions(self) -> dict[str, str]:
         sqlcipher3 = _import()
         conn = sqlcipher3.connect(":memory:")
@@ -397,9 +421,13 @@ class SQLiteEngine(Engine):
             ddir.mkdir(parents=True, exist_ok=True)
         passphrase = ctx.key or DEFAULT_PASSPHRASE
         files: dict[str, dict] = {}
-        for variant in ctx.variants:
-            if "encryption" in variant:  # the column workload's variants make their own table per run
-                self._ensure(sqlcipher3, ctx, ddir, spec, variant, passphrase, files)
+        at_rest = [v for v in ctx.variants if "encryption" in v]  # the column workload makes its own table per run
+        if at_rest:
+            # runs sharing a data directory: one checks and builds while the others wait, then reuse its files
+            with filelock.locked(ddir / LOCK_FILE, on_wait=lambda: ctx.progress(
+                    f"waiting for another run building the data in {ddir}")):
+                for variant in at_rest:
+                    self._ensure(sqlcipher3, ctx, ddir, spec, variant, passphrase, files)
         column = self._column_setup(ctx)
         return {
             "dataset_id": dataset_id,
@@ -466,7 +494,9 @@ class SQLiteEngine(Engine):
         meta = {"spec": spec, "variant": {k: v for k, v in variant.items() if k != "cache"},
                 "generation_s": time.perf_counter() - t0,
                 "bytes": path.stat().st_size}
-        meta_path.write_text(json.dumps(meta))
+        # the file's completion mark, written after the file is in place: a build cut short leaves no mark
+        replace_atomic(meta_path, json.dumps(meta), what="the data file's description",
+                       hint="check free space in the data directory")
         files[name] = dict(meta, reused=False, path=str(path), encrypted_on_disk=check_at_rest(path, variant))
         return files[name]
 

@@ -15,6 +15,7 @@ left before it makes anything, and `encbench cleanup` does the same on demand.
 from __future__ import annotations
 
 import sys
+import tempfile
 from pathlib import Path
 from types import ModuleType
 
@@ -28,7 +29,8 @@ KINDS: Registry[ModuleType] = Registry("encrypted filesystem kind")
 for _kind in (plain, fscrypt, gocryptfs):
     KINDS.register(_kind.NAME, _kind)
 
-__all__ = ["KINDS", "Mount", "create", "cipher_info", "check", "reclaim", "reclaim_quietly"]
+__all__ = ["KINDS", "Mount", "create", "cipher_info", "check", "reclaim", "reclaim_quietly", "workdir",
+           "remove_workdir"]
 
 
 def check(kind: str) -> None:
@@ -82,6 +84,26 @@ def create(kind: str, size: int, workdir: str | Path) -> Mount:
                  backing_kind=module.BACKING_KIND, image=Path(record["image"]), cipher_side=module.CIPHER_SIDE,
                  record_id=record["id"], workdir=Path(record["workdir"]), key_files=tuple(made["key_files"]),
                  _destroy=_destroyer(record))
+
+
+def workdir(prefix: str) -> Path:
+    """A new directory in the temporary directory to make a run's filesystems in, searchable by a server running
+    as another user (postgres, mysql). It holds this process's owner record: what a killed run leaves of it is
+    removed by the next run or `encbench cleanup` once empty (its mounts are the ledger's to tear down)."""
+    from ...lab import leftovers
+
+    d = Path(tempfile.mkdtemp(prefix=prefix))
+    d.chmod(0o755)
+    leftovers.write_owner(d, leftovers.me())
+    return d
+
+
+def remove_workdir(directory: Path) -> None:
+    """Remove a `workdir` once its filesystems are destroyed (OSError when something is still in it)."""
+    from ...lab import leftovers
+
+    (Path(directory) / leftovers.OWNER_FILE).unlink(missing_ok=True)
+    Path(directory).rmdir()
 
 
 def cipher_info(mount: Mount, measure: bool = False) -> dict:

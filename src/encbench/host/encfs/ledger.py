@@ -21,7 +21,6 @@ still found); keys in KEY_ROOT, a tmpfs when /dev/shm is one (keys never reach a
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import json
 import os
 import secrets
@@ -33,6 +32,7 @@ from pathlib import Path
 import psutil
 
 from ...lab import leftovers
+from ...util import filelock
 from . import base
 
 STATE_DIR = Path(os.environ.get("ENCBENCH_ENCFS_STATE", "/var/lib/encbench/encfs"))
@@ -101,12 +101,8 @@ def records() -> list[dict]:
 def locked():
     """One reclaimer at a time (two runs starting together must not tear down the same record twice)."""
     STATE_DIR.mkdir(parents=True, exist_ok=True, mode=0o700)
-    fd = os.open(STATE_DIR / ".lock", os.O_RDWR | os.O_CREAT, 0o600)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX)
+    with filelock.locked(STATE_DIR / ".lock", mode=0o600):
         yield
-    finally:
-        os.close(fd)
 
 
 # -- what the kernel says ----------------------------------------------------------------------
