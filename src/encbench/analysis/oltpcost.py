@@ -20,6 +20,7 @@ from __future__ import annotations
 import math
 
 from . import stats
+from .words import metric_word
 
 WORKLOAD = "oltp"
 MIN_READS_PER_TXN = 0.05  # below this a mix barely reads from storage: no cost per page read is derived
@@ -128,6 +129,10 @@ def misses(entry: dict, c: dict) -> list[str]:
 
 def oltp_costs(doc: dict, groups, comps: list[dict], derived: list[dict], baseline_for) -> list[dict]:
     """One entry per oltp comparison's contender: the added CPU per transaction, per page read, the check."""
+    from ..engines import engine_named  # the engine's word for its CPU: "server CPU", or the embedded engine's "CPU"
+
+    engine = engine_named(doc["engine"]["name"])
+    cpu_word = metric_word("cpu_s", engine.metric_words if engine else None)
     out = []
     costs = scan_costs(derived)
     seen = set()
@@ -146,7 +151,7 @@ def oltp_costs(doc: dict, groups, comps: list[dict], derived: list[dict], baseli
         tps_b, _ = _mean_ci(base.get("tps"))
         tps_c, _ = _mean_ci(cont.get("tps"))
         variant = next((r["variant"] for r in doc["runs"] if r["variant_label"] == c["contender"]), {})
-        entry = {"workload": WORKLOAD, "operation": c["operation"], "baseline": c["baseline"],
+        entry = {"workload": WORKLOAD, "operation": c["operation"], "baseline": c["baseline"], "cpu_word": cpu_word,
                  "contender": c["contender"], "script": variant.get("script"), "memory": variant.get("memory"),
                  "clients": variant.get("clients"), "page_size": _page_size(doc, cont),
                  "added_cpu_us_per_txn": diff.value, "added_cpu_us_per_txn_ci": list(diff.ci) if diff.ci else None,
@@ -216,8 +221,8 @@ def compared(e: dict) -> str:
     """'encryption=on vs off': the setting in which contender and baseline differ."""
     base = dict(p.split("=", 1) for p in e["baseline"].split(",") if "=" in p)
     cont = dict(p.split("=", 1) for p in e["contender"].split(",") if "=" in p)
-    diff = [k for k in cont if base.get(k) != cont[k]]
-    return ", ".join(f"{k}={cont[k]} vs {base.get(k)}" for k in diff) or f"{e['contender']} vs {e['baseline']}"
+    diff = [k for k in cont if k in base and base[k] != cont[k]]  # keys only the contender has (kdf_iter) follow
+    return ", ".join(f"{k}={cont[k]} vs {base[k]}" for k in diff) or f"{e['contender']} vs {e['baseline']}"
 
 
 def _f(x: float | None, fmt: str = "{:,.1f}") -> str:
@@ -234,8 +239,8 @@ def lines(entries: list[dict] | None) -> list[str]:
     out = []
     for e in entries or []:
         head = (f"{label_of(e)}, {compared(e)}: {_f(e['tps_baseline'])} -> "
-                f"{_f(e['tps_contender'])} transactions/s; +{_f(e['added_cpu_us_per_txn'])} µs server CPU per "
-                f"transaction{_ci(e['added_cpu_us_per_txn_ci'])}; {_f(e['pages_read_per_txn'], '{:.2f}')} page reads "
+                f"{_f(e['tps_contender'])} transactions/s; {_f(e['added_cpu_us_per_txn'], '{:+,.1f}')} µs "
+                f"{e.get('cpu_word', 'CPU')} per transaction{_ci(e['added_cpu_us_per_txn_ci'])}; {_f(e['pages_read_per_txn'], '{:.2f}')} page reads "
                 f"and {_f(e['pages_written_per_txn'], '{:.2f}')} page writes per transaction")
         if e["added_cpu_us_per_page_read"] is not None:
             head += (f"; {_f(e['added_cpu_us_per_page_read'])} µs per page read"
@@ -246,11 +251,11 @@ def lines(entries: list[dict] | None) -> list[str]:
         out.append(head)
         c = e.get("estimate_check")
         if not c:
-            out.append(f"  {label_of(e)}: no per-page estimate to check (no cold scan-eq/scan-like in this file: add "
+            out.append(f"{label_of(e)}: no per-page estimate to check (no cold scan-eq/scan-like in this file: add "
                        "--workload scan-eq, or `encbench estimate --from SCANS --check THIS`)")
             continue
         parts = ", ".join(f"{k} {_f(v)} µs" for k, v in c["parts_us_per_txn"].items())
-        text = (f"  estimate checked ({c['per_page_source']}, {_f(c['per_page_read_us'], '{:.2f}')} µs per page): "
+        text = (f"{label_of(e)}: the estimate checked ({c['per_page_source']}, {_f(c['per_page_read_us'], '{:.2f}')} µs per page): "
                 f"predicts {_f(c['predicted_us_per_txn'])} µs per transaction ({parts}) where "
                 f"{_f(c['measured_us_per_txn'])}{_ci(c['measured_ci_us'])} were measured")
         if c["error_pct"] is not None:
@@ -259,5 +264,5 @@ def lines(entries: list[dict] | None) -> list[str]:
             text += (f"; at {_f(c['tps'])} transactions/s: {c['predicted_added_cores']:.4f} cores predicted, "
                      f"{c['measured_added_cores']:.4f} measured")
         out.append(text)
-        out += [f"  misses: {m}" for m in c["misses"]]
+        out += [f"{label_of(e)}: the model misses: {m}" for m in c["misses"]]
     return out

@@ -19,7 +19,7 @@ from .base import Operation, Param, Workload
 from .capabilities import OltpSession
 
 OPERATION = "mix"
-FULL_READS_PER_TXN = 0.01  # memory=100%: at most this many physical page reads per transaction in steady state
+FULL_READS_PER_TXN = 0.1  # memory=100%: at most one physical page read in ten transactions in steady state
 POOL_TOLERANCE = 0.25  # the engine's pool within ±25% of the share asked for (its size granularity)
 
 

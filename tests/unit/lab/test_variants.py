@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import pytest
 
-from encbench.engines.sqlite.engine import VARIANT_KEYS
+from encbench.engines.sqlite.engine import VARIANT_KEYS as ALL_KEYS
 from encbench.errors import BadValueError, UnknownNameError, UsageError
 from encbench.lab.variants import VariantKey, baseline_of, int_validator, label, matrix, normalize, parse_filters
 
 KEY_NAMES = ["encryption", "cache", "page_size", "kdf_iter", "key"]
+OLTP_KEY_NAMES = ["encryption", "page_size", "kdf_iter", "key", "script", "memory", "clients"]
+# the at-rest workloads' keys (the oltp workload's script, memory and clients vary only the oltp workload)
+VARIANT_KEYS = tuple(k for k in ALL_KEYS if k.for_workload("scan-eq"))
 
 OFF_COLD = {"encryption": "off", "cache": "cold", "page_size": "4096"}
 OFF_WARM = {"encryption": "off", "cache": "warm", "page_size": "4096"}
@@ -18,6 +21,7 @@ ON_WARM = {"encryption": "on", "cache": "warm", "page_size": "4096", "kdf_iter":
 
 def test_sqlite_variant_keys_are_the_documented_ones():
     assert [k.name for k in VARIANT_KEYS] == KEY_NAMES
+    assert [k.name for k in ALL_KEYS if k.for_workload("oltp")] == OLTP_KEY_NAMES
 
 
 # --- parse_filters ------------------------------------------------------------------------

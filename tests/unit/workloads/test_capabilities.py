@@ -39,7 +39,7 @@ def test_every_workload_an_engine_lists_its_session_serves(name):
 
 def test_session_capabilities_by_family():
     engines = {n: set(capabilities.capabilities(ENGINES.get(n).session_class)) for n in ENGINES.names()}
-    assert engines["sqlite"] == {"at rest", "in column"}
+    assert engines["sqlite"] == {"at rest", "in column", "oltp"}
     assert engines["postgres"] == {"at rest", "in transit", "in query", "in column"}
     assert engines["mariadb"] == {"at rest", "in transit", "in query", "in column"}
 
@@ -196,7 +196,7 @@ def test_plan_refuses_a_workload_the_engine_does_not_list():
     with pytest.raises(UnknownNameError) as e:
         runner.plan(_config("sqlite", "storm"))
     assert e.value.exit_code == 3 and "has no workload 'storm'" in str(e.value)
-    assert e.value.hint == "valid: scan-like, scan-eq, dml, rebuild, backup, column"
+    assert e.value.hint == "valid: scan-like, scan-eq, dml, rebuild, backup, column, oltp"
 
 
 def test_require_on_a_fake_engine():

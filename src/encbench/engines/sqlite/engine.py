@@ -16,7 +16,7 @@ import time
 from pathlib import Path
 from typing import Any, Callable
 
-from . import datagen
+from . import datagen, oltp as tpcb
 from ...host import oscache
 from ...host import rawcipher
 from ...errors import BadValueError, CheckFailedError, EngineUnavailableError, WrongKeyError
@@ -26,28 +26,32 @@ from ...probes import Target
 from ...lab.results import replace_atomic
 from ...lab.variants import Variant, VariantKey, int_validator, normalize
 from ...util import filelock
-from ...workloads import column as column_lab
+from ...workloads import column as column_lab, oltp as oltp_lab
 from ..base import Engine, PrepareContext, Session, Table
 
 TABLE = "bench"
 DEFAULT_PASSPHRASE = "encbench-synthetic-data"  # the data is synthetic: this key protects nothing
 DEFAULT_CACHE_KIB = 2000  # SQLite's default page cache (cache_size=-2000)
 AT_REST = ("scan-like", "scan-eq", "dml", "rebuild", "backup")  # SQLCipher's workloads: the keys below vary them
+FILES = AT_REST + ("oltp",)  # the workloads on a generated database file, plain or SQLCipher
 
 VARIANT_KEYS = (
     VariantKey("encryption", "SQLCipher page encryption off (plain SQLite) or on", ("off", "on"), ("off", "on"),
-               workloads=AT_REST),
+               workloads=FILES),
     VariantKey("cache", "cold: caches dropped before each operation; warm: table already in the page cache",
                ("cold", "warm"), ("cold", "warm"), workloads=AT_REST),
     VariantKey("page_size", "database page size in bytes (a power of two: 512..65536 plain, 1024..65536 with "
                "encryption=on)", ("4096",),
                validate=int_validator("page_size", lambda n: 512 <= n <= 65536 and n & (n - 1) == 0,
-                                      "use a power of two from 512 to 65536"), workloads=AT_REST),
+                                      "use a power of two from 512 to 65536"), workloads=FILES),
     VariantKey("kdf_iter", "PBKDF2 iterations of the key derivation", ("256000",),
                validate=int_validator("kdf_iter", lambda n: 1 <= n <= 10_000_000, "use 1 to 10000000"),
-               applies_when=(("encryption", "on"),), workloads=AT_REST),
+               applies_when=(("encryption", "on"),), workloads=FILES),
     VariantKey("key", "passphrase (derived with PBKDF2 at open) or raw (a 256-bit key, no derivation)",
-               ("passphrase",), ("passphrase", "raw"), applies_when=(("encryption", "on"),), workloads=AT_REST),
+               ("passphrase",), ("passphrase", "raw"), applies_when=(("encryption", "on"),), workloads=FILES),
+    oltp_lab.script_key(tpcb.SCRIPTS),
+    oltp_lab.memory_key(),
+    oltp_lab.clients_key(),
 )
 LOCK_FILE = ".lock"  # in a dataset's directory: held while its files are checked and built
 # SQLCipher 4 keeps a 16-byte IV and a 64-byte HMAC-SHA512 at the end of every page (80 reserved bytes);
@@ -90,13 +94,15 @@ def _reusable(ddir: Path, name: str, regenerate: bool) -> bool:
 
 
 def file_name(variant: Variant) -> str:
+    """The data file of a variant: the bench table's, or (an oltp variant) the TPC-B tables' ("tpcb-...")."""
     ps = variant.get("page_size", "4096")
+    prefix = "tpcb-" if "script" in variant else ""
     if variant.get("encryption") != "on":
-        return f"plain-p{ps}.db"
-    return f"enc-p{ps}-k{variant['kdf_iter']}-{variant['key']}.db"
+        return f"{prefix}plain-p{ps}.db"
+    return f"{prefix}enc-p{ps}-k{variant['kdf_iter']}-{variant['key']}.db"
 
 
-class SQLiteSession(Session):
+class SQLiteSession(tpcb.OltpSessionMixin, Session):
     def __init__(self, path: Path, variant: Variant, setup: dict, *, copy_of: Path | None, create: bool = False):
         sqlcipher3 = _import()
         self.path, self.variant, self.copy_of = path, variant, copy_of
@@ -113,10 +119,24 @@ class SQLiteSession(Session):
             "cpu_s": (ru1.ru_utime - ru0.ru_utime) + (ru1.ru_stime - ru0.ru_stime),
         }
         self._counters = page_counters(self.conn, path)
+        self._target: Target | None = None
+        self.setup_oltp = setup.get("oltp") or {}
 
     def target(self) -> Target:
+        if self._target is not None:  # an operation's own (the oltp clients' connections)
+            return self._target
         extra = {"counters": self._counters} if self._counters else {}
         return Target(pids=[os.getpid()], page_size=self.page_size, extra=extra)
+
+    def use_target(self, target: Target | None) -> None:
+        self._target = target
+
+    def _connect_to(self, path: Path):
+        """Another connection to this session's file, keyed like its own (the oltp workload's clients)."""
+        return _connect(_import(), path, self.variant, self._key)
+
+    def _counters_of(self, conn):
+        return page_counters(conn, self.path)
 
     def _files(self) -> list[Path]:
         return [p for p in (self.path, Path(f"{self.path}-journal"), Path(f"{self.path}-wal")) if p.exists()]
@@ -173,6 +193,8 @@ class SQLiteSession(Session):
         return {"backup_encrypted": int(check_at_rest(dest, self.variant))}
 
     def close(self) -> None:
+        if self._clients is not None:  # the oltp workload's client connections
+            self._clients.close()
         self.conn.close()
         if self.copy_of is not None:
             for p in self._files():
@@ -255,6 +277,12 @@ def is_encrypted_file(path: Path) -> bool:
     """A plain SQLite file starts with its magic header; a SQLCipher file starts with random salt."""
     with open(path, "rb") as f:
         return f.read(len(SQLITE_HEADER)) != SQLITE_HEADER
+
+
+def tpcb_spec(ctx: PrepareContext) -> dict:
+    """The oltp workload's data set: pgbench's tables, the accounts sized from --size (`rows`: its accounts)."""
+    return {"generator": "tpcb-1", "rows": tpcb.accounts_for(ctx.size_bytes), "seed": ctx.seed,
+            "accounts": tpcb.accounts_for(ctx.size_bytes)}
 
 
 def check_at_rest(path: Path, variant: Variant) -> bool:
@@ -356,7 +384,7 @@ class SQLiteEngine(Engine):
     name = "sqlite"
     description = "SQLite plain vs SQLCipher 4 (embedded, no server; PyPI sqlcipher3-wheels)"
     variant_keys = (*VARIANT_KEYS, column_lab.method_key())
-    workloads = (*AT_REST, "column")
+    workloads = (*AT_REST, "column", "oltp")
     default_workloads = AT_REST  # the column lab on request: --workload column, --method or --variant method=
     session_class = SQLiteSession
     label = "SQLite/SQLCipher"
@@ -373,7 +401,7 @@ class SQLiteEngine(Engine):
     profile_in_process = True
 
     def tables(self) -> tuple[Table, ...]:
-        return (Table("", "encryption", "off", AT_REST),
+        return (Table("", "encryption", "off", FILES),
                 Table("Column encryption (SQLite is embedded: every CPU figure is the application's, the client's)",
                       "method", column_lab.BASELINE, ("column",), column_lab.TABLE_COLUMNS))
 
@@ -422,12 +450,14 @@ class SQLiteEngine(Engine):
         passphrase = ctx.key or DEFAULT_PASSPHRASE
         files: dict[str, dict] = {}
         at_rest = [v for v in ctx.variants if "encryption" in v]  # the column workload makes its own table per run
+        oltp = tpcb_spec(ctx) if any("script" in v for v in at_rest) else None
         if at_rest:
             # runs sharing a data directory: one checks and builds while the others wait, then reuse its files
             with filelock.locked(ddir / LOCK_FILE, on_wait=lambda: ctx.progress(
                     f"waiting for another run building the data in {ddir}")):
                 for variant in at_rest:
-                    self._ensure(sqlcipher3, ctx, ddir, spec, variant, passphrase, files)
+                    self._ensure(sqlcipher3, ctx, ddir, oltp if "script" in variant else spec, variant, passphrase,
+                                 files)
         column = self._column_setup(ctx)
         return {
             "dataset_id": dataset_id,
@@ -439,6 +469,7 @@ class SQLiteEngine(Engine):
             "files": files,
             "key_source": ctx.key_source,
             "_passphrase": passphrase,  # keys starting with _ never reach result files
+            **({"oltp": oltp} if oltp else {}),
             **column,
         }
 
@@ -484,13 +515,13 @@ class SQLiteEngine(Engine):
         if variant.get("encryption") == "on":
             plain_variant = normalize({**variant, "encryption": "off"}, VARIANT_KEYS)
             plain = self._ensure(sqlcipher3, ctx, ddir, spec, plain_variant, passphrase, files)
-            ctx.progress(f"encrypting {name} ({spec['rows']:,} rows)")
+            ctx.progress(f"encrypting {name} ({spec['rows']:,} rows)")  # an oltp spec's rows: its accounts
             t0 = time.perf_counter()
             self._export_encrypted(sqlcipher3, Path(plain["path"]), path, variant, passphrase)
         else:
             ctx.progress(f"generating {name} ({spec['rows']:,} rows)")
             t0 = time.perf_counter()
-            self._write_plain(sqlcipher3, path, variant, spec["rows"], spec["seed"])
+            self._write_plain(sqlcipher3, path, variant, spec)
         meta = {"spec": spec, "variant": {k: v for k, v in variant.items() if k != "cache"},
                 "generation_s": time.perf_counter() - t0,
                 "bytes": path.stat().st_size}
@@ -501,9 +532,15 @@ class SQLiteEngine(Engine):
         return files[name]
 
     @staticmethod
-    def _write_plain(sqlcipher3, path: Path, variant: Variant, rows: int, seed: int) -> None:
+    def _write_plain(sqlcipher3, path: Path, variant: Variant, spec: dict) -> None:
+        rows, seed = spec["rows"], spec["seed"]
         with _building(path) as tmp:
             conn = _connect(sqlcipher3, tmp, variant, None, create=True)
+            if "script" in variant:  # the oltp workload's TPC-B tables, as pgbench -i makes them
+                conn.execute("PRAGMA journal_mode = WAL")
+                tpcb.populate(conn, rows)
+                conn.close()
+                return
             conn.execute(f"CREATE TABLE {TABLE} (id INTEGER PRIMARY KEY, k INTEGER NOT NULL,"
                          " grp INTEGER NOT NULL, name TEXT NOT NULL, body TEXT NOT NULL)")
             conn.execute("BEGIN")
@@ -555,6 +592,8 @@ class SQLiteEngine(Engine):
         return report
 
     def open_session(self, setup: dict, variant: Variant, *, mutable: bool, scratch_dir: Path) -> Session:
+        if "script" in variant:  # the oltp mix writes: every run on its own copy of the TPC-B file
+            mutable = True
         if "method" in variant:  # the column workload: a fresh plain database file in the run's scratch directory
             return SQLiteSession(scratch_dir / f"column-{os.getpid()}.db", variant, setup, copy_of=None, create=True)
         source = Path(setup["files"][file_name(variant)]["path"])
