@@ -338,7 +338,8 @@ def derived(doc: dict, groups, comps: list[dict]) -> list[dict]:
         }
         if kernel:
             entry.update(_kernel_worker_part(doc, c, base, cont, pages.mean, page_size))
-        ref = raw.get(str(page_size)) if _raw_reference_applies(engine, contender) else None
+        ref = raw.get(engine.raw_cipher_key(contender, page_size) if engine else str(page_size)) \
+            if _raw_reference_applies(engine, contender) else None
         if ref and entry["decrypt_mb_per_s_per_core"]:
             rawcipher.set_beside(entry, ref)  # a contradiction (faster than the raw cipher) is flagged, not printed
         out.append(entry)

@@ -109,6 +109,11 @@ class Engine:
     at_rest_names: dict[str, str] = {}  # encryption value -> the option's name across engines (encbench atrest)
     # encryption values whose per-page CPU is set beside the calibration's raw cipher (the engine's own cipher)
     raw_cipher_values: tuple[str, ...] = ("on",)
+
+    def raw_cipher_key(self, variant: dict, page_size: int) -> str:
+        """The calibration's raw_cipher entry for a variant's pages (the page size; an engine with more than one
+        page cipher, e.g. SQLCipher's page HMAC, tells them apart)."""
+        return str(page_size)
     # encryption value -> why its crypto CPU is in no measured process (no per-page cost is derived for it);
     # none today: gocryptfs's daemon is in the server side's CPU, fscrypt's kernel workers in kworker_cpu_s
     uncounted_crypto: dict[str, str] = {}

@@ -141,8 +141,13 @@ class EngineLibcrypto:
             lib.EVP_CIPHER_CTX_free(ctx)
 
     def hmac_sha512(self, key: bytes, data: bytes, out) -> None:
+        self.hmac("sha512", key, data, out)
+
+    def hmac(self, digest: str, key: bytes, data: bytes, out) -> None:
         n = ctypes.c_uint()
-        if not self.lib.HMAC(self.lib.EVP_sha512(), key, len(key), data, len(data), out, ctypes.byref(n)):
+        md = getattr(self.lib, f"EVP_{digest}")
+        md.restype = ctypes.c_void_p
+        if not self.lib.HMAC(ctypes.c_void_p(md()), key, len(key), data, len(data), out, ctypes.byref(n)):
             raise RuntimeError("HMAC failed")
 
 
@@ -155,12 +160,12 @@ def _engine_impl(path: str | None) -> tuple[object | None, str | None]:
         return None, f"{type(e).__name__}: {e}"
 
 
-def _bulk_fns(key: bytes, hkey: bytes, iv: bytes, big: bytes, engine=None, mode: str = "CBC"):
+def _bulk_fns(key: bytes, hkey: bytes, iv: bytes, big: bytes, engine=None, mode: str = "CBC", digest: str = "sha512"):
     """(aes, hmac) bulk callables: through the engine's libcrypto when given, else cryptography."""
     if engine is not None:
         out = ctypes.create_string_buffer(len(big) + 32)
         mac = ctypes.create_string_buffer(64)
-        return (lambda: engine.aes_cbc_decrypt(key, iv, big, out)), (lambda: engine.hmac_sha512(hkey, big, mac))
+        return (lambda: engine.aes_cbc_decrypt(key, iv, big, out)), (lambda: engine.hmac(digest, hkey, big, mac))
     from cryptography.hazmat.primitives import hashes, hmac
     from cryptography.hazmat.primitives.ciphers import Cipher, algorithms, modes
 
@@ -173,7 +178,7 @@ def _bulk_fns(key: bytes, hkey: bytes, iv: bytes, big: bytes, engine=None, mode:
         d.finalize()
 
     def mac() -> None:
-        h = hmac.HMAC(hkey, hashes.SHA512())
+        h = hmac.HMAC(hkey, {"sha512": hashes.SHA512, "sha256": hashes.SHA256, "sha1": hashes.SHA1}[digest]())
         h.update(big)
         h.finalize()
 
@@ -234,26 +239,40 @@ def _openssl_cli_version() -> str | None:
         return None
 
 
+SQLCIPHER_HMAC_BYTES = {"sha512": 64, "sha256": 32, "sha1": 20, None: 0}  # the page HMAC's tag (None: no HMAC)
+
+
+def sqlcipher_reserve(hmac: str | None) -> int:
+    """The bytes SQLCipher 4 reserves at a page's end: the IV and the HMAC tag, rounded up to the AES block."""
+    return -(-(IV + SQLCIPHER_HMAC_BYTES[hmac]) // IV) * IV
+
+
 def sqlcipher_page(page_size: int = 4096, *, engine_lib: str | None = None, repeats: int = REPEATS,
-                   seconds: float = SECONDS, cross_check: bool = True) -> dict:
-    """Raw per-page cost of AES-256-CBC decryption + HMAC-SHA512 check, as SQLCipher 4 does it, with its CI."""
-    reserve = IV + HMAC_SHA512
+                   seconds: float = SECONDS, cross_check: bool = True, hmac: str | None = "sha512") -> dict:
+    """Raw per-page cost of AES-256-CBC decryption + the page HMAC's check (SHA-512 by default, as SQLCipher 4
+    does it; sha256, sha1, or None: no HMAC), with its CI."""
+    reserve = sqlcipher_reserve(hmac)
     payload = page_size - reserve
     key, hkey, iv = os.urandom(32), os.urandom(64), os.urandom(IV)
     big = os.urandom(BULK)
     engine, reason = _engine_impl(engine_lib)
-    aes_fn, mac_fn = _bulk_fns(key, hkey, iv, big, engine)
+    aes_fn, mac_fn = _bulk_fns(key, hkey, iv, big, engine, digest=hmac or "sha512")
     aes, mac = [], []
     for _ in range(repeats):  # AES and HMAC interleaved: drift hits both
         aes += _repeat(aes_fn, BULK, 1, seconds)
-        mac += _repeat(mac_fn, BULK, 1, seconds)
+        mac += _repeat(mac_fn, BULK, 1, seconds) if hmac else []
+    if not hmac:
+        mac = [{"mb_per_s": math.inf, "steal": 0.0} for _ in aes]
     per_page = [payload / (a["mb_per_s"] * 1e6) + (payload + IV + 4) / (m["mb_per_s"] * 1e6) for a, m in zip(aes, mac)]
     page = _summary([dict(a, mb_per_s=page_size / p / 1e6, steal=max(a["steal"] or 0, m["steal"] or 0))
                      for a, m, p in zip(aes, mac, per_page)])
-    a_sum, m_sum = _summary(aes), _summary(mac)
+    a_sum = _summary(aes)
+    m_sum = _summary(mac) if hmac else {"value": None, "ci": None, "faults_per_call": 0}
     library = f"the engine's own libcrypto ({engine.version}, via ctypes)" if engine else _cryptography_version()
+    mac_name = f"HMAC-{hmac.upper()}" if hmac else "no HMAC"
     out = {
-        "cipher": f"AES-256-CBC + HMAC-SHA512 per {page_size}-byte page (SQLCipher 4 defaults)",
+        "cipher": (f"AES-256-CBC + {mac_name} per {page_size}-byte page"
+                   + (" (SQLCipher 4 defaults)" if hmac == "sha512" else f" (SQLCipher 4, page HMAC {hmac or 'off'})")),
         "page_size": page_size,
         "payload_bytes": payload,
         "library": library,
@@ -263,11 +282,11 @@ def sqlcipher_page(page_size: int = 4096, *, engine_lib: str | None = None, repe
         "mb_per_s_ci": page["ci"],
         "mb_per_s_repeats": page["repeats"],
         "bulk_aes_256_cbc_mb_per_s": a_sum["value"],
-        "bulk_hmac_sha512_mb_per_s": m_sum["value"],
+        f"bulk_hmac_{hmac or 'sha512'}_mb_per_s": m_sum["value"],
         "bulk_aes_256_cbc_mb_per_s_ci": a_sum["ci"],
-        "bulk_hmac_sha512_mb_per_s_ci": m_sum["ci"],
+        f"bulk_hmac_{hmac or 'sha512'}_mb_per_s_ci": m_sum["ci"],
         "bulk_aes_256_cbc_mb_per_s_range": a_sum.get("spread"),
-        "bulk_hmac_sha512_mb_per_s_range": m_sum.get("spread"),
+        f"bulk_hmac_{hmac or 'sha512'}_mb_per_s_range": m_sum.get("spread"),
         "steal_max": page["steal_max"],
         "steal_flagged_repeats": page["steal_flagged"],
         "page_faults_per_call": max(a_sum["faults_per_call"], m_sum["faults_per_call"]),

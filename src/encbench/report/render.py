@@ -475,7 +475,8 @@ def raw_cipher_lines(doc: dict) -> list[str]:
     for ps, r in ((doc.get("calibration") or {}).get("raw_cipher") or {}).items():
         parts = ", ".join(f"{name} {r[key]:.0f} MB/s" for key, name in (
             ("bulk_aes_256_cbc_mb_per_s", "bulk AES-256-CBC"), ("bulk_hmac_sha512_mb_per_s", "HMAC-SHA512"),
-            ("bulk_aes_256_ctr_mb_per_s", "bulk AES-256-CTR")) if key in r)
+            ("bulk_hmac_sha256_mb_per_s", "HMAC-SHA256"), ("bulk_hmac_sha1_mb_per_s", "HMAC-SHA1"),
+            ("bulk_aes_256_ctr_mb_per_s", "bulk AES-256-CTR")) if r.get(key))
         out.append(f"raw cipher on this CPU: {r['cipher']}: {r['mb_per_s_per_core']:.0f} MB/s per core "
                    f"({fmt_seconds(r['per_page_cpu_s'])} per page; {parts}; {r['library']})"
                    + (f"; {r['spread']}" if r.get("spread") else ""))

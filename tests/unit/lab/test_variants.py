@@ -8,8 +8,9 @@ from encbench.engines.sqlite.engine import VARIANT_KEYS as ALL_KEYS
 from encbench.errors import BadValueError, UnknownNameError, UsageError
 from encbench.lab.variants import VariantKey, baseline_of, int_validator, label, matrix, normalize, parse_filters
 
-KEY_NAMES = ["encryption", "cache", "page_size", "kdf_iter", "key"]
-OLTP_KEY_NAMES = ["encryption", "page_size", "kdf_iter", "key", "script", "memory", "clients"]
+KEY_NAMES = ["encryption", "cache", "page_size", "kdf_iter", "key", "hmac", "kdf_algorithm"]
+OLTP_KEY_NAMES = ["encryption", "page_size", "kdf_iter", "key", "hmac", "kdf_algorithm", "script", "memory",
+                  "clients"]
 # the at-rest workloads' keys (the oltp workload's script, memory and clients vary only the oltp workload)
 VARIANT_KEYS = tuple(k for k in ALL_KEYS if k.for_workload("scan-eq"))
 
@@ -95,11 +96,11 @@ def test_parse_filters_not_key_value_is_usage_error(spec):
 # --- matrix -------------------------------------------------------------------------------
 
 def test_default_matrix_has_four_variants():
-    assert matrix(VARIANT_KEYS, {}) == [OFF_COLD, OFF_WARM, ON_COLD, ON_WARM]
+    assert matrix(VARIANT_KEYS, {}, "scan-eq") == [OFF_COLD, OFF_WARM, ON_COLD, ON_WARM]
 
 
 def test_matrix_drops_encryption_only_keys_when_off():
-    for v in matrix(VARIANT_KEYS, {}):
+    for v in matrix(VARIANT_KEYS, {}, "scan-eq"):
         if v["encryption"] == "off":
             assert "kdf_iter" not in v and "key" not in v
         else:
@@ -107,36 +108,36 @@ def test_matrix_drops_encryption_only_keys_when_off():
 
 
 def test_matrix_keys_in_declared_order():
-    for v in matrix(VARIANT_KEYS, {}):
+    for v in matrix(VARIANT_KEYS, {}, "scan-eq"):
         assert list(v) == [k for k in KEY_NAMES if k in v]
 
 
 def test_matrix_filters_narrow():
-    assert matrix(VARIANT_KEYS, parse_filters(["cache=cold"], VARIANT_KEYS)) == [OFF_COLD, ON_COLD]
-    assert matrix(VARIANT_KEYS, parse_filters(["encryption=on", "cache=warm"], VARIANT_KEYS)) == [ON_WARM]
+    assert matrix(VARIANT_KEYS, parse_filters(["cache=cold"], VARIANT_KEYS), "scan-eq") == [OFF_COLD, ON_COLD]
+    assert matrix(VARIANT_KEYS, parse_filters(["encryption=on", "cache=warm"], VARIANT_KEYS), "scan-eq") == [ON_WARM]
 
 
 def test_matrix_page_size_widens_to_eight():
-    vs = matrix(VARIANT_KEYS, parse_filters(["page_size=1024,4096"], VARIANT_KEYS))
+    vs = matrix(VARIANT_KEYS, parse_filters(["page_size=1024,4096"], VARIANT_KEYS), "scan-eq")
     assert len(vs) == 8
     assert sorted({v["page_size"] for v in vs}) == ["1024", "4096"]
     assert len({label(v) for v in vs}) == 8  # no repeats
 
 
 def test_matrix_kdf_iter_values_do_not_multiply_plain_variants():
-    vs = matrix(VARIANT_KEYS, parse_filters(["kdf_iter=1000,256000"], VARIANT_KEYS))
+    vs = matrix(VARIANT_KEYS, parse_filters(["kdf_iter=1000,256000"], VARIANT_KEYS), "scan-eq")
     assert len(vs) == 2 + 4  # plain x {cold, warm}; encrypted x {cold, warm} x 2 kdf
     assert sum(1 for v in vs if v["encryption"] == "off") == 2
 
 
 def test_matrix_encryption_off_ignores_key_filter():
-    vs = matrix(VARIANT_KEYS, parse_filters(["encryption=off", "key=raw"], VARIANT_KEYS))
+    vs = matrix(VARIANT_KEYS, parse_filters(["encryption=off", "key=raw"], VARIANT_KEYS), "scan-eq")
     assert vs == [OFF_COLD, OFF_WARM]
 
 
 def test_matrix_empty_filter_leaves_nothing():
     with pytest.raises(BadValueError, match="nothing to run"):
-        matrix(VARIANT_KEYS, {"cache": []})  # parse_filters refuses "cache=," (test_parse_filters_refuses_empty_items)
+        matrix(VARIANT_KEYS, {"cache": []}, "scan-eq")  # parse_filters refuses "cache=," (test_parse_filters_refuses_empty_items)
 
 
 def test_label():
@@ -206,11 +207,11 @@ def test_with_placebo_adds_the_key_last_and_once():
 
 
 def test_placebo_changes_nothing_unless_asked():
-    assert matrix(KEYS, {}) == [OFF_COLD, OFF_WARM, ON_COLD, ON_WARM]
+    assert matrix(KEYS, {}, "scan-eq") == [OFF_COLD, OFF_WARM, ON_COLD, ON_WARM]
 
 
 def test_placebo_twins_sit_side_by_side_in_the_matrix():
-    vs = matrix(KEYS, parse_filters(["placebo=a,b"], KEYS))
+    vs = matrix(KEYS, parse_filters(["placebo=a,b"], KEYS), "scan-eq")
     assert vs == [dict(v, placebo=p) for v in (OFF_COLD, OFF_WARM, ON_COLD, ON_WARM) for p in ("a", "b")]
     assert len({label(v) for v in vs}) == 8
     assert label(vs[1]) == "encryption=off,cache=cold,page_size=4096,placebo=b"
@@ -230,10 +231,10 @@ def test_placebo_values_are_short_names(value):
 
 
 def test_placebo_reference_and_twin():
-    vs = matrix(KEYS, parse_filters(["placebo=ref,t1,t2"], KEYS))
+    vs = matrix(KEYS, parse_filters(["placebo=ref,t1,t2"], KEYS), "scan-eq")
     ref = placebo_reference(vs)
     assert ref == "ref"
-    assert placebo_reference(matrix(KEYS, {})) is None
+    assert placebo_reference(matrix(KEYS, {}, "scan-eq")) is None
     assert placebo_twin(dict(ON_COLD, placebo="t2"), ref) == dict(ON_COLD, placebo="ref")
     assert placebo_twin(dict(ON_COLD, placebo="ref"), ref) is None
     assert placebo_twin(ON_COLD, ref) is None and placebo_twin(dict(ON_COLD, placebo="t1"), None) is None
@@ -260,7 +261,7 @@ def test_placebo_note():
 
 def _placebo_doc():
     keys = [{"name": k.name, "applies_when": [list(x) for x in k.applies_when], "workloads": None} for k in KEYS]
-    variants = matrix(KEYS, parse_filters(["placebo=a,b", "cache=cold"], KEYS))
+    variants = matrix(KEYS, parse_filters(["placebo=a,b", "cache=cold"], KEYS), "scan-eq")
     runs = []
     for r in range(3):
         for v in variants:

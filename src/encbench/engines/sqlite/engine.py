@@ -35,6 +35,11 @@ DEFAULT_CACHE_KIB = 2000  # SQLite's default page cache (cache_size=-2000)
 AT_REST = ("scan-like", "scan-eq", "dml", "rebuild", "backup")  # SQLCipher's workloads: the keys below vary them
 FILES = AT_REST + ("oltp",)  # the workloads on a generated database file, plain or SQLCipher
 
+# the page HMAC and the key derivation's hash: variant value -> what SQLCipher's PRAGMAs take and read back
+HMAC = {"sha512": "HMAC_SHA512", "sha256": "HMAC_SHA256", "sha1": "HMAC_SHA1", "off": None}
+KDF_ALGORITHMS = {"sha512": "PBKDF2_HMAC_SHA512", "sha256": "PBKDF2_HMAC_SHA256", "sha1": "PBKDF2_HMAC_SHA1"}
+DEFAULT_HMAC, DEFAULT_KDF = "sha512", "sha512"
+
 VARIANT_KEYS = (
     VariantKey("encryption", "SQLCipher page encryption off (plain SQLite) or on", ("off", "on"), ("off", "on"),
                workloads=FILES),
@@ -49,6 +54,13 @@ VARIANT_KEYS = (
                applies_when=(("encryption", "on"),), workloads=FILES),
     VariantKey("key", "passphrase (derived with PBKDF2 at open) or raw (a 256-bit key, no derivation)",
                ("passphrase",), ("passphrase", "raw"), applies_when=(("encryption", "on"),), workloads=FILES),
+    VariantKey("hmac", "the page HMAC: sha512 (SQLCipher 4's default), sha256, sha1 (SQLCipher 3's), or off (pages "
+               "not authenticated): PRAGMA cipher_hmac_algorithm / cipher_use_hmac; only when named (the default "
+               "otherwise, unnamed in labels)", ("sha512",), tuple(HMAC),
+               applies_when=(("encryption", "on"),), workloads=FILES, named_only=FILES),
+    VariantKey("kdf_algorithm", "the key derivation's PBKDF2 hash: sha512 (default), sha256, sha1 "
+               "(PRAGMA cipher_kdf_algorithm); only when named", ("sha512",), tuple(KDF_ALGORITHMS),
+               applies_when=(("encryption", "on"),), workloads=FILES, named_only=FILES),
     oltp_lab.script_key(tpcb.SCRIPTS),
     oltp_lab.memory_key(),
     oltp_lab.clients_key(),
@@ -99,7 +111,38 @@ def file_name(variant: Variant) -> str:
     prefix = "tpcb-" if "script" in variant else ""
     if variant.get("encryption") != "on":
         return f"{prefix}plain-p{ps}.db"
-    return f"{prefix}enc-p{ps}-k{variant['kdf_iter']}-{variant['key']}.db"
+    hmac, kdf = variant.get("hmac", DEFAULT_HMAC), variant.get("kdf_algorithm", DEFAULT_KDF)
+    settings = (f"-h{hmac}" if hmac != DEFAULT_HMAC else "") + (f"-kd{kdf}" if kdf != DEFAULT_KDF else "")
+    return f"{prefix}enc-p{ps}-k{variant['kdf_iter']}-{variant['key']}{settings}.db"
+
+
+def cipher_pragmas(variant: Variant, schema: str = "") -> list[str]:
+    """The PRAGMAs (after the key) that set a variant's page size, key derivation and page HMAC."""
+    at = f"{schema}." if schema else ""
+    hmac = HMAC[variant.get("hmac", DEFAULT_HMAC)]
+    return [f"PRAGMA {at}cipher_page_size = {variant.get('page_size', '4096')}",
+            f"PRAGMA {at}kdf_iter = {variant['kdf_iter']}",
+            f"PRAGMA {at}cipher_kdf_algorithm = {KDF_ALGORITHMS[variant.get('kdf_algorithm', DEFAULT_KDF)]}",
+            f"PRAGMA {at}cipher_use_hmac = {'ON' if hmac else 'OFF'}",
+            *([f"PRAGMA {at}cipher_hmac_algorithm = {hmac}"] if hmac else [])]
+
+
+def check_cipher_settings(conn, variant: Variant, path: Path) -> dict:
+    """What SQLCipher says the open connection runs (read back), against the variant: CheckFailedError if not it."""
+    got = {"hmac": conn.execute("PRAGMA cipher_hmac_algorithm").fetchone()[0],
+           "use_hmac": conn.execute("PRAGMA cipher_use_hmac").fetchone()[0],
+           "kdf_algorithm": conn.execute("PRAGMA cipher_kdf_algorithm").fetchone()[0],
+           "kdf_iter": conn.execute("PRAGMA kdf_iter").fetchone()[0],
+           "page_size": conn.execute("PRAGMA cipher_page_size").fetchone()[0]}
+    hmac = HMAC[variant.get("hmac", DEFAULT_HMAC)]
+    want = {"use_hmac": "1" if hmac else "0", "kdf_algorithm": KDF_ALGORITHMS[variant.get("kdf_algorithm", DEFAULT_KDF)],
+            "kdf_iter": str(variant["kdf_iter"]), "page_size": str(variant.get("page_size", "4096")),
+            **({"hmac": hmac} if hmac else {})}
+    wrong = {k: (got[k], v) for k, v in want.items() if str(got[k]) != v}
+    if wrong:
+        raise CheckFailedError(f"{path.name} does not run the settings asked for: " + ", ".join(
+            f"{k} is {g}, not {w}" for k, (g, w) in wrong.items()))
+    return got
 
 
 class SQLiteSession(tpcb.OltpSessionMixin, Session):
@@ -119,6 +162,8 @@ class SQLiteSession(tpcb.OltpSessionMixin, Session):
             "cpu_s": (ru1.ru_utime - ru0.ru_utime) + (ru1.ru_stime - ru0.ru_stime),
         }
         self._counters = page_counters(self.conn, path)
+        if self._key is not None:  # what SQLCipher really runs, read back (a run on other settings fails)
+            self.info = {"cipher": check_cipher_settings(self.conn, variant, path)}
         self._target: Target | None = None
         self.setup_oltp = setup.get("oltp") or {}
 
@@ -335,8 +380,8 @@ def _connect(sqlcipher3, path: Path, variant: Variant, key: str | None, *, creat
     conn.execute("PRAGMA cipher_log_level = NONE")  # errors are ours to report, on one line
     if key is not None:
         conn.execute(f"PRAGMA key = {key}")
-        conn.execute(f"PRAGMA cipher_page_size = {variant.get('page_size', '4096')}")
-        conn.execute(f"PRAGMA kdf_iter = {variant['kdf_iter']}")
+        for pragma in cipher_pragmas(variant):
+            conn.execute(pragma)
     elif create:
         conn.execute(f"PRAGMA page_size = {variant.get('page_size', '4096')}")
     try:
@@ -555,18 +600,24 @@ class SQLiteEngine(Engine):
             conn = sqlcipher3.connect(str(plain_path), isolation_level=None)
             conn.execute("PRAGMA cipher_log_level = NONE")
             conn.execute(f"ATTACH DATABASE {_quote(str(tmp))} AS enc KEY {key_sql(variant, passphrase)}")
-            conn.execute(f"PRAGMA enc.cipher_page_size = {variant['page_size']}")
-            conn.execute(f"PRAGMA enc.kdf_iter = {variant['kdf_iter']}")
+            for pragma in cipher_pragmas(variant, "enc"):
+                conn.execute(pragma)
             conn.execute("SELECT sqlcipher_export('enc')")
             conn.execute("DETACH DATABASE enc")
             conn.close()
 
     # -- measurement ------------------------------------------------------------------
+    def raw_cipher_key(self, variant: dict, page_size: int) -> str:
+        """'4096' for SQLCipher 4's defaults, '4096/hmac=sha256' for another page HMAC: each its own reference."""
+        hmac = variant.get("hmac", DEFAULT_HMAC)
+        return str(page_size) if hmac == DEFAULT_HMAC else f"{page_size}/hmac={hmac}"
+
     def calibrate(self, setup: dict) -> dict:
-        sizes = sorted({int(f["variant"].get("page_size", 4096)) for f in setup["files"].values()
-                        if f["variant"].get("encryption") == "on"})
+        pages = sorted({(int(f["variant"].get("page_size", 4096)), f["variant"].get("hmac", DEFAULT_HMAC))
+                        for f in setup["files"].values() if f["variant"].get("encryption") == "on"})
         lib = _import()._sqlite3.__file__  # the OpenSSL SQLCipher links (sqlcipher3 bundles its own)
-        out = {"raw_cipher": {str(ps): rawcipher.sqlcipher_page(ps, engine_lib=lib) for ps in sizes}}
+        out = {"raw_cipher": {self.raw_cipher_key({"hmac": h}, ps): rawcipher.sqlcipher_page(
+            ps, engine_lib=lib, hmac=HMAC[h] and h) for ps, h in pages}}
         if setup.get("column"):  # the column methods' AEADs on one value: the floor of their per-row cost
             from ...host import rawcolumn
 
