@@ -9,7 +9,7 @@ import argparse
 from dataclasses import dataclass
 from typing import Callable
 
-from . import atrest, cleanup, compare, estimate, history, leakcheck, list as list_cmd, report, run, selftest, show, tlsscan
+from . import advise, atrest, cleanup, compare, estimate, history, leakcheck, list as list_cmd, report, run, selftest, show, tlsscan
 
 
 @dataclass(frozen=True)
@@ -40,6 +40,8 @@ COMMANDS: tuple[Command, ...] = (
             report.add_arguments, report.cmd_report),
     Command("estimate", "the CPU at-rest encryption would add to a server, from a measured per-page cost",
             estimate.add_arguments, estimate.cmd_estimate),
+    Command("advise", "which setting makes encryption cheaper, by how much, at what loss of protection (sweeps or "
+                      "result files)", advise.add_arguments, advise.cmd_advise, takes_argv=True),
     Command("selftest", "an A/A check of this machine (about a minute): false positives, noise "
                         "floor, cold cache, CPU placement",
             selftest.add_arguments, selftest.cmd_selftest, takes_argv=True),

@@ -109,11 +109,6 @@ class Engine:
     at_rest_names: dict[str, str] = {}  # encryption value -> the option's name across engines (encbench atrest)
     # encryption values whose per-page CPU is set beside the calibration's raw cipher (the engine's own cipher)
     raw_cipher_values: tuple[str, ...] = ("on",)
-
-    def raw_cipher_key(self, variant: dict, page_size: int) -> str:
-        """The calibration's raw_cipher entry for a variant's pages (the page size; an engine with more than one
-        page cipher, e.g. SQLCipher's page HMAC, tells them apart)."""
-        return str(page_size)
     # encryption value -> why its crypto CPU is in no measured process (no per-page cost is derived for it);
     # none today: gocryptfs's daemon is in the server side's CPU, fscrypt's kernel workers in kworker_cpu_s
     uncounted_crypto: dict[str, str] = {}
@@ -121,6 +116,9 @@ class Engine:
     # probe's kworker_cpu_s to the server's cpu_s, on both sides (analysis/summary.py)
     kernel_worker_crypto: tuple[str, ...] = ()
     selftest_workloads: tuple[str, ...] = ()  # `encbench selftest`'s reduced suite (none: the first default workload)
+    # `encbench advise` (issue 24): the settings that change encryption's price (analysis/advise.Knob), and the
+    # sweeps that measure them (lab/advise.Sweep; advise_sweeps(quick, options))
+    knobs: tuple = ()
     # perf sample categories of its own code (profiling/profiler.py): (category, regex on the shared object, regex
     # on the symbol or ""); in_process: its code is a Python extension, classified before Python's own objects
     profile_categories: tuple[tuple[str, str, str], ...] = ()
@@ -168,6 +166,15 @@ class Engine:
     def prepare(self, ctx: PrepareContext) -> dict:
         """Generate or reuse data; return a JSON-serializable setup passed to every worker."""
         raise NotImplementedError
+
+    def raw_cipher_key(self, variant: dict, page_size: int) -> str:
+        """The calibration's raw_cipher entry for a variant's pages (the page size; an engine with more than one
+        page cipher, e.g. SQLCipher's page HMAC, tells them apart)."""
+        return str(page_size)
+
+    def advise_sweeps(self, quick: bool, options: dict) -> list:
+        """The runs `encbench advise` makes on this engine (lab/advise.Sweep), each varying one knob; none here."""
+        return []
 
     def calibrate(self, setup: dict) -> dict:
         """In-process reference figures (raw cipher speed, ...)."""

@@ -181,10 +181,29 @@ def _flames(doc: dict) -> str:
     return "<h3>Flame graphs</h3>" + "".join(out) if out else ""
 
 
+def advice_section(docs: list[tuple[Path, dict]]) -> str:
+    """`encbench advise`'s ranked list over every file of the report (issue 24), when they measured a knob at two
+    values; else nothing."""
+    from ..analysis import advise
+    from ..engines import engine_named
+
+    knobs = tuple({k.key: k for _, d in docs for k in getattr(engine_named(d["engine"]["name"]), "knobs", ())}.values())
+    pairs = [(str(p), d) for p, d in docs]
+    entries = advise.advise(pairs, knobs, {"docs": dict(pairs), "analyses": {s: an.analyze(d) for s, d in pairs}})
+    if not entries:
+        return ""
+    lines = advise.report_lines(entries, [p for p, _ in pairs])
+    return (f"<section id=\"advice\" class=\"result\"><h2>{_e(lines[0])}</h2><ul class=\"lines advice\">"
+            + "".join(f"<li>{_e(x.strip())}</li>" for x in lines[1:]) + "</ul></section>")
+
+
 def render(docs: list[tuple[Path, dict]]) -> str:
     nav = "".join(f"<li><a href=\"#file-{i}\">{_e(p.name)} ({_e(d['engine']['name'])})</a></li>"
                   for i, (p, d) in enumerate(docs))
-    sections = "\n".join(section(d, p, i) for i, (p, d) in enumerate(docs))
+    advice = advice_section(docs)
+    if advice:
+        nav = "<li><a href=\"#advice\">what makes encryption cheaper (advise)</a></li>" + nav
+    sections = advice + "\n".join(section(d, p, i) for i, (p, d) in enumerate(docs))
     return (f"<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\">"
             f"<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\"><title>encbench report</title>"
             f"<style>{CSS}</style></head><body><header><h1>encbench report</h1>"

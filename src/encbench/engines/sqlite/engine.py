@@ -16,7 +16,7 @@ import time
 from pathlib import Path
 from typing import Any, Callable
 
-from . import datagen, oltp as tpcb
+from . import datagen, knobs as sqlcipher_knobs, oltp as tpcb
 from ...host import oscache
 from ...host import rawcipher
 from ...errors import BadValueError, CheckFailedError, EngineUnavailableError, WrongKeyError
@@ -444,6 +444,10 @@ class SQLiteEngine(Engine):
         ("sqlite", r"_sqlite3|libsqlite|sqlcipher", r""),
     )
     profile_in_process = True
+    knobs = sqlcipher_knobs.KNOBS
+
+    def advise_sweeps(self, quick: bool, options: dict) -> list:
+        return sqlcipher_knobs.sweeps(quick)
 
     def tables(self) -> tuple[Table, ...]:
         return (Table("", "encryption", "off", FILES),

@@ -1,0 +1,86 @@
+"""`encbench advise`: which setting makes encryption cheaper, by how much, at what loss of protection (issue 24)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+
+from .. import errors
+from . import defaults
+from .common import parse_settings
+from .defaults import DEFAULT_RUNS, DEFAULT_SEED, DEFAULT_SIZE, QUICK_SIZE, data_dir_default
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--engine", default=None, help="engine (default sqlite)")
+    p.add_argument("--from", dest="sources", action="append", default=[], metavar="RESULTS",
+                   help="rank what these result files measured instead of running the sweeps (repeatable)")
+    p.add_argument("--quick", action="store_true", help=f"the reduced sweeps, small data ({QUICK_SIZE})")
+    p.add_argument("--runs", default=None, help=f"measured runs per variant (default {DEFAULT_RUNS}: the verdict minimum)")
+    p.add_argument("--warmups", default="1", help="warmup runs per variant (default 1)")
+    p.add_argument("--size", default=None, help=f"data size (default {DEFAULT_SIZE}, --quick {QUICK_SIZE})")
+    p.add_argument("--data-dir", default=None, help=f"where generated data is kept and reused (default {data_dir_default()})")
+    p.add_argument("-o", "--output", default=None, metavar="DIR",
+                   help="directory of the sweeps' result files (default encbench-results/advise-<engine>-<time>)")
+    p.add_argument("--dsn", default=None, help="an existing server: only client-side and session knobs change")
+    p.add_argument("--allow-reconfigure", action="store_true",
+                   help="--dsn: server-side knobs may change too, journaled and restored byte for byte (as `run`)")
+    p.add_argument("--setting", action="append", default=[], metavar="NAME=VALUE",
+                   help="a private server's setting (as `run`)")
+    p.add_argument("--json", action="store_true", help="the ranked entries as JSON")
+
+
+def cmd_advise(args, argv: list[str]) -> int:
+    from ..analysis import advise, summary as analysis
+    from ..engines import DEFAULT_ENGINE, ENGINES, engine_named
+    from ..lab import advise as sweeps_lab, results
+    from ..report import render as report
+    from ..util.units import parse_count, parse_positive_int, parse_size
+
+    if args.sources:
+        if args.engine or args.dsn or args.quick:
+            raise errors.UsageError("--from ranks existing result files: --engine, --dsn and --quick run sweeps",
+                                    hint="drop them, or drop --from")
+        docs = []
+        for src in args.sources:
+            results.check_readable(src)
+            docs.append((src, results.load(src)))
+    else:
+        engine = ENGINES.get(args.engine or DEFAULT_ENGINE)
+        options = {k: v for k, v in (("dsn", args.dsn), ("allow_reconfigure", args.allow_reconfigure),
+                                     ("settings", args.setting and parse_settings(args.setting))) if v}
+        sweeps = engine.advise_sweeps(args.quick, options)
+        if not sweeps:
+            raise errors.UnknownNameError(f"engine {engine.name!r} has no advise sweeps yet",
+                                          hint="engines with sweeps: " + ", ".join(
+                                              n for n, e in ENGINES.items() if e.advise_sweeps(True, {})))
+        out_dir = Path(args.output) if args.output else Path("encbench-results") / (
+            f"advise-{engine.name}-{time.strftime('%Y%m%d-%H%M%S')}")
+        settings = sweeps_lab.Settings(
+            engine=engine.name, runs=parse_positive_int(args.runs or DEFAULT_RUNS, what="--runs", maximum=1000),
+            warmups=parse_count(args.warmups, what="--warmups", maximum=100),
+            size_bytes=parse_size(args.size or (QUICK_SIZE if args.quick else DEFAULT_SIZE)), seed=DEFAULT_SEED,
+            data_dir=defaults.data_dir(args.data_dir), out_dir=out_dir, quick=args.quick, options=options,
+            command=report.command_line(argv), data_dir_given=bool(args.data_dir))
+        sweeps_lab.check(settings, sweeps)  # every name and value checked before anything runs
+        out_dir.mkdir(parents=True, exist_ok=True)
+        results.check_writable(sweeps_lab.path_of(settings, sweeps[0]))
+        try:
+            docs = sweeps_lab.run(settings, sweeps, progress=lambda msg: print(f"advise: {msg}", file=sys.stderr))
+        except KeyboardInterrupt:
+            print(f"encbench: interrupted: the sweeps so far are kept in {out_dir}", file=sys.stderr)
+            return errors.EXIT_INTERRUPTED
+    with results.reading(*[src for src, _ in docs]):
+        analyses = {src: analysis.analyze(doc) for src, doc in docs}
+        knobs = tuple({k.key: k for _, doc in docs
+                       for k in getattr(engine_named(doc["engine"]["name"]), "knobs", ())}.values())
+        entries = advise.advise(docs, knobs, {"docs": dict(docs), "analyses": analyses})
+    if args.json:
+        print(json.dumps({"files": [src for src, _ in docs], "entries": entries, "method": advise.METHOD}, indent=1,
+                         default=str))
+        return 0
+    print("\n".join(advise.report_lines(entries, [src for src, _ in docs])))
+    return 0

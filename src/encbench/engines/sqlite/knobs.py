@@ -1,0 +1,110 @@
+"""SQLCipher's settings that change encryption's price, for `encbench advise` (issue 24).
+
+Each knob is a variant key of the engine (engine.VARIANT_KEYS), applied as a DBA would (PRAGMAs after the key)
+and read back from SQLCipher per run. What each value gives up is said in one plain line; a value that weakens
+protection is never a plain win (analysis/advise.py). The explanations read the measurements: the per-page
+decrypt cost of each value (analysis.derived) and this CPU's flags (SHA-NI).
+"""
+
+from __future__ import annotations
+
+from ...analysis.knob import Cost, Knob
+from ...analysis.knob import Sweep
+
+SCAN = Cost("scan-eq", "cpu_s", scope=(("cache", "cold"),), what="a cold full scan (every page decrypted)")
+OLTP = Cost("oltp", "cpu_us_per_transaction", what="a transaction of the oltp mix")
+OPEN = Cost("(open)", "wall_s", operation="connect", what="opening a connection (the key derivation)")
+
+
+def _per_page(entry: dict, ctx: dict, contender: str) -> float | None:
+    """The derived per-page decrypt cost (µs) of one contender in the entry's file."""
+    derived = (ctx.get("analyses") or {}).get(entry["file"], {}).get("derived") or []
+    found = [d["per_page_cpu_s"] for d in derived if d["contender"] == contender and d.get("kind", "read") == "read"
+             and d["workload"] == entry["workload"]]
+    return found[0] * 1e6 if found else None
+
+
+def explain_hmac(entry: dict, ctx: dict) -> str | None:
+    """Where the page HMAC's price goes, from the per-page costs measured in the same file, and the CPU's SHA-NI."""
+    value, default = _per_page(entry, ctx, entry["contender"]), _per_page(entry, ctx, entry["baseline"])
+    flags = ((ctx.get("docs") or {}).get(entry["file"], {}).get("environment") or {}).get("cpu", {}).get("flags", {})
+    parts = []
+    if value is not None and default is not None and default > 0:
+        if entry["value"] == "off":
+            parts.append(f"the page HMAC is {1 - value / default:.0%} of a page read's decrypt cost here "
+                         f"({default:.1f} µs with HMAC-SHA512, {value:.1f} µs without)")
+        else:
+            parts.append(f"a page read costs {value:.1f} µs with HMAC-{entry['value'].upper()}, {default:.1f} µs with "
+                         "HMAC-SHA512")
+    if entry["value"] == "sha256" and flags:
+        parts.append("this CPU has SHA-NI (SHA-256 in hardware; SHA-512 has none)" if flags.get("sha_ni")
+                     else "this CPU has no SHA-NI")
+    return "; ".join(parts) or None
+
+
+def explain_kdf(entry: dict, ctx: dict) -> str | None:
+    if entry.get("baseline_mean") is None:
+        return None
+    return (f"every new connection derives the key (PBKDF2) before its first query: "
+            f"{entry['baseline_mean'] * 1e3:.0f} ms at the default")
+
+
+def _fewer_iterations(value: str) -> bool:
+    return value.isdigit() and int(value) < 256_000
+
+
+class _Fewer(frozenset):
+    """kdf_iter values below the default weaken the key derivation (any number: not a fixed set)."""
+
+    def __contains__(self, value) -> bool:
+        return _fewer_iterations(str(value))
+
+
+KNOBS = (
+    Knob("hmac", "page HMAC", "sha512", (SCAN, OLTP),
+         gives_up={"off": "pages are no longer authenticated: a changed or corrupted page is decrypted and used as "
+                          "data, undetected (a tampering attacker is not seen)",
+                   "sha1": "a 160-bit SHA-1 tag (SQLCipher 3's): no known forgery of HMAC-SHA1, but SHA-1 is "
+                           "deprecated and some compliance regimes refuse it",
+                   "sha256": "", "sha512": ""},
+         weakens=frozenset({"off", "sha1"}), setting="PRAGMA cipher_hmac_algorithm = HMAC_SHA256 (off: PRAGMA "
+                                                     "cipher_use_hmac = OFF), before the first read; a file keeps the "
+                                                     "HMAC it was written with (sqlcipher_export to change it)",
+         explain=explain_hmac),
+    Knob("kdf_iter", "PBKDF2 iterations", "256000", (OPEN,),
+         gives_up={v: (f"a stolen file's passphrase is {256000 // int(v)}x cheaper to guess (each guess costs "
+                       f"{v} iterations instead of 256000)") for v in ("64000", "16000", "4000", "1000")},
+         weakens=_Fewer(), setting="PRAGMA kdf_iter = N after PRAGMA key (the file is written with it)",
+         explain=explain_kdf),
+    Knob("key", "key form", "passphrase", (OPEN,),
+         gives_up={"raw": "no key derivation: the key must be 32 random bytes from a key manager (a passphrase used "
+                          "as a raw key is as weak as the passphrase)"},
+         setting="PRAGMA key = \"x'<64 hex digits>'\" (a raw key: no PBKDF2 at open)", explain=explain_kdf),
+    Knob("kdf_algorithm", "key derivation hash", "sha512", (OPEN,),
+         gives_up={"sha1": "PBKDF2-HMAC-SHA1 is cheaper per guess on GPUs than SHA-512: a stolen file's passphrase "
+                           "is cheaper to guess", "sha256": "PBKDF2-HMAC-SHA256 runs well on GPUs: guesses are "
+                                                            "cheaper than with SHA-512"},
+         weakens=frozenset({"sha1", "sha256"}), setting="PRAGMA cipher_kdf_algorithm = PBKDF2_HMAC_SHA256",
+         explain=explain_kdf),
+    Knob("page_size", "page size", "4096", (SCAN, OLTP),
+         gives_up={"1024": "", "16384": "larger pages: more bytes read (and decrypted) per random row, more space "
+                                        "for small tables", "65536": "larger pages: more bytes read per random row"},
+         setting="PRAGMA cipher_page_size = N (the file is written with it; sqlcipher_export to change it)"),
+)
+
+
+def sweeps(quick: bool) -> list[Sweep]:
+    """One knob at a time, the rest at SQLCipher's defaults; --quick: the scans only."""
+    cold = ("cache=cold",)
+    out = [
+        Sweep("hmac", "hmac", ("scan-eq",), ("encryption=off,on", "hmac=sha512,sha256,sha1,off", *cold)),
+        Sweep("kdf-iter", "kdf_iter", ("scan-eq",), ("encryption=on", "kdf_iter=256000,64000", "cache=warm")),
+        Sweep("key", "key", ("scan-eq",), ("encryption=on", "key=passphrase,raw", "cache=warm")),
+        Sweep("kdf-algorithm", "kdf_algorithm", ("scan-eq",),
+              ("encryption=on", "kdf_algorithm=sha512,sha256,sha1", "cache=warm")),
+        Sweep("page-size", "page_size", ("scan-eq",), ("encryption=on", "page_size=1024,4096,16384", *cold)),
+    ]
+    if not quick:  # the page HMAC in a real mix: a quarter of the data in SQLite's cache
+        out.append(Sweep("hmac-oltp", "hmac", ("oltp",), ("encryption=off,on", "hmac=sha512,sha256,off",
+                                                          "memory=25%"), ("seconds=5", "warmup_seconds=2")))
+    return out

@@ -1,0 +1,63 @@
+"""Issue 24: `encbench advise` ranks each knob value against its default; a weaker setting is never a plain win and
+an unresolved difference is not ranked."""
+
+from __future__ import annotations
+
+from encbench.analysis import advise, summary as an
+from encbench.analysis.knob import Cost, Knob
+
+SCAN = Cost("scan-eq", "cpu_s", scope=(("cache", "cold"),), what="a cold scan")
+OPEN = Cost("(open)", "wall_s", operation="connect", what="opening a connection")
+KNOBS = (Knob("hmac", "page HMAC", "sha512", (SCAN,), gives_up={"off": "pages not authenticated"},
+              weakens=frozenset({"off"})),
+         Knob("key", "key form", "passphrase", (OPEN,), gives_up={"raw": "a key from a key manager"}))
+
+
+def _doc(cpu: dict[str, float], opens: dict[str, float], spread: float = 0.01) -> dict:
+    runs = []
+    for hmac, c in cpu.items():
+        for i in range(6):
+            j = 1 + spread * (i % 3 - 1)
+            variant = {"encryption": "on", "cache": "cold", "key": "passphrase", "hmac": hmac}
+            runs.append({"workload": "scan-eq", "variant": variant, "variant_label": an.label(variant), "warmup": False,
+                         "operations": [{"operation": "scan", "metrics": {"cpu_s": c * j, "wall_s": c * j}}],
+                         "open": {"wall_s": opens.get("passphrase", 0.2) * j}})
+    for key, o in opens.items():
+        if key == "passphrase":
+            continue
+        for i in range(6):
+            j = 1 + spread * (i % 3 - 1)
+            variant = {"encryption": "on", "cache": "cold", "key": key, "hmac": "sha512"}
+            runs.append({"workload": "scan-eq", "variant": variant, "variant_label": an.label(variant), "warmup": False,
+                         "operations": [{"operation": "scan", "metrics": {"cpu_s": cpu["sha512"] * j}}],
+                         "open": {"wall_s": o * j}})
+    return {"runs": runs, "engine": {"name": "sqlite", "axis": "encryption", "axis_baseline": "off",
+                                     "variant_keys": [{"name": k, "applies_when": []}
+                                                      for k in ("encryption", "cache", "key", "hmac")]}}
+
+
+def test_ranked_within_each_cost_and_weaker_never_a_plain_win():
+    doc = _doc({"sha512": 0.010, "sha256": 0.0066, "off": 0.0035}, {"passphrase": 0.2, "raw": 0.0003})
+    out = advise.advise([("f.json", doc)], KNOBS)
+    by = {(e["key"], e["value"]): e for e in out}
+    assert by[("hmac", "sha256")]["standing"] == advise.SAVES and by[("hmac", "sha256")]["rank"] == 1
+    off = by[("hmac", "off")]
+    assert off["ratio"] < by[("hmac", "sha256")]["ratio"]  # saves more...
+    assert off["standing"] == advise.WEAKER_SAVES and off["rank"] == 2  # ...but weakens: ranked after the plain win
+    assert "but gives up: pages not authenticated" in advise.line(off)
+    raw = by[("key", "raw")]
+    assert raw["what"] == "opening a connection" and raw["rank"] == 1  # ranked in its own cost, not against scans
+    assert raw["ratio"] < 0.01
+
+
+def test_an_unresolved_difference_is_not_ranked():
+    doc = _doc({"sha512": 0.010, "sha256": 0.0098}, {"passphrase": 0.2}, spread=0.3)
+    (e,) = advise.advise([("f.json", doc)], KNOBS)
+    assert e["standing"] == advise.NOT_RESOLVED and e["rank"] is None
+    assert "not resolved" in advise.line(e)
+
+
+def test_no_pair_no_entry_and_a_plain_report():
+    doc = _doc({"sha256": 0.006}, {"passphrase": 0.2})  # no default measured beside it
+    assert advise.advise([("f.json", doc)], KNOBS) == []
+    assert "no knob was measured at two values" in advise.report_lines([], ["f.json"])[0]
