@@ -140,6 +140,10 @@ def line(e: dict) -> str:
              COSTS_MORE: f"costs more: {change}",
              NOT_RESOLVED: f"not resolved: {e['verdict_text']}"}[e["standing"]]
     text = head + words
+    for a in e.get("also") or []:  # the same value measured on another cost (a real mix beside the scan)
+        if a["ratio"] is not None:
+            ci = f" [{_pct(a['ci'][0])}, {_pct(a['ci'][1])}]" if a["ci"] else ""
+            text += f"; {a['what']}: {_pct(a['ratio'])}{ci} {metric_word(a['metric'])} ({a['verdict'].replace('_', ' ')})"
     if e["gives_up"] and e["standing"] != WEAKER_SAVES:
         text += f"; gives up: {e['gives_up']}"
     if e.get("explanation"):
