@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from integration_helpers import HAVE_MARIADB, assert_one_line_error, process_command_lines
+from integration_helpers import HAVE_MARIADB, assert_one_line_error, external_maria, process_command_lines
 
 pytestmark = [pytest.mark.integration,
               pytest.mark.skipif(not HAVE_MARIADB or not shutil.which("sysbench"),
@@ -114,6 +114,39 @@ def test_oltp_tls_from_the_server_view(encbench, tmp_path):
     assert seen["TLSv1.2:ECDHE-RSA-AES256-GCM-SHA384"] == {"TLSv1.2 ECDHE-RSA-AES256-GCM-SHA384"}
     assert len(seen["on"]) == 1 and next(iter(seen["on"])).startswith("TLSv1.")
     assert "tls=on" in res.stdout and _left_behind(before) == (set(), [])
+
+
+def test_oltp_on_a_dsn_server_records_its_pool_and_changes_nothing(encbench, tmp_path):
+    """--dsn: sysbench's schemas made and dropped, the server's own pool recorded (never resized), no memory key."""
+    from encbench.engines.mariadb import server as maria_server
+
+    with external_maria(tls=True, buffer_pool_mb=64) as server:
+        h = server.handle
+        dsn = f"mysql://{maria_server.BENCH_USER}:{h.password}@127.0.0.1:{h.port}/"
+        conn = server.connect()
+        cur = conn.cursor()
+        cur.execute("SHOW DATABASES")
+        databases = {r[0] for r in cur.fetchall()}
+        cur.execute("SELECT @@innodb_buffer_pool_size")
+        pool = cur.fetchone()[0]
+        out = tmp_path / "d.json"
+        res = encbench(*QUICK, "--dsn", dsn, "-o", str(out), timeout=600)
+        assert res.returncode == 0, str(res)
+        assert h.password not in res.stdout + res.stderr + out.read_text()
+        doc = json.loads(out.read_text())
+        runs = _measured(doc)
+        assert {r["variant"]["encryption"] for r, _ in runs} == {"off", "on"}
+        for r, op in runs:
+            x = op["extra"]
+            assert "memory" not in r["variant"] and "memory_held" not in x
+            assert x["memory_requested"] == "the server's own" and x["memory_pool_bytes"] == pool
+            assert x["memory_share"] == pytest.approx(x["memory_pages_total"] * 16384 / x["memory_data_bytes"])
+            assert x["transactions"] > 0 and "encbench changed nothing" in x["memory_how"]
+        cur.execute("SHOW DATABASES")
+        assert {r[0] for r in cur.fetchall()} == databases
+        cur.execute("SELECT @@innodb_buffer_pool_size, @@innodb_old_blocks_time")
+        assert cur.fetchone() == (pool, 1000)
+        conn.close()
 
 
 @pytest.mark.parametrize("args, code, words", [
