@@ -36,7 +36,7 @@ from ...probes import Target
 from ...workloads.oltp import POOL_TOLERANCE, parse_share
 from ...util.units import fmt_bytes
 from . import sysbench
-from .client import check_tls_state
+from .client import check_tls_state, pymysql
 
 SCHEMAS = {"off": "plain", "on": "enc"}  # encryption value -> the schema's suffix
 # the private server when the run has oltp: the pool in 1 MiB steps (MariaDB before 10.11.12 rounds to the chunk
@@ -122,7 +122,7 @@ def prepare(cur, ctx, setup: dict, oltp: list[dict], address: sysbench.Address, 
         facts["size_note"] = note
         ctx.progress(note)
     setup["oltp"] = facts
-    setup.setdefault("versions", {})["sysbench"] = facts["sysbench"]
+    setup.setdefault("versions", {})["sysbench"] = facts["sysbench"].removeprefix("sysbench ")
     for enc in sorted({v["encryption"] for v in oltp}):
         schema = f"{setup['schema']}_{SCHEMAS[enc]}"
         cur.execute(f"CREATE DATABASE {schema}")
@@ -320,7 +320,12 @@ class MariaOltp:
         return list(seen.values())
 
     def _oltp_close(self) -> None:
-        """The private server's pool back to its start size (the other workloads of the run size theirs)."""
+        """The private server's pool back to its start size (the other workloads of the run size theirs); a
+        server that went away keeps the error that said so, not this one."""
         if self.handle is None or not getattr(self, "_pool_changed", False):
             return
-        self.conn.cursor().execute(f"SET GLOBAL innodb_buffer_pool_size = {self.setup['oltp']['start_pool_bytes']}")
+        try:
+            self.conn.cursor().execute(
+                f"SET GLOBAL innodb_buffer_pool_size = {self.setup['oltp']['start_pool_bytes']}")
+        except pymysql().err.MySQLError:
+            pass
