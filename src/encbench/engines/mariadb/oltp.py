@@ -96,7 +96,7 @@ def size_for(size_bytes: int, oltp: list[dict]) -> tuple[int, str | None]:
     if data_bytes_for(size_bytes) >= floor:
         return size_bytes, None
     return floor, (f"oltp data {fmt_bytes(floor)} per schema, not --size {fmt_bytes(size_bytes)}: the buffer pool "
-                   f"grows in {fmt_bytes(POOL_STEP)} steps, and memory={min(shares):.0%} of less would not come "
+                   f"grows in {fmt_bytes(POOL_STEP)} steps, so memory={min(shares):.0%} of less data would not come "
                    f"within {POOL_TOLERANCE:.0%} of its share")
 
 
