@@ -26,6 +26,11 @@ if [ ! -x .venv/bin/pip ]; then
   fi
 fi
 extras=""
+# the MariaDB oltp workload drives sysbench (its OLTP scripts): wherever a MariaDB server is installed
+if { command -v mariadbd >/dev/null 2>&1 || [ -x /usr/sbin/mariadbd ]; } && ! command -v sysbench >/dev/null 2>&1 \
+    && [ "${1:-}" != "--test" ]; then
+  apt_install sysbench
+fi
 if [ "${1:-}" = "--test" ]; then
   extras="[test]"
   # the PostgreSQL tests start a real private server: they need its binaries (and pgbench)
@@ -45,6 +50,8 @@ if [ "${1:-}" = "--test" ]; then
   command -v cc >/dev/null 2>&1 || missing+=(gcc)
   [ -f /usr/include/postgresql/libpq-fe.h ] || missing+=(libpq-dev)
   command -v mariadb >/dev/null 2>&1 || missing+=(mariadb-client)
+  # the MariaDB oltp workload's driver
+  command -v sysbench >/dev/null 2>&1 || missing+=(sysbench)
   # the encrypted-filesystem layer (host/encfs): loop ext4 images, fscrypt, gocryptfs over FUSE
   command -v mkfs.ext4 >/dev/null 2>&1 || [ -x /usr/sbin/mkfs.ext4 ] || missing+=(e2fsprogs)
   command -v fscrypt >/dev/null 2>&1 || missing+=(fscrypt)

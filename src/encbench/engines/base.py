@@ -153,6 +153,14 @@ class Engine:
     def tables(self) -> tuple[Table, ...]:
         return (Table("", self.axis, self.axis_baseline, None, self.table_columns, dict(self.metric_words)),)
 
+    def tables_for(self, variants: list[Variant]) -> tuple[Table, ...]:
+        """The report's tables for a run of these variants (e.g. the axis a workload compares in this run)."""
+        return self.tables()
+
+    def variant_keys_for(self, options: dict) -> tuple[VariantKey, ...]:
+        """The keys a run with these engine options (--dsn, ...) varies: e.g. one a --dsn server cannot."""
+        return self.variant_keys
+
     def check_available(self) -> None:
         """Raise EngineUnavailableError with a hint on how to install what is missing."""
 

@@ -144,7 +144,7 @@ def _reads(d: dict) -> str:
     return f"{fmt_bytes(d['read_bytes'])}{pages}"
 
 
-RATES = (("qps", "q/s"), ("mb_per_s", "MB/s"), ("connections_per_s", "conn/s"), ("rows_per_s", "rows/s"))
+RATES = (("qps", "q/s"), ("tps", "txn/s"), ("mb_per_s", "MB/s"), ("connections_per_s", "conn/s"), ("rows_per_s", "rows/s"))
 
 
 def _rate(d: dict) -> str:
@@ -161,7 +161,7 @@ def _d_rate(r: dict) -> str:
     return "-"
 
 
-PER_UNIT_CPU = ("query", "message", "connection", "row")
+PER_UNIT_CPU = ("query", "message", "connection", "row", "transaction")
 
 
 def _per_unit(prefix: str):
@@ -579,7 +579,7 @@ def header_lines(doc: dict, analysis: an.Analysis | None = None) -> list[str]:
     versions = ", ".join(f"{k} {v}" for k, v in env.get("engine_versions", {}).items())
     runs = sum(1 for r in doc["runs"] if not r.get("warmup"))
     warm = sum(1 for r in doc["runs"] if r.get("warmup"))
-    if "rows" in ds:
+    if ds.get("rows") or ("rows" in ds and "server" not in ds):  # 0 rows on a server: its oltp tables, named below
         data = f"data: {ds['rows']:,} rows (seed {ds.get('seed', '?')}, {fmt_bytes(cfg['size_bytes'])} target)"
     elif "server" in ds:
         srv = ds["server"]

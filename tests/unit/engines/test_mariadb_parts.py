@@ -124,7 +124,8 @@ def test_two_report_tables_one_axis_each():
               "tables": [t.to_dict() for t in ENGINES.get("mariadb").tables()]}
     assert table_for(engine, "dml")["axis"] == "encryption"
     assert table_for(engine, "storm")["axis"] == "tls"
-    assert [t["axis"] for t in tables(engine)] == ["encryption", "tls", "sessions", "method"]
+    assert [t["axis"] for t in tables(engine)] == ["encryption", "tls", "sessions", "method", "encryption"]
+    assert table_for(engine, "oltp")["axis"] == "encryption" and table_for(engine, "oltp")["workloads"] == ["oltp"]
     assert table_for(engine, "column")["axis_baseline"] == "none"
     assert table_for(engine, "hash")["axis_baseline"] == "1"
     old = {"axis": "tls", "axis_baseline": "off"}  # a file written before engine.tables existed

@@ -22,6 +22,7 @@ import fnmatch
 import os
 import secrets
 import subprocess
+import tempfile
 import time
 import tempfile
 from pathlib import Path
@@ -37,7 +38,10 @@ from ...util.redact import redact
 from ...util.units import fmt_bytes
 from ...tls.variants import DEFAULT_TLS, check_tls
 from ...lab.variants import Variant, VariantKey, int_validator
+from ...workloads import oltp as oltp_workload
 from . import column as maria_column
+from . import oltp as maria_oltp
+from . import sysbench
 from .. import column_base
 from . import filesystems
 from . import server as maria_server
@@ -51,6 +55,7 @@ from .session import HASH_FUNCTIONS, RT_ROWS, MariaSession, check_table, copy_ro
 
 AT_REST = ("scan-like", "scan-eq", "dml", "rebuild", "backup")
 IN_TRANSIT = ("storm", "roundtrip", "bulk", "connect")
+OLTP = ("oltp",)  # sysbench on an encrypted and a plain schema (oltp.py): encryption by default, tls when named
 TABLES = {"off": "plain", "on": "enc"}  # fscrypt/gocryptfs: a `plain` table on a server of their own
 INNODB_ROW_BYTES = 420  # stored bytes per generated row in InnoDB (pages, index), to size the buffer pool
 
@@ -58,19 +63,32 @@ VARIANT_KEYS = (
     VariantKey("encryption", "encryption at rest: off/on, a table created ENCRYPTED=NO or ENCRYPTED=YES "
                "(InnoDB, file_key_management, AES_CTR unless --setting changes it); fscrypt/gocryptfs, the server's "
                "data directory on an encrypted filesystem (InnoDB encryption off; `off` then runs on a plain "
-               "loop-mounted ext4 filesystem, needs root)", ("off", "on"), ("off", "on", *filesystems.KINDS),
-               workloads=AT_REST),
+               "loop-mounted ext4 filesystem, needs root); the oltp workload: off/on", ("off", "on"),
+               ("off", "on", *filesystems.KINDS), workloads=AT_REST + OLTP),
     VariantKey("cache", "cold: the private server restarted before each operation (empty buffer pool, O_DIRECT "
                "reads); warm: the table read once before", ("cold", "warm"), ("cold", "warm"),
                workloads=("scan-like", "scan-eq", "dml", "rebuild")),
     VariantKey("tls", "TLS on the connection: off, on (as negotiated) or PROTOCOL:SUITE (the only suite the "
-               "client offers)", DEFAULT_TLS, validate=check_tls, workloads=IN_TRANSIT),
-    VariantKey("clients", "concurrent client connections", ("1", "2"),
-               validate=int_validator("clients", lambda n: 1 <= n <= 256, "use 1 to 256"), workloads=("roundtrip",)),
+               "client offers); oltp: only when named", DEFAULT_TLS, validate=check_tls, workloads=IN_TRANSIT + OLTP,
+               named_only=OLTP),
+    VariantKey("clients", "concurrent client connections (oltp: sysbench threads, 1 unless named)", ("1", "2"),
+               validate=int_validator("clients", lambda n: 1 <= n <= 256, "use 1 to 256"),
+               workloads=("roundtrip",) + OLTP, named_only=OLTP),
+    oltp_workload.script_key(sysbench.SCRIPTS),
+    oltp_workload.memory_key(),
     sweep.function_key(HASH_FUNCTIONS, "sha2-256"),
     sweep.sessions_key(),
     maria_column.method_key(),
 )
+
+
+def _no_memory_on_dsn(value: str) -> str:
+    raise UsageError(f"variant memory={value}: encbench does not change a --dsn server's memory",
+                     hint="drop --variant memory: the oltp run records the share of the data the server's pool holds")
+
+
+DSN_MEMORY = VariantKey("memory", "with --dsn: none (the run records the share the server's own pool holds)", (),
+                        validate=_no_memory_on_dsn, workloads=OLTP)
 
 # which file holds what, and the setting that encrypts it
 FILE_ROLES = (
@@ -135,7 +153,7 @@ class MariaDBEngine(Engine):
     description = ("MariaDB: InnoDB encryption at rest (encrypted vs plain table, cold vs warm buffer pool) and TLS "
                    "in transit (private server on loopback, or --dsn mysql://...)")
     variant_keys = VARIANT_KEYS
-    workloads = AT_REST + IN_TRANSIT + ("hash", "column")
+    workloads = AT_REST + IN_TRANSIT + ("hash", "column") + OLTP
     default_workloads = AT_REST + IN_TRANSIT
     session_class = MariaSession
     profile_categories = (("mariadb", r"mariadbd|mysqld", r""),)
@@ -191,7 +209,24 @@ class MariaDBEngine(Engine):
                   dict(self.metric_words)),
             Table("Column encryption: in the server (maria-aes) or the client vs none", "method", "none", ("column",),
                   maria_column.TABLE_COLUMNS, dict(self.metric_words)),
+            self._oltp_table("encryption"),
         )
+
+    @staticmethod
+    def _oltp_table(axis: str) -> Table:
+        what = "InnoDB tables ENCRYPTED=YES vs NO" if axis == "encryption" else "TLS vs none"
+        return Table(f"OLTP (sysbench), a share of the data in memory: {what}", axis, "off", OLTP,
+                     maria_oltp.TABLE_COLUMNS, {"cpu_s": "server CPU", "client_cpu_s": "client CPU"})
+
+    def tables_for(self, variants: list[Variant]) -> tuple[Table, ...]:
+        """oltp compares tls when the run varies it (encryption then fixed: oltp.check_variants), else encryption."""
+        return tuple(self._oltp_table(maria_oltp.axis(variants)) if t.workloads == OLTP else t for t in self.tables())
+
+    def variant_keys_for(self, options: dict) -> tuple[VariantKey, ...]:
+        """With --dsn, `memory` varies nothing (encbench never resizes that server's pool) and is refused if named."""
+        if not options.get("dsn"):
+            return self.variant_keys
+        return tuple(DSN_MEMORY if k.name == "memory" else k for k in self.variant_keys)
 
     def check_available(self) -> None:
         pymysql()
@@ -204,8 +239,12 @@ class MariaDBEngine(Engine):
         my = pymysql()
         opts = ctx.options
         dsn, settings = opts.get("dsn"), dict(opts.get("settings") or {})
-        at_rest = [v for v in ctx.variants if "encryption" in v]
-        transit = [v for v in ctx.variants if "tls" in v]
+        oltp = maria_oltp.variants_of(ctx.variants)  # its own encryption/tls values: two schemas, sysbench's TLS
+        at_rest = [v for v in ctx.variants if "encryption" in v and v not in oltp]
+        transit = [v for v in ctx.variants if "tls" in v and v not in oltp]
+        if oltp:
+            maria_oltp.check_variants(oltp, dsn=bool(dsn))
+            sysbench.binary()  # missing: one line (exit 10) before any server starts
         wanted_workloads = set(ctx.params)
         rows = datagen.row_count_for(ctx.size_bytes) if at_rest else 0
         bulk_rows = int(ctx.params.get("bulk", {}).get("rows", 0))
@@ -246,6 +285,9 @@ class MariaDBEngine(Engine):
             conn_params = dict(dsn_params)
             admin_params = dict(conn_params)
         else:
+            if oltp:  # the oltp runs size the pool themselves (oltp.py); the data loads through this one
+                maria_oltp.check_free_space(Path(tempfile.gettempdir()), maria_oltp.size_for(ctx.size_bytes, oltp)[0],
+                                            oltp)
             pool_mb = 128 + (3 * rows * INNODB_ROW_BYTES + bulk_rows * 1300 + hash_rows * 80) // (1 << 20)
             pool_mb = -(-pool_mb // 128) * 128
             mounts = None
@@ -258,10 +300,12 @@ class MariaDBEngine(Engine):
                     raise
             ctx.progress(f"starting a private MariaDB server (buffer pool {pool_mb} MB"
                          + (", data on the plain filesystem)" if mounts else ")"))
+            base = maria_server.FS_BENCH if mounts else maria_server.BENCH
             try:
-                server = maria_server.start(settings, base=maria_server.FS_BENCH if mounts else maria_server.BENCH,
+                server = maria_server.start(settings, base=dict(base, **maria_oltp.SERVER_SETTINGS) if oltp else base,
                                             buffer_pool_mb=pool_mb, tls=True, keep=bool(opts.get("keep")),
-                                            data_root=mounts.by_value["off"].path if mounts else None)
+                                            data_root=mounts.by_value["off"].path if mounts else None,
+                                            client_cert=maria_oltp.tls_wanted(oltp))
             except BaseException:
                 self._destroy_mounts(schema)
                 raise
@@ -293,14 +337,16 @@ class MariaDBEngine(Engine):
                     setup["instance_settings"] = {k: v for k, v in server.handle.settings.items()
                                                   if "encrypt" in k or "key_management" in k}
                     setup["mariadb_backup"] = maria_server.binaries().get("mariadb-backup")
+                    if maria_oltp.tls_wanted(oltp):  # sysbench's TLS files (sysbench.Workdir.with_tls)
+                        setup["_oltp_tls"] = {k: str(v) for k, v in server.handle.client_tls.items()}
                     if server.keep:
                         setup["kept_server"] = server.how_to_connect()
-                if any(v["encryption"] == "on" for v in at_rest) and not facts["encryption_plugins"]:
+                if any(v["encryption"] == "on" for v in at_rest + oltp) and not facts["encryption_plugins"]:
                     raise EngineUnavailableError(
                         "the server has no active encryption plugin (e.g. file_key_management): "
                         "encrypted tables cannot be created",
                         hint="load a key management plugin on the server, or run with --variant encryption=off")
-                if any(v["tls"] != "off" for v in transit) and facts["have_ssl"] != "YES":
+                if any(v.get("tls", "off") != "off" for v in transit + oltp) and facts["have_ssl"] != "YES":
                     raise EngineUnavailableError(f"the server has TLS off (have_ssl={facts['have_ssl']}): "
                                                  "TLS variants cannot run",
                                                  hint="configure ssl_cert/ssl_key on the server, or --variant tls=off")
@@ -314,6 +360,11 @@ class MariaDBEngine(Engine):
                 if transit:
                     ctx.progress("creating the in-transit tables")
                     _create_transit(cur, schema, bulk_rows)
+                if oltp:
+                    c = conn_params
+                    maria_oltp.prepare(cur, ctx, setup, oltp, sysbench.Address(
+                        c.get("host", "localhost"), int(c.get("port", 3306)), c.get("user", ""),
+                        str(c.get("password", "")), c.get("unix_socket")), check_table)
                 if hashing:
                     cur.execute("SELECT @@max_connections")
                     check_sessions_fit(max(int(v["sessions"]) for v in hashing), int(cur.fetchone()[0]))
@@ -330,6 +381,12 @@ class MariaDBEngine(Engine):
                 server.handle.restart()
                 for other in self._fs_servers.get(schema, {}).values():
                     other.handle.restart()
+                if oltp:  # InnoDB's own pages in a fresh pool: each oltp run's pool is sized beside them
+                    admin = _connect(my, admin_params, "the MariaDB server")
+                    try:
+                        maria_oltp.after_start(admin.cursor(), setup)
+                    finally:
+                        admin.close()
             if transit or hashing:  # these tables are read from the buffer pool, never from storage
                 admin = _connect(my, admin_params, "the MariaDB server")
                 try:
@@ -426,6 +483,8 @@ class MariaDBEngine(Engine):
         try:
             admin = _connect(my, setup["_admin"], "the MariaDB server")
             try:
+                for schema in (setup.get("oltp") or {}).get("schemas", {}).values():
+                    admin.cursor().execute(f"DROP DATABASE IF EXISTS {schema}")
                 if journal is not None:
                     maria_state.restore(admin, journal)  # the database dropped, then the journal
                 else:
@@ -444,7 +503,7 @@ class MariaDBEngine(Engine):
         if setup.get("hash_functions"):
             out["raw_hash"] = {f: rawhash.raw_hash(f) for f in setup["hash_functions"]}
         out.update(column_base.raw_reference(setup))
-        if "on" not in setup.get("tables", {}):
+        if "on" not in setup.get("tables", {}) and "on" not in (setup.get("oltp") or {}).get("schemas", {}):
             return out
         algo = (setup.get("instance_settings") or {}).get("file_key_management_encryption_algorithm", "AES_CTR")
         mode = "CBC" if algo.upper() == "AES_CBC" else "CTR"

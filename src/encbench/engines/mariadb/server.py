@@ -136,6 +136,13 @@ class Handle:
     def keyfile(self) -> Path:
         return Path(self.root) / "keys.txt"
 
+    @property
+    def client_tls(self) -> dict[str, Path]:
+        """start(client_cert=True): a client certificate and key the server trusts (its ssl_ca), and the
+        server's own certificate (a client's CA)."""
+        return {"cert": Path(self.root) / "client" / "server.crt", "key": Path(self.root) / "client" / "server.key",
+                "ca": Path(self.root) / "server.crt"}
+
     def to_dict(self) -> dict:
         return asdict(self)
 
@@ -255,8 +262,12 @@ def _check_settings(settings: dict) -> None:
 
 
 def start(settings: dict | None = None, *, base: dict | None = None, buffer_pool_mb: int = 128,
-          tls: bool = False, keep: bool = False, data_root: Path | None = None) -> MariaServer:
+          tls: bool = False, keep: bool = False, data_root: Path | None = None,
+          client_cert: bool = False) -> MariaServer:
     """install-db, key file, certificate, config, start; retried on a port race.
+
+    client_cert (with tls): also a client certificate the server trusts (ssl_ca, Handle.client_tls), for a
+    client that always presents one (sysbench 1.0.20's --mysql-ssl=on: the server refuses one it cannot verify).
 
     base: the settings to start from (ENCRYPTED by default); settings: the user's changes; data_root: a
     directory (on a filesystem encbench mounted) to hold the data directory and tmpdir instead of the
@@ -294,6 +305,13 @@ def start(settings: dict | None = None, *, base: dict | None = None, buffer_pool
         if tls:
             crt, key = certs.self_signed(root, owner=user[1:] if user else None)
             tls_lines = [f"ssl_cert={crt}", f"ssl_key={key}"]
+            if client_cert:
+                (root / "client").mkdir(mode=0o700)
+                client_crt, _ = certs.self_signed(root / "client", common_name="encbench client")
+                if user:  # the server reads it as its CA; the key stays the caller's
+                    for p in (root / "client", client_crt):
+                        os.chown(p, user[1], user[2])
+                tls_lines.append(f"ssl_ca={client_crt}")
 
         def launch(port: int) -> subprocess.Popen:
             handle.port = port

@@ -35,6 +35,7 @@ from .client import (
 from ..concurrent import SessionsTogether
 from . import filesystems
 from .column import MariaColumn
+from .oltp import MariaOltp
 from .server import Handle
 from .waits import WaitSampler
 
@@ -97,7 +98,7 @@ def thread_os_id(cur) -> tuple[int | None, int | None]:
     return (row[0], row[1]) if row else (None, None)
 
 
-class MariaSession(MariaColumn, SessionsTogether, Session):
+class MariaSession(MariaOltp, MariaColumn, SessionsTogether, Session):
     """One connection in a worker process, over TCP, in the variant's TLS state."""
 
     fs: dict | None = None  # the encrypted (or plain) filesystem mount the variant's server keeps its data on
@@ -117,7 +118,8 @@ class MariaSession(MariaColumn, SessionsTogether, Session):
             os.environ["OPENSSL_CONF"] = str(path)
         self.schema = setup["schema"]
         self.handle = Handle(**setup["_handle"]) if setup.get("_handle") else None
-        self.at_rest = "encryption" in variant
+        self.oltp = "script" in variant  # the oltp workload: sysbench's schemas (oltp.py), not the at-rest table
+        self.at_rest = "encryption" in variant and not self.oltp
         self.page_size = setup["page_size"]
         self._target: Target | None = None
         self._warm = False
@@ -132,7 +134,9 @@ class MariaSession(MariaColumn, SessionsTogether, Session):
             cur.execute("SELECT @@datadir")
             self.info["datadir"] = cur.fetchone()[0]
         self.copy = None
-        if self.at_rest:
+        if self.oltp:
+            self._oltp_open(cur, check_table)
+        elif self.at_rest:
             source = setup["tables"][variant["encryption"]]
             if mutable:  # each run changes its own copy (untimed), same ENCRYPTED option
                 self.copy = f"run_{os.getpid()}_{uuid.uuid4().hex[:6]}"
@@ -144,7 +148,7 @@ class MariaSession(MariaColumn, SessionsTogether, Session):
         else:
             self.table_name = "rt"
             self.row_count = RT_ROWS
-        self.table = f"{self.schema}.{self.table_name}"
+        self.table = f"{self.oltp_schema if self.oltp else self.schema}.{self.table_name}"
         self._locate()
 
     # -- connections ------------------------------------------------------------------
@@ -457,6 +461,8 @@ class MariaSession(MariaColumn, SessionsTogether, Session):
 
     def close(self) -> None:
         try:
+            if self.oltp:
+                self._oltp_close()
             if self.copy:
                 self.conn.cursor().execute(f"DROP TABLE IF EXISTS {self.schema}.{self.copy}")
         finally:

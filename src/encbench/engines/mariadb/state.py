@@ -15,7 +15,8 @@ from ..local import restore_journal
 from .client import first_line, pymysql
 
 ENGINE = "mariadb"
-SCHEMA = re.compile(r"encbench_(leak_)?[0-9a-f]{8}\Z")  # the only names a journal may have this module drop
+# the only names a journal may have this module drop: a run's database, and the oltp workload's two beside it
+SCHEMA = re.compile(r"encbench_(leak_)?[0-9a-f]{8}(_plain|_enc)?\Z")
 
 
 def identity(cur) -> dict:
@@ -47,29 +48,37 @@ def open_journal(conn, params: dict) -> restore_journal.Journal:
     return restore_journal.new(ENGINE, server, me)
 
 
+def add_schema(journal: restore_journal.Journal | None, schema: str) -> None:
+    """Journal one more database of this run's (the oltp workload's) before it is created."""
+    if journal is not None:
+        journal.data.setdefault("extra_schemas", []).append(schema)
+        journal.save()
+
+
 def restore(conn, journal: restore_journal.Journal, *, earlier: bool = False) -> bool:
-    """Drop the database a journal names, then delete the journal; on failure say so and keep it."""
-    schema = journal.data.get("schema")
+    """Drop the databases a journal names, then delete the journal; on failure say so and keep it."""
+    schemas = [s for s in [journal.data.get("schema"), *journal.data.get("extra_schemas", [])] if s]
     whose = f"an earlier encbench run left on {journal.describe()}" if earlier else "this run made"
-    if schema and not SCHEMA.match(str(schema)):
-        restore_journal.note(f"{journal.path} names {schema!r}, not a database encbench makes: not dropped; "
+    wrong = [s for s in schemas if not SCHEMA.match(str(s))]
+    if wrong:
+        restore_journal.note(f"{journal.path} names {wrong[0]!r}, not a database encbench makes: not dropped; "
                              f"look at it, then delete the journal")
         return False
+    found = []
     try:
-        if schema:
-            cur = conn.cursor()
+        cur = conn.cursor()
+        for schema in schemas:
             cur.execute("SELECT 1 FROM information_schema.SCHEMATA WHERE SCHEMA_NAME = %s", (schema,))
-            found = cur.fetchone() is not None
+            if cur.fetchone() is not None:
+                found.append(schema)
             cur.execute(f"DROP DATABASE IF EXISTS `{schema}`")
-        else:
-            found = False
     except pymysql().err.MySQLError as e:
         where = f"; {journal.path} keeps it: the next `encbench run --dsn` against this server drops it first" \
             if journal.path else ""
-        restore_journal.note(f"could not drop the database {whose} ({schema}): {first_line(e)}{where}")
+        restore_journal.note(f"could not drop the database {whose} ({', '.join(schemas)}): {first_line(e)}{where}")
         return False
     journal.discard()
     if earlier:
-        restore_journal.note(f"restored what {whose}: " + (f"database {schema} dropped" if found
+        restore_journal.note(f"restored what {whose}: " + (f"database {', '.join(found)} dropped" if found
                                                             else "nothing was left changed"))
     return True
