@@ -249,3 +249,21 @@ def test_maria_killed_on_one_spelling_is_restored_first_on_another(encbench, tmp
     assert res.stderr.index(f"database {left} dropped") < res.stderr.index("encbench: progress:"), res.stderr
     assert diff(before, maria_state(maria)) == {}
     assert journals(cli_env) == []
+
+
+def test_maria_oltp_schemas_of_a_killed_dsn_run_are_dropped_by_the_next(encbench, tmp_path, maria, cli_env):
+    """Issue 22 on a --dsn server: the oltp workload's two schemas (sysbench's tables, plain and encrypted) are
+    journaled before they are made, so a SIGKILL mid-run leaves nothing the next run does not drop first."""
+    before = maria_state(maria)
+    out = tmp_path / "killed.json"
+    proc = start_encbench(["run", "--engine", "mariadb", "--dsn", _maria_dsn(maria), "--workload", "oltp", "--quick",
+                           "--runs", "40", "--variant", "encryption=off,on", "-o", str(out)], cli_env, tmp_path)
+    _sigkill_when(proc, lambda: len(_maria_databases(maria)) >= 3 and out.exists(), timeout=300)  # measuring
+    left = sorted(diff(before, maria_state(maria))["schemas"]["new"])
+    assert len(left) == 3 and {s.rsplit("_", 1)[-1] for s in left} >= {"plain", "enc"}, left
+    res = encbench("run", "--engine", "mariadb", "--dsn", _maria_dsn(maria), *TINY, "--variant", "tls=off",
+                   "-o", str(tmp_path / "next.json"))
+    assert res.returncode == 0, str(res)
+    assert all(s in res.stderr for s in left), res.stderr  # "database ..., ..., ... dropped"
+    assert diff(before, maria_state(maria)) == {}
+    assert journals(cli_env) == []
