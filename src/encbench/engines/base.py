@@ -149,6 +149,19 @@ class Engine:
     def tables(self) -> tuple[Table, ...]:
         return (Table("", self.axis, self.axis_baseline, None, self.table_columns, dict(self.metric_words)),)
 
+    def plan_keys(self, keys: tuple[VariantKey, ...], filters: dict[str, list[str]], workloads: list[str],
+                  options: dict) -> tuple[VariantKey, ...]:
+        """At plan time, before anything is made: the variant keys this run varies, given the --variant filters,
+        the workloads and the engine options (an engine may narrow a key for one of its workloads, or drop one
+        its options make meaningless), or a one-line error for filters that cannot go together. By default the
+        keys as declared."""
+        return keys
+
+    def run_tables(self, variants: dict[str, list[Variant]]) -> tuple[Table, ...]:
+        """The report tables of a run, given each workload's planned variants (a workload measured on either of
+        two axes belongs to the table of the axis its variants vary). By default `tables()`."""
+        return self.tables()
+
     def check_available(self) -> None:
         """Raise EngineUnavailableError with a hint on how to install what is missing."""
 

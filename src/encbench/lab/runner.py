@@ -74,6 +74,7 @@ class Plan:
     items: list[dict]
     params: dict[str, dict]
     by_workload: dict[str, list[Variant]] = field(default_factory=dict)  # each workload's variants, matrix order
+    keys: tuple = ()  # the variant keys the run varies (Engine.plan_keys)
 
 
 def plan(config: RunConfig) -> Plan:
@@ -96,6 +97,7 @@ def plan(config: RunConfig) -> Plan:
         workloads.append(wl)
     keys = with_placebo(engine.variant_keys)  # `placebo` is every engine's (variants.py)
     filters = parse_filters(config.variant_filters, keys)
+    keys = engine.plan_keys(keys, filters, [wl.name for wl in workloads], config.engine_options)
     params = resolve_params(workloads, config.params, quick=config.quick,
                             engine_workloads=[WORKLOADS.get(n) for n in engine.workloads])
     items, variants, by_workload = [], [], {}
@@ -108,7 +110,7 @@ def plan(config: RunConfig) -> Plan:
         for r in range(config.runs):
             order = wl_variants if r % 2 == 0 else wl_variants[::-1]  # A B B A: drift cancels out
             items += [{"workload": wl.name, "variant": v, "round": r, "warmup": False} for v in order]
-    return Plan(engine, workloads, variants, items, params, by_workload)
+    return Plan(engine, workloads, variants, items, params, by_workload, keys)
 
 
 def round_items(p: Plan, workload: str, r: int) -> list[dict]:
@@ -152,11 +154,11 @@ def new_document(config: RunConfig, p: Plan, env: dict) -> dict:
             "axis_baseline": e.axis_baseline,
             "variant_keys": [{"name": k.name, "applies_when": [list(x) for x in k.applies_when],
                               "workloads": list(k.workloads) if k.workloads else None}
-                             for k in with_placebo(e.variant_keys)],
+                             for k in p.keys or with_placebo(e.variant_keys)],
             "variants": p.variants,
             "table_columns": list(e.table_columns) if e.table_columns else None,
             "metric_words": dict(e.metric_words),
-            "tables": [t.to_dict() for t in e.tables()],
+            "tables": [t.to_dict() for t in e.run_tables(p.by_workload)],
         },
         "workloads": {wl.name: dict(wl.describe(), params=p.params[wl.name]) for wl in p.workloads},
         "dataset": None,
