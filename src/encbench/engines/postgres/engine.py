@@ -356,8 +356,9 @@ class PostgresEngine(Engine):
             setup["_cluster_access"][enc] = {"conninfo": server.conninfo(), "handle": server.handle()}
             setup["versions"]["postgresql_server"] = version
             if with_oltp:
-                setup["oltp"]["servers"][enc] = {"datadir": str(server.datadir), "cgroup": str(group.path) if group
-                                                 else None, **self._load_oltp(ctx, setup, server.conninfo(), f"encryption={enc}")}
+                setup["oltp"]["servers"][enc] = {"datadir": str(server.datadir),
+                                                 "cgroup": str(group.path) if group else None,
+                                                 **self._load_oltp(ctx, setup, server.conninfo(), f"encryption={enc}")}
         setup["cipher_notes"] = atrest.cipher_lines(setup["clusters"])
 
     def _prepare_server(self, ctx: PrepareContext, variants: list, oltp_facts: dict | None = None) -> dict:
@@ -454,7 +455,7 @@ class PostgresEngine(Engine):
 
     def _hold_memory(self, setup: dict, where: str, variant: Variant | None) -> dict:
         """The server of `where` ("tls": oltp's private one; else an at-rest cluster) set for this run: for oltp
-        (variant) shared_buffers for its memory share of pgbench's data as it is now (and on "tls" the forced
+        (variant) shared_buffers for its memory share of pgbench's data as -i made it (and on "tls" the forced
         suite's ssl settings); for another workload (None) the cluster's own settings. Restarted when they
         differ from the running ones; its memory cgroup unlimited (the oltp warm-up limits it)."""
         schema = setup["schema"]
@@ -469,7 +470,8 @@ class PostgresEngine(Engine):
         if variant is None:
             want: dict[str, str | None] = {"shared_buffers": pg_server.SERVER_SETTINGS["shared_buffers"]}
         else:  # sized on the data as pgbench -i made it (what the runs add fits in memory=100%'s headroom)
-            want = {"shared_buffers": f"{oltp.pool_bytes(oltp.share_of(variant['memory']), facts['data_bytes']) // 1024}kB"}
+            pool = oltp.pool_bytes(oltp.share_of(variant["memory"]), facts["data_bytes"])
+            want = {"shared_buffers": f"{pool // 1024}kB"}
             if where == "tls":
                 forced = server_settings(variant.get("tls", "off")) or {}
                 want.update({k: forced.get(k) for k in SSL_SETTINGS})
