@@ -1,7 +1,8 @@
 """`encbench cleanup`: remove what killed runs left of the filesystems encbench made (host/encfs), of
-the private servers it started (lab/leftovers.reclaim_servers) and of their working directories
+the private servers it started (lab/leftovers.reclaim_servers), of their working directories
 (lab/leftovers.reclaim: `scratch-*` in the data directory, `pymp-*` and the filesystems' directories
-in the temporary directory).
+in the temporary directory) and of the memory cgroups those servers ran in (host/memcg: removed once the
+servers are stopped).
 
 Only what the ledger or an owner record in a directory names, and only for runs whose process is
 gone (pid + start time): a live run's mounts, servers and directories, any mount encbench did not
@@ -32,6 +33,7 @@ def cmd_cleanup(args) -> int:
     if os.geteuid() != 0:  # the ledger, the mounts and the loop devices are root's
         raise FilesystemUnavailableError(f"cleanup needs root (running as uid {os.geteuid()})",
                                          hint="run encbench cleanup as root")
+    from ..host import memcg
     from ..lab import leftovers
     from .defaults import data_dir_default
 
@@ -39,11 +41,13 @@ def cmd_cleanup(args) -> int:
     done = ledger.reclaim()
     directories = [{"dir": str(d), "owner_pid": pid}  # after the ledger: it empties the filesystems' directories
                    for d, pid in leftovers.reclaim(Path(args.data_dir) if args.data_dir else data_dir_default())]
+    groups = memcg.reclaim()  # after the servers and filesystems: a group goes once nothing runs in it
     live = [r["id"] for r in ledger.records() if _is_live(r)]
     rows = [{"id": r["id"], "kind": r.get("kind"), "owner_pid": r["owner"].get("pid"), "workdir": r["workdir"],
              "removed": not problems, "problems": problems} for r, problems in done]
     if args.json:
-        print(json.dumps({"reclaimed": rows, "live_kept": live, "servers": servers, "directories": directories},
+        print(json.dumps({"reclaimed": rows, "live_kept": live, "servers": servers, "directories": directories,
+                          "memory_cgroups": groups},
                          indent=1))
     else:
         for row in servers:
@@ -53,12 +57,17 @@ def cmd_cleanup(args) -> int:
         for row in rows:
             state = "removed" if row["removed"] else "INCOMPLETE: " + "; ".join(row["problems"])
             print(f"{row['id']} (dead pid {row['owner_pid']}) {row['workdir']}: {state}")
+        for row in groups:
+            state = "removed" if row["removed"] else "INCOMPLETE: " + "; ".join(row["problems"])
+            print(f"memory cgroup {row['path']} (dead pid {row['owner_pid']}): {state}")
         print(f"cleanup: {sum(r['removed'] for r in rows)} removed, "
               f"{sum(not r['removed'] for r in rows)} incomplete, {len(live)} of live runs kept"
               + (f"; servers: {sum(r['removed'] for r in servers)} removed, "
                  f"{sum(not r['removed'] for r in servers)} incomplete" if servers else "")
-              + (f"; directories: {len(directories)} removed" if directories else ""))
-    if any(not r["removed"] for r in rows + servers):
+              + (f"; directories: {len(directories)} removed" if directories else "")
+              + (f"; memory cgroups: {sum(r['removed'] for r in groups)} removed, "
+                 f"{sum(not r['removed'] for r in groups)} incomplete" if groups else ""))
+    if any(not r["removed"] for r in rows + servers + groups):
         raise FilesystemUnavailableError("some leftovers could not be removed (listed above)",
                                          hint="stop what still uses them and run encbench cleanup again")
     return 0

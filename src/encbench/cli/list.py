@@ -21,7 +21,9 @@ def cmd_list(args) -> int:
         "workloads": {n: w.description for n, w in WORKLOADS.items()},
         # what each engine lists and its session can serve (workloads/capabilities.py)
         "supported": {n: list(capabilities.supported(e, WORKLOADS)) for n, e in ENGINES.items()},
-        "variants": {f"{n}:{k.name}": f"{k.description} (default {','.join(k.default)})"
+        "variants": {f"{n}:{k.name}": f"{k.description} (default {','.join(k.default)}"
+                     + "".join(f"; {w}: {','.join(k.default_for(w)) or 'only when named'}"
+                               for w in dict.fromkeys((*k.named_only, *dict(k.workload_defaults)))) + ")"
                      + (f"; workloads {','.join(k.workloads)}" if k.workloads else "")
                      for n, e in ENGINES.items() for k in e.variant_keys}
                     | {"*:placebo": PLACEBO_KEY.description},

@@ -82,12 +82,13 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 def _default_workloads(engine, variant_filters: list[str]) -> list[str]:
     """Without --workload: the engine's defaults, unless the --variant keys given vary none of them (e.g.
-    PostgreSQL's encryption=...): then the workloads those keys vary."""
+    PostgreSQL's encryption=...): then the workloads those keys vary by default (not one that varies a key only
+    when it is named, e.g. oltp's encryption: it runs when --workload names it)."""
     default = list(engine.default_workloads or engine.workloads)
     named = {f.partition("=")[0].strip() for f in variant_filters}
     keys = [k for k in engine.variant_keys if k.name in named and k.workloads]
     if keys and not any(k.for_workload(w) for k in keys for w in default):
-        return [w for w in engine.workloads if any(k.for_workload(w) for k in keys)]
+        return [w for w in engine.workloads if any(k.for_workload(w) and w not in k.named_only for k in keys)]
     return default
 
 

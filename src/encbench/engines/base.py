@@ -153,13 +153,18 @@ class Engine:
     def tables(self) -> tuple[Table, ...]:
         return (Table("", self.axis, self.axis_baseline, None, self.table_columns, dict(self.metric_words)),)
 
-    def tables_for(self, variants: list[Variant]) -> tuple[Table, ...]:
-        """The report's tables for a run of these variants (e.g. the axis a workload compares in this run)."""
-        return self.tables()
+    def plan_keys(self, keys: tuple[VariantKey, ...], filters: dict[str, list[str]], workloads: list[str],
+                  options: dict) -> tuple[VariantKey, ...]:
+        """At plan time, before anything is made: the variant keys this run varies, given the --variant filters,
+        the workloads and the engine options (an engine may narrow a key for one of its workloads, or drop one
+        its options make meaningless), or a one-line error for filters that cannot go together. By default the
+        keys as declared."""
+        return keys
 
-    def variant_keys_for(self, options: dict) -> tuple[VariantKey, ...]:
-        """The keys a run with these engine options (--dsn, ...) varies: e.g. one a --dsn server cannot."""
-        return self.variant_keys
+    def run_tables(self, variants: dict[str, list[Variant]]) -> tuple[Table, ...]:
+        """The report tables of a run, given each workload's planned variants (a workload measured on either of
+        two axes belongs to the table of the axis its variants vary). By default `tables()`."""
+        return self.tables()
 
     def check_available(self) -> None:
         """Raise EngineUnavailableError with a hint on how to install what is missing."""

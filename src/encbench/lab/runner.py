@@ -75,7 +75,7 @@ class Plan:
     items: list[dict]
     params: dict[str, dict]
     by_workload: dict[str, list[Variant]] = field(default_factory=dict)  # each workload's variants, matrix order
-    keys: tuple = ()  # the variant keys of this run (Engine.variant_keys_for its options), placebo included
+    keys: tuple = ()  # the variant keys the run varies (Engine.plan_keys)
 
 
 def plan(config: RunConfig) -> Plan:
@@ -96,8 +96,9 @@ def plan(config: RunConfig) -> Plan:
         wl = WORKLOADS.get(name)
         capabilities.require(engine, wl, WORKLOADS)  # listed by the engine, and its session serves it
         workloads.append(wl)
-    keys = with_placebo(engine.variant_keys_for(config.engine_options))  # `placebo` is every engine's (variants.py)
+    keys = with_placebo(engine.variant_keys)  # `placebo` is every engine's (variants.py)
     filters = parse_filters(config.variant_filters, keys)
+    keys = engine.plan_keys(keys, filters, [wl.name for wl in workloads], config.engine_options)
     params = resolve_params(workloads, config.params, quick=config.quick,
                             engine_workloads=[WORKLOADS.get(n) for n in engine.workloads])
     items, variants, by_workload = [], [], {}
@@ -159,7 +160,7 @@ def new_document(config: RunConfig, p: Plan, env: dict) -> dict:
             "variants": p.variants,
             "table_columns": list(e.table_columns) if e.table_columns else None,
             "metric_words": dict(e.metric_words),
-            "tables": [t.to_dict() for t in e.tables_for(p.variants)],
+            "tables": [t.to_dict() for t in e.run_tables(p.by_workload)],
         },
         "workloads": {wl.name: dict(wl.describe(), params=p.params[wl.name]) for wl in p.workloads},
         "dataset": None,

@@ -28,9 +28,17 @@ class VariantKey:
     applies_when: tuple[tuple[str, str], ...] = ()  # e.g. (("encryption", "on"),)
     workloads: tuple[str, ...] | None = None  # only these workloads vary it (None: all)
     named_only: tuple[str, ...] = ()  # of those, these vary it only when a filter names it (no default values)
+    # of those, these take other default values: ((workload, values), ...) (e.g. tls=off,on for oltp)
+    workload_defaults: tuple[tuple[str, tuple[str, ...]], ...] = ()
 
     def for_workload(self, workload: str | None) -> bool:
         return workload is None or self.workloads is None or workload in self.workloads
+
+    def default_for(self, workload: str | None) -> tuple[str, ...]:
+        """The values a workload varies this key over when no filter names it."""
+        if workload in self.named_only:
+            return ()
+        return dict(self.workload_defaults).get(workload, self.default)
 
     def check(self, value: str) -> str:
         if self.allowed is not None:
@@ -123,9 +131,8 @@ def matrix(keys: Sequence[VariantKey], filters: dict[str, list[str]], workload: 
     With a workload, only the keys that workload varies take part; a key without default
     values (placebo) only when a filter names it.
     """
-    keys = [k for k in keys if k.for_workload(workload)
-            and ((k.default and workload not in k.named_only) or k.name in filters)]
-    choices = [filters.get(k.name, list(k.default)) for k in keys]
+    keys = [k for k in keys if k.for_workload(workload) and (k.default_for(workload) or k.name in filters)]
+    choices = [filters.get(k.name, list(k.default_for(workload))) for k in keys]
     seen: list[Variant] = []
     for combo in itertools.product(*choices):
         v = normalize(dict(zip((k.name for k in keys), combo)), keys)

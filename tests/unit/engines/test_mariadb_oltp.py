@@ -155,19 +155,22 @@ def test_report_table_compares_the_axis_the_run_varies():
     base = [{"encryption": "off", "script": "oltp_read_only"}, {"encryption": "on", "script": "oltp_read_only"}]
     tls = [{"encryption": "off", "tls": t, "script": "oltp_read_only"} for t in ("off", "on")]
     for variants, axis in ((base, "encryption"), (tls, "tls"), (tls + [{"encryption": "on", "cache": "cold"}], "tls")):
-        tables = engine.tables_for(variants)
+        tables = engine.run_tables({"oltp": variants})
         assert [t.axis for t in tables if t.workloads == ("oltp",)] == [axis]
         assert [t.axis for t in tables if t.workloads != ("oltp",)] == ["encryption", "tls", "sessions", "method"]
 
 
 def test_dsn_runs_vary_no_memory_and_refuse_one():
     engine = ENGINES.get("mariadb")
-    dsn_keys = engine.variant_keys_for({"dsn": "mysql://u@db.example/x"})
-    assert engine.variant_keys_for({}) == engine.variant_keys
+    dsn = {"dsn": "mysql://u@db.example/x"}
+    dsn_keys = engine.plan_keys(engine.variant_keys, {}, ["oltp"], dsn)
+    assert engine.plan_keys(engine.variant_keys, {}, ["oltp"], {}) == engine.variant_keys
     assert all("memory" not in v for v in matrix(dsn_keys, {}, "oltp"))
     with pytest.raises(UsageError, match="does not change a --dsn server's memory") as e:
         parse_filters(["memory=25%"], dsn_keys)
     assert e.value.exit_code == 2
+    with pytest.raises(UsageError, match="does not change a --dsn server's memory"):  # as the runner plans it
+        engine.plan_keys(engine.variant_keys, {"memory": ["25%"]}, ["oltp"], dsn)
 
 
 def _config(**kw) -> runner.RunConfig:

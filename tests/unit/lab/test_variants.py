@@ -298,3 +298,20 @@ def test_analysis_without_placebo_has_no_placebo_section():
     d["engine"]["variants"] = [v for v in d["engine"]["variants"] if v["placebo"] == "a"]
     out = analysis.analyze(d)
     assert "placebo_comparisons" not in out and len(out["comparisons"]) >= 2
+
+
+def test_a_key_can_default_to_other_values_for_one_workload():
+    """oltp varies tls over off,on by default, the transit workloads over the key's own defaults; a filter
+    still names the values for every workload."""
+    key = VariantKey("tls", "", ("off", "on", "x"), workloads=("storm", "oltp"), workload_defaults=(("oltp", ("off", "on")),))
+    assert key.default_for("storm") == ("off", "on", "x") and key.default_for("oltp") == ("off", "on")
+    assert matrix([key], {}, "oltp") == [{"tls": "off"}, {"tls": "on"}]
+    assert len(matrix([key], {}, "storm")) == 3
+    assert matrix([key], {"tls": ["on"]}, "oltp") == [{"tls": "on"}]
+
+
+def test_a_named_only_key_has_no_default_for_its_workload():
+    key = VariantKey("encryption", "", ("off", "on"), workloads=("scan", "oltp"), named_only=("oltp",))
+    assert key.default_for("oltp") == () and key.default_for("scan") == ("off", "on")
+    assert matrix([key, VariantKey("memory", "", ("100%",))], {}, "oltp") == [{"memory": "100%"}]
+    assert matrix([key], {"encryption": ["on"]}, "oltp") == [{"encryption": "on"}]

@@ -216,17 +216,20 @@ class MariaDBEngine(Engine):
     def _oltp_table(axis: str) -> Table:
         what = "InnoDB tables ENCRYPTED=YES vs NO" if axis == "encryption" else "TLS vs none"
         return Table(f"OLTP (sysbench), a share of the data in memory: {what}", axis, "off", OLTP,
-                     maria_oltp.TABLE_COLUMNS, {"cpu_s": "server CPU", "client_cpu_s": "client CPU"})
+                     maria_oltp.TABLE_COLUMNS, dict(MariaDBEngine.metric_words))
 
-    def tables_for(self, variants: list[Variant]) -> tuple[Table, ...]:
+    def run_tables(self, variants: dict) -> tuple[Table, ...]:
         """oltp compares tls when the run varies it (encryption then fixed: oltp.check_variants), else encryption."""
-        return tuple(self._oltp_table(maria_oltp.axis(variants)) if t.workloads == OLTP else t for t in self.tables())
+        axis = maria_oltp.axis([v for vs in variants.values() for v in vs])
+        return tuple(self._oltp_table(axis) if t.workloads == OLTP else t for t in self.tables())
 
-    def variant_keys_for(self, options: dict) -> tuple[VariantKey, ...]:
+    def plan_keys(self, keys, filters: dict, workloads: list[str], options: dict):
         """With --dsn, `memory` varies nothing (encbench never resizes that server's pool) and is refused if named."""
         if not options.get("dsn"):
-            return self.variant_keys
-        return tuple(DSN_MEMORY if k.name == "memory" else k for k in self.variant_keys)
+            return keys
+        for value in filters.get("memory", []):
+            _no_memory_on_dsn(value)
+        return tuple(DSN_MEMORY if k.name == "memory" else k for k in keys)
 
     def check_available(self) -> None:
         pymysql()

@@ -72,3 +72,12 @@ def connect_admin(psycopg, conninfo: dict):
     raise EngineUnavailableError(f"cannot connect to the PostgreSQL server: {first_line(last)}",
                                  hint="check --dsn (host, port, user, password) and that the server is running")
 
+
+
+def is_local_postgres(pid: int) -> bool:
+    """Is this pid a PostgreSQL server process on this machine (what the probes can read)?"""
+    try:
+        with open(f"/proc/{pid}/comm") as f:
+            return f.read().strip().startswith("postgres")
+    except OSError:
+        return False

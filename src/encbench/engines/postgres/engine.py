@@ -8,10 +8,12 @@ server given by --dsn / PG* variables and changes nothing on it unless
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import secrets
 import shutil
 import subprocess
+import sys
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -28,9 +30,12 @@ from ..local import restore_journal
 from ..local.server import unprivileged_user
 from ..sqlite import datagen
 from ...host import encfs
+from ...host import memcg
 from ...host import rawhash
+from ...workloads import oltp as oltp_workload
 from ...workloads import sweep
 from . import atrest, client
+from . import oltp
 from . import column as pg_column
 from .. import column_base
 from . import pgbench
@@ -45,25 +50,36 @@ from .session import HASH_FUNCTIONS, RT_ROWS, PgSession
 SSL_SETTINGS = ("ssl_ciphers", "ssl_min_protocol_version", "ssl_max_protocol_version")
 IN_TRANSIT = ("storm", "roundtrip", "bulk", "connect")
 PGCRYPTO = ("digest-sha256", "hmac-sha256")
+OLTP = "oltp"
 
+# oltp is measured on either axis, one at a time (plan_keys): TLS by default (off,on), encryption at rest when
+# --variant encryption=... names it; memory comes before tls so that a round changes shared_buffers (a restart)
+# at most twice
 VARIANT_KEYS = (
     VariantKey("encryption", "the filesystem under the private cluster's data directory, WAL and temporary files: "
                "off (a loop-mounted ext4 image), fscrypt (the same image, ext4 encryption, AES-256-XTS in the "
-               "kernel), gocryptfs (FUSE over the same image, AES-256-GCM in userspace); needs root",
-               tuple(atrest.ENCRYPTION_KINDS), tuple(atrest.ENCRYPTION_KINDS), workloads=atrest.AT_REST),
+               "kernel), gocryptfs (FUSE over the same image, AES-256-GCM in userspace); needs root (oltp: the "
+               "axis instead of tls)",
+               tuple(atrest.ENCRYPTION_KINDS), tuple(atrest.ENCRYPTION_KINDS), workloads=atrest.AT_REST + (OLTP,),
+               named_only=(OLTP,)),
     VariantKey("cache", "cold: the server restarted and the OS page cache of its files dropped before each "
                "operation; warm: the table and its indexes in shared_buffers (pg_prewarm)", ("cold", "warm"),
                ("cold", "warm"), workloads=atrest.CACHED),
+    oltp_workload.memory_key(),
     VariantKey("tls", "TLS on the connection: off, on (as negotiated) or PROTOCOL:SUITE (the only suite the client "
                "offers; on a private server the only one the server accepts too)",
-               DEFAULT_TLS, validate=check_tls, workloads=IN_TRANSIT),
+               DEFAULT_TLS, validate=check_tls, workloads=IN_TRANSIT + (OLTP,),
+               workload_defaults=((OLTP, ("off", "on")),)),
     VariantKey("clients", "concurrent client connections", ("1", "2"),
                validate=int_validator("clients", lambda n: 1 <= n <= 256, "use 1 to 256"),
-               workloads=("roundtrip",)),
+               workloads=("roundtrip", OLTP), workload_defaults=((OLTP, ("1",)),)),
+    oltp_workload.script_key(oltp.SCRIPTS),
     sweep.function_key(HASH_FUNCTIONS, "sha256"),
     sweep.sessions_key(),
     pg_column.method_key(),
 )
+OLTP_COLUMNS = ("workload", "op", "variant", "rate", "d_rate", "server_per_unit", "d_server_per_unit",
+                "client_per_unit", "reads", "server_ctx", "verdict")
 
 
 def server_settings(tls: str) -> dict[str, str] | None:
@@ -81,10 +97,11 @@ def server_settings(tls: str) -> dict[str, str] | None:
 class PostgresEngine(Engine):
     name = "postgres"
     description = ("PostgreSQL over TCP with TLS off, on and forced suites (private server on loopback, or --dsn); "
-                   "at rest on plain, fscrypt and gocryptfs filesystems (private clusters, root)")
+                   "at rest on plain, fscrypt and gocryptfs filesystems (private clusters, root); oltp: pgbench's "
+                   "scripts with a share of the data in memory, on either axis")
     variant_keys = VARIANT_KEYS
     axis, axis_baseline = "tls", "off"
-    workloads = IN_TRANSIT + atrest.AT_REST + ("hash", "column")
+    workloads = IN_TRANSIT + atrest.AT_REST + ("hash", "column", OLTP)
     default_workloads = IN_TRANSIT
     session_class = PgSession
     profile_categories = (("postgres", r"postgres", r""),)
@@ -138,6 +155,8 @@ class PostgresEngine(Engine):
         self._servers: dict[str, pg_server.PgServer | None] = {}
         self._clusters: dict[str, list] = {}  # schema -> [[server or None, mount]] of the at-rest clusters
         self._workdirs: dict[str, Path] = {}  # schema -> the at-rest filesystems' own directory (encfs.workdir)
+        self._oltp_servers: dict[str, pg_server.PgServer] = {}  # schema -> the oltp workload's private server
+        self._groups: dict[str, list[memcg.Group]] = {}  # schema -> the memory cgroups its servers run in
 
     def tables(self) -> tuple[Table, ...]:
         return (Table("Encryption at rest: the data directory on fscrypt / gocryptfs vs plain ext4", "encryption",
@@ -149,7 +168,43 @@ class PostgresEngine(Engine):
                 Table("In-query hash: k concurrent sessions vs 1", "sessions", "1", ("hash",), sweep.TABLE_COLUMNS,
                       dict(self.metric_words)),
                 Table("Column encryption: in the server (pg-*) or the client vs none", "method", "none", ("column",),
-                      pg_column.TABLE_COLUMNS, dict(self.metric_words)))
+                      pg_column.TABLE_COLUMNS, dict(self.metric_words)),
+                self.oltp_table("tls"))
+
+    def oltp_table(self, axis: str) -> Table:
+        title = {"tls": "OLTP (pgbench's scripts): TLS vs none",
+                 "encryption": "OLTP (pgbench's scripts): the data directory on fscrypt / gocryptfs vs plain ext4"}
+        return Table(title[axis], axis, "off", (OLTP,), OLTP_COLUMNS, dict(self.metric_words))
+
+    def run_tables(self, variants: dict) -> tuple[Table, ...]:
+        """oltp's table has the axis its variants vary: encryption when they name it, else tls."""
+        axis = "encryption" if any("encryption" in v for v in variants.get(OLTP, ())) else "tls"
+        return tuple(self.oltp_table(axis) if t.workloads == (OLTP,) else t for t in self.tables())
+
+    def plan_keys(self, keys, filters: dict, workloads: list[str], options: dict):
+        """oltp varies one axis at a time: tls (its private server) unless --variant encryption names the at-rest
+        clusters, never both; on a --dsn server it changes no memory (the memory key is dropped, and refused when
+        named)."""
+        if OLTP not in workloads:
+            return keys
+        dsn = bool(options.get("dsn"))
+        if dsn and "memory" in filters:
+            raise UsageError("--variant memory=... sizes a private server's memory: encbench changes nothing of an "
+                             "external server's (--dsn)", hint="drop --variant memory (the run records the share of "
+                             "the data the server's pool holds), or drop --dsn")
+        at_rest = "encryption" in filters
+        if at_rest and set(filters.get("tls", ["off"])) - {"off"}:
+            raise UsageError("workload oltp measures one axis at a time: --variant encryption=... (the at-rest "
+                             "clusters) or --variant tls=... (its TLS server), not both",
+                             hint="run them as two runs, each with one of the two")
+        out = []
+        for k in keys:
+            if dsn and k.name == "memory":
+                continue
+            if at_rest and k.name == "tls":
+                k = dataclasses.replace(k, workloads=tuple(w for w in k.workloads or () if w != OLTP))
+            out.append(k)
+        return tuple(out)
 
     def check_available(self) -> None:
         client.psycopg()
@@ -163,7 +218,10 @@ class PostgresEngine(Engine):
     def prepare(self, ctx: PrepareContext) -> dict:
         at_rest = sorted({v["encryption"] for v in ctx.variants if "encryption" in v},
                          key=list(atrest.ENCRYPTION_KINDS).index)
-        others = [v for v in ctx.variants if "encryption" not in v]
+        dsn = ctx.options.get("dsn")
+        oltp_runs = [v for v in ctx.variants if "script" in v]  # only oltp's variants have a script
+        oltp_private = [v for v in oltp_runs if "encryption" not in v] if not dsn else []
+        others = [v for v in ctx.variants if "encryption" not in v and v not in oltp_private]
         if ctx.options.get("settings"):
             raise UsageError("--setting is leak-check's for PostgreSQL (--setting encryption=KIND); a run chooses "
                              "the filesystem with --variant encryption=...", hint="drop --setting")
@@ -179,21 +237,89 @@ class PostgresEngine(Engine):
                              what=f"--size {fmt_bytes(ctx.size_bytes)} ({len(at_rest)} cluster"
                                   f"{'s' if len(at_rest) > 1 else ''}, one per encryption value)",
                              hint="free some space, give another --data-dir, or a smaller --size")
+        facts = self._oltp_facts(ctx, oltp_runs, private=bool(oltp_private)) if oltp_runs else None
         if others:
-            setup = self._prepare_server(ctx, others)
+            setup = self._prepare_server(ctx, others, oltp_facts=facts)
         else:
             setup = {"managed": True, "reconfigure": False, "schema": f"encbench_{secrets.token_hex(4)}",
                      "wait_interval_s": float(ctx.options.get("wait_interval") or DEFAULT_INTERVAL_S),
                      "versions": {}}
             self._servers[setup["schema"]] = None
-        if at_rest:
-            try:
+        if facts is not None:
+            setup.setdefault("oltp", facts)
+        try:
+            if oltp_private:
+                self._prepare_oltp_server(ctx, setup)
+            if at_rest:
                 self._prepare_at_rest(ctx, setup, at_rest, parent)
-            except BaseException:
-                with interrupts.deferred():
-                    self.cleanup(setup)
-                raise
+        except BaseException:
+            with interrupts.deferred():
+                self.cleanup(setup)
+            raise
         return setup
+
+    # -- the oltp workload's servers (oltp.py) ------------------------------------------------------------
+    def _oltp_facts(self, ctx: PrepareContext, variants: list, *, private: bool) -> dict:
+        """pgbench found (exit 10 otherwise), the scale from --size, and whether the OS page cache can be held
+        (said once when it cannot)."""
+        try:  # a private server's own binaries first (ENCBENCH_PG_BINDIR, pg_config), as the server it drives
+            bindir = None if ctx.options.get("dsn") else pg_server.find_bindir()
+        except EngineUnavailableError:
+            bindir = None
+        tool = pgbench.find(None, bindir)
+        if not tool:
+            raise EngineUnavailableError("pgbench not found (the oltp workload drives pgbench)", hint=oltp.INSTALL_HINT)
+        facts = {"pgbench": tool, "pgbench_version": pgbench.version(tool), "scale": oltp.scale_for(ctx.size_bytes),
+                 "servers": {}}
+        if private or any("encryption" in v for v in variants):
+            why = memcg.unavailable()
+            if why:
+                facts["os_cache_not_held"] = why
+                _note(f"oltp: the OS page cache is not held to the memory share ({why}): only shared_buffers is "
+                      "sized; the page reads per transaction say what the share really was")
+        return facts
+
+    def _memory_group(self, setup: dict, tag: str) -> memcg.Group | None:
+        """A memory cgroup for a server about to start (its user may join it), or None where there is none."""
+        if setup["oltp"].get("os_cache_not_held"):
+            return None
+        group = memcg.create(tag)
+        self._groups.setdefault(setup["schema"], []).append(group)
+        user = unprivileged_user("postgres")
+        if user:
+            group.allow(user[1], user[2])
+        return group
+
+    def _load_oltp(self, ctx: PrepareContext, setup: dict, conninfo: dict, where: str) -> dict:
+        scale = setup["oltp"]["scale"]
+        ctx.progress(f"oltp: pgbench -i -s {scale} ({where})")
+        load_s = pgbench.initialize(setup["oltp"]["pgbench"], scale=scale, conninfo=conninfo, schema=setup["schema"],
+                                    cwd=ctx.scratch_dir)
+        admin = connect_admin(client.psycopg(), conninfo)
+        try:
+            size = oltp.data_bytes(admin, setup["schema"])
+        finally:
+            admin.close()
+        return {"load_s": load_s, "data_bytes": size}
+
+    def _prepare_oltp_server(self, ctx: PrepareContext, setup: dict) -> None:
+        """The oltp workload's own private server (TLS on, the at-rest clusters' settings), in a memory cgroup."""
+        oltp.check_disk(Path(tempfile.gettempdir()), setup["oltp"]["scale"], _size_text(ctx.size_bytes))
+        ctx.progress("oltp: starting a private PostgreSQL server")
+        group = self._memory_group(setup, "pg-oltp")
+        server = pg_server.start(settings=oltp.SERVER_SETTINGS, cgroup=group.path if group else None)
+        self._oltp_servers[setup["schema"]] = server
+        admin = connect_admin(client.psycopg(), server.conninfo())
+        try:
+            admin.execute(f"CREATE SCHEMA {setup['schema']}")
+            version = admin.execute("SHOW server_version").fetchone()[0]
+        finally:
+            admin.close()
+        setup["oltp"]["servers"]["tls"] = {"datadir": str(server.datadir), "port": server.port,
+                                           "cgroup": str(group.path) if group else None,
+                                           **self._load_oltp(ctx, setup, server.conninfo(), "its private server")}
+        setup["_oltp_access"] = {"conninfo": server.conninfo(), "handle": server.handle()}
+        setup["versions"]["postgresql_server"] = version
 
     def _prepare_at_rest(self, ctx: PrepareContext, setup: dict, encryptions: list[str], parent: Path | None) -> None:
         """One cluster per encryption value, its data directory on a new filesystem of that kind, the same rows;
@@ -208,32 +334,48 @@ class PostgresEngine(Engine):
                      page_size=atrest.BLOCK_SIZE, clusters={}, _cluster_access={})
         basebackup = pg_server.find_bindir() / "pg_basebackup"
         setup["pg_basebackup"] = str(basebackup) if os.access(basebackup, os.X_OK) else None
+        with_oltp = any("encryption" in v and "script" in v for v in ctx.variants)
+        with_table = any("encryption" in v and "script" not in v for v in ctx.variants)  # the at-rest workloads'
         for enc in encryptions:
             kind = atrest.ENCRYPTION_KINDS[enc]
-            ctx.progress(f"encryption={enc}: making a {kind} filesystem and a cluster on it ({rows:,} rows)")
+            ctx.progress(f"encryption={enc}: making a {kind} filesystem and a cluster on it"
+                         + (f" ({rows:,} rows)" if with_table else ""))
             mount = atrest.make_mount(enc, ctx.size_bytes, parent)
             entry = [None, mount]
             held.append(entry)
+            group = self._memory_group(setup, f"pg-{enc}") if with_oltp else None
             server = pg_server.start(settings=atrest.SERVER_SETTINGS, data_parent=mount.path,
-                                     root_parent=mount.workdir, unix_socket=False)  # all of it goes with the mount
+                                     root_parent=mount.workdir, unix_socket=False,  # all of it goes with the mount
+                                     cgroup=group.path if group else None)
             entry[0] = server
+            daemon = atrest.daemon_pid(mount)
+            if group is not None and daemon:  # what it reads of the cipher files is the server's page cache too
+                group.add(daemon)
             marker = f"encbench marker {enc} {secrets.token_hex(8)}"
             admin = connect_admin(psycopg, server.conninfo())
             try:
-                load_s = atrest.load_table(admin, setup["schema"], rows, ctx.seed, marker)
+                if with_table:
+                    load_s = atrest.load_table(admin, setup["schema"], rows, ctx.seed, marker)
+                else:
+                    load_s = None
+                    admin.execute(f"CREATE SCHEMA {setup['schema']}")
                 version = admin.execute("SHOW server_version").fetchone()[0]
             finally:
                 admin.close()
             setup["clusters"][enc] = {
                 **mount.describe(), "datadir": str(server.datadir), "device": atrest.loop_device(mount.image),
-                "daemon_pid": atrest.daemon_pid(mount), "marker": marker, "load_s": load_s,
+                "daemon_pid": daemon, "marker": marker, "load_s": load_s,
                 "server_log_outside_mount": str(server.logfile), "cipher": encfs.cipher_info(mount)}
             setup["_cluster_access"][enc] = {"conninfo": server.conninfo(), "handle": server.handle()}
             setup["versions"]["postgresql_server"] = version
+            if with_oltp:
+                setup["oltp"]["servers"][enc] = {"datadir": str(server.datadir),
+                                                 "cgroup": str(group.path) if group else None,
+                                                 **self._load_oltp(ctx, setup, server.conninfo(), f"encryption={enc}")}
         setup["cipher_notes"] = atrest.cipher_lines(setup["clusters"])
 
-    def _prepare_server(self, ctx: PrepareContext, variants: list) -> dict:
-        """The in-transit and in-query workloads' server: the private one, or --dsn."""
+    def _prepare_server(self, ctx: PrepareContext, variants: list, oltp_facts: dict | None = None) -> dict:
+        """The in-transit and in-query workloads' server: the private one, or --dsn (where oltp runs too)."""
         psycopg = client.psycopg()
         dsn = ctx.options.get("dsn")
         server = None
@@ -269,6 +411,8 @@ class PostgresEngine(Engine):
             if reconfigure:  # what must be restored, written down before anything changes
                 journal.data["settings"] = pg_state.snapshot(admin, SSL_SETTINGS)
             setup["not_taken"] = not_taken
+            if oltp_facts is not None:
+                setup["oltp"] = oltp_facts
             for line in not_taken:
                 _note(line)
             setup["_applied"] = {k: None for k in SSL_SETTINGS}  # None: as found
@@ -298,6 +442,8 @@ class PostgresEngine(Engine):
                 setup["hash_rows"] = rows
                 setup["hash_functions"] = sorted({v["function"] for v in hashing})
             admin.close()
+            if any("script" in v for v in variants):  # oltp on the --dsn server: pgbench's tables in our schema
+                setup["oltp"]["servers"]["dsn"] = self._load_oltp(ctx, setup, conninfo, "the --dsn server")
             setup["pgbench"] = pgbench.find(server)
             setup["versions"] = {"postgresql_server": setup["server"]["version"]}
             setup["dsn"] = redact(dsn) if dsn else None
@@ -310,9 +456,13 @@ class PostgresEngine(Engine):
         return setup
 
     def apply_variant(self, setup: dict, variant: Variant, workload: str = "") -> dict:
-        """Managed or --allow-reconfigure: the server offers only the suite too (client forces it anyway)."""
-        if "encryption" in variant:  # at rest: the variant's own cluster, nothing to change
-            return {}
+        """Managed or --allow-reconfigure: the server offers only the suite too (client forces it anyway). oltp on
+        a private server: shared_buffers for the memory share (and the forced suite: -c settings), a restart when
+        they change; an at-rest cluster oltp changed gets its own settings back for the other workloads."""
+        if "encryption" in variant:  # at rest: the variant's own cluster
+            return self._hold_memory(setup, variant["encryption"], variant if workload == OLTP else None)
+        if workload == OLTP and setup.get("_oltp_access"):
+            return self._hold_memory(setup, "tls", variant)
         tls = variant.get("tls", "off")
         if not setup["reconfigure"]:
             return {"server_side": "unchanged (the client offers only the variant's suite)"}
@@ -322,9 +472,40 @@ class PostgresEngine(Engine):
             _change_ssl_settings(setup, target)
         return _running_values(setup, target)
 
+    def _hold_memory(self, setup: dict, where: str, variant: Variant | None) -> dict:
+        """The server of `where` ("tls": oltp's private one; else an at-rest cluster) set for this run: for oltp
+        (variant) shared_buffers for its memory share of pgbench's data as -i made it (and on "tls" the forced
+        suite's ssl settings); for another workload (None) the cluster's own settings. Restarted when they
+        differ from the running ones; its memory cgroup unlimited (the oltp warm-up limits it)."""
+        schema = setup["schema"]
+        if where == "tls":
+            server, access = self._oltp_servers.get(schema), setup["_oltp_access"]
+        else:
+            found = dict(zip(setup.get("clusters") or {}, self._clusters.get(schema, [])))
+            server, access = (found.get(where) or [None])[0], setup["_cluster_access"][where]
+        facts = ((setup.get("oltp") or {}).get("servers") or {}).get(where)
+        if server is None or facts is None:  # a cluster the oltp workload does not use: nothing to change
+            return {}
+        if variant is None:
+            want: dict[str, str | None] = {"shared_buffers": pg_server.SERVER_SETTINGS["shared_buffers"]}
+        else:  # sized on the data as pgbench -i made it (what the runs add fits in memory=100%'s headroom)
+            pool = oltp.pool_bytes(oltp.share_of(variant["memory"]), facts["data_bytes"])
+            want = {"shared_buffers": f"{pool // 1024}kB"}
+            if where == "tls":
+                forced = server_settings(variant.get("tls", "off")) or {}
+                want.update({k: forced.get(k) for k in SSL_SETTINGS})
+        changed = any(pg_server.setting_of(server.args, k) != v for k, v in want.items())
+        if changed:
+            server.restart_with(want)
+            access["handle"]["args"] = list(server.args)  # a worker's restart (cache=cold) keeps them
+        if facts.get("cgroup"):
+            memcg.Group(Path(facts["cgroup"])).set_limit(None)
+        return {**{k: v for k, v in want.items() if v is not None}, "restarted": int(changed)}
+
     def cleanup(self, setup: dict) -> None:
         """Called once, whatever happened (inside interrupts.deferred): the at-rest clusters stopped and their
-        filesystems destroyed (mount, loop device, key, image); an external server as it was found."""
+        filesystems destroyed (mount, loop device, key, image); oltp's server stopped; the memory cgroups they ran
+        in removed (after them); an external server as it was found."""
         problems = []
         for server, mount in reversed(self._clusters.pop(setup.get("schema"), [])):
             if server is not None:
@@ -333,6 +514,13 @@ class PostgresEngine(Engine):
                 mount.destroy()
             except EncbenchError as e:
                 problems.append(e)
+        oltp_server = self._oltp_servers.pop(setup.get("schema"), None)
+        if oltp_server is not None:
+            oltp_server.stop()
+        for group in self._groups.pop(setup.get("schema"), []):
+            for line in group.destroy():
+                problems.append(EngineUnavailableError(f"memory cgroup not removed: {line}",
+                                                       hint="run `encbench cleanup` once nothing runs in it"))
         workdir = self._workdirs.pop(setup.get("schema"), None)
         if workdir is not None and not problems:  # a mount not destroyed keeps its directory (encbench cleanup)
             try:
@@ -349,7 +537,7 @@ class PostgresEngine(Engine):
     def failure_detail(self, setup: dict, keep_dir: Path) -> list[dict]:
         """The private servers of this run that died (PgServer.death_report): the in-transit one, each cluster."""
         schema = setup.get("schema")
-        servers = [("private server", self._servers.get(schema))]
+        servers = [("private server", self._servers.get(schema)), ("oltp server", self._oltp_servers.get(schema))]
         servers += [(f"encryption={enc}", server) for enc, (server, _) in zip(setup.get("clusters") or {},
                                                                            self._clusters.get(schema, []))]
         out = []
@@ -445,6 +633,12 @@ class PostgresEngine(Engine):
         from . import leakcheck as existing
 
         return existing.posture(_parse_dsn(client.psycopg(), dsn))
+
+
+def _size_text(size_bytes: int) -> str:
+    from ...util.units import fmt_bytes
+
+    return fmt_bytes(size_bytes).replace(" ", "")
 
 
 def _parse_dsn(psycopg, dsn: str) -> dict:

@@ -81,6 +81,7 @@ class PgServer:
     keep: bool = False
     args: list[str] = field(default_factory=list, repr=False)  # the postgres command line, for restart()
     data_parent: Path | None = None  # the data directory's own directory when it is not under root (a mount)
+    cgroup: Path | None = None  # the memory cgroup the postmaster (and so every child) starts in (host/memcg)
 
     @property
     def datadir(self) -> Path:
@@ -111,6 +112,18 @@ class PgServer:
         ok, error = _wait_ready(self)
         if not ok:
             raise EngineUnavailableError(f"the PostgreSQL server did not restart: {error}")
+
+    def restart_with(self, settings: dict[str, str | None]) -> None:
+        """Stop the server (whoever started it last) and start it again, in its cgroup, with these settings
+        (command-line -c values, which no configuration file overrides) changed; the rest as it was."""
+        self.args = with_settings(self.args, settings)
+        shutdown(self.datadir)
+        if self.proc is not None:
+            self.proc.poll()  # reaped: our child, stopped by its pid above
+        self._spawn()
+        ok, error = _wait_ready(self)
+        if not ok:
+            raise EngineUnavailableError(f"the PostgreSQL server did not restart with {settings}: {error}")
 
     def _spawn(self) -> None:
         log = open(self.logfile, "ab")
@@ -156,6 +169,41 @@ class PgServer:
         if self.data_parent is not None:
             shutil.rmtree(self.data_parent, ignore_errors=True)
         shutil.rmtree(self.root, ignore_errors=True)
+
+
+CGROUP_WRAPPER = 'echo $$ > "$0" && exec "$@"'  # the shell puts itself in the group, then becomes postgres
+
+
+def in_cgroup(args: list[str], cgroup: Path) -> list[str]:
+    """The command started inside a memory cgroup: the process joins it before exec, so the postmaster and every
+    process it forks are in it from the start (their memory and page cache charged to it)."""
+    return ["/bin/sh", "-c", CGROUP_WRAPPER, str(Path(cgroup) / "cgroup.procs"), *args]
+
+
+def with_settings(args: list[str], settings: dict[str, str | None]) -> list[str]:
+    """A postgres command line with these `-c name=value` settings replaced (or added at the end); a value None
+    removes the setting (the server's default then)."""
+    out: list[str] = []
+    i = 0
+    while i < len(args):
+        if args[i] == "-c" and i + 1 < len(args) and args[i + 1].partition("=")[0] in settings:
+            i += 2  # every occurrence dropped; the new value goes at the end
+            continue
+        out.append(args[i])
+        i += 1
+    for name, value in settings.items():
+        if value is not None:
+            out += ["-c", f"{name}={value}"]
+    return out
+
+
+def setting_of(args: list[str], name: str) -> str | None:
+    """The value a postgres command line gives `-c name=...` (the last one), or None."""
+    found = None
+    for i in range(len(args) - 1):
+        if args[i] == "-c" and args[i + 1].partition("=")[0] == name:
+            found = args[i + 1].partition("=")[2]
+    return found
 
 
 def postmaster_pid(datadir: Path) -> int | None:
@@ -237,15 +285,18 @@ def _as_user(user):
 
 
 def start(*, keep: bool = False, settings: dict | None = None, data_parent: Path | None = None,
-          root_parent: Path | None = None, unix_socket: bool = True) -> PgServer:
+          root_parent: Path | None = None, unix_socket: bool = True, cgroup: Path | None = None) -> PgServer:
     """initdb + certificate + start on a free port below 32768; retried on a port race. data_parent: a directory
     to make the data directory in (data, WAL, temporary files: e.g. on an encrypted mount); the socket, log,
     certificate and password file stay in the server's own temporary directory, made in root_parent (default
-    the system's temporary directory). unix_socket=False: TCP only (no socket path to fit in 107 bytes)."""
+    the system's temporary directory). unix_socket=False: TCP only (no socket path to fit in 107 bytes).
+    cgroup: a memory cgroup (host/memcg, its cgroup.procs writable by the server's user) the postmaster starts
+    in, and every restart too."""
     bindir = find_bindir()
     user = unprivileged_user("postgres")
     root = leftovers.claim_server_dir(tempfile.mkdtemp(prefix="encbench-pg-", dir=root_parent))  # cleanup after a kill
-    server = PgServer(bindir=bindir, root=root, port=0, password=secrets.token_urlsafe(24), user=user, keep=False)
+    server = PgServer(bindir=bindir, root=root, port=0, password=secrets.token_urlsafe(24), user=user, keep=False,
+                      cgroup=cgroup)
     atexit.register(server.stop)
     try:
         if data_parent is not None:
@@ -277,7 +328,7 @@ def start(*, keep: bool = False, settings: dict | None = None, data_parent: Path
             args = [str(bindir / "postgres"), "-D", str(server.datadir), "-c", f"port={port}"]
             for k, v in conf.items():
                 args += ["-c", f"{k}={v}"]
-            server.args = args
+            server.args = in_cgroup(args, cgroup) if cgroup is not None else args
             server._spawn()
             return server.proc
 

@@ -1,6 +1,7 @@
 """One measured PostgreSQL connection: TLS per variant with the server's own view (pg_stat_ssl) as
-proof, the in-transit primitives (storm, streamed COPY, connection churn, a pgbench select load)
-and the in-query hash workload's k sessions, with the backends the probes attach to.
+proof, the in-transit primitives (storm, streamed COPY, connection churn, a pgbench select load),
+the in-query hash workload's k sessions, and the oltp workload's pgbench mixes (oltp.py), with the
+processes the probes attach to.
 """
 
 from __future__ import annotations
@@ -23,8 +24,10 @@ from ..base import Session
 from ..concurrent import SessionsTogether
 from . import atrest, client, pgbench
 from .column import PgColumn
+from .oltp import PgOltp
 from . import server as pg_server
 from .client import CONNECT_TIMEOUT_S, NO_SERVER, check_connection, client_params, conninfo_of, first_line
+from .client import is_local_postgres
 from .waits import sampler_factory
 
 RT_ROWS = 10_000
@@ -38,7 +41,7 @@ HASH_FUNCTIONS = {
 }
 
 
-class PgSession(PgColumn, SessionsTogether, Session):
+class PgSession(PgOltp, PgColumn, SessionsTogether, Session):
     """One connection (plus whatever its workloads open), with the server's view of TLS."""
 
     def __init__(self, setup: dict, variant: Variant, scratch: Path, *, mutable: bool = False):
@@ -56,7 +59,12 @@ class PgSession(PgColumn, SessionsTogether, Session):
         # at rest: the variant's own cluster (its data directory on the variant's filesystem)
         self.cluster = setup["clusters"][variant["encryption"]] if "encryption" in variant else None
         self._access = setup["_cluster_access"][variant["encryption"]] if self.cluster else None
-        self._conninfo = dict(self._access["conninfo"]) if self.cluster else conninfo_of(setup)
+        if self.cluster:
+            self._conninfo = dict(self._access["conninfo"])
+        elif "script" in variant and setup.get("_oltp_access"):  # oltp (its variants have a script): its own server
+            self._conninfo = dict(setup["_oltp_access"]["conninfo"])
+        else:
+            self._conninfo = conninfo_of(setup)
         t0 = time.perf_counter()
         self.conn = self.connect()
         self.open_metrics = {"wall_s": time.perf_counter() - t0}
@@ -370,14 +378,6 @@ def _sql(sql: str) -> str:
     """The workloads' portable '?' placeholders in psycopg's format style (a literal % doubled)."""
     return sql.replace("%", "%%").replace("?", "%s")
 
-
-
-def is_local_postgres(pid: int) -> bool:
-    try:
-        with open(f"/proc/{pid}/comm") as f:
-            return f.read().strip().startswith("postgres")
-    except OSError:
-        return False
 
 
 def parent_pid(pid: int) -> int | None:
