@@ -239,5 +239,9 @@ def _main(args: argparse.Namespace) -> int:
     return 0
 
 
+def main(argv: list[str] | None = None) -> int:
+    return script_main("oltp_peers_mariadb", _main, parse_args, argv)
+
+
 if __name__ == "__main__":
-    sys.exit(script_main("oltp_peers_mariadb", _main, parse_args))
+    sys.exit(main())
