@@ -120,3 +120,24 @@ def test_the_check_with_another_files_per_page_cost(analysis):
     assert abs(chk["error_pct"]) < 5 and chk["error_ci_pct"][0] < 0 < chk["error_ci_pct"][1]
     assert chk["misses"] == []  # the model and the truth agree within the noise
     assert chk["per_page_source"].startswith("other.json: scan-like/scan")
+
+
+def test_fscrypt_counts_the_kernel_workers_that_decrypt():
+    """PostgreSQL on fscrypt: the pages are decrypted in kernel worker threads, not in the server's processes, so
+    the added CPU per transaction is the server's plus the kworkers' (as the per-page cost of the scans is)."""
+    runs = []
+    for enc, server_us, kworker_us in (("off", 500.0, 5.0), ("fscrypt", 510.0, 300.0)):
+        for i in range(6):
+            j = 1 + 0.01 * (i % 3)
+            n = 3000
+            runs.append(_run("oltp", "mix", {"encryption": enc, "script": "select-only", "memory": "25%"},
+                             {"wall_s": 10.0, "cpu_s": n * server_us * j / 1e6, "kworker_cpu_s": n * kworker_us * j / 1e6,
+                              "pages_read": n * 1.1},
+                             {"transactions": n, "tps": 300.0, "page_size": 8192}))
+    doc = dict(_doc(), runs=runs, engine={"name": "postgres", "axis": "encryption", "axis_baseline": "off",
+                                          "variant_keys": [{"name": k, "applies_when": []}
+                                                           for k in ("encryption", "script", "memory")]})
+    (e,) = an.analyze(doc).oltp_costs
+    assert e["cpu_basis"] == "cpu_s + kworker_cpu_s"
+    assert e["added_cpu_us_per_txn"] == pytest.approx(305, rel=0.03)  # 10 µs in the server, 295 in the kworkers
+    assert e["added_cpu_us_per_page_read"] == pytest.approx(305 / 1.1, rel=0.03)
