@@ -24,6 +24,7 @@ from .words import metric_word
 
 WORKLOAD = "oltp"
 MIN_READS_PER_TXN = 0.05  # below this a mix barely reads from storage: no cost per page read is derived
+WRITES_THAT_COUNT = 0.1  # page writes per transaction from which unpriced writes are named first in the misses
 Z95 = 1.959964
 SCANS = ("scan-eq", "scan-like")  # the per-page read costs the estimate takes by default, best first
 
@@ -110,14 +111,16 @@ def misses(entry: dict, c: dict) -> list[str]:
     if share > 0:
         unexplained = f"{rest:.1f} µs per transaction ({share:.0%} of the added CPU) is not in the per-page model"
         why = []
-        if entry["pages_read_per_txn"] and entry.get("added_cpu_us_per_page_read"):
+        writes = entry["pages_written_per_txn"] or 0.0
+        unpriced_writes = writes >= WRITES_THAT_COUNT and "writes" not in c["parts_us_per_txn"]
+        if unpriced_writes:  # said first: a write mix's added CPU is mostly its writes when they are not priced
+            why.append(f"{writes:.2f} page writes per transaction with no measured per-page write cost (a warm "
+                       "rebuild in the same file measures one): writes and WAL/redo are not in the prediction")
+        if entry["pages_read_per_txn"] and entry.get("added_cpu_us_per_page_read") and not unpriced_writes:
             ratio = entry["added_cpu_us_per_page_read"] / c["per_page_read_us"]
             if ratio > 1:
                 why.append(f"a random single-page read pays {ratio:.1f}x the scan's per-page cost here (per-call set-up "
                            "of the cipher that a sequential scan amortizes over many pages)")
-        if entry["pages_written_per_txn"] and "writes" not in c["parts_us_per_txn"]:
-            why.append(f"{entry['pages_written_per_txn']:.2f} page writes per transaction with no measured per-page "
-                       "write cost (run a warm rebuild in the same file to add it): writes and WAL/redo")
         why.append("background threads (page cleaners, checkpointer, log writer) and the engine's own page code")
         out.append(unexplained + ": " + "; ".join(why))
     else:
