@@ -311,6 +311,84 @@ def _mixed_words(counts: Counter, estimate: str, rows: list[dict]) -> str:
             + f" of {sum(counts.values())} rows")
 
 
+# -- the short form: every line within 100 columns with its bullet, the figure a DBA acts on first -----------------
+
+WIDTH = 96  # a headline line's characters: "  - " and the line fit 100 columns (issue 25); the rest is its detail
+ONE_LINE = 91  # leak-check's and tls-scan's answer: "Summary: " and the line fit 100 columns
+
+
+def fit(head: str, extras: list[str], width: int = WIDTH) -> str:
+    """The head, then as many of the extras (in order) as fit within `width`."""
+    text = head
+    for x in extras:
+        if x and len(text) + 2 + len(x) <= width:
+            text += "; " + x
+    return text
+
+
+def _short_est(rows: list[dict], word: str, with_ci: bool = True) -> str:
+    """One row: '+266% CPU [+213, +329]'; several: '+73% to +378% CPU' (the rows: show --detail)."""
+    rated = [r for r in rows if r["ratio"] is not None]
+    if not rated:
+        return f"no estimate of {word}"
+    if len(rated) == 1:
+        return _est(rated[0], word) if with_ci else f"{_pct(rated[0]['ratio'])} {word}"
+    lo, hi = min(r["ratio"] for r in rated), max(r["ratio"] for r in rated)
+    return f"{_pct(lo)} to {_pct(hi)} {word}"
+
+
+SHORT_WITHHELD = (("client", "client-bound"), ("memory", "memory not held"))
+
+
+def _short_words(code: str, rows: list[dict], est: str) -> str:
+    """The verdict in a few words ahead of its estimate; `show --detail` has the sentence."""
+    if code in (stats.COSTS, stats.SAVES):
+        return f"{code} {est}"
+    if code == stats.NO_COST:
+        return f"no cost: {est}"
+    if code == stats.INCONCLUSIVE:
+        return f"inconclusive: {est}"
+    if code == stats.TOO_FEW_RUNS:
+        return f"{est}, too few runs"
+    if code == stats.WITHHELD:
+        text = rows[0]["verdict_text"] if rows else ""
+        return "no verdict (" + next((w for k, w in SHORT_WITHHELD if k in text), "withheld") + ")"
+    if code == MIXED:
+        return f"{est}, verdicts differ"
+    return f"no verdict: {est}"
+
+
+def short_text(label: str, code: str, rows: list[dict], word: str, extras: list[str]) -> str:
+    """`label: <verdict> <estimate>; <extras that fit>` within WIDTH (the CI dropped first when it must go)."""
+    for with_ci in (True, False):
+        head = f"{label}: {_short_words(code, rows, _short_est(rows, word, with_ci))}"
+        if len(head) <= WIDTH:
+            return fit(head, extras)
+    return head[:WIDTH - 1] + "…"
+
+
+def _short_figures(figures: list[dict]) -> list[str]:
+    """Each figure of a line in a few words (per page, compression, the open, the side metrics)."""
+    out = []
+    for name in dict.fromkeys(f["name"] for f in figures):
+        figs = [f for f in figures if f["name"] == name]
+        if name in ("per_page_read_cpu_s", "per_page_write_cpu_s"):
+            size = _size(figs[0]["page_size"])
+            out.append(f"{_span([f['value'] for f in figs], fmt_seconds)} per {size} page"
+                       + (" written" if name == "per_page_write_cpu_s" else ""))
+        elif name == "compression_ratio":
+            f = figs[0]
+            out.append(f"{f['operation']} compresses {f['contender'][0]:.2f}x vs {f['baseline'][0]:.2f}x plain")
+        elif name == "open_wall_s_median":
+            f = figs[0]
+            out.append(f"{_span(f['value'], fmt_seconds)} per connection"
+                       + (f" ({_span(f['baseline'], fmt_seconds)} without)" if f["baseline"] else ""))
+        elif name == "side_metric":
+            for f in figs:
+                out.append(_short_est(f["rows"], f["word"].replace(" per ", "/"), with_ci=len(f["rows"]) == 1))
+    return out
+
+
 def lead_metric(spec: LineSpec, mine: list[dict]) -> tuple[str | None, bool]:
     """The metric a line leads with, and whether it is the rows' own (not the spec's): the first of the spec's
     metrics the rows' verdicts rest on (their verdict_basis), else the first metric they rest on (a fixed-duration
@@ -368,12 +446,18 @@ def _line(lab: str, spec: LineSpec, comps: list[dict], analysis) -> dict | None:
                                                                        if own else [])
     told = [FIGURE_TEXT[name]([f for f in figures if f["name"] == name])
             for name in dict.fromkeys(f["name"] for f in figures)]
-    text = f"{spec.label}: " + "; ".join([*told, words] if spec.figures_first else [words, *told])
+    detail = f"{spec.label}: " + "; ".join([*told, words] if spec.figures_first else [words, *told])
     if spec.remark:
-        text += f" ({spec.remark})"
+        detail += f" ({spec.remark})"
     rated = [r["ratio"] for r in rows if r["ratio"] is not None]
+    short = _short_figures(figures)
+    if spec.figures_first and short:  # the open's time says it best: first, the verdict after it
+        text = fit(f"{spec.label}: {short[0]}", [_short_words(code, rows, _short_est(rows, word))])
+    else:
+        text = short_text(spec.label, code, rows, word, short)
     return {"lab": lab, "label": spec.label, "metric": metric, "verdict": code, "verdicts": dict(counts),
-            "rows": rows, "range": [min(rated), max(rated)] if rated else None, "figures": figures, "text": text}
+            "rows": rows, "range": [min(rated), max(rated)] if rated else None, "figures": figures, "text": text,
+            "detail": detail}
 
 
 def _by_lab(comps: list[dict]) -> dict[str, list[dict]]:
@@ -449,9 +533,17 @@ def sweep_lines(analysis) -> list[dict]:
             figures.append({"name": "profile", "sessions": p["sessions"], "libcrypto_share": p["libcrypto_share"],
                             "lock_share": p["lock_share"]})
         if parts:
+            short = [f"efficiency {f['value']:.2f} at {f['sessions']} sessions" if f["name"] == "efficiency" else
+                     f"{f['value']:.3f} µs/row" + (f" ({f['times_raw']:.1f}x raw)" if f.get("times_raw") else "")
+                     if f["name"] == "function_us_per_row" else
+                     f"libcrypto {f['libcrypto_share']:.0%}, locks {f['lock_share']:.0%}" if f["name"] == "profile"
+                     else "" for f in figures]
+            short = [x for x in short if x]
             out.append({"lab": f"{wl} sweep", "label": f"{wl} sweep, {function}", "metric": None, "verdict": None,
                         "verdicts": {}, "rows": [], "range": None, "figures": figures,
-                        "text": f"{wl} sweep, {function}: " + "; ".join(parts) + f" ({top['runs']} runs per level)"})
+                        "text": fit(f"{wl} sweep, {function}: {short[0]}", short[1:]) if short else
+                        f"{wl} sweep, {function}",
+                        "detail": f"{wl} sweep, {function}: " + "; ".join(parts) + f" ({top['runs']} runs per level)"})
     return out
 
 
@@ -525,11 +617,18 @@ def column_lines(analysis) -> list[dict]:
                     "raw_us_per_value": e.get("raw_us_per_value"), "times_raw": e.get("times_raw"),
                     "raw_cipher_standing": e.get("raw_cipher_standing")} for e in mine]
         rated = [r["ratio"] for r in rows if r["ratio"] is not None]
+        short = [f"{'+' if e['added_us_per_row'] >= 0 else '-'}{cc.fmt_us(abs(e['added_us_per_row']))} µs/row to "
+                 f"{e['direction']}" + (f" ({cc.fmt_times(e['times_raw'])}x raw)" if "times_raw" in e else "")
+                 for e in mine]
+        code = next(iter(counts)) if len(counts) == 1 else (MIXED if counts else stats.NO_ESTIMATE)
+        head = f"{cc.WORKLOAD}, {name}: " + (f"{code.replace('_', ' ')}: " if code in (stats.COSTS, stats.SAVES,
+                                                                                      stats.NO_COST) else "")
         out.append({"lab": cc.WORKLOAD, "label": f"{cc.WORKLOAD}, {name}",
                     "metric": SIDE_METRICS[mine[0]["side"]], "verdict": next(iter(counts)) if len(counts) == 1
                     else (MIXED if counts else None), "verdicts": dict(counts), "rows": rows,
                     "range": [min(rated), max(rated)] if rated else None, "figures": figures,
-                    "text": f"{cc.WORKLOAD}, {name}: {text}"})
+                    "text": fit(head + short[0], short[1:]) if short else f"{cc.WORKLOAD}, {name}: {text}"[:WIDTH],
+                    "detail": f"{cc.WORKLOAD}, {name}: {text}"})
     return out
 
 
@@ -576,13 +675,26 @@ def oltp_lines(analysis) -> list[dict]:
             continue
         axis = axis_of(mine[0])
         value = _label_dict(e["contender"]).get(axis or "", "")
-        spec = LineSpec(f"{oc.WORKLOAD} {oc.label_of(e)}, {axis}={value}", (oc.WORKLOAD,), metrics=())
+        mix = e.get("script") or e["operation"]
+        words = [mix if oc.WORKLOAD in mix else f"{oc.WORKLOAD} {mix}", f"{e['memory']} in memory" if e.get("memory")
+                 else "", f"{e['clients']} clients" if e.get("clients") not in (None, "1") else "", f"{axis}={value}"]
+        spec = LineSpec(", ".join(w for w in words if w), (oc.WORKLOAD,), metrics=())
         line = _line(LABS.get(axis, "oltp"), spec, mine, analysis)
         if line is None:
             continue
         extra = _oltp_figures(e)
         if extra:
-            line["text"] += "; " + "; ".join(extra)
+            line["detail"] += "; " + "; ".join(extra)
+        chk = e.get("estimate_check") or {}
+        if chk.get("error_pct") is not None:  # the check is a figure to act on: kept in the short line (CIs go first)
+            check = f"per-page estimate {chk['error_pct']:+.0f}% off"
+            rows = [r for r in line["rows"]]
+            word = _word(analysis, line["metric"])
+            for with_ci in (True, False):
+                head = f"{spec.label}: {_short_words(line['verdict'], rows, _short_est(rows, word, with_ci))}"
+                if len(head) + 2 + len(check) <= WIDTH:
+                    line["text"] = fit(f"{head}; {check}", _short_figures(line["figures"]))
+                    break
         line["figures"].append({"name": "oltp_cost", **{k: e[k] for k in ("added_cpu_us_per_txn",
                                                                           "added_cpu_us_per_page_read")},
                                 "estimate_error_pct": (e.get("estimate_check") or {}).get("error_pct")})
@@ -595,9 +707,10 @@ def build(analysis) -> list[dict]:
     return comparison_lines(analysis) + oltp_lines(analysis) + column_lines(analysis) + sweep_lines(analysis)
 
 
-def lines(analysis) -> list[str]:
-    """The text form: one string per line (what the terminal, Markdown and HTML show)."""
-    return [line["text"] for line in (analysis.headline or [])]
+def lines(analysis, detail: bool = False) -> list[str]:
+    """The text form: one string per line (what the terminal, Markdown and HTML show): each within 100 columns,
+    or with `detail` (show --detail) the whole sentence with every figure."""
+    return [line.get("detail", line["text"]) if detail else line["text"] for line in (analysis.headline or [])]
 
 
 # -- the commands that print no result file: one line each, printed first -------------------------
@@ -607,14 +720,14 @@ def leak_check_line(report) -> str:
     proves the scan could have found one)."""
     if report.findings:
         where = ", ".join(dict.fromkeys(f.role for f in report.findings))
-        return (f"LEAK: the plaintext canary reached the disk in {len(report.findings)} of {report.scanned_files} "
-                f"files ({where}) although {report.configuration}")
-    text = f"no leak: the canary is in none of the {report.scanned_files} files scanned ({report.configuration})"
-    if report.control:
-        found = report.control.get("found_in") or []
-        text += (f"; the control ({report.control['configuration']}) finds it in {', '.join(found)}, so the scan "
-                 "would see a leak" if found else "; but the control finds it nowhere either: the scan proves nothing")
-    return text
+        return fit(f"LEAK: plaintext canary on disk in {len(report.findings)} of {report.scanned_files} files",
+                   [where, f"although {report.configuration}"], width=ONE_LINE)
+    if report.control and not report.control.get("found_in"):
+        return fit("no leak seen, but the control finds none either: this scan proves nothing",
+                   [report.configuration], width=ONE_LINE)
+    extras = ["the control finds it: the scan sees a leak"] if report.control else []
+    return fit(f"no leak: canary in none of the {report.scanned_files} files scanned",
+               extras + [report.configuration], width=ONE_LINE)
 
 
 GRADES = "ABCF"  # tls/scan.py's grades, best first
@@ -630,18 +743,17 @@ def tls_scan_line(result: dict, changes: list[str] | None = None, measured: dict
     suites = [s for ss in result["suites"].values() for s in ss]
     worst = max((s["grade"] for s in suites), default="-", key=lambda g: GRADES.find(g))
     weak = [s["suite"] for s in suites if s["grade"] in ("C", "F")]
-    text = (f"{result['target']}: {', '.join(result['protocols']) or 'no protocol'}; {len(suites)} suites accepted, "
-            f"worst grade {worst}" + (f" ({len(weak)} weak: {_first(weak, 3)})" if weak else ""))
-    if changes is not None:
+    head = f"{result['target']}: {', '.join(result['protocols']) or 'no protocol'}; {len(suites)} suites, worst {worst}"
+    extras = []
+    if changes is not None:  # drift is what a scan against a baseline is for: said before the rest
         real = [c for c in changes if not c.startswith("note:")]
-        text += f"; {len(real)} change(s) since the baseline" if real else "; no change since the baseline"
+        extras.append(f"{len(real)} change(s) from the baseline" if real else "no change from the baseline")
     rated = [r for r in (measured or {}).get("ranking", []) if (r.get("storm elapsed") or {}).get("ratio") is not None]
     if rated:
-        def est(r):
-            return f"{r['tls']} {_est(r['storm elapsed'])}"
-
         lo = min(rated, key=lambda r: r["storm elapsed"]["ratio"])
         hi = max(rated, key=lambda r: r["storm elapsed"]["ratio"])
-        text += (f"; storm elapsed vs no TLS: {est(lo)}" if lo is hi else
-                 f"; storm elapsed vs no TLS: cheapest {est(lo)}, dearest {est(hi)}")
-    return text
+        extras.append(f"storm {_pct(lo['storm elapsed']['ratio'])} to {_pct(hi['storm elapsed']['ratio'])} with TLS"
+                      if lo is not hi else f"storm {_pct(lo['storm elapsed']['ratio'])} with TLS")
+    if weak:
+        extras.append(f"{len(weak)} weak: {_first(weak, 2)}")
+    return fit(head, extras, width=ONE_LINE)

@@ -202,9 +202,10 @@ def cmd_run(args, argv: list[str]) -> int:
     if args.json:
         print(report.render_json(doc, analysis))
     else:
-        report.render_text(doc, analysis, console(), detail=args.detail)
-        for line in precision.lines(doc) + runctx.lines(doc):
-            print(line)
+        out = console()
+        report.render_text(doc, analysis, out, detail=args.detail)
+        for line in precision.lines(doc) + runctx.lines(doc):  # wrapped at a terminal's width, whole in a pipe
+            out.print(line, highlight=False, markup=False, soft_wrap=not out.is_terminal)
         print(f"results written to {output} (encbench show {output})", file=sys.stderr)
     if args.prometheus:
         prometheus.write(Path(args.prometheus), prometheus.run_registry(engine_name, list(analysis.comparisons)))

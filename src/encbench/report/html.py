@@ -122,7 +122,7 @@ def _lines(title: str, lines: list[str], cls: str) -> str:
 def section(doc: dict, path: Path, index: int) -> str:
     analysis = an.analyze(doc)
     out = [f"<section id=\"file-{index}\" class=\"result\"><h2>{_e(path.name)}: {_e(doc['engine']['name'])}</h2>",
-           _lines(report.SUMMARY[1], report.SUMMARY[2](doc, analysis), "summary"),  # the headline, first
+           _lines(report.SUMMARY[1], report.SUMMARY[2](doc, analysis, True), "summary"),  # the headline, first
            "<ul class=\"meta\">" + "".join(f"<li>{_e(x)}</li>" for x in report.header_lines(doc, analysis)) + "</ul>"]
     tables = report._tables(doc)
     for t in tables:

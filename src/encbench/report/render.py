@@ -606,7 +606,8 @@ def header_lines(doc: dict, analysis: an.Analysis | None = None) -> list[str]:
 
 
 # the headline summary (analysis/headline.py), shown first: before the header and the tables
-SUMMARY = ("Summary", "Summary", lambda doc, a: headline.lines(a))
+# the summary printed first: each line within 100 columns; with --detail (and in the HTML report) the sentences
+SUMMARY = ("Summary", "Summary", lambda doc, a, detail=False: headline.lines(a, detail))
 
 # the sections after the tables, in order: (terminal title, markdown and HTML title, lines from the document
 # and its analysis); every renderer walks this table
@@ -646,7 +647,7 @@ def _sections(detail: bool):
 def render_text(doc: dict, analysis: an.Analysis, console: Console, detail: bool = False) -> None:
     """The summary, the header, the compact tables (with `detail` every column, a block per row), the sections."""
     analysis = an.Analysis.of(analysis)
-    _print_section(console, SUMMARY[0], SUMMARY[2](doc, analysis))
+    _print_section(console, SUMMARY[0], SUMMARY[2](doc, analysis, detail))
     for line in header_lines(doc, analysis):
         console.print(line, highlight=False)
     for t, shown in _shown_tables(doc, analysis):
@@ -663,11 +664,12 @@ def render_text(doc: dict, analysis: an.Analysis, console: Console, detail: bool
                 table.add_row(*_cells(r, cols))
             console.print(table)
             if legend_line(mine):
-                console.print(f"  {legend_line(mine)}", highlight=False, soft_wrap=True, markup=False)
+                console.print(f"  {legend_line(mine)}", highlight=False, soft_wrap=not console.is_terminal,
+                              markup=False)
     for title, _, lines in _sections(detail):
         _print_section(console, title, lines(doc, analysis))
     if doc["config"].get("command"):
-        console.print(f"Reproduce: {doc['config']['command']}", highlight=False, soft_wrap=True)
+        console.print(f"Reproduce: {doc['config']['command']}", highlight=False, soft_wrap=not console.is_terminal)
 
 
 def _print_long(console: Console, t: dict, shown: list[dict]) -> None:
@@ -679,7 +681,8 @@ def _print_long(console: Console, t: dict, shown: list[dict]) -> None:
         name = f"{r['workload']} / {r['operation']}" + (f" / {r['setting']}" if r["setting"] != "-" else "")
         console.print(f"[bold]{name}[/bold] ({r['contender']} vs {r['baseline']})", highlight=False)
         for c in cols:
-            console.print(f"    {COLUMNS[c][0]}: {COLUMNS[c][1](r)}", highlight=False, soft_wrap=True, markup=False)
+            console.print(f"    {COLUMNS[c][0]}: {COLUMNS[c][1](r)}", highlight=False, soft_wrap=not console.is_terminal,
+                          markup=False)
     if not shown:
         console.print("  (no rows)")
 
@@ -688,14 +691,15 @@ def _print_section(console: Console, title: str, lines: list[str]) -> None:
     if lines:
         console.print(f"[bold]{title}[/bold]")
         for line in lines:
-            console.print(f"  - {line}", highlight=False, soft_wrap=True, markup=False)
+            # a terminal wraps prose at its width (rich); a pipe or file keeps each line whole (grep, logs)
+            console.print(f"  - {line}", highlight=False, soft_wrap=not console.is_terminal, markup=False)
 
 
 def render_markdown(doc: dict, analysis: an.Analysis, detail: bool = False) -> str:
     """The compact tables (every declared column with `detail`) and the sections, for a ticket."""
     analysis = an.Analysis.of(analysis)
     out = ["# encbench results\n"]
-    summary = SUMMARY[2](doc, analysis)
+    summary = SUMMARY[2](doc, analysis, detail)
     out += [f"## {SUMMARY[1]}", ""] + [f"- {line}" for line in summary] + [""] if summary else []
     out += [f"- {line}" for line in header_lines(doc, analysis)]
     for t, every in _shown_tables(doc, analysis):

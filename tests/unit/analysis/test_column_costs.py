@@ -140,9 +140,10 @@ def test_headline_one_line_per_method_with_the_verdict_and_the_raw_cipher():
     (line,) = _column_line(_doc(_pgp_runs(6)))
     assert line["label"] == "column, pg-pgp" and line["metric"] == "cpu_s" and line["verdict"] == "costs"
     assert [(r["operation"], r["verdict"]) for r in line["rows"]] == [("insert", "costs"), ("read", "costs")]
-    assert line["text"] == ("column, pg-pgp: costs +400 µs server CPU per row [399, 401] to encrypt (insert), "
+    assert line["detail"] == ("column, pg-pgp: costs +400 µs server CPU per row [399, 401] to encrypt (insert), "
                             "2.4x its raw cipher (170 µs, 100% S2K (iterated SHA-1)); costs +400 µs per row "
                             "[399, 401] to decrypt (read), 2.4x its raw cipher (170 µs)")
+    assert line["text"] == "column, pg-pgp: costs: +400 µs/row to encrypt (2.4x raw); +400 µs/row to decrypt (2.4x raw)"
     (enc, dec) = line["figures"]
     assert (enc["direction"], enc["side"], dec["direction"]) == ("encrypt", "server", "decrypt")
     assert enc["value"] == pytest.approx(400) and enc["times_raw"] == pytest.approx(400 / 170)
@@ -150,10 +151,10 @@ def test_headline_one_line_per_method_with_the_verdict_and_the_raw_cipher():
 
 def test_headline_says_too_few_runs_once_and_flags_a_figure_below_its_raw_cipher():
     (line,) = _column_line(_doc(_pgp_runs(3, insert=120.0)))  # +100 µs to encrypt: below the raw 170
-    assert line["verdict"] == "too_few_runs" and line["text"].count("too few runs") == 1
-    assert line["text"].startswith("column, pg-pgp: +100 µs server CPU per row [")
-    assert "to encrypt (insert), below its raw cipher (170 µs, 100% S2K (iterated SHA-1)): contradicts" in line["text"]
-    assert line["text"].endswith("2.4x its raw cipher (170 µs); too few runs for a verdict (3 per side, need 6)")
+    assert line["verdict"] == "too_few_runs" and line["detail"].count("too few runs") == 1
+    assert line["detail"].startswith("column, pg-pgp: +100 µs server CPU per row [")
+    assert "to encrypt (insert), below its raw cipher (170 µs, 100% S2K (iterated SHA-1)): contradicts" in line["detail"]
+    assert line["detail"].endswith("2.4x its raw cipher (170 µs); too few runs for a verdict (3 per side, need 6)")
     assert line["figures"][0]["times_raw"] is None and line["figures"][0]["raw_cipher_standing"] == "contradicts"
 
 
@@ -162,6 +163,6 @@ def test_headline_client_method_on_its_client_side_and_no_line_without_a_method(
     runs += [_run("client-gcm", {"insert": 20.0, "read": 5.0}, client_us=9 + _jitter(i)) for i in range(6)]
     (line,) = _column_line(_doc(runs))
     assert line["metric"] == "client_cpu_s" and {r["verdict"] for r in line["rows"]} == {"costs"}
-    assert line["text"].startswith("column, client-gcm: costs +6.0 µs client CPU per row [")
-    assert "its raw cipher" not in line["text"]  # no reference for it in this document: no multiple
+    assert line["detail"].startswith("column, client-gcm: costs +6.0 µs client CPU per row [")
+    assert "its raw cipher" not in line["detail"]  # no reference for it in this document: no multiple
     assert _column_line(_doc([_run("none", {"insert": 20.0})])) == []

@@ -189,7 +189,7 @@ def test_column_sweep_efficiency_per_in_database_method_against_the_servers_cpus
     assert any("could run on 1 of the machine's 2 CPUs" in n for n in a.notes)
     assert any("client methods and none are measured at sessions=1 only" in n for n in a.notes)
     line = next(h for h in a.headline if h["label"] == "column sweep, pg-aes")
-    assert "at 2 sessions efficiency 0.95" in line["text"]
+    assert "at 2 sessions efficiency 0.95" in line["detail"]
     from encbench.report import render
 
     text = render.scaling_lines(a, "column")
