@@ -62,7 +62,7 @@ def test_managed_all_workloads_tls_verified(encbench, tmp_path, pg_dirs_before):
     assert basis["qps"] == 0 and basis["cpu_us_per_query"] == 1 and basis.get("wall_s") is None, basis
     assert doc["workloads"]["roundtrip"]["fixed_duration"] is True
     line = next(x for x in res.stdout.splitlines() if "TLS roundtrip" in x)
-    assert "throughput" in line and "server CPU per query" in line and "elapsed" not in line, line
+    assert "throughput" in line and "server CPU/query" in line and "elapsed" not in line, line
     storm = [op for r in doc["runs"] if r["workload"] == "storm" for op in r["operations"] if op["operation"] == "messages"]
     assert all(op["extra"]["messages_received"] == 3000 for op in storm), storm
     assert all(op["metrics"]["net_bytes_received"] > 3000 * 5 for op in storm), storm  # one small message each
