@@ -25,6 +25,9 @@ class PrepareContext:
     progress: Callable[[str], None] = lambda msg: None
     options: dict[str, Any] = field(default_factory=dict)
     params: dict[str, dict] = field(default_factory=dict)  # workload -> resolved --param values
+    # --meter instructions on a server engine: {"dir": where its processes' callgrind dumps go, "cache_sim": bool,
+    # "keep_dir": where a server's log is kept when it does not start under valgrind}; {} otherwise
+    meter: dict[str, Any] = field(default_factory=dict)
 
 
 class Session:
@@ -115,6 +118,16 @@ class Engine:
     # probe's kworker_cpu_s to the server's cpu_s, on both sides (analysis/summary.py)
     kernel_worker_crypto: tuple[str, ...] = ()
     selftest_workloads: tuple[str, ...] = ()  # `encbench selftest`'s reduced suite (none: the first default workload)
+    # --meter instructions (lab/meter.py): "worker" when the engine runs in the worker process (counted there),
+    # "server" when its private server can run under callgrind (prepare starts it so, given ctx.meter), "" never;
+    # the workloads whose every instruction that matters is counted, and why the others are not (one line)
+    metered: str = ""
+    metered_workloads: tuple[str, ...] = ()
+    meter_refusal: str = ""
+    # the instructions' attribution (analysis/instrattr.py): (group, regex on the object, regex on the function) of
+    # the engine's own code, tried before the shared groups; what its crypto does, by family, in words
+    instruction_groups: tuple[tuple[str, str, str], ...] = ()
+    crypto_roles: dict[str, str] = {}
     # perf sample categories of its own code (profiling/profiler.py): (category, regex on the shared object, regex
     # on the symbol or ""); in_process: its code is a Python extension, classified before Python's own objects
     profile_categories: tuple[tuple[str, str, str], ...] = ()

@@ -18,6 +18,8 @@ from .. import __version__
 from ..analysis import summary as analysis
 from ..util import interrupts
 from . import leftovers
+from . import meter as meters
+from . import meterfork
 from . import placement
 from . import precision
 from . import results
@@ -54,6 +56,8 @@ class RunConfig:
     precision: float | None = None  # --precision: target CI half-width of each headline comparison, in points
     max_time_s: float | None = None  # --max-time: rounds are added until the precision or this time is reached
     pin: bool = True  # --no-pin: False
+    meter: str = meters.TIME  # --meter: time, or instructions (counted by valgrind: lab/meter.py)
+    cache_sim: bool = False  # --meter instructions: callgrind's cache simulation too (L1 / last-level misses)
 
     def public(self) -> dict:
         return {
@@ -63,6 +67,7 @@ class RunConfig:
             "key_source": self.key_source, "command": self.command, "params": self.params,
             "engine_options": {k: redact(v) if isinstance(v, str) else v for k, v in self.engine_options.items()},
             "precision_points": self.precision, "max_time_s": self.max_time_s, "pin": self.pin,
+            **({"meter": self.meter, "cache_sim": self.cache_sim} if self.meter != meters.TIME else {}),
         }
 
 
@@ -94,10 +99,12 @@ def plan(config: RunConfig) -> Plan:
         wl = WORKLOADS.get(name)
         capabilities.require(engine, wl, WORKLOADS)  # listed by the engine, and its session serves it
         workloads.append(wl)
+    meters.check(config.meter, engine, workloads, config.engine_options, config.probes, config.params)
     keys = with_placebo(engine.variant_keys)  # `placebo` is every engine's (variants.py)
     filters = parse_filters(config.variant_filters, keys)
-    params = resolve_params(workloads, config.params, quick=config.quick,
-                            engine_workloads=[WORKLOADS.get(n) for n in engine.workloads])
+    params = meters.params(config.meter, resolve_params(workloads, config.params, quick=config.quick,
+                                                        engine_workloads=[WORKLOADS.get(n) for n in engine.workloads]),
+                           config.params)
     items, variants, by_workload = [], [], {}
     for wl in workloads:
         wl_variants = matrix(keys, filters, wl.name)
@@ -158,7 +165,10 @@ def new_document(config: RunConfig, p: Plan, env: dict) -> dict:
             "metric_words": dict(e.metric_words),
             "tables": [t.to_dict() for t in e.tables()],
         },
-        "workloads": {wl.name: dict(wl.describe(), params=p.params[wl.name]) for wl in p.workloads},
+        "workloads": {wl.name: dict(wl.describe(), params=p.params[wl.name],
+                                    **({"verdict_metrics": list(meters.verdict_metrics(wl))}
+                                       if config.meter == meters.INSTRUCTIONS else {}))
+                      for wl in p.workloads},
         "dataset": None,
         "calibration": None,
         "runs": [],
@@ -228,6 +238,11 @@ def run_in_fresh_process(ctx, spec: dict) -> dict:
             proc.kill()
             proc.join()
         receiver.close()
+    return outcome(kind, payload)
+
+
+def outcome(kind: str, payload) -> dict:
+    """A worker's message as the run's record, or the error it reported, raised here."""
     if kind == "error":
         raise payload
     if kind == "exception":
@@ -253,15 +268,23 @@ def execute(config: RunConfig, *, on_progress: Callable[[str, int, int], None] =
     scratch = Path(tempfile.mkdtemp(prefix="scratch-", dir=config.data_dir))
     leftovers.write_owner(scratch, leftovers.me())  # reclaimable by the next run if this one is killed
     setup = None
+    workers = None  # --meter instructions, an engine in the worker: the fork server under valgrind (meterfork)
     started = False  # the file is first written once measuring can start: a configuration error leaves none
     placed = placement.apply(placement.choose(config.pin))  # before prepare: a private server inherits it
     doc["placement"] = placed.describe()
+    metered = config.meter == meters.INSTRUCTIONS
+    probes = list(config.probes) + (["instructions"] if metered and "instructions" not in config.probes else [])
     try:
+        if metered:
+            on_progress("reading the CPU valgrind simulates", 0, len(p.items))
+            doc["meter"] = meters.facts(config.cache_sim)
         ctx = PrepareContext(
             size_bytes=config.size_bytes, seed=config.seed, data_dir=config.data_dir, scratch_dir=scratch,
             variants=p.variants, regenerate=config.regenerate, key=config.key, key_source=config.key_source,
             progress=lambda msg: on_progress(msg, 0, len(p.items)),
             options=config.engine_options, params=p.params,
+            meter={"cache_sim": config.cache_sim, "keep_dir": str(config.data_dir)}
+            if metered and p.engine.metered == meters.SERVER else {},
         )
         setup = p.engine.prepare(ctx)
         doc["dataset"] = {k: v for k, v in setup.items() if not k.startswith("_")}
@@ -270,6 +293,10 @@ def execute(config: RunConfig, *, on_progress: Callable[[str, int, int], None] =
             on_progress(f"server kept: {setup['kept_server']}", 0, len(p.items))
         on_progress("measuring raw cipher speed", 0, len(p.items))
         doc["calibration"] = p.engine.calibrate(setup)
+        if metered and p.engine.metered == meters.WORKER:
+            on_progress("starting the worker under valgrind", 0, len(p.items))
+            workers = meterfork.MeteredWorkers(scratch, cache_sim=config.cache_sim, keep_dir=config.data_dir)
+            workers.start()
         results.write_atomic(config.output, doc)
         started = True
         ctx = _context()
@@ -283,11 +310,15 @@ def execute(config: RunConfig, *, on_progress: Callable[[str, int, int], None] =
                         i, total[0])
             before = sources.snapshot()
             server = p.engine.apply_variant(setup, item["variant"], item["workload"])
-            spec = dict(item, engine=p.engine.name, setup=setup, probes=config.probes, scratch_dir=str(scratch),
-                        params=p.params[item["workload"]], cpus=placed.worker_cpus if placed.pinned else None)
+            spec = dict(item, engine=p.engine.name, setup=setup, probes=probes, scratch_dir=str(scratch),
+                        params=p.params[item["workload"]], cpus=placed.worker_cpus if placed.pinned else None,
+                        meter={"self_dir": str(workers.dir), "open": item["workload"] == p.workloads[0].name}
+                        if workers else {})
             with interrupts.deferred():
                 try:
-                    out = per_operation(run_in_fresh_process(ctx, spec))
+                    out = per_operation(outcome(*workers.run(spec)) if workers else run_in_fresh_process(ctx, spec))
+                    if metered:
+                        meters.check_counted(out, f"run {i + 1} ({item['workload']} {label(item['variant'])})")
                 except (EncbenchError, KeyboardInterrupt):
                     raise
                 except Exception as e:
@@ -327,6 +358,8 @@ def execute(config: RunConfig, *, on_progress: Callable[[str, int, int], None] =
         raise
     finally:
         with interrupts.deferred():  # a second Ctrl-C must not cut the clean-up short
+            if workers is not None:
+                workers.close()
             if setup is not None:
                 p.engine.cleanup(setup)
             placement.restore(placed)

@@ -351,6 +351,19 @@ class SQLiteEngine(Engine):
         ("sqlite", r"_sqlite3|libsqlite|sqlcipher", r""),
     )
     profile_in_process = True
+    metered = "worker"  # --meter instructions: the worker (and so SQLite, SQLCipher and its OpenSSL) under callgrind
+    metered_workloads = (*AT_REST, "column")
+    # the attribution's own groups (sqlcipher3 links SQLite, SQLCipher and OpenSSL into one object: by the symbol)
+    instruction_groups = (
+        ("SQLCipher page codec", r"_sqlite3|sqlcipher", r"^(sqlcipher|sqlite3Codec|codec)"),
+        ("SQLite pager and B-tree", r"_sqlite3|sqlcipher", r"^(sqlite3Pager|pager|sqlite3Pcache|pcache|readDbPage|"
+                                                           r"sqlite3Btree|btree|getAndInitPage|moveTo|unixRead|"
+                                                           r"sqlite3OsRead|sqlite3PagerGet)"),
+        ("SQLite (other)", r"_sqlite3|sqlcipher", r""),  # after the crypto library's groups: the same object
+    )
+    # what SQLCipher 4's defaults use each family for (the open's SHA-512 is PBKDF2's: analysis/instrattr.py)
+    crypto_roles = {"SHA-512": "the page HMAC", "AES": "the page cipher", "HMAC": "the page HMAC",
+                    "SHA-512@(open)": "the PBKDF2 key derivation", "HMAC@(open)": "the PBKDF2 key derivation"}
 
     def tables(self) -> tuple[Table, ...]:
         return (Table("", "encryption", "off", AT_REST),
