@@ -36,12 +36,14 @@ MIN_SHARE = 0.01  # a group below 1% of the added instructions is not listed
 TOP_FUNCTIONS = 3  # the functions named per group
 
 # (group, regex on the object, regex on the function), first match wins; the engine's own come first
+# (host/cpugap names a stripped library's functions by the same families: meter.function_families)
 CRYPTO_FAMILIES = (
     ("SHA-512", "", r"sha512|SHA512"),
     ("SHA-256", "", r"sha256|SHA256"),
     ("SHA-1", "", r"sha1_|SHA1"),
     ("MD5", "", r"md5|MD5"),
-    ("GHASH (GCM)", "", r"gcm_ghash|gcm_gmult|ghash|gcm_init|GHASH"),
+    ("AES-GCM", "", r"gcm|ghash|GHASH|GCM"),
+    ("AES-CBC", "", r"aes.*cbc|cbc.*aes|AES.*CBC|CBC.*AES"),
     ("AES", "", r"aes|AES"),
     ("ChaCha20-Poly1305", "", r"chacha|ChaCha|poly1305|Poly1305"),
     ("HMAC", "", r"HMAC|hmac"),
@@ -81,11 +83,16 @@ def _compiled(engine_name: str) -> list[tuple[str, re.Pattern | None, re.Pattern
     return [(g, re.compile(o) if o else None, re.compile(f) if f else None) for g, o, f in table]
 
 
-def group_of(obj: str, fn: str, engine: str = "") -> str:
-    """The group of one function (its object's file name and its name)."""
-    if fn == "(other)":
-        return OTHER
+def group_of(obj: str, fn: str, engine: str = "", families: dict | None = None) -> str:
+    """The group of one function (its object's file name and its name); a stripped crypto library's function is
+    named by the family whose probe ran it (`families`: the result file's meter.function_families)."""
+    named = ((families or {}).get(obj) or {}).get(fn)
+    if named:
+        return named
+    rest = fn == "(other)"  # an object's small functions, summed (callgrind.Dump.top): its library's group
     for group, o, f in _compiled(engine):
+        if rest and (o is None or f is not None):
+            continue
         if (o is None or o.search(obj)) and (f is None or f.search(fn)):
             return group
     return OTHER
@@ -154,6 +161,7 @@ def attribution(doc: dict, comps: list[dict], keys: Keys) -> list[dict]:
     """Per metered comparison the verdict rests on: the added instructions by group, largest first."""
     engine = doc["engine"]["name"]
     paths = code_path_gaps(doc)
+    families = (doc.get("meter") or {}).get("function_families") or {}
     out = []
     for c in comps:
         unit = _unit_of(c["metric"])
@@ -168,7 +176,7 @@ def attribution(doc: dict, comps: list[dict], keys: Keys) -> list[dict]:
         by_group: dict[str, dict] = {}
         for key in set(mb) | set(mc):
             d = mc.get(key, 0.0) - mb.get(key, 0.0)
-            g = by_group.setdefault(group_of(key[0], key[1], engine), {"added": 0.0, "functions": []})
+            g = by_group.setdefault(group_of(key[0], key[1], engine, families), {"added": 0.0, "functions": []})
             g["added"] += d
             if d:
                 g["functions"].append([key[0], key[1], d])
@@ -257,9 +265,14 @@ def code_path_gaps(doc: dict) -> dict[str, str]:
     return out
 
 
+def short_name(fn: str) -> str:
+    """A stripped function's address without its leading zeros: '0x000000000029fe80' -> '0x29fe80'."""
+    return re.sub(r"^0x0+(?=[0-9a-fA-F])", "0x", fn)
+
+
 def gap_sentence(p: dict) -> str:
-    native = ", ".join(p.get("native") or []) or "?"
-    under = ", ".join(p.get("valgrind") or []) or "?"
+    native = ", ".join(short_name(f) for f in p.get("native") or []) or "?"
+    under = ", ".join(short_name(f) for f in p.get("valgrind") or []) or "?"
     text = (f"{p['family']} runs other code natively ({native}) than under valgrind ({under}): valgrind's CPU lacks "
             f"{', '.join(p.get('missing') or []) or 'instructions this CPU has'}")
     held, native_speed = p.get("held_mb_per_s"), p.get("native_mb_per_s")
@@ -348,7 +361,7 @@ def lines(field: dict | None) -> list[str]:
             continue
         parts = []
         for g in e["groups"]:
-            fns = ", ".join(f"{f} {fmt_count(n)}" for _, f, n in g["functions"])
+            fns = ", ".join(f"{short_name(f)} {fmt_count(n)}" for _, f, n in g["functions"])
             parts.append(f"{g['share']:.0%} {_group_words(g)}" + (f" [{fns}]" if fns else "")
                          + (" (natively other code)" if g.get("cpu_gap") else ""))
         out.append(head + (": " + "; ".join(parts) if parts else ""))

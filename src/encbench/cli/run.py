@@ -115,6 +115,7 @@ def _read_key(args) -> tuple[str | None, str]:
 def cmd_run(args, argv: list[str]) -> int:
     from ..engines import DEFAULT_ENGINE, ENGINES
     from ..lab import precision, results, runctx, runner
+    from ..lab.meter import default_probes as meter_probes
     from ..probes import DEFAULT_PROBES
     from ..report import render as report
     from ..util.units import parse_count, parse_positive_int, parse_seconds, parse_size
@@ -159,7 +160,7 @@ def cmd_run(args, argv: list[str]) -> int:
         variant_filters=variants,
         runs=runs, warmups=warmups, size_bytes=size, seed=seed, output=output,
         data_dir=Path(args.data_dir) if args.data_dir else data_dir_default(),
-        probes=args.probe or list(DEFAULT_PROBES),
+        probes=args.probe or meter_probes("instructions" if metered else "time", list(DEFAULT_PROBES)),
         regenerate=args.regenerate, key=key, key_source=key_source, quick=args.quick,
         command=report.command_line(argv),
         params=params, engine_options=engine_options,

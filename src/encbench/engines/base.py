@@ -180,6 +180,14 @@ class Engine:
         """In the runner, before a run: server-side settings for this variant (e.g. a reload)."""
         return {}
 
+    def crypto_probes(self, setup: dict) -> dict[str, dict]:
+        """--meter instructions (host/cpugap): per crypto family its variants use, a program exercising it through
+        the engine's own crypto library ({"argv", "library": regex on its object}); default: the system OpenSSL's
+        `openssl speed`, which a server engine links."""
+        from ..host import cpugap
+
+        return cpugap.openssl_speed_probes()
+
     def cleanup(self, setup: dict) -> None:
         """Always called once after the runs (error and Ctrl-C included): stop servers, drop objects."""
 

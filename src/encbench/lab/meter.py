@@ -17,6 +17,10 @@ import re
 from ..errors import BadValueError, UsageError
 
 TIME, INSTRUCTIONS = "time", "instructions"
+# probes of the whole machine (every process's context switches, the kernel workers' CPU, the server's wait
+# events sampled by a second connection): under valgrind they describe the simulation, and they cost it
+# seconds of simulated Python or a second server process; a metered run leaves them out unless --probe names them
+UNMETERED_PROBES = ("sysctx", "kworkers", "waits")
 METERS = (TIME, INSTRUCTIONS)
 WORKER, SERVER = "worker", "server"  # Engine.metered: where the engine's instructions are counted
 _PER_UNIT = re.compile(r"cpu_us_per_(\w+)")
@@ -54,6 +58,10 @@ def check(meter: str, engine, workloads: list, options: dict, probes: list[str],
     valgrind.find()  # exit 10 with the apt-get line when it is missing
 
 
+def default_probes(meter: str, probes: list[str]) -> list[str]:
+    return [p for p in probes if meter == TIME or p not in UNMETERED_PROBES]
+
+
 def metered_engines() -> list[str]:
     from ..engines import ENGINES
 
@@ -74,11 +82,20 @@ TIMES_NOTE = ("--meter instructions: every time and CPU time in this file is val
               "20-50x slower than this one): recorded, never judged; the verdicts rest on instruction counts")
 
 
-def params(meter: str, resolved: dict[str, dict], given: list[str]) -> dict[str, dict]:
-    """Under the meter a count needs no repetition to be long enough: `repeat` is 1 unless --param says."""
-    if meter != INSTRUCTIONS or any(p.partition("=")[0].strip() == "repeat" for p in given):
+# Under the meter a count needs no repetition and no length to be exact, and valgrind is 20-50x slower: these
+# settings (unless --param names them) keep a run's size what its count needs (bench/meter_speed.py)
+METER_PARAMS = {"repeat": 1, "messages": 50_000, "connections": 30}
+METER_QUICK_PARAMS = {"repeat": 1, "messages": 5_000, "connections": 10}
+
+
+def params(meter: str, resolved: dict[str, dict], given: list[str], quick: bool = False) -> dict[str, dict]:
+    """The workloads' settings under the meter: METER_PARAMS (--quick: METER_QUICK_PARAMS) where --param is silent."""
+    if meter != INSTRUCTIONS:
         return resolved
-    return {wl: dict(p, repeat=1) if "repeat" in p else p for wl, p in resolved.items()}
+    named = {p.partition("=")[0].strip() for p in given}
+    table = METER_QUICK_PARAMS if quick else METER_PARAMS
+    return {wl: {k: (table[k] if k in table and k not in named else v) for k, v in p.items()}
+            for wl, p in resolved.items()}
 
 
 def is_metered(doc: dict) -> bool:

@@ -24,7 +24,7 @@ from . import placement
 from . import precision
 from . import results
 from . import runctx
-from ..host import environment
+from ..host import cpugap, environment
 from ..util.redact import redact
 from ..engines import ENGINES, PrepareContext
 from ..errors import EncbenchError, RunFailedError, UsageError
@@ -104,7 +104,7 @@ def plan(config: RunConfig) -> Plan:
     filters = parse_filters(config.variant_filters, keys)
     params = meters.params(config.meter, resolve_params(workloads, config.params, quick=config.quick,
                                                         engine_workloads=[WORKLOADS.get(n) for n in engine.workloads]),
-                           config.params)
+                           config.params, config.quick)
     items, variants, by_workload = [], [], {}
     for wl in workloads:
         wl_variants = matrix(keys, filters, wl.name)
@@ -283,8 +283,7 @@ def execute(config: RunConfig, *, on_progress: Callable[[str, int, int], None] =
             variants=p.variants, regenerate=config.regenerate, key=config.key, key_source=config.key_source,
             progress=lambda msg: on_progress(msg, 0, len(p.items)),
             options=config.engine_options, params=p.params,
-            meter={"cache_sim": config.cache_sim, "keep_dir": str(config.data_dir)}
-            if metered and p.engine.metered == meters.SERVER else {},
+            meter={"cache_sim": config.cache_sim, "keep_dir": str(config.data_dir)} if metered else {},
         )
         setup = p.engine.prepare(ctx)
         doc["dataset"] = {k: v for k, v in setup.items() if not k.startswith("_")}
@@ -312,8 +311,9 @@ def execute(config: RunConfig, *, on_progress: Callable[[str, int, int], None] =
             server = p.engine.apply_variant(setup, item["variant"], item["workload"])
             spec = dict(item, engine=p.engine.name, setup=setup, probes=probes, scratch_dir=str(scratch),
                         params=p.params[item["workload"]], cpus=placed.worker_cpus if placed.pinned else None,
-                        meter={"self_dir": str(workers.dir), "open": item["workload"] == p.workloads[0].name}
-                        if workers else {})
+                        meter=({"kind": config.meter} if metered else {})
+                        | ({"self_dir": str(workers.dir), "open": item["workload"] == p.workloads[0].name}
+                           if workers else {}))
             with interrupts.deferred():
                 try:
                     out = per_operation(outcome(*workers.run(spec)) if workers else run_in_fresh_process(ctx, spec))
@@ -341,6 +341,10 @@ def execute(config: RunConfig, *, on_progress: Callable[[str, int, int], None] =
             total[0] += len(extra)
             for item in extra:
                 one(item)
+        if metered:  # the CPU-model gap: which code the crypto library runs natively and under valgrind
+            on_progress("probing the crypto library natively and under valgrind", len(doc["runs"]), len(doc["runs"]))
+            doc["meter"].update(cpugap.code_paths(p.engine.crypto_probes(setup), doc["meter"]["host_cpu_features"],
+                                                  doc["meter"]["missing_cpu_features"]))
         on_progress("done", len(doc["runs"]), len(doc["runs"]))
         doc["status"] = "complete"
     except KeyboardInterrupt as e:

@@ -80,7 +80,7 @@ def execute(spec: dict) -> dict:
             session.open_metrics = dict(session.open_metrics, **reading.metrics())
             open_profile = reading.profile()
         try:
-            params = dict(spec.get("params", {}), _warmup=bool(spec.get("warmup")))
+            params = dict(spec.get("params", {}), _warmup=bool(spec.get("warmup")), _metered=bool(spec.get("meter")))
             ops = [_measure(op, session, variant, spec["probes"], meter)
                    for op in with_profiles(workload, session, scratch, params,
                                            workload.operations(session, scratch, params))]

@@ -41,7 +41,7 @@ class Reading:
 
     @classmethod
     def of(cls, dumps: list[callgrind.Dump], method: str, *, minus: dict[str, int] | None = None,
-           limit: int = 60, detail: dict | None = None) -> "Reading":
+           limit: int = 200, detail: dict | None = None) -> "Reading":
         """Several dumps (processes, parts) summed; `minus` (a marker statement's own cost) taken off the counts."""
         counts: dict[str, int] = {}
         functions: dict[tuple[str, str], int] = {}

@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 INSTRUCTIONS = "Ir"
+OTHER = "(other)"  # Dump.top's name for an object's functions left out of the list
 # the cache simulation's events (--cache-sim=yes) and the names encbench stores them under
 CACHE_EVENTS = {"I1mr": "l1i_misses", "D1mr": "l1d_read_misses", "D1mw": "l1d_write_misses",
                 "ILmr": "ll_instr_misses", "DLmr": "ll_read_misses", "DLmw": "ll_write_misses"}
@@ -54,15 +55,20 @@ class Dump:
     def instructions(self) -> int:
         return self.totals.get(INSTRUCTIONS, 0)
 
-    def top(self, limit: int = 60, min_share: float = 0.0005) -> list[list]:
+    def top(self, limit: int = 200, min_share: float = 0.0001) -> list[list]:
         """[object, function, instructions] of the functions with the most own instructions: at most `limit`,
-        each at least `min_share` of the dump's total; what is left out is one ["", "(other)", n] entry."""
+        each at least `min_share` of the dump's total; what is left out is one [object, "(other)", n] entry per
+        object (so that it still has a library), largest first."""
         total = self.instructions
         ranked = sorted(((o, f, c.get(INSTRUCTIONS, 0)) for (o, f), c in self.functions.items()),
                         key=lambda x: -x[2])
         kept = [[o, f, n] for o, f, n in ranked[:limit] if n > 0 and n >= min_share * total]
-        rest = total - sum(n for _, _, n in kept)
-        return kept + ([["", "(other)", rest]] if rest > 0 else [])
+        chosen = {(o, f) for o, f, _ in kept}
+        rest: dict[str, int] = {}
+        for o, f, n in ranked:
+            if (o, f) not in chosen and n:
+                rest[o] = rest.get(o, 0) + n
+        return kept + [[o, OTHER, n] for o, n in sorted(rest.items(), key=lambda kv: -kv[1]) if n > 0]
 
 
 def _name(value: str, table: dict[str, str]) -> str:
