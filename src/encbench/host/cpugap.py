@@ -151,15 +151,10 @@ def _cache_dir() -> Path:
     return Path(base) / "encbench"
 
 
-def perf_available() -> str | None:
-    from ..profiling.profiler import Profiler
-
-    return Profiler.available()
-
-
-def code_paths(probes: dict[str, dict], host: list[str], missing: list[str]) -> dict:
+def code_paths(probes: dict[str, dict], host: list[str], missing: list[str], perf_why: str | None) -> dict:
     """{"code_paths": [per family], "function_families": {object: {function: family}}, "held_caps": ...} (cached),
-    or {"code_paths_error": why} when nothing could be probed."""
+    or {"code_paths_error": why} when nothing could be probed. perf_why: why perf cannot sample here (None: it can;
+    profiling.profiler.Profiler.available())."""
     if not probes:
         return {"code_paths_error": "no probe of the engine's crypto library (openssl not found)"}
     key = _cache_key(probes, host)
@@ -169,7 +164,6 @@ def code_paths(probes: dict[str, dict], host: list[str], missing: list[str]) -> 
     except (OSError, ValueError):
         pass
     caps = held_caps()
-    perf_why = perf_available()
     env = dict(os.environ, PYTHONPATH=valgrind._src_path())
     out: dict = {"code_paths": [], "function_families": {}, "held_caps": caps,
                  "native_sampled": perf_why is None, **({"native_sampling_error": perf_why} if perf_why else {})}

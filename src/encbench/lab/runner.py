@@ -343,8 +343,10 @@ def execute(config: RunConfig, *, on_progress: Callable[[str, int, int], None] =
                 one(item)
         if metered:  # the CPU-model gap: which code the crypto library runs natively and under valgrind
             on_progress("probing the crypto library natively and under valgrind", len(doc["runs"]), len(doc["runs"]))
+            from ..profiling.profiler import Profiler
+
             doc["meter"].update(cpugap.code_paths(p.engine.crypto_probes(setup), doc["meter"]["host_cpu_features"],
-                                                  doc["meter"]["missing_cpu_features"]))
+                                                  doc["meter"]["missing_cpu_features"], Profiler.available()))
         on_progress("done", len(doc["runs"]), len(doc["runs"]))
         doc["status"] = "complete"
     except KeyboardInterrupt as e:
