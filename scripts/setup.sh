@@ -25,6 +25,8 @@ if [ ! -x .venv/bin/pip ]; then
     python3 -m venv .venv
   fi
 fi
+# --meter instructions counts instructions under valgrind's callgrind (run and selftest; the tests use it too)
+command -v valgrind >/dev/null 2>&1 || apt_install valgrind
 extras=""
 if [ "${1:-}" = "--test" ]; then
   extras="[test]"

@@ -53,6 +53,15 @@ def version() -> str:
     return out.stdout.strip().removeprefix("valgrind-") or "?"
 
 
+def start_timeout(default: float) -> float:
+    """How long a process started under valgrind may take to be ready: `default`, or ENCBENCH_VALGRIND_START_TIMEOUT_S
+    (a slow machine; the tests shorten it to see the time-out's error)."""
+    try:
+        return float(os.environ.get("ENCBENCH_VALGRIND_START_TIMEOUT_S") or default)
+    except ValueError:
+        return default
+
+
 def supported_machine() -> bool:
     return platform.machine() in ("x86_64", "AMD64")
 

@@ -90,7 +90,8 @@ class MeteredWorkers:
                                          stdout=subprocess.DEVNULL, stderr=log, env=env)
         theirs.close()
         self.ctrl = mine
-        deadline = time.monotonic() + START_TIMEOUT_S
+        timeout = valgrind.start_timeout(START_TIMEOUT_S)
+        deadline = time.monotonic() + timeout
         got = b""
         while time.monotonic() < deadline and not got:
             interrupts.raise_if_stopped()
@@ -103,7 +104,7 @@ class MeteredWorkers:
             kept = self._keep_log()
             raise EngineUnavailableError(
                 "the worker under valgrind exited at start-up" if died else
-                f"the worker under valgrind did not start within {START_TIMEOUT_S} s",
+                f"the worker under valgrind did not start within {timeout:g} s",
                 hint=f"valgrind's log kept: {kept}" if kept else "valgrind's log could not be kept")
 
     def _keep_log(self) -> str | None:

@@ -146,7 +146,9 @@ class Handle:
 
     @property
     def start_timeout(self) -> float:
-        return METER_START_TIMEOUT_S if self.wrapper else START_TIMEOUT_S
+        from ...host import valgrind
+
+        return valgrind.start_timeout(METER_START_TIMEOUT_S) if self.wrapper else START_TIMEOUT_S
 
     @property
     def stop_timeout(self) -> float:

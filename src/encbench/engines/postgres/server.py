@@ -304,7 +304,7 @@ def start(*, keep: bool = False, settings: dict | None = None, data_parent: Path
             server._spawn()
             return server.proc
 
-        timeout = METER_START_TIMEOUT_S if meter else START_TIMEOUT_S
+        timeout = valgrind.start_timeout(METER_START_TIMEOUT_S) if meter else START_TIMEOUT_S
         proc, last_error = start_on_free_port(launch, lambda _proc: _wait_ready(server, timeout),
                                               lambda why: _port_taken(server, why))
         if proc is not None:
