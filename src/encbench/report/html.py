@@ -101,8 +101,8 @@ def overhead_chart(rows: list[dict], metric: str, word: str, title: str) -> str 
 
 
 def _table_html(doc: dict, analysis: an.Analysis, t: dict) -> tuple[str, list[dict]]:
-    cols = report.columns(t)
     rows = report.rows(doc, analysis, t)
+    cols = report.columns(t, rows)
     head = "".join(f"<th>{_e(report.COLUMNS[c][0])}</th>" for c in cols)
     body = []
     for r in rows:

@@ -259,9 +259,17 @@ COLUMNS = {
 DEFAULT_COLUMNS = ("workload", "op", "variant", "elapsed", "d_elapsed", "cpu", "d_cpu", "ctx", "reads", "verdict")
 
 
-def columns(table: dict) -> list[str]:
-    """Every column the table declares (engine.table_columns): `show --detail`, the HTML report."""
-    return [c for c in table.get("table_columns") or DEFAULT_COLUMNS if c in COLUMNS]
+def columns(table: dict, shown: list[dict] | None = None) -> list[str]:
+    """Every column the table declares (engine.table_columns): `show --detail`, the HTML report; with the rows
+    shown, the instruction counts' columns too when they were counted (--meter instructions), before the verdict."""
+    cols = [c for c in table.get("table_columns") or DEFAULT_COLUMNS if c in COLUMNS]
+    counted = {c for r in shown or [] for c in r["comparisons"] if c.startswith("instructions")}
+    extra = ((["instructions_mean", "d_instructions"] if "instructions" in counted else [])
+             + (["instructions_per_unit", "d_instructions_per_unit"] if counted - {"instructions"} else []))
+    if extra:
+        at = cols.index("verdict") if "verdict" in cols else len(cols)
+        cols = cols[:at] + extra + cols[at:]
+    return cols
 
 
 # The compact table (the default): the row, the headline metric's means and Δ, the verdict in a few words.
@@ -712,7 +720,7 @@ def _print_long(console: Console, t: dict, shown: list[dict]) -> None:
     """Every declared column of a table, one row per block: its name, then a line per column."""
     if t["title"]:
         console.print(f"[bold]{t['title']}[/bold]")
-    cols = [c for c in columns(t) if c not in ROW_COLUMNS]
+    cols = [c for c in columns(t, shown) if c not in ROW_COLUMNS]
     for r in shown:
         name = f"{r['workload']} / {r['operation']}" + (f" / {r['setting']}" if r["setting"] != "-" else "")
         console.print(f"[bold]{name}[/bold] ({r['contender']} vs {r['baseline']})", highlight=False)
@@ -741,7 +749,7 @@ def render_markdown(doc: dict, analysis: an.Analysis, detail: bool = False) -> s
             out.append("")
             if g["title"]:
                 out += [f"## {g['title']}", ""]
-            cols = columns(g) if detail else compact_columns(g, shown)
+            cols = columns(g, shown) if detail else compact_columns(g, shown)
             out.append("| " + " | ".join(COLUMNS[c][0] for c in cols) + " |")
             out.append("|" + "---|" * len(cols))
             for r in shown:

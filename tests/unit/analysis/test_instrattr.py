@@ -141,7 +141,11 @@ def test_the_report_shows_counts_attribution_and_the_cpu_model_statement():
     assert "the same code runs natively for AES-CBC, SHA-512" in text
     md = render.render_markdown(doc, a)
     assert "## Where the instructions go" in md
-    assert "Where the instructions go" in html.render([(__import__("pathlib").Path("x.json"), doc)])
+    page = html.render([(__import__("pathlib").Path("x.json"), doc)])
+    assert "Where the instructions go" in page and "mean instructions" in page  # the table's counts too
+    console = Console(record=True, width=200)
+    render.render_text(doc, a, console, detail=True)
+    assert "Δ instructions [95% CI]: +" in console.export_text()
 
 
 def _tls_doc(code_paths: list[dict]) -> dict:
