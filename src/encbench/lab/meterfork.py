@@ -67,7 +67,8 @@ def _alive(pid: int) -> bool:
 class MeteredWorkers:
     """The runner's side: start the server once, run a spec in a fresh child, stop everything."""
 
-    def __init__(self, scratch: Path, *, cache_sim: bool, keep_dir: Path):
+    def __init__(self, scratch: Path, *, cache_sim: bool, keep_dir: Path, engine: str = ""):
+        self.engine = engine  # its library is imported once, in the server, not in every child
         self.dir = scratch / "callgrind"
         self.log = scratch / "valgrind-workers.log"
         self.keep_dir = keep_dir
@@ -82,7 +83,7 @@ class MeteredWorkers:
         mine, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
         argv = valgrind.callgrind_argv(str(self.dir / "cg.%p"), cache_sim=self.cache_sim,
                                        options=("--instr-atstart=no", "--collect-atstart=no"), log_file=str(self.log))
-        argv += [sys.executable, "-m", "encbench.lab.meterfork", str(theirs.fileno())]
+        argv += [sys.executable, "-m", "encbench.lab.meterfork", str(theirs.fileno()), self.engine]
         # one hash seed in every invocation: the same dict layouts, so the same instructions, from one run to the next
         env = dict(os.environ, PYTHONPATH=valgrind._src_path(), PYTHONHASHSEED="0")
         with open(self.log, "ab") as log:
@@ -203,8 +204,14 @@ def _child(sock: socket.socket, fd: int) -> None:
         os._exit(0)
 
 
-def serve(fd: int) -> None:
+def serve(fd: int, engine: str = "") -> None:
     from . import forkserver_init, placement, worker  # noqa: F401 (imported once, here: every child has them)
+    from ..probes import instructions  # noqa: F401
+
+    if engine:  # the engine's library (SQLite: sqlcipher3, OpenSSL linked in), loaded once for every child
+        from ..engines import ENGINES
+
+        ENGINES.get(engine).check_available()
 
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     sock = socket.socket(fileno=fd)
@@ -236,4 +243,4 @@ def serve(fd: int) -> None:
 
 
 if __name__ == "__main__":
-    serve(int(sys.argv[1]))
+    serve(int(sys.argv[1]), sys.argv[2] if len(sys.argv) > 2 else "")

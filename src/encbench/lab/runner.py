@@ -29,6 +29,7 @@ from ..util.redact import redact
 from ..engines import ENGINES, PrepareContext
 from ..errors import EncbenchError, RunFailedError, UsageError
 from ..probes import PROBES
+from ..probes.instructions import resolve
 from .variants import Variant, label, matrix, parse_filters, with_placebo
 from ..workloads import WORKLOADS, capabilities
 from ..workloads.base import resolve_params
@@ -294,7 +295,8 @@ def execute(config: RunConfig, *, on_progress: Callable[[str, int, int], None] =
         doc["calibration"] = p.engine.calibrate(setup)
         if metered and p.engine.metered == meters.WORKER:
             on_progress("starting the worker under valgrind", 0, len(p.items))
-            workers = meterfork.MeteredWorkers(scratch, cache_sim=config.cache_sim, keep_dir=config.data_dir)
+            workers = meterfork.MeteredWorkers(scratch, cache_sim=config.cache_sim, keep_dir=config.data_dir,
+                                               engine=p.engine.name)
             workers.start()
         results.write_atomic(config.output, doc)
         started = True
@@ -316,7 +318,8 @@ def execute(config: RunConfig, *, on_progress: Callable[[str, int, int], None] =
                            if workers else {}))
             with interrupts.deferred():
                 try:
-                    out = per_operation(outcome(*workers.run(spec)) if workers else run_in_fresh_process(ctx, spec))
+                    out = per_operation(resolve(outcome(*workers.run(spec))) if workers else
+                                        run_in_fresh_process(ctx, spec))
                     if metered:
                         meters.check_counted(out, f"run {i + 1} ({item['workload']} {label(item['variant'])})")
                 except (EncbenchError, KeyboardInterrupt):

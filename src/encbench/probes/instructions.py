@@ -38,7 +38,12 @@ class Reading:
     functions: list[list] = field(default_factory=list)  # [object, function, instructions], largest first
     method: str = ""
     detail: dict = field(default_factory=dict)  # e.g. the framing subtracted, the processes counted
+    pending: str | None = None  # a dump the runner reads after the run (natively: resolve), not yet read
 
+    @classmethod
+    def later(cls, path: str, method: str) -> "Reading":
+        """A dump read after the run by the runner (`resolve`): parsing it in a process under valgrind is slow."""
+        return cls({}, [], method, pending=path)
     @classmethod
     def of(cls, dumps: list[callgrind.Dump], method: str, *, minus: dict[str, int] | None = None,
            limit: int = 200, detail: dict | None = None) -> "Reading":
@@ -58,6 +63,8 @@ class Reading:
         return cls(counts, top, method, dict(detail or {}, **({"subtracted": minus} if minus else {})))
 
     def metrics(self) -> dict[str, float]:
+        if self.pending:
+            return {}
         out = {"instructions": float(self.counts.get(callgrind.INSTRUCTIONS, 0))}
         for event, name in callgrind.CACHE_EVENTS.items():
             if event in self.counts:
@@ -68,7 +75,36 @@ class Reading:
         return out
 
     def profile(self) -> dict:
+        if self.pending:
+            return {"method": self.method, PENDING: self.pending}
         return {"method": self.method, "functions": self.functions, **self.detail}
+
+
+PENDING = "pending_dump"
+
+
+def resolve(record: dict) -> dict:
+    """A run's record with every dump its worker left for later (`Reading.later`) read: each operation's metrics
+    and functions, and the open's; the dumps deleted. Runs in the runner, natively."""
+    def read(profile: dict) -> Reading | None:
+        path = profile.get(PENDING)
+        if not path:
+            return None
+        try:
+            return Reading.of([callgrind.read(path)], profile.get("method", ""))
+        finally:
+            Path(path).unlink(missing_ok=True)
+
+    for op in record.get("operations", []):
+        reading = read(((op.get("extra") or {}).get(PROFILE_KEY)) or {})
+        if reading is not None:
+            op["metrics"].update(reading.metrics())
+            op["extra"][PROFILE_KEY] = reading.profile()
+    reading = read(record.get("open_profile") or {})
+    if reading is not None:
+        record["open"] = dict(record.get("open") or {}, **reading.metrics())
+        record["open_profile"] = reading.profile()
+    return record
 
 
 class InstructionMeter:
@@ -107,10 +143,12 @@ class SelfMeter(InstructionMeter):
         found = callgrind.parts(self.dir, os.getpid())
         if not found:
             raise RuntimeError(f"callgrind wrote no dump in {self.dir}")
-        dump = callgrind.read(found[-1])
-        for p in found:
-            p.unlink(missing_ok=True)
-        return Reading.of([dump], self.METHOD)
+        SelfMeter._dumps += 1
+        kept = self.dir / f"op-{os.getpid()}-{SelfMeter._dumps}.callgrind"  # read by the runner after the run
+        os.replace(found[-1], kept)
+        return Reading.later(str(kept), self.METHOD)
+
+    _dumps = 0
 
 
 class InstructionsProbe(Probe):

@@ -172,3 +172,24 @@ def test_the_client_requests_do_nothing_natively():
     assert valgrind.request(valgrind.TOGGLE_COLLECT, default=7) == 7
     features = valgrind.cpu_features()
     assert set(features) <= {f for f, *_ in valgrind.FEATURES} and "sse4_2" in features
+
+
+def test_the_runner_reads_the_dumps_a_worker_left(tmp_path):
+    """A worker under valgrind leaves its dumps for the runner (parsing them there would run simulated)."""
+    from encbench.probes.instructions import PENDING, PROFILE_KEY, resolve
+
+    text = ("events: Ir\nob=(1) /lib/x/libcrypto.so.3\nfl=(1) ???\nfn=(1) sha512_block_data_order_avx2\n0 900\n"
+            "fn=(2) aesni_cbc_encrypt\n0 100\ntotals: 1000\n")
+    op_dump, open_dump = tmp_path / "op.callgrind", tmp_path / "open.callgrind"
+    op_dump.write_text(text)
+    open_dump.write_text(text.replace("900", "1900").replace("totals: 1000", "totals: 2000"))
+    record = {"open": {"wall_s": 1.0}, "open_profile": {"method": "m", PENDING: str(open_dump)},
+              "operations": [{"operation": "scan", "metrics": {"wall_s": 2.0},
+                              "extra": {"rows": 3, PROFILE_KEY: {"method": "m", PENDING: str(op_dump)}}}]}
+    out = resolve(record)
+    op = out["operations"][0]
+    assert op["metrics"] == {"wall_s": 2.0, "instructions": 1000.0}
+    assert op["extra"][PROFILE_KEY]["functions"][0] == ["libcrypto.so.3", "sha512_block_data_order_avx2", 900]
+    assert out["open"] == {"wall_s": 1.0, "instructions": 2000.0} and PENDING not in out["open_profile"]
+    assert not op_dump.exists() and not open_dump.exists()
+    meter.check_counted(out, "run 1")
