@@ -340,7 +340,11 @@ def lead_sentence(e: dict) -> str | None:
     if not attributed(e) or e["added_instructions"] <= 0:
         return None
     g = e["groups"][0]
-    text = f"{g['share']:.0%} of the added instructions are {_group_words(g)}"
+    if g["share"] > 1:  # the group adds more than the net change: other work fell (zstd gives up on ciphertext)
+        text = (f"{_group_words(g)} adds more instructions than the net change ({g['share']:.0%} of it): "
+                "other work fell")
+    else:
+        text = f"{g['share']:.0%} of the added instructions are {_group_words(g)}"
     if g.get("cpu_gap"):
         text += " (natively other code runs: see the CPU-model gap)"
     return text
@@ -411,13 +415,22 @@ def page_figures_text(figs: list[dict]) -> str:
         raw = f" (the raw cipher, counted the same way: {fmt_count(f['raw'])})" if f.get("raw") else ""
         return (f"{fmt_count(f['value'])}{ci} instructions added per {size} page "
                 f"{'read' if f['kind'] == 'read' else 'written'}{raw}")
-    texts = list(dict.fromkeys(one(f) for f in figs))
-    return "; ".join(texts)
+    texts: dict[str, list[str]] = {}
+    for f in figs:
+        texts.setdefault(one(f), []).append(f"{f['workload']}/{f['operation']}")
+    named = len(texts) > 1
+    return "; ".join(t + (f" ({', '.join(dict.fromkeys(w))})" if named else "") for t, w in texts.items())
 
 
 def figures_text(figs: list[dict]) -> str:
-    texts = list(dict.fromkeys(f["text"] for f in figs))
-    return texts[0] if len(texts) == 1 else "; ".join(f"{f['text']} ({f['operation']})" for f in figs)
+    """Each row's lead group once, named by the operations saying it when the line has several."""
+    by_text: dict[str, list[str]] = {}
+    for f in figs:
+        by_text.setdefault(f["text"], [])
+        if f["operation"] not in by_text[f["text"]]:
+            by_text[f["text"]].append(f["operation"])
+    ops = {op for f in figs for op in [f["operation"]]}
+    return "; ".join(t + (f" ({', '.join(o)})" if len(ops) > 1 else "") for t, o in by_text.items())
 
 
 def gap_blocks_ranking(analysis, rows: list[dict]) -> str | None:
