@@ -26,7 +26,8 @@ WORKER, SERVER = "worker", "server"  # Engine.metered: where the engine's instru
 _PER_UNIT = re.compile(r"cpu_us_per_(\w+)")
 
 
-def check(meter: str, engine, workloads: list, options: dict, probes: list[str], params: list[str]) -> None:
+def check(meter: str, engine, workloads: list, options: dict, probes: list[str], params: list[str],
+          adaptive: bool = False) -> None:
     """Refuse, in one line, what cannot be metered: before anything is created."""
     if meter not in METERS:
         raise UsageError(f"--meter {meter!r} is not one of {', '.join(METERS)}")
@@ -47,6 +48,10 @@ def check(meter: str, engine, workloads: list, options: dict, probes: list[str],
         why = f": {engine.meter_refusal}" if engine.meter_refusal else ""
         raise BadValueError(f"--meter instructions cannot count {', '.join(refused)} on {engine.name}{why}",
                             hint=f"workloads it can: {', '.join(engine.metered_workloads)}")
+    if adaptive:
+        raise BadValueError("--precision and --max-time add rounds until the elapsed and CPU intervals narrow, and "
+                            "under valgrind those measure the simulation; a count is as exact after --runs runs",
+                            hint="drop --precision/--max-time, or use --meter time")
     if any(p.partition("=")[0].strip() == "profile" for p in params):
         raise BadValueError("--profile samples with perf, which cannot sample a process under valgrind",
                             hint="drop --profile: --meter instructions says where the instructions go itself")

@@ -100,7 +100,8 @@ def plan(config: RunConfig) -> Plan:
         wl = WORKLOADS.get(name)
         capabilities.require(engine, wl, WORKLOADS)  # listed by the engine, and its session serves it
         workloads.append(wl)
-    meters.check(config.meter, engine, workloads, config.engine_options, config.probes, config.params)
+    meters.check(config.meter, engine, workloads, config.engine_options, config.probes, config.params,
+                 adaptive=config.precision is not None or config.max_time_s is not None)
     keys = with_placebo(engine.variant_keys)  # `placebo` is every engine's (variants.py)
     filters = parse_filters(config.variant_filters, keys)
     params = meters.params(config.meter, resolve_params(workloads, config.params, quick=config.quick,

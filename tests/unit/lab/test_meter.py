@@ -83,6 +83,13 @@ def test_valgrind_missing_is_exit_10_with_the_apt_get_line(tmp_path, monkeypatch
     assert e.value.exit_code == 10 and e.value.hint == "install it with: apt-get install valgrind"
 
 
+def test_precision_rounds_are_refused_under_the_meter(tmp_path):
+    for kw in ({"precision": 3.0}, {"max_time_s": 60.0}):
+        with pytest.raises(BadValueError) as e:
+            runner.plan(_config(tmp_path, **kw))
+        assert "--precision and --max-time" in str(e.value)
+
+
 def test_the_instructions_probe_needs_the_meter_and_perf_is_refused(tmp_path):
     with pytest.raises(UsageError):
         runner.plan(_config(tmp_path, meter=meter.TIME, probes=["wall", "instructions"]))
