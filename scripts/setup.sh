@@ -25,6 +25,8 @@ if [ ! -x .venv/bin/pip ]; then
     python3 -m venv .venv
   fi
 fi
+# --meter instructions counts instructions under valgrind's callgrind (run and selftest; the tests use it too)
+command -v valgrind >/dev/null 2>&1 || apt_install valgrind
 extras=""
 # the MariaDB oltp workload drives sysbench (its OLTP scripts): wherever a MariaDB server is installed
 if { command -v mariadbd >/dev/null 2>&1 || [ -x /usr/sbin/mariadbd ]; } && ! command -v sysbench >/dev/null 2>&1 \

@@ -21,7 +21,7 @@ from collections import Counter
 from dataclasses import dataclass, replace
 from typing import Callable
 
-from . import columncost as cc, oltpcost as oc, stats
+from . import columncost as cc, instrattr as ia, oltpcost as oc, stats
 from .words import metric_word as _metric_word
 from ..host.rawcipher import CI_ABOVE, CONTRADICTS, UNRESOLVED
 from ..util.units import fmt_percent, fmt_seconds
@@ -210,7 +210,8 @@ def _open_text(figs: list[dict]) -> str:
 FIGURE_TEXT = {"per_page_read_cpu_s": lambda figs: _per_page_text(figs, "read"),
                "per_page_write_cpu_s": lambda figs: _per_page_text(figs, "write"),
                "compression_ratio": _compression_text, "open_wall_s_median": _open_text,
-               "side_metric": lambda figs: _side_text(figs)}
+               "side_metric": lambda figs: _side_text(figs),
+               "instructions_per_page": ia.page_figures_text, "instruction_attribution": ia.figures_text}
 
 READS = ("scan-like", "scan-eq", "dml/select")
 OPEN = ("(open)",)
@@ -259,8 +260,9 @@ def _names(rows: list[dict]) -> list[str]:
     return out
 
 
-def _estimates(rows: list[dict], word: str, per_contender: bool) -> str:
-    """One row: its estimate; two: both, named; more: the range, with the lowest and highest named."""
+def _estimates(rows: list[dict], word: str, per_contender: bool, ranked: bool = True) -> str:
+    """One row: its estimate; two: both, named; more: the range, with the lowest and highest named (not `ranked`:
+    each row's estimate, none named lowest or highest)."""
     names = _names(rows)
     rated = [(r, n) for r, n in zip(rows, names) if r["ratio"] is not None]
     if not rated:
@@ -268,6 +270,8 @@ def _estimates(rows: list[dict], word: str, per_contender: bool) -> str:
     if len(rated) == 1:
         r, n = rated[0]
         return _est(r, word) + (f" ({n})" if n and len(rows) > 1 else "")
+    if not ranked:
+        return ", ".join(f"{_est(r, word if i == 0 else '')} ({n})" for i, (r, n) in enumerate(rated))
     if len(rated) == 2 and not per_contender:
         return ", ".join(f"{_est(r, word if i == 0 else '')} ({n})" for i, (r, n) in enumerate(rated))
     lo, hi = min(rated, key=lambda x: x[0]["ratio"]), max(rated, key=lambda x: x[0]["ratio"])
@@ -439,11 +443,17 @@ def _line(lab: str, spec: LineSpec, comps: list[dict], analysis) -> dict | None:
     rows = [_row(c) for c in mine if c["metric"] == metric]
     counts = Counter(r["verdict"] for r in rows)
     word = _word(analysis, metric) if own else METRIC_WORDS.get(metric, metric)
-    estimate = _estimates(rows, word, spec.per_contender)
+    counted = metric.startswith(ia.METRIC)  # --meter instructions: counts, never valgrind's times
+    unranked = ia.gap_blocks_ranking(analysis, rows) if counted else None  # the CPU-model gap: no ranking
+    estimate = _estimates(rows, word, spec.per_contender, ranked=unranked is None)
     code = next(iter(counts)) if len(counts) == 1 else MIXED
     words = _verdict_words(code, rows, estimate) if code != MIXED else _mixed_words(counts, estimate, rows)
-    figures = (spec.extras(analysis, rows) if spec.extras else []) + (other_basis(analysis, rows, metric, mine)
-                                                                       if own else [])
+    if counted:
+        figures = ia.headline_figures(analysis, rows)
+        words += f"; {unranked}" if unranked else ""
+    else:
+        figures = (spec.extras(analysis, rows) if spec.extras else []) + (other_basis(analysis, rows, metric, mine)
+                                                                           if own else [])
     told = [FIGURE_TEXT[name]([f for f in figures if f["name"] == name])
             for name in dict.fromkeys(f["name"] for f in figures)]
     detail = f"{spec.label}: " + "; ".join([*told, words] if spec.figures_first else [words, *told])

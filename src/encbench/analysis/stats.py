@@ -30,6 +30,10 @@ MIN_RUNS = 6  # per side: below this no verdict is given (the CI is still comput
 DEFAULT_MARGIN_PCT = 2.0  # equivalence margin: "no cost" means the 90% CI lies within ±2%
 UNSTABLE_CV = 0.10
 OUTLIER_Z = 3.5
+# a run within 0.5% of the median is no outlier whatever its Z-score: instruction counts (--meter instructions) repeat
+# to a few hundred in 10^8, so a MAD of tens makes a difference of thousands "extreme" when it is nothing a reader
+# should chase; a time that moves 0.5% is no outlier either
+OUTLIER_MIN_RELATIVE = 0.005
 TRIM = 0.2  # Yuen's trimmed means: 20% of the runs dropped from each end (one of 5-9 runs, two of 10-14)
 
 # the verdict of one comparison: a small, stable enum (docs/RESULTS.md)
@@ -352,8 +356,10 @@ def judge_estimate(est: Estimate, **kw) -> Judgement:
 
 # --- outliers and warnings ------------------------------------------------------------------
 
-def outliers(values: Sequence[float], threshold: float = OUTLIER_Z) -> list[int]:
-    """Indices of outliers by modified Z-score on the MAD (Iglewicz and Hoaglin)."""
+def outliers(values: Sequence[float], threshold: float = OUTLIER_Z,
+             min_relative: float = OUTLIER_MIN_RELATIVE) -> list[int]:
+    """Indices of outliers by modified Z-score on the MAD (Iglewicz and Hoaglin), each also more than
+    `min_relative` of the median away from it."""
     arr = np.asarray(values, dtype=float)
     if arr.size < 3 or not np.isfinite(arr).all():
         return []
@@ -362,7 +368,8 @@ def outliers(values: Sequence[float], threshold: float = OUTLIER_Z) -> list[int]
     if mad == 0:
         return []
     z = 0.6745 * (arr - med) / mad
-    return [int(i) for i in np.nonzero(np.abs(z) > threshold)[0]]
+    far = np.abs(arr - med) > min_relative * abs(med)
+    return [int(i) for i in np.nonzero((np.abs(z) > threshold) & far)[0]]
 
 
 def warnings_for(

@@ -10,7 +10,7 @@ from collections import defaultdict
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields, replace
 
-from . import columncost, oltpcost, stats
+from . import columncost, instrattr, oltpcost, stats
 from .words import METRIC_WORDS, VERDICT_METRICS, VERDICT_WORDS, metric_word  # noqa: F401 (read as an.*)
 from ..drivers.client_share import notes as client_notes, withheld_reason
 from ..engines import engine_named
@@ -18,6 +18,7 @@ from ..host import rawcipher
 from ..probes import metric_catalog
 from ..profiling import profiler
 from ..util.units import fmt_bytes, fmt_seconds
+from ..lab import meter
 from ..lab.variants import label, placebo_note, placebo_reference, placebo_twin
 
 COMPARED_METRICS = (
@@ -32,6 +33,11 @@ COMPARED_METRICS = (
                                       ("rows_hashed", "row"), ("transactions", "transaction"))
       for p in ("cpu", "client_cpu")),
     "pages_read_per_transaction", "pages_written_per_transaction",
+    # --meter instructions (lab/meter.py): the count, per unit of what was done, and the cache simulation's misses
+    "instructions", *(f"instructions_per_{u}" for _, u in (("queries", "query"), ("messages", "message"),
+                                                            ("connections", "connection"), ("rows_hashed", "row"),
+                                                            ("transactions", "transaction"))),
+    "l1_misses", "ll_misses",
 )
 HIGHER_IS_BETTER = frozenset({"qps", "tps", "mb_per_s", "connections_per_s", "rows_per_s"})  # rates: less is a cost
 
@@ -123,6 +129,8 @@ def per_unit(bucket: dict, metrics: dict, extra: dict) -> None:
         for metric, prefix in (("cpu_s", "cpu"), ("client_cpu_s", "client_cpu")):
             if metric in metrics:
                 bucket[f"{prefix}_us_per_{unit}"].append(1e6 * metrics[metric] / count)
+        if "instructions" in metrics:  # --meter instructions: the count per unit, as CPU per unit
+            bucket[f"instructions_per_{unit}"].append(metrics["instructions"] / count)
         for metric in PAGES_PER_UNIT.get(unit, ()):
             if isinstance(metrics.get(metric), (int, float)):
                 bucket[f"{metric}_per_{unit}"].append(metrics[metric] / count)
@@ -196,7 +204,8 @@ def comparisons(doc: dict, groups, margin_pct: float = stats.DEFAULT_MARGIN_PCT)
             continue
         # a saturated client (drivers/client_share.py), or an engine memory that did not hold its share: no verdict
         withheld = withheld_reason(base, metrics) or memory_withheld(base, metrics)
-        basis = verdict_metrics(doc, wl) if (wl, op) != OPEN else tuple(m for m, _ in VERDICT_METRICS)
+        basis = verdict_metrics(doc, wl) if (wl, op) != OPEN else (
+            meter.OPEN_VERDICT if meter.is_metered(doc) else tuple(m for m, _ in VERDICT_METRICS))
         for metric in COMPARED_METRICS:
             if metric not in metrics or metric not in base:
                 continue
@@ -774,9 +783,10 @@ def profiles(doc: dict) -> list[dict]:
 
 # -- the analysis object: what every command reads ------------------------------------------
 
-ANALYSIS_VERSION = 4  # the shape of Analysis and its to_dict(): bump it when a field is added, dropped or changes meaning
+ANALYSIS_VERSION = 5  # the shape of Analysis and its to_dict(): bump it when a field is added, dropped or changes meaning
 # 1: the typed Analysis (issue 13 item 4); 2: headline (issue 14 item 1); 3: column_costs (issue 16 item 3);
-# 4: comparisons[].verdict_basis, the metrics a row's verdict rests on (issue 21 item 1); oltp_costs (issue 22)
+# 4: comparisons[].verdict_basis, the metrics a row's verdict rests on (issue 21 item 1); oltp_costs (issue 22);
+# 5: instructions (--meter instructions: attribution by function, per page, the CPU-model gap; issue 23)
 
 HEADER, STORED, SHOWN = "header", "stored", "shown"  # where a field comes from (Analysis field metadata)
 
@@ -812,6 +822,7 @@ class Analysis(Mapping):
     profiles: list[dict] | None = _field(STORED, optional=True)  # a hash sweep: --profile summaries
     column_costs: list[dict] | None = _field(STORED, optional=True)  # the column lab: CPU per row vs raw cipher
     oltp_costs: list[dict] | None = _field(STORED, optional=True)  # oltp: CPU per transaction, per page, the check
+    instructions: dict | None = _field(STORED, optional=True)  # --meter instructions: where they go (instrattr.py)
     # the headline summary in plain words (analysis/headline.py): made from the fields above, never stored
     headline: list[dict] | None = _field(SHOWN, optional=True)
     files: list[str] | None = _field(SHOWN, optional=True)  # plots and flame graphs written beside the file
@@ -909,7 +920,9 @@ def analyze(doc: dict, margin_pct: float = stats.DEFAULT_MARGIN_PCT) -> Analysis
     found = profiles(doc) if scale else None
     text = notes(doc, groups) + ([placebo_note(placebo)] if placebo else []) + profiler.notes(doc, comps)
     text += client_notes(groups)  # in-transit: did the client set the pace?
-    per_page = derived(doc, groups, comps)
+    metered = meter.is_metered(doc)  # --meter instructions: times are valgrind's, per-page figures are counted
+    per_page = derived(doc, groups, comps) if not metered else []
+    text += [meter.TIMES_NOTE] if metered else []
     if scale:
         text += sweep_notes(doc, scale, found)
     return Analysis(
@@ -919,6 +932,7 @@ def analyze(doc: dict, margin_pct: float = stats.DEFAULT_MARGIN_PCT) -> Analysis
         scaling=scale or None, hash_costs=hash_costs(doc, scale) if scale else None, profiles=found,
         column_costs=columncost.column_costs(doc, groups, baseline_for) or None,
         oltp_costs=oltpcost.oltp_costs(doc, groups, comps, per_page, baseline_for) or None,
+        instructions=instrattr.instructions(doc, groups, comps, instrattr.Keys(PER_UNIT, OPEN, variants_by_label(doc))),
         placebo_comparisons=placebo or None,
     ).with_headline()
 

@@ -11,8 +11,10 @@ VERDICT_WORDS = dict(VERDICT_METRICS)
 # the words of the other metrics a workload's verdict may rest on (a fixed-duration run: what it got done)
 METRIC_WORDS = {**VERDICT_WORDS, "qps": "throughput", "tps": "throughput", "mb_per_s": "throughput",
                 "connections_per_s": "connections/s", "rows_per_s": "rows/s", "latency_p50_ms": "p50 latency",
-                "latency_p95_ms": "p95 latency", "latency_p99_ms": "p99 latency"}
+                "latency_p95_ms": "p95 latency", "latency_p99_ms": "p99 latency",
+                "instructions": "instructions", "l1_misses": "L1 misses", "ll_misses": "last-level misses"}
 _PER_UNIT = re.compile(r"(client_)?cpu_us_per_(\w+)")
+_INSTRUCTIONS_PER = re.compile(r"instructions_per_(\w+)")
 
 
 def metric_word(metric: str, words: Mapping[str, str] | None = None) -> str:
@@ -21,6 +23,9 @@ def metric_word(metric: str, words: Mapping[str, str] | None = None) -> str:
     words = words or {}
     if metric in words:
         return words[metric]
+    m = _INSTRUCTIONS_PER.fullmatch(metric)
+    if m:
+        return f"instructions per {m.group(1)}"
     m = _PER_UNIT.fullmatch(metric)
     if m:
         base = "client_cpu_s" if m.group(1) else "cpu_s"

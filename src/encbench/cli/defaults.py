@@ -11,6 +11,12 @@ DEFAULT_RUNS = 6  # the verdict minimum (stats.MIN_RUNS); with the warm repeats 
 QUICK_SIZE = "6MB"
 QUICK_RUNS = 3
 DEFAULT_SEED = 42
+# --meter instructions: a count is exact at any size and valgrind runs 20-50x slower, so the data is smaller and
+# nothing is warmed up (every run is a fresh process: a warmup would count the same again)
+METER_SIZE = "16MB"
+METER_QUICK_SIZE = "3MB"
+METER_WARMUPS = 0
+METER_QUICK_RUNS = 2  # --quick: a count repeats to the instruction, two runs per side show it
 
 
 def data_dir_default() -> Path:

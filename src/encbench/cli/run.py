@@ -12,7 +12,8 @@ from .. import errors
 from ..report import prometheus
 from .common import add_margin_argument, console, margin_pct, parse_settings, workloads
 from . import defaults
-from .defaults import DEFAULT_RUNS, DEFAULT_SEED, DEFAULT_SIZE, QUICK_RUNS, QUICK_SIZE, data_dir_default
+from .defaults import (DEFAULT_RUNS, DEFAULT_SEED, DEFAULT_SIZE, METER_QUICK_RUNS, METER_QUICK_SIZE, METER_SIZE,
+                       METER_WARMUPS, QUICK_RUNS, QUICK_SIZE, data_dir_default)
 from .history import add_store_argument, check_store, record
 
 
@@ -22,9 +23,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="workload (repeatable, or a comma list: storm,bulk); default: all of the engine's")
     p.add_argument("--variant", action="append", default=[], metavar="KEY=V[,V]",
                    help="narrow (or widen) one variant key, e.g. cache=cold or page_size=1024,4096 (repeatable)")
-    p.add_argument("--runs", default=None, help=f"measured runs per variant (default {DEFAULT_RUNS}, --quick {QUICK_RUNS})")
-    p.add_argument("--warmups", default="1", help="warmup runs per variant, stored but never in statistics (default 1)")
-    p.add_argument("--size", default=None, help=f"data size, e.g. 50MB, 1GB (default {DEFAULT_SIZE}, --quick {QUICK_SIZE})")
+    p.add_argument("--runs", default=None, help=f"measured runs per variant (default {DEFAULT_RUNS}, --quick {QUICK_RUNS}; "
+                                                f"--meter instructions --quick {METER_QUICK_RUNS})")
+    p.add_argument("--warmups", default=None, help="warmup runs per variant, stored but never in statistics (default 1; "
+                                                   f"--meter instructions {METER_WARMUPS})")
+    p.add_argument("--size", default=None, help=f"data size, e.g. 50MB, 1GB (default {DEFAULT_SIZE}, --quick {QUICK_SIZE}; "
+                                                f"--meter instructions {METER_SIZE}, with --quick {METER_QUICK_SIZE})")
     p.add_argument("--quick", action="store_true", help="smoke run: small data, few runs")
     add_margin_argument(p)
     p.add_argument("--precision", default=None, metavar="P%",
@@ -33,6 +37,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--max-time", default=None, metavar="DURATION",
                    help="time budget of the whole run, e.g. 120s or 5m: rounds are added until it is used "
                         "(or --precision is reached)")
+    p.add_argument("--meter", choices=("time", "instructions", "instructions+cache"), default="time",
+                   help="what each operation is measured by: time (default: clocks and CPU time) or instructions, "
+                        "counted exactly by valgrind's callgrind (20-50x slower; a 1%% change shows on a noisy "
+                        "machine; private servers only); instructions+cache adds L1/last-level cache misses "
+                        "(about 2x slower again)")
     p.add_argument("--no-pin", dest="pin", action="store_false",
                    help="do not pin the worker to a CPU of its own (default: pinned when 2+ CPUs are available)")
     p.add_argument("--seed", default=str(DEFAULT_SEED), help="data generation seed")
@@ -125,6 +134,7 @@ def _checked_key(key: str, where: str) -> str:
 def cmd_run(args, argv: list[str]) -> int:
     from ..engines import DEFAULT_ENGINE, ENGINES
     from ..lab import precision, results, runctx, runner
+    from ..lab.meter import default_probes as meter_probes
     from ..probes import DEFAULT_PROBES
     from ..report import render as report
     from ..util.units import parse_count, parse_positive_int, parse_seconds, parse_size
@@ -135,13 +145,16 @@ def cmd_run(args, argv: list[str]) -> int:
     target = precision.parse_points(args.precision) if args.precision else None
     max_time = precision.parse_duration(args.max_time) if args.max_time else None
     adaptive = target is not None or max_time is not None
-    runs = parse_positive_int(args.runs or (precision.MIN_RUNS if adaptive else QUICK_RUNS if args.quick
+    metered = args.meter != "time"
+    quick_runs = METER_QUICK_RUNS if metered else QUICK_RUNS
+    runs = parse_positive_int(args.runs or (precision.MIN_RUNS if adaptive else quick_runs if args.quick
                                             else DEFAULT_RUNS), what="--runs", maximum=1000)
     if adaptive and runs < precision.MIN_RUNS:
         raise errors.BadValueError(f"--runs {runs} is below the {precision.MIN_RUNS} runs per variant a verdict needs "
                                    "with --precision/--max-time", hint=f"use --runs {precision.MIN_RUNS} or more")
-    warmups = parse_count(args.warmups, what="--warmups", maximum=100)
-    size = parse_size(args.size or (QUICK_SIZE if args.quick else DEFAULT_SIZE))
+    warmups = parse_count(args.warmups or str(METER_WARMUPS if metered else 1), what="--warmups", maximum=100)
+    size = parse_size(args.size or ((METER_QUICK_SIZE if args.quick else METER_SIZE) if metered else
+                                    (QUICK_SIZE if args.quick else DEFAULT_SIZE)))
     seed = parse_positive_int(args.seed, what="--seed", maximum=2**31)
     key, key_source = _read_key(args)
     data_dir = defaults.data_dir(args.data_dir)
@@ -168,11 +181,12 @@ def cmd_run(args, argv: list[str]) -> int:
         variant_filters=variants,
         runs=runs, warmups=warmups, size_bytes=size, seed=seed, output=output,
         data_dir=data_dir, data_dir_given=bool(args.data_dir),
-        probes=args.probe or list(DEFAULT_PROBES),
+        probes=args.probe or meter_probes("instructions" if metered else "time", list(DEFAULT_PROBES)),
         regenerate=args.regenerate, key=key, key_source=key_source, quick=args.quick,
         command=report.command_line(argv),
         params=params, engine_options=engine_options,
         precision=target, max_time_s=max_time, pin=args.pin,
+        meter="instructions" if metered else "time", cache_sim=args.meter == "instructions+cache",
     )
     runner.plan(config)  # every name and value checked before anything is created
     check_store(args)

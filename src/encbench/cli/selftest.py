@@ -23,6 +23,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--save-floor", default=None, metavar="FILE", help="save the noise floor for `compare`")
     p.add_argument("--keep-results", default=None, metavar="DIR", help="keep the two result files in DIR")
     p.add_argument("--json", action="store_true", help="print the figures as JSON")
+    p.add_argument("--meter", choices=("time", "instructions"), default="time",
+                   help="instructions: two more invocations under --meter instructions (valgrind; ~2 min more on 2 "
+                        "cores), their A/A false positives and spread beside the time's")
 
 
 def cmd_selftest(args, argv: list[str]) -> int:
@@ -38,8 +41,11 @@ def cmd_selftest(args, argv: list[str]) -> int:
         warmups=parse_count(args.warmups, what="--warmups", maximum=100),
         size_bytes=parse_size(args.size or DEFAULT_SIZE), seed=DEFAULT_SEED,
         data_dir=defaults.data_dir(args.data_dir),
-        keep_dir=Path(args.keep_results) if args.keep_results else None, command=report.command_line(argv))
+        keep_dir=Path(args.keep_results) if args.keep_results else None, command=report.command_line(argv),
+        meter=args.meter == "instructions")
     runner.plan(selftest.config_for(settings, Path("selftest.json")))  # every name and value checked first
+    if settings.meter:
+        runner.plan(selftest.config_for(settings, Path("selftest.json"), counted=True))
     for path in ([Path(args.save_floor)] if args.save_floor else []) + (
             [settings.keep_dir / "selftest-1.json"] if settings.keep_dir else []):
         results.check_writable(path)

@@ -26,6 +26,9 @@ class PrepareContext:
     options: dict[str, Any] = field(default_factory=dict)
     params: dict[str, dict] = field(default_factory=dict)  # workload -> resolved --param values
     data_dir_given: bool = True  # False: data_dir is the default one (--data-dir not given)
+    # --meter instructions on a server engine: {"dir": where its processes' callgrind dumps go, "cache_sim": bool,
+    # "keep_dir": where a server's log is kept when it does not start under valgrind}; {} otherwise
+    meter: dict[str, Any] = field(default_factory=dict)
 
 
 class Session:
@@ -119,6 +122,16 @@ class Engine:
     # `encbench advise` (issue 24): the settings that change encryption's price (analysis/advise.Knob), and the
     # sweeps that measure them (lab/advise.Sweep; advise_sweeps(quick, options))
     knobs: tuple = ()
+    # --meter instructions (lab/meter.py): "worker" when the engine runs in the worker process (counted there),
+    # "server" when its private server can run under callgrind (prepare starts it so, given ctx.meter), "" never;
+    # the workloads whose every instruction that matters is counted, and why the others are not (one line)
+    metered: str = ""
+    metered_workloads: tuple[str, ...] = ()
+    meter_refusal: str = ""
+    # the instructions' attribution (analysis/instrattr.py): (group, regex on the object, regex on the function) of
+    # the engine's own code, tried before the shared groups; what its crypto does, by family, in words
+    instruction_groups: tuple[tuple[str, str, str], ...] = ()
+    crypto_roles: dict[str, str] = {}
     # perf sample categories of its own code (profiling/profiler.py): (category, regex on the shared object, regex
     # on the symbol or ""); in_process: its code is a Python extension, classified before Python's own objects
     profile_categories: tuple[tuple[str, str, str], ...] = ()
@@ -196,6 +209,14 @@ class Engine:
     def apply_variant(self, setup: dict, variant: Variant, workload: str = "") -> dict:
         """In the runner, before a run: server-side settings for this variant (e.g. a reload)."""
         return {}
+
+    def crypto_probes(self, setup: dict) -> dict[str, dict]:
+        """--meter instructions (host/cpugap): per crypto family its variants use, a program exercising it through
+        the engine's own crypto library ({"argv", "library": regex on its object}); default: the system OpenSSL's
+        `openssl speed`, which a server engine links."""
+        from ..host import cpugap
+
+        return cpugap.openssl_speed_probes()
 
     def cleanup(self, setup: dict) -> None:
         """Always called once after the runs (error and Ctrl-C included): stop servers, drop objects."""

@@ -420,3 +420,83 @@ def beyond_reference(eng: float, eng_ci, raw: float, raw_ci) -> str | None:
 
 def _ci(ci) -> str:
     return f"[{ci[0]:,.0f}, {ci[1]:,.0f}]" if ci else "[n/a]"
+
+
+# -- the raw cipher in instructions (--meter instructions), and a crypto probe (host/cpugap) ------------------
+
+INSTRUCTION_PAGES = 32  # pages counted: the count is exact, the mean per page too
+
+
+def _page_fns(page_size: int, engine_lib: str):
+    """One SQLCipher 4 page read's primitives through the engine's libcrypto: AES-256-CBC decryption of the payload,
+    HMAC-SHA512 over the payload, IV and page number (as sqlcipher_page_cipher / sqlcipher_page_hmac do)."""
+    engine = EngineLibcrypto(engine_lib)
+    payload = page_size - IV - HMAC_SHA512
+    key, hkey, iv = os.urandom(32), os.urandom(64), os.urandom(IV)
+    data, mac_in = os.urandom(payload), os.urandom(payload + IV + 4)
+    out, mac = ctypes.create_string_buffer(payload + 32), ctypes.create_string_buffer(64)
+    return lambda: (engine.aes_cbc_decrypt(key, iv, data, out), engine.hmac_sha512(hkey, mac_in, mac))
+
+
+def page_instructions(page_size: int, engine_lib: str, pages: int = INSTRUCTION_PAGES) -> dict:
+    """The raw cipher's instructions per page, counted as the engine's are (callgrind): the engine library's own
+    instructions (its OpenSSL, the Python that calls it left out) over `pages` pages, divided by them."""
+    from ..profiling import callgrind
+    from . import valgrind
+    import sys
+    import tempfile
+
+    with tempfile.TemporaryDirectory(prefix="encbench-rawinstr-") as tmp:
+        argv = valgrind.callgrind_argv(f"{tmp}/cg.%p", cache_sim=False, options=("--collect-atstart=no",))
+        argv += [sys.executable, "-m", "encbench.host.rawcipher", "instructions", str(page_size), engine_lib,
+                 str(pages)]
+        try:
+            subprocess.run(argv, capture_output=True, text=True, timeout=600, check=True,
+                           env=dict(os.environ, PYTHONPATH=valgrind._src_path(), PYTHONHASHSEED="0"))
+            found = [p for p in os.listdir(tmp) if re.fullmatch(r"cg\.\d+\.\d+", p)]
+            dump = callgrind.read(os.path.join(tmp, sorted(found)[-1]))
+        except (OSError, subprocess.SubprocessError, IndexError, ValueError) as e:
+            return {"error": f"{type(e).__name__}: {e}"}
+    own = os.path.realpath(engine_lib)
+    mine = sum(c.get(callgrind.INSTRUCTIONS, 0) for (obj, _), c in dump.functions.items()
+               if os.path.realpath(obj) == own)
+    return {"cipher": f"AES-256-CBC + HMAC-SHA512 per {page_size}-byte page (SQLCipher 4 defaults)",
+            "per_page": mine / pages, "pages": pages,
+            "method": "callgrind over the engine's own libcrypto calls (its object's instructions only), per page"}
+
+
+def _count_pages(page_size: int, engine_lib: str, pages: int) -> None:
+    from . import valgrind
+
+    one = _page_fns(page_size, engine_lib)
+    one()  # first-call effects (lazy dispatch, allocation) stay out of the count
+    valgrind.request(valgrind.TOGGLE_COLLECT)
+    for _ in range(pages):
+        one()
+    valgrind.request(valgrind.TOGGLE_COLLECT)
+    valgrind.dump_at(b"encbench-raw-cipher")
+
+
+PROBE_PARTS = {"AES-CBC": 0, "SHA-512": 1}  # the page's primitives a crypto probe exercises alone
+
+
+def _probe(family: str, engine_lib: str, seconds: float) -> None:
+    """host/cpugap's probe of SQLCipher's libcrypto: one primitive in bulk for `seconds`, its MB/s printed."""
+    engine = EngineLibcrypto(engine_lib)
+    key, hkey, iv, big = os.urandom(32), os.urandom(64), os.urandom(IV), os.urandom(BULK)
+    aes, mac = _bulk_fns(key, hkey, iv, big, engine)
+    fn = (aes, mac)[PROBE_PARTS[family]]
+    calls, t0 = 0, time.perf_counter()
+    while time.perf_counter() - t0 < seconds:
+        fn()
+        calls += 1
+    print(f"mb_per_s {calls * BULK / (time.perf_counter() - t0) / 1e6:.1f}")
+
+
+if __name__ == "__main__":
+    import sys
+
+    if sys.argv[1] == "instructions":
+        _count_pages(int(sys.argv[2]), sys.argv[3], int(sys.argv[4]))
+    elif sys.argv[1] == "probe":
+        _probe(sys.argv[2], sys.argv[3], float(sys.argv[4]))

@@ -18,15 +18,18 @@ from .. import __version__
 from ..analysis import summary as analysis
 from ..util import interrupts
 from . import leftovers
+from . import meter as meters
+from . import meterfork
 from . import placement
 from . import precision
 from . import results
 from . import runctx
-from ..host import environment
+from ..host import cpugap, environment
 from ..util.redact import redact
 from ..engines import ENGINES, PrepareContext
 from ..errors import EncbenchError, RunFailedError, UsageError
 from ..probes import PROBES
+from ..probes.instructions import resolve
 from .variants import Variant, label, matrix, parse_filters, with_placebo
 from ..workloads import WORKLOADS, capabilities
 from ..workloads.base import resolve_params
@@ -55,6 +58,8 @@ class RunConfig:
     max_time_s: float | None = None  # --max-time: rounds are added until the precision or this time is reached
     pin: bool = True  # --no-pin: False
     data_dir_given: bool = True  # False: data_dir is the default one (--data-dir not given)
+    meter: str = meters.TIME  # --meter: time, or instructions (counted by valgrind: lab/meter.py)
+    cache_sim: bool = False  # --meter instructions: callgrind's cache simulation too (L1 / last-level misses)
 
     def public(self) -> dict:
         return {
@@ -64,6 +69,7 @@ class RunConfig:
             "key_source": self.key_source, "command": self.command, "params": self.params,
             "engine_options": {k: redact(v) if isinstance(v, str) else v for k, v in self.engine_options.items()},
             "precision_points": self.precision, "max_time_s": self.max_time_s, "pin": self.pin,
+            **({"meter": self.meter, "cache_sim": self.cache_sim} if self.meter != meters.TIME else {}),
         }
 
 
@@ -96,11 +102,14 @@ def plan(config: RunConfig) -> Plan:
         wl = WORKLOADS.get(name)
         capabilities.require(engine, wl, WORKLOADS)  # listed by the engine, and its session serves it
         workloads.append(wl)
+    meters.check(config.meter, engine, workloads, config.engine_options, config.probes, config.params,
+                 adaptive=config.precision is not None or config.max_time_s is not None)
     keys = with_placebo(engine.variant_keys)  # `placebo` is every engine's (variants.py)
     filters = parse_filters(config.variant_filters, keys)
     keys = engine.plan_keys(keys, filters, [wl.name for wl in workloads], config.engine_options)
-    params = resolve_params(workloads, config.params, quick=config.quick,
-                            engine_workloads=[WORKLOADS.get(n) for n in engine.workloads])
+    params = meters.params(config.meter, resolve_params(workloads, config.params, quick=config.quick,
+                                                        engine_workloads=[WORKLOADS.get(n) for n in engine.workloads]),
+                           config.params, config.quick)
     items, variants, by_workload = [], [], {}
     for wl in workloads:
         wl_variants = matrix(keys, filters, wl.name)
@@ -162,7 +171,10 @@ def new_document(config: RunConfig, p: Plan, env: dict) -> dict:
             "metric_words": dict(e.metric_words),
             "tables": [t.to_dict() for t in e.run_tables(p.by_workload)],
         },
-        "workloads": {wl.name: dict(wl.describe(), params=p.params[wl.name]) for wl in p.workloads},
+        "workloads": {wl.name: dict(wl.describe(), params=p.params[wl.name],
+                                    **({"verdict_metrics": list(meters.verdict_metrics(wl))}
+                                       if config.meter == meters.INSTRUCTIONS else {}))
+                      for wl in p.workloads},
         "dataset": None,
         "calibration": None,
         "runs": [],
@@ -232,6 +244,11 @@ def run_in_fresh_process(ctx, spec: dict) -> dict:
             proc.kill()
             proc.join()
         receiver.close()
+    return outcome(kind, payload)
+
+
+def outcome(kind: str, payload) -> dict:
+    """A worker's message as the run's record, or the error it reported, raised here."""
     if kind == "error":
         raise payload
     if kind == "exception":
@@ -257,15 +274,22 @@ def execute(config: RunConfig, *, on_progress: Callable[[str, int, int], None] =
     scratch = Path(tempfile.mkdtemp(prefix="scratch-", dir=config.data_dir))
     leftovers.write_owner(scratch, leftovers.me())  # reclaimable by the next run if this one is killed
     setup = None
+    workers = None  # --meter instructions, an engine in the worker: the fork server under valgrind (meterfork)
     started = False  # the file is first written once measuring can start: a configuration error leaves none
     placed = placement.apply(placement.choose(config.pin))  # before prepare: a private server inherits it
     doc["placement"] = placed.describe()
+    metered = config.meter == meters.INSTRUCTIONS
+    probes = list(config.probes) + (["instructions"] if metered and "instructions" not in config.probes else [])
     try:
+        if metered:
+            on_progress("reading the CPU valgrind simulates", 0, len(p.items))
+            doc["meter"] = meters.facts(config.cache_sim)
         ctx = PrepareContext(
             size_bytes=config.size_bytes, seed=config.seed, data_dir=config.data_dir, scratch_dir=scratch,
             variants=p.variants, regenerate=config.regenerate, key=config.key, key_source=config.key_source,
             progress=lambda msg: on_progress(msg, 0, len(p.items)),
             options=config.engine_options, params=p.params, data_dir_given=config.data_dir_given,
+            meter={"cache_sim": config.cache_sim, "keep_dir": str(config.data_dir)} if metered else {},
         )
         setup = p.engine.prepare(ctx)
         doc["dataset"] = {k: v for k, v in setup.items() if not k.startswith("_")}
@@ -274,6 +298,11 @@ def execute(config: RunConfig, *, on_progress: Callable[[str, int, int], None] =
             on_progress(f"server kept: {setup['kept_server']}", 0, len(p.items))
         on_progress("measuring raw cipher speed", 0, len(p.items))
         doc["calibration"] = p.engine.calibrate(setup)
+        if metered and p.engine.metered == meters.WORKER:
+            on_progress("starting the worker under valgrind", 0, len(p.items))
+            workers = meterfork.MeteredWorkers(scratch, cache_sim=config.cache_sim, keep_dir=config.data_dir,
+                                               engine=p.engine.name)
+            workers.start()
         results.write_atomic(config.output, doc)
         started = True
         ctx = _context()
@@ -287,11 +316,17 @@ def execute(config: RunConfig, *, on_progress: Callable[[str, int, int], None] =
                         i, total[0])
             before = sources.snapshot()
             server = p.engine.apply_variant(setup, item["variant"], item["workload"])
-            spec = dict(item, engine=p.engine.name, setup=setup, probes=config.probes, scratch_dir=str(scratch),
-                        params=p.params[item["workload"]], cpus=placed.worker_cpus if placed.pinned else None)
+            spec = dict(item, engine=p.engine.name, setup=setup, probes=probes, scratch_dir=str(scratch),
+                        params=p.params[item["workload"]], cpus=placed.worker_cpus if placed.pinned else None,
+                        meter=({"kind": config.meter} if metered else {})
+                        | ({"self_dir": str(workers.dir), "open": item["workload"] == p.workloads[0].name}
+                           if workers else {}))
             with interrupts.deferred():
                 try:
-                    out = per_operation(run_in_fresh_process(ctx, spec))
+                    out = per_operation(resolve(outcome(*workers.run(spec))) if workers else
+                                        run_in_fresh_process(ctx, spec))
+                    if metered:
+                        meters.check_counted(out, f"run {i + 1} ({item['workload']} {label(item['variant'])})")
                 except (EncbenchError, KeyboardInterrupt):
                     raise
                 except Exception as e:
@@ -314,6 +349,12 @@ def execute(config: RunConfig, *, on_progress: Callable[[str, int, int], None] =
             total[0] += len(extra)
             for item in extra:
                 one(item)
+        if metered:  # the CPU-model gap: which code the crypto library runs natively and under valgrind
+            on_progress("probing the crypto library natively and under valgrind", len(doc["runs"]), len(doc["runs"]))
+            from ..profiling.profiler import Profiler
+
+            doc["meter"].update(cpugap.code_paths(p.engine.crypto_probes(setup), doc["meter"]["host_cpu_features"],
+                                                  doc["meter"]["missing_cpu_features"], Profiler.available()))
         on_progress("done", len(doc["runs"]), len(doc["runs"]))
         doc["status"] = "complete"
     except KeyboardInterrupt as e:
@@ -331,6 +372,8 @@ def execute(config: RunConfig, *, on_progress: Callable[[str, int, int], None] =
         raise
     finally:
         with interrupts.deferred():  # a second Ctrl-C must not cut the clean-up short
+            if workers is not None:
+                workers.close()
             if setup is not None:
                 p.engine.cleanup(setup)
             placement.restore(placed)

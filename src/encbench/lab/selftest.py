@@ -34,6 +34,9 @@ from .variants import PLACEBO, flagged, judged
 
 PLACEBO_VALUES = ("a", "b")
 HEADLINE = (("wall_s", "elapsed"), ("cpu_s", "CPU"))
+COUNTED = (("instructions", "instructions"),)  # --meter instructions: two more invocations, counted (lab/meter.py)
+METER_RUNS = 3  # a count repeats to the instruction: three runs per variant show its spread
+METER_SIZE = 3_000_000
 NOMINAL_FP = 0.05  # the rate a 95% CI promises on A/A data
 EXCESS_P = 0.01  # a false-positive count this unlikely under the nominal rate fails the check
 FLOOR_Z = 1.959964  # two-sided 95%
@@ -52,6 +55,7 @@ class Settings:
     data_dir: Path = Path(".")
     keep_dir: Path | None = None  # keep the two result files here (default: a temporary directory)
     command: str = ""
+    meter: bool = False  # --meter instructions: the instruction A/A spread beside the time spread
 
 
 # -- the pure arithmetic ------------------------------------------------------------------
@@ -90,7 +94,7 @@ def excess_p(k: int, n: int, rate: float = NOMINAL_FP) -> float | None:
     return float(binom.sf(k - 1, n, rate))
 
 
-def log_stats(doc: dict) -> dict[tuple[str, str, str], dict[str, tuple[float, float]]]:
+def log_stats(doc: dict, headline=HEADLINE) -> dict[tuple[str, str, str], dict[str, tuple[float, float]]]:
     """(workload, operation, variant) -> metric -> (mean of ln values, its variance: var(ln) / n), for the
     headline metrics of rows with 2 or more positive values (the connection open left out)."""
     from ..analysis import summary as analysis
@@ -99,7 +103,7 @@ def log_stats(doc: dict) -> dict[tuple[str, str, str], dict[str, tuple[float, fl
     for key, metrics in analysis.collect(doc).items():
         if key[:2] == analysis.OPEN:
             continue
-        for metric, _ in HEADLINE:
+        for metric, _ in headline:
             values = metrics.get(metric) or []
             if len(values) < 2 or min(values) <= 0:
                 continue
@@ -373,17 +377,49 @@ def workloads_for(engine) -> list[str]:
     return list(engine.selftest_workloads or (engine.default_workloads or engine.workloads)[:1])
 
 
-def config_for(settings: Settings, output: Path):
-    from . import runner
+def config_for(settings: Settings, output: Path, *, counted: bool = False):
+    """The run of one invocation; counted: under --meter instructions (METER_RUNS runs, METER_SIZE, no warmup)."""
+    from . import meter, runner
     from ..probes import DEFAULT_PROBES
 
+    kind = meter.INSTRUCTIONS if counted else meter.TIME
     return runner.RunConfig(
         engine=settings.engine, workloads=list(settings.workloads),
         variant_filters=[f"{PLACEBO}={','.join(PLACEBO_VALUES)}"],
-        runs=settings.runs, warmups=settings.warmups, size_bytes=settings.size_bytes, seed=settings.seed,
-        output=output, data_dir=settings.data_dir, probes=list(DEFAULT_PROBES),
-        command=settings.command,
+        runs=METER_RUNS if counted else settings.runs, warmups=0 if counted else settings.warmups,
+        size_bytes=METER_SIZE if counted else settings.size_bytes, seed=settings.seed,
+        output=output, data_dir=settings.data_dir, probes=meter.default_probes(kind, list(DEFAULT_PROBES)),
+        command=settings.command, meter=kind,
     )
+
+
+def _counted(settings: Settings, work: Path, progress) -> dict:
+    """--meter instructions: two more invocations, counted; the instruction A/A false positives and noise floor."""
+    from ..analysis import compare
+    from ..analysis import summary as analysis
+    from . import runner
+
+    docs, seconds = [], []
+    for i in (1, 2):
+        progress(f"invocation {i} of 2 under --meter instructions: {settings.engine} {', '.join(settings.workloads)}, "
+                 f"placebo twins, {METER_RUNS} runs per variant")
+        start = time.monotonic()
+        docs.append(runner.execute(config_for(settings, work / f"selftest-instructions-{i}.json", counted=True)))
+        seconds.append(time.monotonic() - start)
+    analyses = [analysis.analyze(d) for d in docs]
+    metrics = tuple(m for m, _ in COUNTED)
+    within = false_positives([c for a in analyses for c in a.placebo_comparisons or []], metrics)
+    cross = false_positives(compare.compare(docs[0], docs[1])["comparisons"], metrics)
+    la, lb = log_stats(docs[0], COUNTED), log_stats(docs[1], COUNTED)
+    pairs = sorted({(c["workload"], c["operation"], c["baseline"], c["contender"]) for c in analyses[0].comparisons})
+    per = sum(seconds) / len(seconds)
+    return {"invocation_s": seconds, "runs_per_variant": METER_RUNS, "size_bytes": METER_SIZE,
+            "within_run": within, "cross_run": cross,
+            "noise_floor": {m: noise_floor(absolute_rows(la, lb, m), runs=METER_RUNS, invocation_s=per)
+                            for m in metrics},
+            "overhead_floor": {m: noise_floor(overhead_rows(la, lb, pairs, m), runs=METER_RUNS, invocation_s=per,
+                                              what="the encryption overhead (contender / baseline in each "
+                                                   "invocation)") for m in metrics}}
 
 
 def run(settings: Settings, *, progress: Callable[[str], None] = lambda msg: None) -> dict:
@@ -404,6 +440,7 @@ def run(settings: Settings, *, progress: Callable[[str], None] = lambda msg: Non
             docs.append(runner.execute(config_for(settings, output)))
             seconds.append(time.monotonic() - start)
         load = machine_load(t0, cpu_times())
+        counted = _counted(settings, work, progress) if settings.meter else None
         progress("checking cold cache and CPU placement")
         cache = dict(fadvise_probe(settings.data_dir), **cold_runs(docs))
         place = placement()
@@ -438,6 +475,7 @@ def run(settings: Settings, *, progress: Callable[[str], None] = lambda msg: Non
         "placement_used": (docs[0].get("placement") or {}).get("text"),
         "result_files": [str(work / f"selftest-{i}.json") for i in (1, 2)] if settings.keep_dir else None,
         "verdict": text, "passed": passed, "floor_file": floor,
+        **({"instructions": counted} if counted else {}),
     }
 
 
@@ -487,6 +525,24 @@ def lines(r: dict) -> list[str]:
                        f"times in 5 from {f['detectable_80_pct']:.1f}%); drift beyond the runs' scatter "
                        f"{f['floor_pct']:.1f}% (floor_pct); common shift {f['mean_change_pct']:+.1f}%, largest "
                        f"{f['largest_change_pct']:+.1f}% ({f['largest_row']})")
+    counted = r.get("instructions")
+    if counted:  # --meter instructions: the same figures for the count, beside the time's
+        out.append(f"instructions (--meter instructions: two more invocations of {' and '.join(f'{s:.0f} s' for s in counted['invocation_s'])}, "
+                   f"{counted['runs_per_variant']} runs per variant, {_bytes(counted['size_bytes'])}):")
+        out.append("  " + _fp_line("false positives within a run (placebo twins)", counted["within_run"]))
+        if counted["cross_run"]["total"]["compared"]:
+            out.append("  " + _fp_line("false positives across the two invocations (compare)", counted["cross_run"]))
+        for title, floors in (("same variant", counted["noise_floor"]), ("encryption overhead",
+                                                                         counted["overhead_floor"])):
+            for m, word in COUNTED:
+                f = floors.get(m)
+                out.append(f"  {title}, {word}: " + (
+                    "not measured" if not f else
+                    f"changes from {f['detectable_pct']:.2g}% are told from noise (time: "
+                    + ", ".join(f"{w} {g['detectable_pct']:.1f}%" for mm, w in HEADLINE
+                                if (g := (r['noise_floor'] if title == 'same variant' else r['overhead_floor']).get(mm)))
+                    + f"); largest change between the invocations {f['largest_change_pct']:+.2g}% "
+                      f"({f['largest_row']})"))
     first = next((f for f in list(r["noise_floor"].values()) + list(r["overhead_floor"].values()) if f), None)
     out.append(f"  how: {first['method']}" if first else "  how: -")
     c = r["cold_cache"]

@@ -20,11 +20,13 @@ from ..profiling.profiler import with_profiles
 from ..workloads import WORKLOADS
 
 
-def _measure(op, session, variant: dict, probe_names: list[str]) -> dict:
+def _measure(op, session, variant: dict, probe_names: list[str], self_meter=None) -> dict:
     if op.before:
         op.before()
     cache = session.set_cache(variant["cache"]) if "cache" in variant else {}
     target = session.target()
+    if self_meter is not None and target.is_self:  # --meter instructions: the worker itself is counted
+        target.extra.setdefault("instructions", self_meter)
     probes = sorted((PROBES.get(n)() for n in probe_names), key=lambda p: p.rank)
     started, errors, metrics = [], {}, {}
     for p in probes:
@@ -34,12 +36,15 @@ def _measure(op, session, variant: dict, probe_names: list[str]) -> dict:
         except Exception as e:  # a failing probe records nothing, the run goes on
             errors[p.name] = f"{type(e).__name__}: {e}"
     extra = op.run()
+    details = {}
     for p in reversed(started):
         try:
             metrics.update(p.stop(target))
+            details.update(p.details())
         except Exception as e:
             errors[p.name] = f"{type(e).__name__}: {e}"
     extra = dict(extra) if isinstance(extra, dict) else {}
+    extra.update(details)
     # the engine's own proof that the operation ran as its variant says (Session.check_operation)
     extra.update(session.check_operation(variant, metrics, cache) or {})
     if op.check is not None:  # the workload's own reading of the metrics (e.g. the client's CPU share)
@@ -63,12 +68,22 @@ def execute(spec: dict) -> dict:
     scratch = Path(spec["scratch_dir"]) / f"run-{os.getpid()}"
     scratch.mkdir(parents=True, exist_ok=True)
     started = time.time()
+    meter = _self_meter(spec)
+    count_open = meter is not None and spec["meter"].get("open")
+    open_profile = None
     try:
+        if count_open:  # the open (key derivation) is counted too, its own row "(open)", in one workload's runs
+            meter.start()
         session = engine.open_session(spec["setup"], variant, mutable=workload.mutates, scratch_dir=scratch)
+        if count_open:
+            reading = meter.stop()
+            session.open_metrics = dict(session.open_metrics, **reading.metrics())
+            open_profile = reading.profile()
         try:
-            params = dict(spec.get("params", {}), _warmup=bool(spec.get("warmup")))
-            ops = [_measure(op, session, variant, spec["probes"]) for op in with_profiles(workload, session, scratch, params,
-                                                                                  workload.operations(session, scratch, params))]
+            params = dict(spec.get("params", {}), _warmup=bool(spec.get("warmup")), _metered=bool(spec.get("meter")))
+            ops = [_measure(op, session, variant, spec["probes"], meter)
+                   for op in with_profiles(workload, session, scratch, params,
+                                           workload.operations(session, scratch, params))]
         finally:
             session.close()
     finally:
@@ -77,9 +92,21 @@ def execute(spec: dict) -> dict:
         "worker_pid": os.getpid(),
         "started_at": started,
         "open": session.open_metrics,
+        **({"open_profile": open_profile} if open_profile else {}),
         "session": session.info,
         "operations": ops,
     }
+
+
+def _self_meter(spec: dict):
+    """--meter instructions with an engine that runs in the worker (lab/meterfork started it under callgrind):
+    the meter of this process; else None."""
+    meter = spec.get("meter") or {}
+    if meter.get("self_dir"):
+        from ..probes.instructions import SelfMeter
+
+        return SelfMeter(meter["self_dir"])
+    return None
 
 
 ORPHANED_EXIT = 96  # the runner died (SIGKILL): nobody to report to, exit quietly after the clean-up

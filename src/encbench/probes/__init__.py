@@ -11,6 +11,7 @@ from ..util.registry import Registry
 from .base import Metric, Probe, Target
 from .cpu import CpuProbe
 from .ctxsw import ContextSwitchProbe
+from .instructions import InstructionsProbe
 from .io import IoProbe
 from .kworkers import KworkerProbe
 from .net import NetProbe
@@ -21,10 +22,10 @@ from .wall import WallProbe
 
 PROBES: Registry[type[Probe]] = Registry("probe")
 for _cls in (WallProbe, CpuProbe, ContextSwitchProbe, IoProbe, PagesProbe, SystemContextSwitchProbe, NetProbe,
-             WaitEventProbe, KworkerProbe):
+             WaitEventProbe, KworkerProbe, InstructionsProbe):
     PROBES.register(_cls.name, _cls)
 
-DEFAULT_PROBES = PROBES.names()
+DEFAULT_PROBES = [name for name, cls in PROBES.items() if cls.default]  # instructions: --meter instructions adds it
 
 
 def metric_catalog() -> dict[str, Metric]:

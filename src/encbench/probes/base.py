@@ -48,12 +48,18 @@ class Probe:
     # Probes start in ascending rank and stop in descending rank: the wall clock (highest)
     # sees only the operation, the CPU clock next sees the operation plus the wall probe.
     rank: int = 0
+    default: bool = True  # among the probes a run uses without --probe
 
     def start(self, target: Target) -> None:  # pragma: no cover - interface
         raise NotImplementedError
 
     def stop(self, target: Target) -> dict[str, float]:  # pragma: no cover - interface
         raise NotImplementedError
+
+    def details(self) -> dict:
+        """After stop(): what the operation's record keeps beside the metrics (not a metric: e.g. the functions
+        the instructions went to); {} by default."""
+        return {}
 
 
 def read_proc_kv(path: str) -> dict[str, int]:

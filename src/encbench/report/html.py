@@ -14,7 +14,7 @@ import html
 import io
 from pathlib import Path
 
-from ..analysis import columncost, oltpcost, summary as an
+from ..analysis import columncost, instrattr, oltpcost, summary as an
 from . import render as report
 from ..errors import OutputError
 
@@ -101,8 +101,8 @@ def overhead_chart(rows: list[dict], metric: str, word: str, title: str) -> str 
 
 
 def _table_html(doc: dict, analysis: an.Analysis, t: dict) -> tuple[str, list[dict]]:
-    cols = report.columns(t)
     rows = report.rows(doc, analysis, t)
+    cols = report.columns(t, rows)
     head = "".join(f"<th>{_e(report.COLUMNS[c][0])}</th>" for c in cols)
     body = []
     for r in rows:
@@ -148,6 +148,7 @@ def section(doc: dict, path: Path, index: int) -> str:
     out.append(_lines("Per-page decrypt cost", report.derived_lines(analysis) + report.raw_cipher_lines(doc), "derived"))
     out.append(_lines("Column encryption per row vs the raw cipher", columncost.lines(analysis.column_costs), "column-cost"))
     out.append(_lines("The transaction mix", oltpcost.lines(analysis.oltp_costs), "oltp-cost"))
+    out.append(_lines("Where the instructions go", instrattr.lines(analysis.instructions), "instructions"))
     out.append(_lines("Where the overhead went", report.attribution_lines(analysis), "attribution"))
     out.append(_lines("Notes", analysis.notes, "notes"))
     out.append(_lines("Warnings", report.warning_lines(analysis, doc=doc), "warnings"))

@@ -10,7 +10,7 @@ from rich.console import Console
 from rich.table import Table
 
 from ..analysis import summary as an
-from ..analysis import columncost, headline, oltpcost, stats
+from ..analysis import columncost, headline, instrattr, oltpcost, stats
 from ..engines import engine_named
 from ..profiling import profiler
 from ..util.redact import command_line as redact_command_line
@@ -181,6 +181,27 @@ def _d_per_unit(r: dict, prefix: str) -> str:
     return "-"
 
 
+INSTRUCTION_UNITS = ("query", "message", "connection", "row", "transaction")
+
+
+def _instructions(d: dict) -> str:
+    return fmt_count(d["instructions"]) if "instructions" in d else "-"
+
+
+def _instructions_per_unit(d: dict) -> str:
+    for unit in INSTRUCTION_UNITS:
+        if f"instructions_per_{unit}" in d:
+            return f"{fmt_count(d[f'instructions_per_{unit}'])}/{unit}"
+    return "-"
+
+
+def _d_instructions_per_unit(r: dict) -> str:
+    for unit in INSTRUCTION_UNITS:
+        if f"instructions_per_{unit}" in r["comparisons"]:
+            return _ratio(r, f"instructions_per_{unit}")
+    return "-"
+
+
 def _innodb_pages(d: dict) -> str:
     if "pages_read" not in d:
         return "-"
@@ -228,14 +249,27 @@ COLUMNS = {
     "client_cpu_mean": ("mean client CPU", _seconds_pair("client_cpu_s")),
     "elapsed_mean": ("mean elapsed", _seconds_pair("wall_s")),
     "verdict_short": ("verdict", lambda r: r["verdict_short"]),
+    # --meter instructions: the count (per unit for a fixed-duration workload), whatever the engine declares
+    "instructions_mean": ("mean instructions", lambda r: _pair(r, _instructions)),
+    "d_instructions": ("Δ instructions [95% CI]", lambda r: _ratio(r, "instructions")),
+    "instructions_per_unit": ("instructions per op", lambda r: _pair(r, _instructions_per_unit)),
+    "d_instructions_per_unit": ("Δ instructions per op", _d_instructions_per_unit),
     "variant_short": ("variant", lambda r: r["setting_short"]),
 }
 DEFAULT_COLUMNS = ("workload", "op", "variant", "elapsed", "d_elapsed", "cpu", "d_cpu", "ctx", "reads", "verdict")
 
 
-def columns(table: dict) -> list[str]:
-    """Every column the table declares (engine.table_columns): `show --detail`, the HTML report."""
-    return [c for c in table.get("table_columns") or DEFAULT_COLUMNS if c in COLUMNS]
+def columns(table: dict, shown: list[dict] | None = None) -> list[str]:
+    """Every column the table declares (engine.table_columns): `show --detail`, the HTML report; with the rows
+    shown, the instruction counts' columns too when they were counted (--meter instructions), before the verdict."""
+    cols = [c for c in table.get("table_columns") or DEFAULT_COLUMNS if c in COLUMNS]
+    counted = {c for r in shown or [] for c in r["comparisons"] if c.startswith("instructions")}
+    extra = ((["instructions_mean", "d_instructions"] if "instructions" in counted else [])
+             + (["instructions_per_unit", "d_instructions_per_unit"] if counted - {"instructions"} else []))
+    if extra:
+        at = cols.index("verdict") if "verdict" in cols else len(cols)
+        cols = cols[:at] + extra + cols[at:]
+    return cols
 
 
 # The compact table (the default): the row, the headline metric's means and Δ, the verdict in a few words.
@@ -244,7 +278,10 @@ def columns(table: dict) -> list[str]:
 HEADLINE = (("cpu_s", "d_cpu", "cpu_mean"), ("cpu_s", "d_server_cpu", "server_cpu_mean"),
             ("client_cpu_s", "d_client_cpu", "client_cpu_mean"), ("wall_s", "d_elapsed", "elapsed_mean"),
             *((rate, "d_rate", "rate") for rate, _ in RATES),
-            *((f"cpu_us_per_{u}", "d_server_per_unit", "server_per_unit") for u in PER_UNIT_CPU))
+            *((f"cpu_us_per_{u}", "d_server_per_unit", "server_per_unit") for u in PER_UNIT_CPU),
+            ("instructions", "d_instructions", "instructions_mean"),
+            *((f"instructions_per_{u}", "d_instructions_per_unit", "instructions_per_unit") for u in INSTRUCTION_UNITS))
+METERED = frozenset(h[1] for h in HEADLINE if h[0].startswith("instructions"))  # shown in any table that has them
 ROW_COLUMNS = ("workload", "op", "variant")
 COMPACT_CELLS = {"variant": "variant_short"}  # a row column the compact table shows in fewer characters
 
@@ -252,7 +289,7 @@ COMPACT_CELLS = {"variant": "variant_short"}  # a row column the compact table s
 def headline_of(table: dict, comps: list[dict]) -> tuple[str, str, str] | None:
     """(metric, Δ column, means column) of a row's headline: the first metric of its verdict (an.basis_of) with a
     HEADLINE entry whose Δ column the table declares (else the first entry it declares)."""
-    declared = [h for h in HEADLINE if h[1] in columns(table)]
+    declared = [h for h in HEADLINE if h[1] in columns(table) or h[1] in METERED]
     return next((h for c in an.basis_of(comps) for h in declared if h[0] == c["metric"]),
                 declared[0] if declared else None)
 
@@ -602,6 +639,14 @@ def header_lines(doc: dict, analysis: an.Analysis | None = None) -> list[str]:
     ]
     if params:
         lines.append(f"workload settings: {params}")
+    m = doc.get("meter") or {}
+    if m:  # --meter instructions: what was counted, and the CPU it was counted on
+        lines.append(f"meter: instructions counted by valgrind {m.get('valgrind', '?')} {m.get('tool', 'callgrind')}"
+                     + (" with its cache simulation" if m.get("cache_sim") else "")
+                     + "; the verdicts rest on the counts; times and CPU times are the simulation's, not this CPU's")
+        gap = (an.Analysis.of(analysis).instructions or {}).get("cpu_gap") if analysis is not None else None
+        if gap:
+            lines.append(f"CPU-model gap: {gap['text']}")
     return lines
 
 
@@ -626,6 +671,8 @@ SECTIONS = (
      lambda doc, a: columncost.lines(a.column_costs)),
     ("The transaction mix: cost per transaction and per page, the estimate checked", "The transaction mix",
      lambda doc, a: oltpcost.lines(a.oltp_costs)),
+    ("Where the instructions go (callgrind, --meter instructions)", "Where the instructions go",
+     lambda doc, a: instrattr.lines(a.instructions)),
     ("Notes", "Notes", lambda doc, a: a.notes),
     ("Warnings", "Warnings", lambda doc, a: warning_lines(a, doc=doc)),
 )
@@ -676,7 +723,7 @@ def _print_long(console: Console, t: dict, shown: list[dict]) -> None:
     """Every declared column of a table, one row per block: its name, then a line per column."""
     if t["title"]:
         console.print(f"[bold]{t['title']}[/bold]")
-    cols = [c for c in columns(t) if c not in ROW_COLUMNS]
+    cols = [c for c in columns(t, shown) if c not in ROW_COLUMNS]
     for r in shown:
         name = f"{r['workload']} / {r['operation']}" + (f" / {r['setting']}" if r["setting"] != "-" else "")
         console.print(f"[bold]{name}[/bold] ({r['contender']} vs {r['baseline']})", highlight=False)
@@ -707,7 +754,7 @@ def render_markdown(doc: dict, analysis: an.Analysis, detail: bool = False) -> s
             out.append("")
             if g["title"]:
                 out += [f"## {g['title']}", ""]
-            cols = columns(g) if detail else compact_columns(g, shown)
+            cols = columns(g, shown) if detail else compact_columns(g, shown)
             out.append("| " + " | ".join(COLUMNS[c][0] for c in cols) + " |")
             out.append("|" + "---|" * len(cols))
             for r in shown:

@@ -100,8 +100,10 @@ class ConnectSession(ChurnSession, Protocol):
 
 
 class SelectLoadSession(ChurnSession, Protocol):
-    def select_load(self, *, clients: int, seconds: float, appname: str, scratch: Path) -> dict:
-        """`clients` client processes of primary-key SELECTs for `seconds`: queries, qps, latencies."""
+    def select_load(self, *, clients: int, seconds: float, appname: str, scratch: Path,
+                    queries: int | None = None) -> dict:
+        """`clients` client processes of primary-key SELECTs for `seconds` (or `queries` each, when given: fixed work,
+        --meter instructions): queries, qps, latencies."""
 
 
 class InTransitSession(StormSession, StreamSession, ConnectSession, SelectLoadSession, Protocol):

@@ -17,17 +17,22 @@ class Roundtrip(Workload):
     # pgbench -T: every run lasts `seconds`, so what TLS costs shows in queries/s and CPU per query
     fixed_duration = True
     verdict_metrics = ("qps", "cpu_us_per_query", "client_cpu_us_per_query")
-    params = (Param("seconds", "duration of each run in whole seconds (pgbench -T)", 3, 1, minimum=1, maximum=3600),)
+    params = (Param("seconds", "duration of each run in whole seconds (pgbench -T)", 3, 1, minimum=1, maximum=3600),
+              Param("metered_queries", "--meter instructions: queries per client instead of a duration (fixed work: "
+                    "the count per query is then exact; under valgrind a second holds few queries)", 400, 100,
+                    maximum=10**6))
 
     def operations(self, session, scratch: Path, params: dict) -> list[Operation]:
         clients = int(session.variant.get("clients", "1"))
         appname = f"encbench-rt-{uuid.uuid4().hex[:8]}"
+        queries = params["metered_queries"] if params.get("_metered") else None
 
         def before() -> None:
             session.use_target(session.churn_target(appname))
 
         def run() -> dict:
-            return session.select_load(clients=clients, seconds=params["seconds"], appname=appname, scratch=scratch)
+            return session.select_load(clients=clients, seconds=params["seconds"], appname=appname, scratch=scratch,
+                                       queries=queries)
 
         return [Operation("select-by-pk", run, before, lambda: session.use_target(None),
                           check=lambda metrics: share_extra(metrics, client_cores=clients))]

@@ -436,3 +436,61 @@ def test_verdict_from_real_estimates():
     assert stats.verdict("CPU", stats.ratio_ci(BASE[:3], DOUBLE[:3])) == "too few runs for a verdict: 3 per side, need 6"
     v = stats.verdict("elapsed", stats.ratio_ci(BASE, BASE[::-1]))
     assert v.startswith("no cost: within ±2% (equivalence shown): +0.0% elapsed")
+
+
+# --- near-zero spread: instruction counts (--meter instructions, issue 23) ----------------------------------------
+# A count repeats to a few instructions in 10^8: the statistics must give a ratio, a CI of width ~0 (a valid result,
+# no division by zero) and verdicts that follow it, and the gate's one-sided test must be defined.
+
+COUNT = 92_587_453.0
+
+
+def test_identical_counts_give_a_point_ci_and_no_cost():
+    est = stats.ratio_ci([COUNT] * 6, [COUNT] * 6)
+    assert est.value == 1.0 and est.ci == (1.0, 1.0) and est.ci90 == (1.0, 1.0) and est.se == 0.0
+    assert not est.significant
+    assert stats.judge_estimate(est, word="instructions").verdict == stats.NO_COST
+    assert stats.p_above(est.value, est.se, est.df, 1.01) == 1.0
+    d = stats.difference_ci([COUNT] * 6, [COUNT] * 6)
+    assert d.value == 0.0 and d.ci == (0.0, 0.0)
+    assert stats.mean_ci([COUNT] * 6) == (COUNT, COUNT)
+
+
+def test_identical_counts_on_each_side_that_differ_are_a_cost_with_a_point_ci():
+    est = stats.ratio_ci([COUNT] * 6, [COUNT * 1.01] * 6)  # a real 1% change, counted exactly
+    assert est.ci[0] <= est.value <= est.ci[1] and est.ci[1] - est.ci[0] < 1e-12 and abs(est.value - 1.01) < 1e-12
+    j = stats.judge_estimate(est, word="instructions", margin_pct=0.5)
+    assert j.verdict == stats.COSTS and "+1.0% instructions" in j.text
+    assert stats.p_above(est.value, est.se, est.df, 1.005) < 1e-12  # over a 0.5% limit, for certain
+    assert stats.p_above(est.value, est.se, est.df, 1.02) > 1 - 1e-12
+
+
+def test_near_identical_counts_give_a_finite_narrow_ci():
+    base = [COUNT + d for d in (0, 140, -65, 12, 88, -30)]
+    cont = [COUNT * 1.01 + d for d in (5, -90, 40, 130, -12, 0)]
+    est = stats.ratio_ci(base, cont)
+    assert est.ci is not None and all(map(lambda x: x == x and abs(x) != float("inf"), est.ci))
+    assert est.ci[0] < est.value < est.ci[1] and est.ci[1] - est.ci[0] < 1e-5
+    assert est.df > 0 and est.se > 0
+    assert stats.judge_estimate(est, margin_pct=0.5).verdict == stats.COSTS
+    assert stats.judge_estimate(stats.ratio_ci(base, base[::-1])).verdict == stats.NO_COST
+    p = stats.p_above(est.value, est.se, est.df, 1.01)
+    assert 0.0 <= p <= 1.0
+    d = stats.difference_ci(base, cont)
+    assert d.ci[0] < d.value < d.ci[1]
+
+
+def test_one_side_constant_the_other_near_constant():
+    est = stats.ratio_ci([COUNT] * 6, [COUNT, COUNT + 1, COUNT, COUNT + 2, COUNT, COUNT + 1])
+    assert est.ci is not None and est.ci[0] <= est.value <= est.ci[1]
+    assert stats.judge_estimate(est).verdict == stats.NO_COST
+    assert stats.warnings_for([COUNT] * 6, label="x", resolution=1.0) == []
+
+
+def test_a_count_that_moves_a_few_thousand_is_no_outlier():
+    # MAD-based Z-scores call a 0.03% deviation extreme when the others agree to 50 instructions (measured: a warm
+    # scan of 10,785,049 / 10,785,094 / 10,788,053 instructions); outliers need to be 0.5% from the median
+    counts = [10_785_049, 10_785_094, 10_788_053, 10_785_043, 10_785_094, 10_787_802]
+    assert stats.outliers(counts) == []
+    assert stats.warnings_for(counts, label="x") == []
+    assert stats.outliers(counts[:5] + [10_900_000.0]) == [5]  # 1% away: still one

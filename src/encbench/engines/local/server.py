@@ -137,6 +137,23 @@ def start_on_free_port(launch: Callable[[int], subprocess.Popen],
     return None, last
 
 
+def runs_program(pid: int, names: tuple[str, ...]) -> bool:
+    """Is process `pid` one of these programs (its comm), directly or under valgrind (--meter instructions: its comm
+    is then the tool's, e.g. callgrind-amd64, and its command line names the program)?"""
+    try:
+        with open(f"/proc/{pid}/comm") as f:
+            comm = f.read().strip()
+        if comm.startswith(names):
+            return True
+        if not comm.startswith("callgrind"):
+            return False
+        with open(f"/proc/{pid}/cmdline", "rb") as f:
+            args = f.read().split(b"\0")
+        return any(os.path.basename(a.decode(errors="replace")).startswith(names) for a in args)
+    except OSError:
+        return False
+
+
 def parse_settings(specs: list[str]) -> dict[str, str]:
     """--setting NAME=VALUE (repeatable) -> {name: value} for a private server's configuration."""
     out = {}

@@ -44,6 +44,7 @@ from . import oltp as maria_oltp
 from . import sysbench
 from .. import column_base
 from . import filesystems
+from . import meter as maria_meter
 from . import server as maria_server
 from . import state as maria_state
 from .. import wire
@@ -166,6 +167,15 @@ class MariaDBEngine(Engine):
     default_port = 3306
     wire_protocol = "mysql"
     tls_view = "Ssl_version/Ssl_cipher"
+    metered = "server"  # --meter instructions: the private server under callgrind, its statements counted (meter.py)
+    metered_workloads = maria_meter.CONNECTIONS
+    meter_refusal = ("the count covers statements (do_command): not a connection's set-up (connect), nor InnoDB's "
+                     "background threads, where pages are decrypted on read-ahead and encrypted on flush (at rest)")
+    instruction_groups = (("MariaDB network and TLS code", r"mariadbd", r"^(vio_|my_net_|net_|Protocol::|my_real_read)"),
+                          ("MariaDB (other)", r"mariadbd", r""))
+    crypto_roles = {"AES-GCM": "the TLS record cipher and MAC", "AES-CBC": "the TLS record cipher",
+                    "ChaCha20-Poly1305": "the TLS record cipher and MAC", "SHA-512": "the TLS record MAC (HMAC-SHA384)",
+                    "SHA-256": "the TLS record MAC"}
 
     def tls_preamble(self, sock, label: str) -> None:
         wire.mysql_preamble(sock, label)
@@ -308,7 +318,7 @@ class MariaDBEngine(Engine):
                 server = maria_server.start(settings, base=dict(base, **maria_oltp.SERVER_SETTINGS) if oltp else base,
                                             buffer_pool_mb=pool_mb, tls=True, keep=bool(opts.get("keep")),
                                             data_root=mounts.by_value["off"].path if mounts else None,
-                                            client_cert=maria_oltp.tls_wanted(oltp))
+                                            client_cert=maria_oltp.tls_wanted(oltp), meter=ctx.meter or None)
             except BaseException:
                 self._destroy_mounts(schema)
                 raise
@@ -337,6 +347,8 @@ class MariaDBEngine(Engine):
                 setup["versions"] = {"mariadb_server": facts["version"]}
                 if server is not None:
                     setup["_handle"] = server.handle.to_dict()
+                    if server.handle.wrapper:  # --meter instructions (meter.py)
+                        setup["meter"] = {"dir": str(server.handle.meter_dir), "marker": maria_meter.MARKER_SQL}
                     setup["instance_settings"] = {k: v for k, v in server.handle.settings.items()
                                                   if "encrypt" in k or "key_management" in k}
                     setup["mariadb_backup"] = maria_server.binaries().get("mariadb-backup")

@@ -25,6 +25,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--rows", type=int, required=True)
     ap.add_argument("--marker", required=True)
     ap.add_argument("--params", required=True, help="JSON: host, port, user, database")
+    ap.add_argument("--queries", type=int, default=None, help="this many queries instead of --seconds (fixed work)")
     args = ap.parse_args(argv)
     params = json.loads(args.params)
     params["password"] = os.environ.get("ENCBENCH_DRIVER_PASSWORD", "")
@@ -43,7 +44,7 @@ def main(argv: list[str] | None = None) -> int:
     end = t_start + int(args.seconds * 1e9)
     while True:
         t0 = clock()
-        if t0 >= end:
+        if (t0 >= end) if args.queries is None else len(lat) >= args.queries:
             break
         cur.execute(sql, (rng.randint(1, args.rows),))
         cur.fetchall()

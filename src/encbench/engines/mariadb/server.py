@@ -26,13 +26,16 @@ from pathlib import Path
 
 from ..local import certs
 from ...errors import BadValueError, EngineUnavailableError
-from ..local.server import last_log_line, run_tool, start_on_free_port, unprivileged_user
+from ..local.server import keep_log, last_log_line, run_tool, start_on_free_port, unprivileged_user
 from .client import connect_bounded
 from ...lab import leftovers
 
 INSTALL_HINT = "install it with: apt-get install mariadb-server mariadb-backup"
 START_TIMEOUT_S = 60
 STOP_TIMEOUT_S = 60
+# --meter instructions: the server under callgrind (meter.py) starts and stops 20-50x slower
+METER_START_TIMEOUT_S = 240
+METER_STOP_TIMEOUT_S = 180
 BENCH_USER = "encbench"
 
 # everything encrypted that MariaDB can encrypt (the leak-check's "fully encrypted" baseline)
@@ -107,6 +110,7 @@ class Handle:
     password: str = ""
     settings: dict = field(default_factory=dict)
     data_root: str = ""  # where the data directory and tmpdir live when not under root (a filesystem's mount)
+    wrapper: list = field(default_factory=list)  # --meter instructions: valgrind's command line before mariadbd
 
     @property
     def datadir(self) -> Path:
@@ -143,6 +147,20 @@ class Handle:
         return {"cert": Path(self.root) / "client" / "server.crt", "key": Path(self.root) / "client" / "server.key",
                 "ca": Path(self.root) / "server.crt"}
 
+    @property
+    def meter_dir(self) -> Path:
+        return Path(self.root) / "callgrind"
+
+    @property
+    def start_timeout(self) -> float:
+        from ...host import valgrind
+
+        return valgrind.start_timeout(METER_START_TIMEOUT_S) if self.wrapper else START_TIMEOUT_S
+
+    @property
+    def stop_timeout(self) -> float:
+        return METER_STOP_TIMEOUT_S if self.wrapper else STOP_TIMEOUT_S
+
     def to_dict(self) -> dict:
         return asdict(self)
 
@@ -162,16 +180,21 @@ class Handle:
 
     # -- process ---------------------------------------------------------------------
     def launch(self) -> subprocess.Popen:
-        args = [self.mariadbd, f"--defaults-file={self.cnf}"] + ([f"--user={self.user[0]}"] if self.user else [])
+        args = list(self.wrapper) + [self.mariadbd, f"--defaults-file={self.cnf}"] + (
+            [f"--user={self.user[0]}"] if self.user else [])
         if self.data_root:  # named on the command line: a dead run's server is found (and stopped) by the
             args.append(f"--datadir={self.datadir}")  # encfs ledger's teardown of the filesystem it holds
-        return subprocess.Popen(args, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                                start_new_session=True)
+        if not self.wrapper:
+            return subprocess.Popen(args, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                                    stderr=subprocess.DEVNULL, start_new_session=True)
+        with open(self.logfile, "ab") as log:  # valgrind's own words go to the server's log
+            return subprocess.Popen(args, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=log,
+                                    start_new_session=True)
 
     def wait_ready(self, proc: subprocess.Popen | None) -> tuple[bool, str]:
         import pymysql
 
-        deadline = time.monotonic() + START_TIMEOUT_S
+        deadline = time.monotonic() + self.start_timeout
         while time.monotonic() < deadline:
             if proc is not None and proc.poll() is not None:
                 return False, self.last_log_line()
@@ -180,7 +203,7 @@ class Handle:
                 return True, ""
             except pymysql.err.OperationalError:
                 time.sleep(0.05)
-        return False, f"not accepting connections after {START_TIMEOUT_S} s; {self.last_log_line()}"
+        return False, f"not accepting connections after {self.start_timeout:g} s; {self.last_log_line()}"
 
     def shutdown(self) -> None:
         """A normal shutdown (SIGTERM), waited for; a kill when it hangs."""
@@ -191,7 +214,7 @@ class Handle:
             os.kill(pid, signal.SIGTERM)
         except ProcessLookupError:
             return
-        deadline = time.monotonic() + STOP_TIMEOUT_S
+        deadline = time.monotonic() + self.stop_timeout
         while _alive(pid) and time.monotonic() < deadline:
             time.sleep(0.02)
         if _alive(pid):
@@ -263,7 +286,7 @@ def _check_settings(settings: dict) -> None:
 
 def start(settings: dict | None = None, *, base: dict | None = None, buffer_pool_mb: int = 128,
           tls: bool = False, keep: bool = False, data_root: Path | None = None,
-          client_cert: bool = False) -> MariaServer:
+          client_cert: bool = False, meter: dict | None = None) -> MariaServer:
     """install-db, key file, certificate, config, start; retried on a port race.
 
     client_cert (with tls): also a client certificate the server trusts (ssl_ca, Handle.client_tls), for a
@@ -271,11 +294,19 @@ def start(settings: dict | None = None, *, base: dict | None = None, buffer_pool
 
     base: the settings to start from (ENCRYPTED by default); settings: the user's changes; data_root: a
     directory (on a filesystem encbench mounted) to hold the data directory and tmpdir instead of the
-    private directory (keys, socket, config and log stay there).
+    private directory (keys, socket, config and log stay there). meter (--meter instructions: {"cache_sim",
+    "keep_dir"}): the server runs under callgrind (meter.py), its dumps in root/callgrind; one that does not
+    start in time has its log kept in keep_dir (exit 10).
     """
+    from . import meter as maria_meter
+    from ...host import valgrind
+
+    if meter:
+        valgrind.find()  # exit 10 with the apt-get line, before anything is made
     bins = binaries()
     user = unprivileged_user("mysql")
-    conf = dict(ENCRYPTED if base is None else base, **(settings or {}))
+    conf = dict(ENCRYPTED if base is None else base, **(maria_meter.settings(buffer_pool_mb) if meter else {}),
+                **(settings or {}))
     _check_settings(conf)
     own_keys = "file_key_management" in conf.get("plugin_load_add", "") and "file_key_management_filename" not in conf
     if "file_key_management_filename" in conf:  # the user's own key file: checked before anything starts
@@ -292,6 +323,13 @@ def start(settings: dict | None = None, *, base: dict | None = None, buffer_pool
     try:
         os.chmod(root, 0o700)
         (root / "sock").mkdir(mode=0o700)
+        if meter:
+            handle.meter_dir.mkdir(mode=0o700)
+            if user:
+                os.chown(handle.meter_dir, user[1], user[2])
+            handle.wrapper = valgrind.callgrind_argv(str(handle.meter_dir / "cg.%p"),
+                                                     cache_sim=bool(meter.get("cache_sim")),
+                                                     options=maria_meter.SERVER_OPTIONS)
         if data_root:
             Path(handle.data_root).mkdir(mode=0o700)
         handle.tmpdir.mkdir(mode=0o700)
@@ -345,6 +383,11 @@ def start(settings: dict | None = None, *, base: dict | None = None, buffer_pool
                 leftovers.release_server_dir(root)
             return server
         server.proc = None
+        if meter:  # under valgrind: its log is kept (the directory goes with the server)
+            kept = keep_log(handle.logfile, Path(meter.get("keep_dir") or tempfile.gettempdir()),
+                            f"encbench-maria-valgrind-{handle.port}-server.log")
+            raise EngineUnavailableError(f"the private MariaDB server did not start under valgrind: {last}",
+                                         hint=f"its log kept: {kept}" if kept else "its log could not be kept")
         raise EngineUnavailableError(f"the private MariaDB server did not start: {last}")
     except BaseException:
         server.stop()

@@ -36,6 +36,8 @@ from ..concurrent import SessionsTogether
 from . import filesystems
 from .column import MariaColumn
 from .oltp import MariaOltp
+from ..local.server import runs_program
+from . import meter as maria_meter
 from .server import Handle
 from .waits import WaitSampler
 
@@ -81,10 +83,9 @@ def local_server_pid(cur) -> int | None:
     path = cur.fetchone()[0]
     try:
         pid = int(Path(path).read_text().strip())
-        with open(f"/proc/{pid}/comm") as f:
-            return pid if f.read().strip() in ("mariadbd", "mysqld") else None
     except (OSError, ValueError, TypeError):
         return None
+    return pid if runs_program(pid, ("mariadbd", "mysqld")) else None
 
 
 def thread_os_id(cur) -> tuple[int | None, int | None]:
@@ -198,7 +199,19 @@ class MariaSession(MariaOltp, MariaColumn, SessionsTogether, Session):
                                  "wait_interval_s": self.setup["wait_interval_s"]}
         if self.ps_thread is not None and self.setup.get("performance_schema"):
             extra["wait_sampler"] = self._sampler([self.ps_thread], None)
+        self._meter(extra)
         return Target(pids=pids, page_size=self.page_size, client=True, threads=threads, extra=extra)
+
+    def _meter(self, extra: dict) -> None:
+        """--meter instructions: every statement thread of the server between two markers of this connection."""
+        if self.setup.get("meter") and self.server_pid:
+            extra["instructions"] = maria_meter.marked(self.setup["meter"]["dir"], self.server_pid, self._mark,
+                                                       self.conn.thread_id())
+
+    def _mark(self) -> None:
+        cur = self.conn.cursor()
+        cur.execute(maria_meter.MARKER_SQL)
+        cur.fetchall()
 
     def _sampler(self, thread_ids, others_of) -> Callable[[], WaitSampler]:
         params = self.setup["_admin"]
@@ -210,6 +223,7 @@ class MariaSession(MariaOltp, MariaColumn, SessionsTogether, Session):
         extra: dict[str, Any] = {"wait_interval_s": self.setup["wait_interval_s"]}
         if self.setup.get("performance_schema"):
             extra["wait_sampler"] = self._sampler(None, (self.setup["_conn"]["user"], self.conn.thread_id()))
+        self._meter(extra)
         return Target(pids=pids, client=True, extra=extra)
 
     def use_target(self, target: Target | None) -> None:
@@ -395,12 +409,15 @@ class MariaSession(MariaOltp, MariaColumn, SessionsTogether, Session):
                 return
             time.sleep(0.001)
 
-    def select_load(self, *, clients: int, seconds: float, appname: str, scratch: Path) -> dict:
-        """C client processes of primary-key SELECTs for T seconds (encbench's own driver), every one checked."""
+    def select_load(self, *, clients: int, seconds: float, appname: str, scratch: Path,
+                    queries: int | None = None) -> dict:
+        """C client processes of primary-key SELECTs for T seconds (or `queries` each), encbench's own driver,
+        every one checked."""
         params = dict(self.setup["_conn"], database=self.schema)
         env = dict(os.environ, ENCBENCH_DRIVER_PASSWORD=str(params.pop("password", "")))
         cmd = [sys.executable, "-m", "encbench.engines.mariadb.select_driver", "--tls", self.tls, "--seconds", str(seconds),
-               "--rows", str(RT_ROWS), "--marker", appname, "--params", json.dumps(params)]
+               "--rows", str(RT_ROWS), "--marker", appname, "--params", json.dumps(params),
+               *(["--queries", str(int(queries))] if queries else [])]
         procs = [subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
                  for _ in range(clients)]
         outs = []

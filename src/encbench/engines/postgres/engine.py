@@ -37,6 +37,7 @@ from ...workloads import sweep
 from . import atrest, client
 from . import oltp
 from . import column as pg_column
+from . import meter as pg_meter
 from .. import column_base
 from . import pgbench
 from . import server as pg_server
@@ -118,6 +119,19 @@ class PostgresEngine(Engine):
     kernel_worker_crypto = ("fscrypt",)  # its reads decrypt in kworker threads: per-page cost = server + kworker CPU
     wire_protocol = "postgres"
     direct_tls_alpn = "postgresql"  # PostgreSQL 17+: TLS without the SSLRequest
+    metered = "server"  # --meter instructions: the private server under callgrind (meter.py)
+    metered_workloads = IN_TRANSIT
+    meter_refusal = ("at rest the cipher runs in the kernel (fscrypt) or a FUSE daemon (gocryptfs), outside the server "
+                     "valgrind runs; the hash and column sweeps' concurrent sessions are not metered")
+    instruction_groups = (
+        ("PostgreSQL TLS and wire code", r"postgres", r"^(be_tls_|secure_read|secure_write|secure_raw|pq_|socket_)"),
+        ("PostgreSQL (other)", r"/postgres$|plpgsql", r""),
+    )
+    crypto_roles = {"AES-GCM": "the TLS record cipher and MAC", "AES-CBC": "the TLS record cipher",
+                    "ChaCha20-Poly1305": "the TLS record cipher and MAC", "SHA-512": "the TLS record MAC (HMAC-SHA384)",
+                    "SHA-256": "the TLS record MAC or the handshake", "public-key (handshake)": "the TLS handshake",
+                    "SHA-256@connect": "SCRAM-SHA-256 authentication and the handshake",
+                    "SHA-512@connect": "the handshake"}
     tls_view = "pg_stat_ssl"
 
     def owns_dsn(self, dsn: str) -> bool:
@@ -387,11 +401,13 @@ class PostgresEngine(Engine):
             managed, reconfigure = False, bool(ctx.options.get("allow_reconfigure"))
         else:
             ctx.progress("starting a private PostgreSQL server")
-            server = pg_server.start(keep=bool(ctx.options.get("keep")))
+            server = pg_server.start(keep=bool(ctx.options.get("keep")), meter=ctx.meter or None)
             conninfo, managed, reconfigure = server.conninfo(), True, True
         setup: dict[str, Any] = {"managed": managed, "reconfigure": reconfigure, "_conninfo": conninfo,
                                  "schema": f"encbench_{secrets.token_hex(4)}",
                                  "wait_interval_s": float(ctx.options.get("wait_interval") or DEFAULT_INTERVAL_S)}
+        if server is not None and server.meter_dir is not None:  # --meter instructions (meter.py)
+            setup["meter"] = {"dir": str(server.meter_dir), "marker": pg_meter.MARKER_SQL}
         self._servers[setup["schema"]] = server
         try:
             admin = connect_admin(psycopg, conninfo)

@@ -56,13 +56,14 @@ def environment(conninfo: dict, tls_params: dict, appname: str, settings: dict |
 
 
 def start(tool: str, *, table: str, rows: int, conninfo: dict, tls_params: dict, appname: str, clients: int,
-          seconds: float, scratch: Path) -> subprocess.Popen:
-    """C connections of primary-key SELECTs on `table` for T seconds, each transaction logged."""
+          seconds: float, scratch: Path, transactions: int | None = None) -> subprocess.Popen:
+    """C connections of primary-key SELECTs on `table` for T seconds (or `transactions` each: -t), each logged."""
     script = scratch / "roundtrip.sql"
     script.write_text(f"\\set id random(1, {rows})\nSELECT v FROM {table} WHERE id = :id;\n")
     prefix = scratch / LOG_PREFIX
     cmd = [tool, "-n", "-M", "prepared", "-f", str(script), "-c", str(clients),
-           "-j", str(clients), "-T", str(int(seconds)), "-l", f"--log-prefix={prefix}"]
+           "-j", str(clients), *(["-t", str(int(transactions))] if transactions else ["-T", str(int(seconds))]),
+           "-l", f"--log-prefix={prefix}"]
     return subprocess.Popen(cmd, env=environment(conninfo, tls_params, appname), stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True, cwd=scratch)
 

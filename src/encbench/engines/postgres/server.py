@@ -31,6 +31,10 @@ INSTALL_HINT = "install them with: apt-get install postgresql (Debian/Ubuntu), o
 CRASH_MARKS = ("terminated by signal", "was terminated by exception", "PANIC:")
 START_TIMEOUT_S = 30
 STOP_TIMEOUT_S = 15
+# --meter instructions: the server runs under callgrind (engines/postgres/meter.py), 20-50x slower to start and
+# to stop (every backend writes its last dump as it exits)
+METER_START_TIMEOUT_S = 180
+METER_STOP_TIMEOUT_S = 120
 SERVER_SETTINGS = {
     "listen_addresses": "127.0.0.1",
     "ssl": "on",
@@ -82,6 +86,8 @@ class PgServer:
     args: list[str] = field(default_factory=list, repr=False)  # the postgres command line, for restart()
     data_parent: Path | None = None  # the data directory's own directory when it is not under root (a mount)
     cgroup: Path | None = None  # the memory cgroup the postmaster (and so every child) starts in (host/memcg)
+    meter_dir: Path | None = None  # --meter instructions: where its processes' callgrind dumps go
+    stop_timeout: float = STOP_TIMEOUT_S
 
     @property
     def datadir(self) -> Path:
@@ -161,11 +167,11 @@ class PgServer:
         if proc is not None and proc.poll() is None:
             proc.send_signal(signal.SIGINT)  # fast shutdown: disconnect clients, stop
             try:
-                proc.wait(STOP_TIMEOUT_S)
+                proc.wait(self.stop_timeout)
             except subprocess.TimeoutExpired:
                 proc.kill()
                 proc.wait()
-        shutdown(self.datadir)
+        shutdown(self.datadir, self.stop_timeout)
         if self.data_parent is not None:
             shutil.rmtree(self.data_parent, ignore_errors=True)
         shutil.rmtree(self.root, ignore_errors=True)
@@ -285,14 +291,23 @@ def _as_user(user):
 
 
 def start(*, keep: bool = False, settings: dict | None = None, data_parent: Path | None = None,
-          root_parent: Path | None = None, unix_socket: bool = True, cgroup: Path | None = None) -> PgServer:
+          root_parent: Path | None = None, unix_socket: bool = True, cgroup: Path | None = None,
+          meter: dict | None = None) -> PgServer:
     """initdb + certificate + start on a free port below 32768; retried on a port race. data_parent: a directory
     to make the data directory in (data, WAL, temporary files: e.g. on an encrypted mount); the socket, log,
     certificate and password file stay in the server's own temporary directory, made in root_parent (default
     the system's temporary directory). unix_socket=False: TCP only (no socket path to fit in 107 bytes).
     cgroup: a memory cgroup (host/memcg, its cgroup.procs writable by the server's user) the postmaster starts
-    in, and every restart too."""
+    in, and every restart too.
+    meter (--meter instructions: {"cache_sim", "keep_dir"}): the server runs under callgrind (meter.py), its
+    dumps in root/callgrind; one that does not start in time has its log kept in keep_dir (exit 10)."""
+    from . import meter as pg_meter
+    from ...host import valgrind
+
     bindir = find_bindir()
+    prefix: list[str] = []
+    if meter:
+        valgrind.find()  # exit 10 with the apt-get line, before anything is made
     user = unprivileged_user("postgres")
     root = leftovers.claim_server_dir(tempfile.mkdtemp(prefix="encbench-pg-", dir=root_parent))  # cleanup after a kill
     server = PgServer(bindir=bindir, root=root, port=0, password=secrets.token_urlsafe(24), user=user, keep=False,
@@ -320,19 +335,29 @@ def start(*, keep: bool = False, settings: dict | None = None, data_parent: Path
                   "--auth-local=trust", "--auth-host=scram-sha-256", f"--pwfile={pwfile}", "--no-instructions"],
                  "initdb", timeout=120, **_as_user(user))
         crt, key = certs.self_signed(root, owner=user[1:] if user else None)
-        conf = dict(SERVER_SETTINGS, **(settings or {}), ssl_cert_file=str(crt), ssl_key_file=str(key),
+        conf = dict(SERVER_SETTINGS, **(pg_meter.SERVER_SETTINGS if meter else {}), **(settings or {}),
+                    ssl_cert_file=str(crt), ssl_key_file=str(key),
                     unix_socket_directories=str(server.sockdir) if unix_socket else "")
+        if meter:
+            server.meter_dir = root / "callgrind"
+            server.meter_dir.mkdir(mode=0o700)
+            if user:
+                os.chown(server.meter_dir, user[1], user[2])
+            prefix = valgrind.callgrind_argv(str(server.meter_dir / "cg.%p"), cache_sim=bool(meter.get("cache_sim")),
+                                             options=pg_meter.SERVER_OPTIONS)
+            server.stop_timeout = METER_STOP_TIMEOUT_S
 
         def launch(port: int) -> subprocess.Popen:
             server.port = port
-            args = [str(bindir / "postgres"), "-D", str(server.datadir), "-c", f"port={port}"]
+            args = prefix + [str(bindir / "postgres"), "-D", str(server.datadir), "-c", f"port={port}"]
             for k, v in conf.items():
                 args += ["-c", f"{k}={v}"]
             server.args = in_cgroup(args, cgroup) if cgroup is not None else args
             server._spawn()
             return server.proc
 
-        proc, last_error = start_on_free_port(launch, lambda _proc: _wait_ready(server),
+        timeout = valgrind.start_timeout(METER_START_TIMEOUT_S) if meter else START_TIMEOUT_S
+        proc, last_error = start_on_free_port(launch, lambda _proc: _wait_ready(server, timeout),
                                               lambda why: _port_taken(server, why))
         if proc is not None:
             server.keep = keep
@@ -342,6 +367,11 @@ def start(*, keep: bool = False, settings: dict | None = None, data_parent: Path
                         leftovers.release_server_dir(d)
             return server
         server.proc = None
+        if meter:  # under valgrind: its log (valgrind's words too) is kept, whatever --keep says
+            kept = keep_log(server.logfile, Path(meter.get("keep_dir") or tempfile.gettempdir()),
+                            f"encbench-pg-valgrind-{server.port}-server.log")
+            raise EngineUnavailableError(f"the private PostgreSQL server did not start under valgrind: {last_error}",
+                                         hint=f"its log kept: {kept}" if kept else "its log could not be kept")
         raise EngineUnavailableError(f"the private PostgreSQL server did not start: {last_error}",
                                      hint=f"see {server.logfile}" if keep else "run with --keep to inspect its log")
     except BaseException:
@@ -349,12 +379,12 @@ def start(*, keep: bool = False, settings: dict | None = None, data_parent: Path
         raise
 
 
-def _wait_ready(server: PgServer) -> tuple[bool, str]:
+def _wait_ready(server: PgServer, timeout: float = START_TIMEOUT_S) -> tuple[bool, str]:
     import psycopg
 
     return wait_ready(server.proc,
                       lambda: psycopg.connect(**server.conninfo(), sslmode="disable", connect_timeout=2).close(),
-                      psycopg.OperationalError, lambda: _last_log_line(server), START_TIMEOUT_S)
+                      psycopg.OperationalError, lambda: _last_log_line(server), timeout)
 
 
 def _wait_ready_pid(server: PgServer, conninfo: dict) -> tuple[bool, str]:

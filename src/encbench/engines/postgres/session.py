@@ -23,9 +23,11 @@ from ...host.rawhash import HMAC_KEY
 from ..base import Session
 from ..concurrent import SessionsTogether
 from . import atrest, client, pgbench
+from . import meter as pg_meter
 from .column import PgColumn
 from .oltp import PgOltp
 from . import server as pg_server
+from ..local.server import runs_program
 from .client import CONNECT_TIMEOUT_S, NO_SERVER, check_connection, client_params, conninfo_of, first_line
 from .client import is_local_postgres
 from .waits import sampler_factory
@@ -77,6 +79,7 @@ class PgSession(PgOltp, PgColumn, SessionsTogether, Session):
         self._target: Target | None = None
         self._rewrote = False  # the last operation rewrote the table into a new file (check_operation)
         self._catalogs_warm = False
+        self._churned: list[tuple[int, bool]] = []  # --meter instructions: the backends an operation opened
         self.copy = None
         if self.cluster:
             self.page_size = atrest.BLOCK_SIZE
@@ -140,15 +143,26 @@ class PgSession(PgOltp, PgColumn, SessionsTogether, Session):
     def backend_target(self, pids: list[int], *, application_name: str | None = None) -> Target:
         local = [p for p in pids if is_local_postgres(p)]
         sampler = sampler_factory(self.setup, pids=pids, application_name=application_name)
-        return Target(pids=local, client=True, extra={"wait_sampler": sampler, "socket_fds": [self.conn.fileno()],
-                                                      "wait_interval_s": self.setup["wait_interval_s"]})
+        extra = {"wait_sampler": sampler, "socket_fds": [self.conn.fileno()],
+                 "wait_interval_s": self.setup["wait_interval_s"]}
+        if self.setup.get("meter") and len(pids) == 1:  # --meter instructions: that backend, between markers
+            mine = pids[0] == self.backend_pid  # the worker's connection: marked here; else its client marks it
+            extra["instructions"] = pg_meter.marked(self.setup["meter"]["dir"], pids[0], self._mark if mine else None)
+        return Target(pids=local, client=True, extra=extra)
+
+    def _mark(self) -> None:
+        self.conn.execute(pg_meter.MARKER_SQL).fetchall()
 
     def churn_target(self, application_name: str) -> Target:
         """The postmaster with its reaped children: the CPU of backends that came and went."""
         pm = parent_pid(self.backend_pid)
         sampler = sampler_factory(self.setup, pids=None, application_name=application_name)
+        extra = {"wait_sampler": sampler, "wait_interval_s": self.setup["wait_interval_s"]}
+        if self.setup.get("meter"):  # --meter instructions: the backends of the operation's connections
+            self._churned = []
+            extra["instructions"] = pg_meter.churned(self.setup["meter"]["dir"], lambda: self._churned)
         return Target(pids=[pm] if pm and is_local_postgres(pm) else [], client=True, reaped_children=True,
-                      extra={"wait_sampler": sampler, "wait_interval_s": self.setup["wait_interval_s"]})
+                      extra=extra)
 
     def use_target(self, target: Target | None) -> None:
         self._target = target
@@ -294,6 +308,7 @@ class PgSession(PgOltp, PgColumn, SessionsTogether, Session):
             check_connection(self.ssl_state(conn), self.tls)
             pids.append(conn.info.backend_pid)
             conn.close()
+        self._churned = [(pid, True) for pid in pids]  # --meter instructions: connecting is the operation
         return pids
 
     @staticmethod
@@ -304,32 +319,40 @@ class PgSession(PgOltp, PgColumn, SessionsTogether, Session):
             while os.path.exists(f"/proc/{pid}") and time.monotonic() < deadline:
                 time.sleep(0.0005)
 
-    def select_load(self, *, clients: int, seconds: float, appname: str, scratch: Path) -> dict:
+    def select_load(self, *, clients: int, seconds: float, appname: str, scratch: Path,
+                    queries: int | None = None) -> dict:
         """pgbench as the load driver: C connections of primary-key SELECTs, every one checked."""
         if not self.setup.get("pgbench"):
             raise EngineUnavailableError("pgbench not found (the roundtrip workload drives pgbench)",
                                          hint="install it: apt-get install postgresql (Debian ships pgbench there)")
         proc = pgbench.start(self.setup["pgbench"], table=f"{self.schema}.rt", rows=RT_ROWS,
                              conninfo=conninfo_of(self.setup), tls_params=client_params(self.tls), appname=appname,
-                             clients=clients, seconds=seconds, scratch=scratch)
-        states = self._watch_tls(appname, clients, proc)
+                             clients=clients, seconds=seconds, scratch=scratch, transactions=queries)
+        t0 = time.perf_counter()
+        states = self._watch_tls(appname, clients, proc, until_exit=bool(self.setup.get("meter")))
+        self._churned = [(s["pid"], False) for s in states]  # --meter instructions: their queries, not their set-up
         out, err = proc.communicate()
         if proc.returncode != 0:
             last = ((err or out).strip().splitlines() or ["no output"])[-1]
             raise CheckFailedError(f"pgbench failed: {redact(last)}")
         self.settle([s["pid"] for s in states])
-        return {**pgbench.summary(out, scratch, seconds), "tls_checked_connections": len(states)}
+        ran = seconds if queries is None else time.perf_counter() - t0  # -t: as long as the queries took
+        return {**pgbench.summary(out, scratch, ran), "tls_checked_connections": len(states)}
 
-    def _watch_tls(self, appname: str, clients: int, proc) -> list[dict]:
-        """pg_stat_ssl of every pgbench connection, read while they are connected."""
+    def _watch_tls(self, appname: str, clients: int, proc, *, until_exit: bool = False) -> list[dict]:
+        """pg_stat_ssl of every pgbench connection, read while they are connected. until_exit (--meter instructions,
+        whose count is of these backends): only the client connections, those that ran the workload's SELECT
+        (pgbench's own first connection runs none), watched until pgbench exits."""
         seen: dict[int, dict] = {}
-        while len(seen) < clients and proc.poll() is None:
-            for pid, ssl, version, cipher, bits in self.conn.execute(
-                    "SELECT s.pid, s.ssl, s.version, s.cipher, s.bits FROM pg_stat_ssl s "
+        table = f"{self.schema}.rt"
+        while (until_exit or len(seen) < clients) and proc.poll() is None:
+            for pid, ssl, version, cipher, bits, query in self.conn.execute(
+                    "SELECT s.pid, s.ssl, s.version, s.cipher, s.bits, a.query FROM pg_stat_ssl s "
                     "JOIN pg_stat_activity a USING (pid) WHERE a.application_name = %s", (appname,)).fetchall():
-                seen[pid] = {"pid": pid, "ssl": ssl, "version": version, "cipher": cipher, "bits": bits}
-            if len(seen) < clients:
-                time.sleep(0.02)
+                if not until_exit or table in (query or ""):
+                    seen[pid] = {"pid": pid, "ssl": ssl, "version": version, "cipher": cipher, "bits": bits}
+            if until_exit or len(seen) < clients:
+                time.sleep(0.2 if until_exit else 0.02)
         for state in seen.values():
             check_connection(state, self.tls)
         if len(seen) < clients:
@@ -378,6 +401,10 @@ def _sql(sql: str) -> str:
     """The workloads' portable '?' placeholders in psycopg's format style (a literal % doubled)."""
     return sql.replace("%", "%%").replace("?", "%s")
 
+
+
+def is_local_postgres(pid: int) -> bool:
+    return runs_program(pid, ("postgres",))
 
 
 def parent_pid(pid: int) -> int | None:

@@ -84,16 +84,30 @@ static int storm(PGconn *c, const char *sql) {
     }
 }
 
+/* --meter instructions: the marker statement the server's callgrind dumps at (meter.py) */
+static int mark(PGconn *c, const char *sql) {
+    PGresult *r;
+    if (!sql) return 1;
+    r = PQexec(c, sql);
+    if (PQresultStatus(r) != PGRES_TUPLES_OK) { PQclear(r); return 0; }
+    PQclear(r);
+    return 1;
+}
+
 int main(int argc, char **argv) {
     char line[64];
     PGresult *r;
     PGconn *c;
-    if (argc != 3) { fprintf(stderr, "usage: encbench-pg-storm SETUP_SQL STORM_SQL\n"); return 2; }
+    const char *marker = argc == 4 ? argv[3] : NULL;
+    int i;
+    if (argc != 3 && argc != 4) { fprintf(stderr, "usage: encbench-pg-storm SETUP_SQL STORM_SQL [MARKER_SQL]\n"); return 2; }
     c = PQconnectdb("");
     if (PQstatus(c) != CONNECTION_OK) return fail(c, "cannot connect");
     r = PQexec(c, argv[1]);
     if (PQresultStatus(r) != PGRES_COMMAND_OK) return fail(c, "setup");
     PQclear(r);
+    for (i = 0; i < 3; i++)  /* the markers' own cost, measured before the storm (meter.FRAMING_MARKS) */
+        if (!mark(c, marker)) return fail(c, "marker");
     r = PQexec(c, "SELECT pid, ssl, coalesce(version, '-'), coalesce(cipher, '-'), coalesce(bits, 0) "
                   "FROM pg_stat_ssl WHERE pid = pg_backend_pid()");
     if (PQresultStatus(r) != PGRES_TUPLES_OK || PQntuples(r) != 1) return fail(c, "pg_stat_ssl");
@@ -103,7 +117,9 @@ int main(int argc, char **argv) {
     PQclear(r);
     if (!fgets(line, sizeof line, stdin)) { PQfinish(c); return 3; }
     PQsetNoticeReceiver(c, on_notice, NULL);
+    if (!mark(c, marker)) return fail(c, "marker");
     if (!storm(c, argv[2])) return fail(c, "storm");
+    if (!mark(c, marker)) return fail(c, "marker");
     printf("done %ld\n", notices);
     fflush(stdout);
     while (fgets(line, sizeof line, stdin)) { }
@@ -211,15 +227,17 @@ def steal_socket(pid: int) -> int | None:
 class NativeStorm(session_storm_base.DriverProcess):
     """One storm operation through the C driver: start() untimed, run() timed, finish() untimed."""
 
-    def __init__(self, binary: Path, env: dict[str, str], setup_sql: str, storm_sql: str):
+    def __init__(self, binary: Path, env: dict[str, str], setup_sql: str, storm_sql: str, marker_sql: str | None = None):
         self.binary, self.env, self.setup_sql, self.storm_sql = binary, env, setup_sql, storm_sql
+        self.marker_sql = marker_sql  # --meter instructions: run before and after the storm (meter.py)
         self.proc: subprocess.Popen | None = None
         self.socket_fd: int | None = None
         self.state: dict = {}
 
     def start(self) -> dict:
         """Connected and waiting: the server's view of its connection (pg_stat_ssl), backend pid included."""
-        self.proc = subprocess.Popen([str(self.binary), self.setup_sql, self.storm_sql], env=self.env,
+        argv = [str(self.binary), self.setup_sql, self.storm_sql] + ([self.marker_sql] if self.marker_sql else [])
+        self.proc = subprocess.Popen(argv, env=self.env,
                                      stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                      text=True)
         words = self._line().split()
@@ -294,7 +312,9 @@ class SessionStorm(session_storm_base.SessionStorm):
         env = libpq_env(*session.libpq_params(), "encbench-storm")
         level = "notice" if send else "warning"
         loop = f"DO $$ BEGIN FOR i IN 1..{int(messages)} LOOP RAISE NOTICE 'x'; END LOOP; END $$"
-        super().__init__(session, NativeStorm(binary, env, f"SET client_min_messages = {level}", loop), messages, send)
+        marker = (session.setup.get("meter") or {}).get("marker")  # --meter instructions: the driver marks
+        super().__init__(session, NativeStorm(binary, env, f"SET client_min_messages = {level}", loop, marker),
+                         messages, send)
 
     def target(self, state: dict):
         target = self.session.backend_target([state["pid"]])

@@ -448,6 +448,19 @@ class SQLiteEngine(Engine):
 
     def advise_sweeps(self, quick: bool, options: dict) -> list:
         return sqlcipher_knobs.sweeps(quick)
+    metered = "worker"  # --meter instructions: the worker (and so SQLite, SQLCipher and its OpenSSL) under callgrind
+    metered_workloads = (*AT_REST, "column")
+    # the attribution's own groups (sqlcipher3 links SQLite, SQLCipher and OpenSSL into one object: by the symbol)
+    instruction_groups = (
+        ("SQLCipher page codec", r"_sqlite3|sqlcipher", r"^(sqlcipher|sqlite3Codec|codec)"),
+        ("SQLite pager and B-tree", r"_sqlite3|sqlcipher", r"^(sqlite3Pager|pager|sqlite3Pcache|pcache|readDbPage|"
+                                                           r"sqlite3Btree|btree|getAndInitPage|moveTo|unixRead|"
+                                                           r"sqlite3OsRead|sqlite3PagerGet)"),
+        ("SQLite (other)", r"_sqlite3|sqlcipher", r""),  # after the crypto library's groups: the same object
+    )
+    # what SQLCipher 4's defaults use each family for (the open's SHA-512 is PBKDF2's: analysis/instrattr.py)
+    crypto_roles = {"SHA-512": "the page HMAC", "AES-CBC": "the page cipher", "HMAC": "the page HMAC",
+                    "SHA-512@(open)": "the PBKDF2 key derivation", "HMAC@(open)": "the PBKDF2 key derivation"}
 
     def tables(self) -> tuple[Table, ...]:
         return (Table("", "encryption", "off", FILES),
@@ -517,6 +530,7 @@ class SQLiteEngine(Engine):
             "table": TABLE,
             "files": files,
             "key_source": ctx.key_source,
+            **({"metered": True} if ctx.meter else {}),  # --meter instructions: the raw cipher counted too
             "_passphrase": passphrase,  # keys starting with _ never reach result files
             **({"oltp": oltp} if oltp else {}),
             **column,
@@ -622,6 +636,9 @@ class SQLiteEngine(Engine):
         lib = _import()._sqlite3.__file__  # the OpenSSL SQLCipher links (sqlcipher3 bundles its own)
         out = {"raw_cipher": {self.raw_cipher_key({"hmac": h}, ps): rawcipher.sqlcipher_page(
             ps, engine_lib=lib, hmac=HMAC[h] and h) for ps, h in pages}}
+        if setup.get("metered"):  # the same primitives per page, counted as the engine's are (callgrind)
+            sizes = sorted({ps for ps, h in pages if h == DEFAULT_HMAC})  # SQLCipher 4's default HMAC
+            out["raw_cipher_instructions"] = {str(ps): rawcipher.page_instructions(ps, lib) for ps in sizes}
         if setup.get("column"):  # the column methods' AEADs on one value: the floor of their per-row cost
             from ...host import rawcolumn
 
@@ -629,6 +646,12 @@ class SQLiteEngine(Engine):
                           if m in column_lab.CLIENT_METHODS and column_lab.CLIENT_METHODS[m].algorithm]
             out["raw_column_cipher"] = rawcolumn.reference(algorithms, setup["column"]["value_bytes"])
         return out
+
+    def crypto_probes(self, setup: dict) -> dict[str, dict]:
+        """SQLCipher's own bundled libcrypto (not the system's): AES-256-CBC and HMAC-SHA512, as the raw cipher."""
+        from ...host import cpugap
+
+        return cpugap.sqlcipher_probes(_import()._sqlite3.__file__)
 
     def leak_check(self, options: dict, workdir: Path):
         """SQLCipher with its defaults, rollback journal and WAL, plus a backup; a plain control."""

@@ -1,0 +1,149 @@
+"""Issue 23: `encbench run --meter instructions` against the real engines, counted by valgrind's callgrind.
+
+Small runs (each well under 3 minutes on 2 busy cores): the SQLite worker under callgrind (a cold scan, encrypted
+vs plain), the private PostgreSQL server under callgrind (a TLS storm and roundtrip), the private MariaDB server
+under callgrind (a TLS bulk read); and the bad input: valgrind missing, --dsn, a workload that cannot be metered, a
+server that does not start under valgrind in time. Nothing is left running after any of them.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import sys
+from pathlib import Path
+
+import psutil
+import pytest
+
+from integration_helpers import assert_one_line_error, needs_mariadb, needs_pg
+
+pytestmark = pytest.mark.skipif(not shutil.which("valgrind"), reason="valgrind not installed (scripts/setup.sh)")
+TIMEOUT = 600
+
+
+def _callgrind_pids() -> set[int]:
+    out = set()
+    for p in psutil.process_iter(["cmdline"]):
+        line = " ".join(p.info["cmdline"] or [])
+        if "--tool=callgrind" in line:
+            out.add(p.pid)
+    return out
+
+
+@pytest.fixture
+def nothing_left():
+    """No process under callgrind started by the test outlives it."""
+    before = _callgrind_pids()
+    yield
+    left = _callgrind_pids() - before
+    assert not left, [" ".join(psutil.Process(p).cmdline())[:200] for p in left if psutil.pid_exists(p)]
+
+
+def _ops(doc: dict):
+    for run in doc["runs"]:
+        for op in run["operations"]:
+            yield run, op
+
+
+def test_sqlite_is_counted_in_its_worker(encbench, tmp_path, nothing_left):
+    out = tmp_path / "s.json"
+    res = encbench("run", "--meter", "instructions", "--quick", "--workload", "scan-eq", "--variant", "cache=cold",
+                   "--data-dir", str(tmp_path / "data"), "-o", str(out), timeout=TIMEOUT)
+    assert res.returncode == 0, str(res)
+    doc = json.loads(out.read_text())
+    counts = {}
+    for run, op in _ops(doc):
+        assert op["metrics"]["instructions"] > 0 and "instructions_profile" in op["extra"]
+        counts.setdefault(run["variant"]["encryption"], []).append(op["metrics"]["instructions"])
+        assert run["open"]["instructions"] > 0  # the first (only) workload's runs count the open
+    # exact: the runs of a variant agree to 0.1%; an encrypted cold scan costs several times the plain one
+    for values in counts.values():
+        assert max(values) / min(values) < 1.001, counts
+    assert min(counts["on"]) > 3 * max(counts["off"])
+    assert doc["meter"]["kind"] == "instructions" and doc["meter"]["simulated_cpu_features"] is not None
+    assert {p["family"] for p in doc["meter"]["code_paths"]} == {"AES-CBC", "SHA-512"}
+    raw = doc["calibration"]["raw_cipher_instructions"]["4096"]["per_page"]
+    assert 50_000 < raw < 200_000
+    a = doc["instructions"]
+    (e,) = [x for x in a["attribution"] if x["workload"] == "scan-eq"]
+    assert e["groups"][0]["group"] == "SHA-512" and e["groups"][0]["role"] == "the page HMAC"
+    (page,) = a["per_page"]
+    assert 0.8 < page["per_page"] / raw < 1.5, page
+    show = encbench("show", str(out))
+    assert show.returncode == 0, str(show)
+    assert "of the added instructions are the page HMAC (SHA-512)" in show.stdout
+    assert "CPU-model gap: valgrind's simulated CPU" in show.stdout
+    assert "mean instructions" in show.stdout and "Where the instructions go" in show.stdout
+
+
+@needs_pg
+def test_postgres_private_server_under_callgrind(encbench, tmp_path, nothing_left):
+    out = tmp_path / "p.json"
+    res = encbench("run", "--engine", "postgres", "--meter", "instructions", "--quick", "--workload", "storm",
+                   "--workload", "roundtrip", "--variant", "tls=off,on", "--variant", "clients=1",
+                   "--param", "messages=2000", "--param", "metered_queries=50", "--data-dir", str(tmp_path / "data"),
+                   "-o", str(out), timeout=TIMEOUT)
+    assert res.returncode == 0, str(res)
+    doc = json.loads(out.read_text())
+    for run, op in _ops(doc):
+        assert op["metrics"]["instructions"] > 0, (run["variant_label"], op)
+    rt = [op for run, op in _ops(doc) if run["workload"] == "roundtrip"]
+    assert all(op["extra"]["queries"] == 50 for op in rt)  # fixed work under the meter
+    storms = {run["variant"]["tls"]: op["metrics"]["instructions"] for run, op in _ops(doc)
+              if op["operation"] == "messages"}
+    assert storms["on"] > 1.2 * storms["off"]  # every notice encrypted
+    comps = {(c["workload"], c["metric"]) for c in doc["comparisons"] if "verdict_basis" in c}
+    assert ("roundtrip", "instructions_per_query") in comps and ("storm", "instructions") in comps
+    show = encbench("show", str(out))
+    assert "instructions per query" in show.stdout and "CPU-model gap" in show.stdout, show.stdout[-3000:]
+
+
+@needs_mariadb
+def test_mariadb_private_server_under_callgrind(encbench, tmp_path, nothing_left):
+    out = tmp_path / "m.json"
+    res = encbench("run", "--engine", "mariadb", "--meter", "instructions", "--quick", "--workload", "bulk",
+                   "--variant", "tls=off,on", "--param", "rows=5000", "--data-dir", str(tmp_path / "data"),
+                   "-o", str(out), timeout=TIMEOUT)
+    assert res.returncode == 0, str(res)
+    doc = json.loads(out.read_text())
+    counts = {run["variant"]["tls"]: op["metrics"]["instructions"] for run, op in _ops(doc)}
+    assert counts["on"] > 1.2 * counts["off"], counts
+    (e,) = doc["instructions"]["attribution"]
+    assert e["groups"] and e["added_instructions"] > 0
+
+
+def test_valgrind_missing_is_exit_10(encbench, tmp_path):
+    bare = tmp_path / "bin"
+    bare.mkdir()
+    os.symlink(sys.executable, bare / "python")
+    res = encbench("run", "--meter", "instructions", "-o", str(tmp_path / "x.json"), env={"PATH": str(bare)})
+    line = assert_one_line_error(res, 10)
+    assert "valgrind not found" in line and "apt-get install valgrind" in line
+    assert not (tmp_path / "x.json").exists()
+
+
+@pytest.mark.parametrize("args,words", [
+    (("--engine", "postgres", "--dsn", "postgresql://u@127.0.0.1:1/db"), "not with --dsn"),
+    (("--engine", "postgres", "--workload", "scan-like", "--variant", "encryption=off"),
+     "workloads it can: storm, roundtrip, bulk, connect"),
+    (("--engine", "mariadb", "--workload", "connect"), "workloads it can: storm, roundtrip, bulk"),
+])
+def test_what_cannot_be_metered_is_refused_in_one_line(encbench, tmp_path, args, words):
+    res = encbench("run", "--meter", "instructions", *args, "-o", str(tmp_path / "x.json"))
+    line = assert_one_line_error(res, 4)
+    assert words in line
+    assert not (tmp_path / "x.json").exists()
+
+
+@needs_pg
+def test_a_server_not_started_under_valgrind_in_time_keeps_its_log(encbench, tmp_path, nothing_left):
+    data = tmp_path / "data"
+    res = encbench("run", "--engine", "postgres", "--meter", "instructions", "--quick", "--workload", "bulk",
+                   "--data-dir", str(data), "-o", str(tmp_path / "x.json"),
+                   env={"ENCBENCH_VALGRIND_START_TIMEOUT_S": "0.5"}, timeout=TIMEOUT)
+    line = assert_one_line_error(res, 10)
+    assert "did not start under valgrind" in line and "its log kept: " in line
+    kept = Path(line.rsplit("its log kept: ", 1)[1].rstrip(")"))
+    assert kept.is_file() and kept.parent == data and oct(kept.stat().st_mode & 0o777) == "0o600"
