@@ -137,3 +137,26 @@ def test_each_named_cipher_has_its_own_raw_reference_key():
     engine = ENGINES.get("mariadb")
     assert engine.raw_cipher_key({"encryption": "on"}, 16384) == "16384"
     assert engine.raw_cipher_key({"encryption": "on", "encryption_algorithm": "aes_cbc"}, 16384) == "16384/aes_cbc"
+
+
+def test_explanations_read_the_measurements():
+    doc = {"environment": {"cpu": {"flags": {"sha_ni": True, "aes": True}}},
+           "calibration": {"raw_cipher": {"16384": {"mb_per_s_per_core": 8000.0,
+                                                    "cipher": "AES-256-CTR per 16384-byte page (...)"}}},
+           "runs": [{"variant_label": "tls=on", "workload": "connect",
+                     "session": {"tls": {"version": "TLSv1.3", "cipher": "TLS_AES_256_GCM_SHA384"}}},
+                    *[{"variant_label": "enc", "workload": "oltp",
+                       "operations": [{"metrics": {"redo_bytes_written": 2048.0 * n}, "extra": {"transactions": n}}]}
+                      for n in (100, 300)],
+                    {"variant_label": "enc", "workload": "oltp", "warmup": True,
+                     "operations": [{"metrics": {"redo_bytes_written": 1e9}, "extra": {"transactions": 1}}]}]}
+    ctx = {"docs": {"f": doc}}
+    tls = {"key": "tls", "value": "TLSv1.3:TLS_CHACHA20_POLY1305_SHA256", "baseline": "tls=on", "file": "f",
+           "metric": "cpu_us_per_connection", "baseline_mean": 1500.0}
+    text = knobs.explain_tls(tls, ctx)
+    assert "negotiates TLSv1.3 TLS_AES_256_GCM_SHA384" in text and "1.50 ms of CPU" in text
+    assert "hashes with SHA-256, the default's with SHA-384 (SHA-NI" in text and "ChaCha20 in vector code" in text
+    log = {"key": "encrypt_log", "workload": "oltp", "baseline": "enc", "file": "f", "baseline_mean": 1000.0}
+    text = knobs.explain_written(log, ctx)  # the warmup run left out: 2 KB per transaction
+    assert text.startswith("each transaction here writes 2.0 KB of redo log: what innodb_encrypt_log encrypts")
+    assert "about 0.3 µs at this CPU's raw AES-256-CTR speed, against 1,000 µs" in text

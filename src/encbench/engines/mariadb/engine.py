@@ -589,7 +589,8 @@ class MariaDBEngine(Engine):
         algo = (setup.get("instance_settings") or {}).get("file_key_management_encryption_algorithm", "AES_CTR")
         ps = setup["page_size"]
         # the server's own cipher, and each named encryption_algorithm's (raw_cipher_key): each mode measured once
-        modes = {str(ps): algo.upper()[-3:], **{f"{ps}/{a}": a.upper()[-3:] for a in setup.get("encryption_algorithms", [])}}
+        modes = {str(ps): algo.upper()[-3:],
+                 **{f"{ps}/{a}": a.upper()[-3:] for a in setup.get("encryption_algorithms", [])}}
         speed = {mode: rawcipher.aes_page(ps, mode) for mode in sorted(set(modes.values()))}
         return dict(out, raw_cipher={key: speed[mode] for key, mode in modes.items()})
 

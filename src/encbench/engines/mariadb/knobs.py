@@ -229,8 +229,8 @@ def explain_algorithm(entry: dict, ctx: dict) -> str | None:
     a, b = _raw(ctx, entry, entry["value"]), _raw(ctx, entry, entry["default"])
     if a and b:
         parts.append(f"the raw cipher on this CPU decrypts {a:,.0f} MB/s per core in AES-256-"
-                     f"{entry['value'][-3:].upper()}, {b:,.0f} in AES-256-{entry['default'][-3:].upper()} (CBC "
-                     "encrypts serially: page writes pay more)")
+                     f"{entry['value'][-3:].upper()}, {b:,.0f} in AES-256-{entry['default'][-3:].upper()} (decryption, "
+                     "the read side: CBC encrypts one block after the other, CTR in parallel)")
     return "; ".join(parts) or None
 
 
@@ -265,7 +265,21 @@ def explain_written(entry: dict, ctx: dict) -> str | None:
     per = _per_unit(ctx, entry, entry["baseline"], s.written or "", "transactions")
     if per is None:
         return None
-    return f"each transaction here writes {_kb(per)} of {s.written_what.split(' (')[0]}: what {s.variable} encrypts"
+    text = (f"each transaction here writes {_kb(per)} of {s.written_what.split(' (')[0].removesuffix(' bytes')}: "
+            f"what {s.variable} encrypts")
+    raw = _own_raw(ctx, entry)
+    if raw and entry.get("baseline_mean"):  # the cipher's share, from the raw speed: why it may not show
+        text += (f"; the cipher alone on that is about {per / (raw['mb_per_s_per_core'] * 1e6) * 1e6:.1f} µs at this "
+                 f"CPU's raw {raw['cipher'].split(' per ')[0]} speed, against {entry['baseline_mean']:,.0f} µs of "
+                 "server CPU per transaction")
+    return text
+
+
+def _own_raw(ctx: dict, entry: dict) -> dict | None:
+    """The calibration's raw reference of the server's own cipher (keyed by the page size alone)."""
+    raw = (_doc(ctx, entry).get("calibration") or {}).get("raw_cipher") or {}
+    found = [r for k, r in raw.items() if "/" not in k and r.get("mb_per_s_per_core")]
+    return found[0] if found else None
 
 
 def _protocol(value: str) -> str | None:
@@ -315,6 +329,12 @@ def _negotiated(ctx: dict, entry: dict, label: str) -> str | None:
     return None
 
 
+def _suite_hash(suite: str) -> str | None:
+    """The hash of a suite's PRF / key schedule (SHA256, SHA384) from its name."""
+    m = re.search(r"[_-](SHA256|SHA384)$", suite)
+    return m.group(1) if m else None
+
+
 def explain_tls(entry: dict, ctx: dict) -> str | None:
     parts = []
     default = _negotiated(ctx, entry, entry["baseline"])
@@ -323,6 +343,12 @@ def explain_tls(entry: dict, ctx: dict) -> str | None:
     if entry.get("baseline_mean") is not None and entry["metric"] == "cpu_us_per_connection":
         parts.append(f"a connection costs the server {entry['baseline_mean'] / 1e3:.2f} ms of CPU with it")
     flags = ((_doc(ctx, entry).get("environment") or {}).get("cpu") or {}).get("flags") or {}
+    mine, theirs = _suite_hash(entry["value"]), _suite_hash(default or "")
+    if mine and theirs and mine != theirs:  # the handshake's transcript hash and key schedule use the suite's hash
+        sha_ni = (" (SHA-NI on this CPU runs SHA-256 in hardware, not SHA-384)" if flags.get("sha_ni")
+                  and {mine, theirs} == {"SHA256", "SHA384"} else "")
+        parts.append(f"its handshake hashes with {mine[:3]}-{mine[3:]}, the default's with "
+                     f"{theirs[:3]}-{theirs[3:]}{sha_ni}")
     if "CHACHA20" in entry["value"] and flags:
         parts.append("this CPU has AES instructions (AES-GCM in hardware; ChaCha20 in vector code)"
                      if flags.get("aes") else "this CPU has no AES instructions (ChaCha20 is the fast one there)")
@@ -332,25 +358,25 @@ def explain_tls(entry: dict, ctx: dict) -> str | None:
 SETTING_NOTE = ("in the server's configuration file; a startup option (a restart), MariaDB's own default OFF, "
                 "encbench's servers ON")
 KNOBS = (
-    Knob("encryption_algorithm", "key management cipher", "aes_cbc", (SCAN, OLTP),
+    Knob("encryption_algorithm", "key management cipher", BY_KEY["encryption_algorithm"].default, (SCAN, OLTP),
          gives_up={"aes_ctr": "", "aes_cbc": ""},
          setting="file_key_management_encryption_algorithm = AES_CTR in the server's configuration file (a startup "
                  "option: a restart; data written under one cipher cannot be read under the other, so a server "
                  "holding encrypted data changes it only by a dump and reload)",
          server_side=True, explain=explain_algorithm),
-    Knob("encrypt_log", "redo log encryption", "on", (OLTP,),
+    Knob("encrypt_log", "redo log encryption", BY_KEY["encrypt_log"].default, (OLTP,),
          gives_up={"off": "the redo log (ib_logfile0) holds recent changes (row images of inserts, updates and "
                           "deletes) in plaintext until it is overwritten; `encbench leak-check --engine mariadb "
                           "--setting innodb_encrypt_log=OFF` finds them there"},
          weakens=frozenset({"off"}), setting=f"innodb_encrypt_log = ON {SETTING_NOTE}", server_side=True,
          explain=explain_written),
-    Knob("encrypt_tmp_files", "temporary file encryption", "on", (SORTING,),
+    Knob("encrypt_tmp_files", "temporary file encryption", BY_KEY["encrypt_tmp_files"].default, (SORTING,),
          gives_up={"off": "sort merge files and other temporary files of the server (in tmpdir) hold row data in "
                           "plaintext while a query uses them (unlinked at once, so a scan of the directory "
                           "such as encbench leak-check does not see them; the device's blocks do)"},
          weakens=frozenset({"off"}), setting=f"encrypt_tmp_files = ON {SETTING_NOTE}", server_side=True,
          explain=explain_written),
-    Knob("encrypt_binlog", "binary log encryption", "on", (OLTP,),
+    Knob("encrypt_binlog", "binary log encryption", BY_KEY["encrypt_binlog"].default, (OLTP,),
          gives_up={"off": "the binary log files (binlog.*) hold every committed change in plaintext, for as long as "
                           "they are kept; `encbench leak-check --engine mariadb --setting encrypt_binlog=OFF` finds "
                           "them there"},
@@ -371,8 +397,8 @@ def sweeps(quick: bool, options: dict, missing: dict[str, str] | None = None) ->
     options); knobs this server version lacks (`missing`) left out."""
     oltp = ("seconds=2", "warmup_seconds=1") if quick else ("seconds=5", "warmup_seconds=2")
     rw = ("encryption=on", "script=oltp_read_write")
-    tls = Sweep("tls", "tls", ("connect",) if quick else ("connect", "roundtrip"), ("tls=" + ",".join(TLS_SUITES),),
-                ("connections=100", "seconds=2"))
+    tls = Sweep("tls", "tls", ("connect",) if quick else ("connect", "roundtrip"),
+                ("tls=" + ",".join(TLS_SUITES), "clients=1"), ("connections=100", "seconds=2"))
     if options.get("dsn"):
         return [tls]
     out = [
