@@ -260,8 +260,11 @@ def explain_written(entry: dict, ctx: dict) -> str | None:
         files = _per_unit(ctx, entry, entry["baseline"], "tmp_files_created", "")
         if passes is None or files is None:
             return None
-        return (f"each sort here made {passes:.0f} merge passes over {files:.0f} temporary files "
-                "(Sort_merge_passes, Created_tmp_files): every pass writes and reads the sort data through them")
+        buffer = ((_doc(ctx, entry).get("workloads") or {}).get("sort", {}).get("params") or {}).get("sort_buffer_kb")
+        with_buffer = f" with a {buffer} KB sort buffer" if buffer else ""
+        return (f"each sort here made {passes:.0f} merge passes over {files:.0f} temporary files{with_buffer} "
+                "(Sort_merge_passes, Created_tmp_files): every pass writes and reads the sort data through them, so "
+                "the share grows with the passes (a larger sort_buffer_size makes fewer)")
     per = _per_unit(ctx, entry, entry["baseline"], s.written or "", "transactions")
     if per is None:
         return None
@@ -372,8 +375,9 @@ KNOBS = (
          explain=explain_written),
     Knob("encrypt_tmp_files", "temporary file encryption", BY_KEY["encrypt_tmp_files"].default, (SORTING,),
          gives_up={"off": "sort merge files and other temporary files of the server (in tmpdir) hold row data in "
-                          "plaintext while a query uses them (unlinked at once, so a scan of the directory "
-                          "such as encbench leak-check does not see them; the device's blocks do)"},
+                          "plaintext while a query uses them (deleted as they are made, so a scan of the "
+                          "directory such as encbench leak-check does not see them; their blocks may stay on the "
+                          "device)"},
          weakens=frozenset({"off"}), setting=f"encrypt_tmp_files = ON {SETTING_NOTE}", server_side=True,
          explain=explain_written),
     Knob("encrypt_binlog", "binary log encryption", BY_KEY["encrypt_binlog"].default, (OLTP,),
