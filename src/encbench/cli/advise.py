@@ -40,6 +40,7 @@ def cmd_advise(args, argv: list[str]) -> int:
     from ..report import render as report
     from ..util.units import parse_count, parse_positive_int, parse_size
 
+    skipped: list[str] = []
     if args.sources:
         if args.engine or args.dsn or args.quick:
             raise errors.UsageError("--from ranks existing result files: --engine, --dsn and --quick run sweeps",
@@ -53,6 +54,9 @@ def cmd_advise(args, argv: list[str]) -> int:
         options = {k: v for k, v in (("dsn", args.dsn), ("allow_reconfigure", args.allow_reconfigure),
                                      ("settings", args.setting and parse_settings(args.setting))) if v}
         sweeps = engine.advise_sweeps(args.quick, options)
+        skipped = engine.advise_notes(args.quick, options)  # one line each, not an error for the rest
+        for note in skipped:
+            print(f"advise: {note}", file=sys.stderr)
         if not sweeps:
             raise errors.UnknownNameError(f"engine {engine.name!r} has no advise sweeps yet",
                                           hint="engines with sweeps: " + ", ".join(
@@ -79,8 +83,9 @@ def cmd_advise(args, argv: list[str]) -> int:
                        for k in getattr(engine_named(doc["engine"]["name"]), "knobs", ())}.values())
         entries = advise.advise(docs, knobs, {"docs": dict(docs), "analyses": analyses})
     if args.json:
-        print(json.dumps({"files": [src for src, _ in docs], "entries": entries, "method": advise.METHOD}, indent=1,
-                         default=str))
+        print(json.dumps({"files": [src for src, _ in docs], "entries": entries, "method": advise.METHOD,
+                          **({"not_measured": skipped} if skipped else {})}, indent=1, default=str))
         return 0
-    print("\n".join(advise.report_lines(entries, [src for src, _ in docs])))
+    print("\n".join(advise.report_lines(entries, [src for src, _ in docs])
+                    + [f"  not measured: {note}" for note in skipped]))
     return 0

@@ -202,6 +202,11 @@ class Engine:
         """The runs `encbench advise` makes on this engine (lab/advise.Sweep), each varying one knob; none here."""
         return []
 
+    def advise_notes(self, quick: bool, options: dict) -> list[str]:
+        """One line per knob `encbench advise` does not measure here, and why (e.g. "not available in <version>",
+        a startup option a --dsn server cannot change); none here."""
+        return []
+
     def calibrate(self, setup: dict) -> dict:
         """In-process reference figures (raw cipher speed, ...)."""
         return {}

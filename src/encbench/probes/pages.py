@@ -27,6 +27,11 @@ class PagesProbe(Probe):
         Metric("pool_misses", "pages", "buffer pool misses", resolution=1),
         Metric("engine_read_bytes", "bytes", "bytes read by the engine", resolution=1),
         Metric("engine_written_bytes", "bytes", "bytes written by the engine", resolution=1),
+        # what the server's encryption settings act on besides pages (MariaDB: its status counters)
+        Metric("redo_bytes_written", "bytes", "redo log bytes written", resolution=1),
+        Metric("binlog_bytes_written", "bytes", "binary log bytes written", resolution=1),
+        Metric("tmp_files_created", "files", "temporary files created", resolution=1),
+        Metric("sort_merge_passes", "passes", "sort merge passes", resolution=1),
     )
 
     def _count(self, target: Target) -> dict[str, float]:

@@ -15,10 +15,11 @@ from .rebuild import Rebuild
 from .roundtrip import Roundtrip
 from .scan_eq import ScanEq
 from .scan_like import ScanLike
+from .sort import Sort
 from .storm import Storm
 
 WORKLOADS: Registry[Workload] = Registry("workload")
-for _cls in (ScanLike, ScanEq, Dml, Rebuild, Backup, Storm, Roundtrip, Bulk, Connect, Hash, Column, Oltp):
+for _cls in (ScanLike, ScanEq, Dml, Rebuild, Backup, Storm, Roundtrip, Bulk, Connect, Hash, Column, Oltp, Sort):
     WORKLOADS.register(_cls.name, _cls())
 
 __all__ = ["WORKLOADS", "Workload", "Operation"]

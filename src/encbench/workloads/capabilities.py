@@ -16,6 +16,7 @@ Families:
   in query:   HashSqlSession, ConcurrentSessions                             (InQuerySession)
   in column:  ColumnSession
   oltp:       OltpSession
+  sort:       SortSession
 """
 
 from __future__ import annotations
@@ -197,8 +198,16 @@ class OltpSession(Retargets, Protocol):
         "latency_p99_ms" (from the driver's own per-transaction record), "driver": what ran it}."""
 
 
+# -- a sort larger than its buffer: the server's temporary files (workloads/sort.py) ----------------
+
+class SortSession(Protocol):
+    def sort_all(self, buffer_bytes: int, /) -> dict:
+        """Timed: every row of `table` sorted on unindexed columns with a sort buffer of `buffer_bytes` (the
+        engine's own sort, spilling to its temporary files); {"rows_sorted": n}."""
+
+
 FAMILIES: dict[str, type] = {"at rest": AtRestSession, "in transit": InTransitSession, "in query": InQuerySession,
-                             "in column": ColumnSession, "oltp": OltpSession}
+                             "in column": ColumnSession, "oltp": OltpSession, "sort": SortSession}
 
 
 # -- the derivation ------------------------------------------------------------------------

@@ -41,7 +41,7 @@ def test_session_capabilities_by_family():
     engines = {n: set(capabilities.capabilities(ENGINES.get(n).session_class)) for n in ENGINES.names()}
     assert engines["sqlite"] == {"at rest", "in column", "oltp"}
     assert engines["postgres"] == {"at rest", "in transit", "in query", "in column", "oltp"}
-    assert engines["mariadb"] == {"at rest", "in transit", "in query", "in column", "oltp"}
+    assert engines["mariadb"] == {"at rest", "in transit", "in query", "in column", "oltp", "sort"}
 
 
 @pytest.mark.parametrize("name", WORKLOADS.names())

@@ -45,6 +45,7 @@ from . import sysbench
 from .. import column_base
 from . import filesystems
 from . import meter as maria_meter
+from . import knobs as maria_knobs
 from . import server as maria_server
 from . import state as maria_state
 from .. import wire
@@ -57,6 +58,7 @@ from .session import HASH_FUNCTIONS, RT_ROWS, MariaSession, check_table, copy_ro
 AT_REST = ("scan-like", "scan-eq", "dml", "rebuild", "backup")
 IN_TRANSIT = ("storm", "roundtrip", "bulk", "connect")
 OLTP = ("oltp",)  # sysbench on an encrypted and a plain schema (oltp.py): encryption by default, tls when named
+SORT = maria_knobs.SORT  # a sort spilling to temporary files (encrypt_tmp_files), on the at-rest table
 TABLES = {"off": "plain", "on": "enc"}  # fscrypt/gocryptfs: a `plain` table on a server of their own
 INNODB_ROW_BYTES = 420  # stored bytes per generated row in InnoDB (pages, index), to size the buffer pool
 
@@ -65,10 +67,10 @@ VARIANT_KEYS = (
                "(InnoDB, file_key_management, AES_CTR unless --setting changes it); fscrypt/gocryptfs, the server's "
                "data directory on an encrypted filesystem (InnoDB encryption off; `off` then runs on a plain "
                "loop-mounted ext4 filesystem, needs root); the oltp workload: off/on", ("off", "on"),
-               ("off", "on", *filesystems.KINDS), workloads=AT_REST + OLTP),
+               ("off", "on", *filesystems.KINDS), workloads=AT_REST + OLTP + SORT),
     VariantKey("cache", "cold: the private server restarted before each operation (empty buffer pool, O_DIRECT "
                "reads); warm: the table read once before", ("cold", "warm"), ("cold", "warm"),
-               workloads=("scan-like", "scan-eq", "dml", "rebuild")),
+               workloads=("scan-like", "scan-eq", "dml", "rebuild") + SORT),
     VariantKey("tls", "TLS on the connection: off, on (as negotiated) or PROTOCOL:SUITE (the only suite the "
                "client offers); oltp: only when named", DEFAULT_TLS, validate=check_tls, workloads=IN_TRANSIT + OLTP,
                named_only=OLTP),
@@ -80,6 +82,7 @@ VARIANT_KEYS = (
     sweep.function_key(HASH_FUNCTIONS, "sha2-256"),
     sweep.sessions_key(),
     maria_column.method_key(),
+    *maria_knobs.variant_keys(),  # issue 24: startup settings, a server per value, only when named
 )
 
 
@@ -154,7 +157,7 @@ class MariaDBEngine(Engine):
     description = ("MariaDB: InnoDB encryption at rest (encrypted vs plain table, cold vs warm buffer pool) and TLS "
                    "in transit (private server on loopback, or --dsn mysql://...)")
     variant_keys = VARIANT_KEYS
-    workloads = AT_REST + IN_TRANSIT + ("hash", "column") + OLTP
+    workloads = AT_REST + IN_TRANSIT + ("hash", "column") + OLTP + SORT
     default_workloads = AT_REST + IN_TRANSIT
     session_class = MariaSession
     profile_categories = (("mariadb", r"mariadbd|mysqld", r""),)
@@ -208,7 +211,7 @@ class MariaDBEngine(Engine):
 
     def tables(self) -> tuple[Table, ...]:
         return (
-            Table("Encryption at rest: InnoDB table ENCRYPTED=YES vs NO", "encryption", "off", AT_REST,
+            Table("Encryption at rest: InnoDB table ENCRYPTED=YES vs NO", "encryption", "off", AT_REST + SORT,
                   ("workload", "op", "variant", "elapsed", "d_elapsed", "server_cpu", "d_server_cpu", "client_cpu",
                    "innodb_pages", "server_ctx", "verdict"), dict(self.metric_words)),
             Table("Encryption in transit: TLS vs none", "tls", "off", IN_TRANSIT,
@@ -234,12 +237,40 @@ class MariaDBEngine(Engine):
         return tuple(self._oltp_table(axis) if t.workloads == OLTP else t for t in self.tables())
 
     def plan_keys(self, keys, filters: dict, workloads: list[str], options: dict):
-        """With --dsn, `memory` varies nothing (encbench never resizes that server's pool) and is refused if named."""
+        """With --dsn, `memory` varies nothing (encbench never resizes that server's pool) and the server's startup
+        options (knobs.py) are never changed: each refused if named."""
         if not options.get("dsn"):
             return keys
-        for value in filters.get("memory", []):
-            _no_memory_on_dsn(value)
-        return tuple(DSN_MEMORY if k.name == "memory" else k for k in keys)
+        refused = {k.name: k for k in (DSN_MEMORY, *maria_knobs.dsn_keys())}  # startup options: never a restart
+        for name, key in refused.items():
+            for value in filters.get(name, []):
+                key.validate(value)  # one line: what encbench will not do to a --dsn server
+        return tuple(refused.get(k.name, k) for k in keys)
+
+    def check_variants(self, variants: list[Variant]) -> None:
+        fs = filesystems.wanted(v.get("encryption", "") for v in variants)
+        named = next((maria_knobs.server_key(v) for v in variants if maria_knobs.server_key(v)), None)
+        if fs and named:
+            raise BadValueError(f"encryption={fs[0]} and {named} in one run: each needs servers of its own",
+                                hint="measure the filesystems and the server's settings in separate runs")
+
+    # -- encbench advise (issue 24): knobs.py ----------------------------------------------
+    knobs = maria_knobs.KNOBS
+
+    def advise_sweeps(self, quick: bool, options: dict) -> list:
+        return maria_knobs.sweeps(quick, options, self._missing_knobs(options))
+
+    def advise_notes(self, quick: bool, options: dict) -> list[str]:
+        return maria_knobs.skipped(options, self._missing_knobs(options))
+
+    @staticmethod
+    def _missing_knobs(options: dict) -> dict[str, str]:
+        return {} if options.get("dsn") else maria_knobs.unavailable(maria_knobs.server_version())
+
+    def raw_cipher_key(self, variant: dict, page_size: int) -> str:
+        """'16384' for the server's own cipher, '16384/aes_cbc' for a named encryption_algorithm."""
+        algo = variant.get("encryption_algorithm")
+        return f"{page_size}/{algo}" if algo else str(page_size)
 
     def check_available(self) -> None:
         pymysql()
@@ -286,8 +317,20 @@ class MariaDBEngine(Engine):
                              "filesystems at the end", hint="drop --keep, or --variant encryption=off,on")
         if fs_values:
             filesystems.check(fs_values)
+        maria_knobs.check_settings(settings, ctx.variants)
+        base = maria_server.FS_BENCH if fs_values else maria_server.BENCH
+        base = dict(base, **maria_oltp.SERVER_SETTINGS) if oltp else base
+        # issue 24: a server per configuration of named startup knobs (the first on the main server); each holds
+        # the data of its own variants
+        groups = maria_knobs.server_groups(ctx.variants, dict(base, **settings))
+        if len(groups) > 1 and opts.get("keep"):
+            raise UsageError(f"--keep keeps the private server, but {groups[1][0][0]} runs a server of its own that "
+                             "is removed at the end", hint="drop --keep, or measure one configuration of the knobs")
+        main_keys = set(groups[0][0])
+        at_rest_main, oltp_main = _of_keys(at_rest, main_keys), _of_keys(oltp, main_keys)
         if at_rest and not dsn:  # the plain table, its encrypted copy, a copy per filesystem: in the temp directory
-            tables = 1 + any(v["encryption"] == "on" for v in at_rest) + len(fs_values)
+            tables = sum(len({v["encryption"] for v in _of_keys(at_rest, keys)}) for keys, _ in groups) \
+                + len(fs_values)
             check_free_space(tempfile.gettempdir(), tables * rows * INNODB_ROW_BYTES,
                              what=f"--size {fmt_bytes(ctx.size_bytes)} ({tables} table{'s' if tables > 1 else ''} of "
                                   f"{rows:,} rows in the private server)",
@@ -300,7 +343,7 @@ class MariaDBEngine(Engine):
         else:
             if oltp:  # the oltp runs size the pool themselves (oltp.py); the data loads through this one
                 maria_oltp.check_free_space(Path(tempfile.gettempdir()), maria_oltp.size_for(ctx.size_bytes, oltp)[0],
-                                            oltp)
+                                            oltp, servers=sum(1 for keys, _ in groups if _of_keys(oltp, keys)))
             pool_mb = 128 + (3 * rows * INNODB_ROW_BYTES + bulk_rows * 1300 + hash_rows * 80) // (1 << 20)
             pool_mb = -(-pool_mb // 128) * 128
             mounts = None
@@ -313,12 +356,11 @@ class MariaDBEngine(Engine):
                     raise
             ctx.progress(f"starting a private MariaDB server (buffer pool {pool_mb} MB"
                          + (", data on the plain filesystem)" if mounts else ")"))
-            base = maria_server.FS_BENCH if mounts else maria_server.BENCH
             try:
-                server = maria_server.start(settings, base=dict(base, **maria_oltp.SERVER_SETTINGS) if oltp else base,
+                server = maria_server.start(dict(settings, **groups[0][1]), base=base,
                                             buffer_pool_mb=pool_mb, tls=True, keep=bool(opts.get("keep")),
                                             data_root=mounts.by_value["off"].path if mounts else None,
-                                            client_cert=maria_oltp.tls_wanted(oltp), meter=ctx.meter or None)
+                                            client_cert=maria_oltp.tls_wanted(oltp_main), meter=ctx.meter or None)
             except BaseException:
                 self._destroy_mounts(schema)
                 raise
@@ -332,6 +374,9 @@ class MariaDBEngine(Engine):
         if fs_values:
             setup["filesystems"] = {}
             setup["fs_instance_settings"] = "InnoDB instance-level encryption off on every server (server.FS_BENCH)"
+        algorithms = sorted({v["encryption_algorithm"] for v in ctx.variants if "encryption_algorithm" in v})
+        if algorithms:  # each its own raw cipher reference (calibrate)
+            setup["encryption_algorithms"] = algorithms
         try:
             admin = _connect(my, admin_params, "the MariaDB server")
             setup["_answered"] = True  # the clean-up may reconnect (never to a server that did not answer)
@@ -352,7 +397,7 @@ class MariaDBEngine(Engine):
                     setup["instance_settings"] = {k: v for k, v in server.handle.settings.items()
                                                   if "encrypt" in k or "key_management" in k}
                     setup["mariadb_backup"] = maria_server.binaries().get("mariadb-backup")
-                    if maria_oltp.tls_wanted(oltp):  # sysbench's TLS files (sysbench.Workdir.with_tls)
+                    if maria_oltp.tls_wanted(oltp_main):  # sysbench's TLS files (sysbench.Workdir.with_tls)
                         setup["_oltp_tls"] = {k: str(v) for k, v in server.handle.client_tls.items()}
                     if server.keep:
                         setup["kept_server"] = server.how_to_connect()
@@ -370,16 +415,13 @@ class MariaDBEngine(Engine):
                     setup["_journal"].save()
                 cur.execute(f"CREATE DATABASE {schema}")
                 maria_column.prepare(setup, ctx)
-                if at_rest:
-                    self._create_at_rest(cur, ctx, setup, {v["encryption"] for v in at_rest})
+                if at_rest_main:
+                    self._create_at_rest(cur, ctx, setup, {v["encryption"] for v in at_rest_main})
                 if transit:
                     ctx.progress("creating the in-transit tables")
                     _create_transit(cur, schema, bulk_rows)
-                if oltp:
-                    c = conn_params
-                    maria_oltp.prepare(cur, ctx, setup, oltp, sysbench.Address(
-                        c.get("host", "localhost"), int(c.get("port", 3306)), c.get("user", ""),
-                        str(c.get("password", "")), c.get("unix_socket")), check_table)
+                if oltp_main:
+                    maria_oltp.prepare(cur, ctx, setup, oltp_main, _sysbench_address(conn_params), check_table)
                 if hashing:
                     cur.execute("SELECT @@max_connections")
                     check_sessions_fit(max(int(v["sessions"]) for v in hashing), int(cur.fetchone()[0]))
@@ -391,17 +433,22 @@ class MariaDBEngine(Engine):
                 admin.close()
             if fs_values:
                 self._prepare_filesystems(ctx, setup, fs_values, settings, pool_mb)
+            for keys, startup in groups[1:]:
+                self._prepare_knob_server(ctx, setup, keys, startup, dict(settings, **startup), base, pool_mb,
+                                          _of_keys(at_rest, keys), _of_keys(oltp, keys))
             if server is not None:  # a checkpoint: the data load's redo is not in any backup or restart
                 ctx.progress("restarting the private server (checkpoint after the data load)")
                 server.handle.restart()
                 for other in self._fs_servers.get(schema, {}).values():
                     other.handle.restart()
-                if oltp:  # InnoDB's own pages in a fresh pool: each oltp run's pool is sized beside them
-                    admin = _connect(my, admin_params, "the MariaDB server")
-                    try:
-                        maria_oltp.after_start(admin.cursor(), setup)
-                    finally:
-                        admin.close()
+                # InnoDB's own pages in a fresh pool: each oltp run's pool is sized beside them
+                for params, own in [(admin_params, setup)] + [(o["_admin"], o) for o in _knob_overrides(setup)]:
+                    if own.get("oltp"):
+                        admin = _connect(my, params, "the MariaDB server")
+                        try:
+                            maria_oltp.after_start(admin.cursor(), own)
+                        finally:
+                            admin.close()
             if transit or hashing:  # these tables are read from the buffer pool, never from storage
                 admin = _connect(my, admin_params, "the MariaDB server")
                 try:
@@ -465,6 +512,41 @@ class MariaDBEngine(Engine):
             finally:
                 admin.close()
 
+    def _prepare_knob_server(self, ctx: PrepareContext, setup: dict, keys: list[str], startup: dict, settings: dict,
+                             base: dict, pool_mb: int, at_rest: list[Variant], oltp: list[Variant]) -> None:
+        """A private server started with a configuration of named knobs, holding the data of its variants (the
+        same rows, the same seed); the sessions of those variants use it (setup["_knob_servers"])."""
+        my = pymysql()
+        schema = setup["schema"]
+        shown = ", ".join(f"{k}={v}" for k, v in startup.items()) or "the defaults"
+        ctx.progress(f"starting a private MariaDB server with {shown} (buffer pool {pool_mb} MB)")
+        srv = maria_server.start(settings, base=base, buffer_pool_mb=pool_mb, tls=True,
+                                 client_cert=maria_oltp.tls_wanted(oltp))
+        self._fs_servers.setdefault(schema, {})[",".join(keys)] = srv  # stopped by cleanup with the others
+        own: dict = {"schema": schema, "rows": setup["rows"], "seed": setup["seed"], "tables": {}, "markers": {},
+                     "_handle": srv.handle.to_dict(), "_conn": srv.handle.tcp_params(),
+                     "_admin": {"unix_socket": str(srv.handle.socket), "user": "root"}, "startup_settings": startup,
+                     "instance_settings": {k: v for k, v in srv.handle.settings.items()
+                                           if "encrypt" in k or "key_management" in k or k == "log_bin"}}
+        if maria_oltp.tls_wanted(oltp):
+            own["_oltp_tls"] = {k: str(v) for k, v in srv.handle.client_tls.items()}
+        admin = _connect(my, own["_admin"], f"the MariaDB server with {shown}")
+        try:
+            cur = admin.cursor()
+            cur.execute(f"CREATE DATABASE {schema}")
+            if at_rest:
+                self._create_at_rest(cur, ctx, own, {v["encryption"] for v in at_rest})
+            if oltp:
+                maria_oltp.prepare(cur, ctx, own, oltp, _sysbench_address(own["_conn"]), check_table)
+        finally:
+            admin.close()
+        keep = ("_handle", "_conn", "_admin", "tables", "markers", "table_encryption", "oltp", "_oltp_tls",
+                "instance_settings", "startup_settings")
+        override = {k: own[k] for k in keep if k in own}
+        for key in keys:
+            setup.setdefault("_knob_servers", {})[key] = override
+        setup.setdefault("knob_servers", {})[",".join(keys)] = startup  # what the result file says
+
     def _destroy_mounts(self, key) -> None:
         mounts = self._mounts.pop(key, None)
         problems = mounts.destroy() if mounts is not None else []
@@ -518,12 +600,16 @@ class MariaDBEngine(Engine):
         if setup.get("hash_functions"):
             out["raw_hash"] = {f: rawhash.raw_hash(f) for f in setup["hash_functions"]}
         out.update(column_base.raw_reference(setup))
-        if "on" not in setup.get("tables", {}) and "on" not in (setup.get("oltp") or {}).get("schemas", {}):
+        if not any("on" in own.get("tables", {}) or "on" in (own.get("oltp") or {}).get("schemas", {})
+                   for own in [setup, *_knob_overrides(setup)]):
             return out
         algo = (setup.get("instance_settings") or {}).get("file_key_management_encryption_algorithm", "AES_CTR")
-        mode = "CBC" if algo.upper() == "AES_CBC" else "CTR"
         ps = setup["page_size"]
-        return dict(out, raw_cipher={str(ps): rawcipher.aes_page(ps, mode)})
+        # the server's own cipher, and each named encryption_algorithm's (raw_cipher_key): each mode measured once
+        modes = {str(ps): algo.upper()[-3:],
+                 **{f"{ps}/{a}": a.upper()[-3:] for a in setup.get("encryption_algorithms", [])}}
+        speed = {mode: rawcipher.aes_page(ps, mode) for mode in sorted(set(modes.values()))}
+        return dict(out, raw_cipher={key: speed[mode] for key, mode in modes.items()})
 
     def open_session(self, setup: dict, variant: Variant, *, mutable: bool, scratch_dir: Path) -> Session:
         return MariaSession(setup, variant, scratch_dir, mutable=mutable)
@@ -581,6 +667,21 @@ class MariaDBEngine(Engine):
         from . import leakcheck as existing
 
         return existing.posture(dsn, parse_dsn(dsn))
+
+
+def _of_keys(variants: list[Variant], keys) -> list[Variant]:
+    """The variants a server of these knob keys runs (knobs.server_key)."""
+    return [v for v in variants if maria_knobs.server_key(v) in keys]
+
+
+def _knob_overrides(setup: dict) -> list[dict]:
+    """Each server of named knobs once (several keys may share one)."""
+    return list({id(o): o for o in setup.get("_knob_servers", {}).values()}.values())
+
+
+def _sysbench_address(c: dict) -> sysbench.Address:
+    return sysbench.Address(c.get("host", "localhost"), int(c.get("port", 3306)), c.get("user", ""),
+                            str(c.get("password", "")), c.get("unix_socket"))
 
 
 def _connect(my, params: dict, what: str):

@@ -100,9 +100,9 @@ def size_for(size_bytes: int, oltp: list[dict]) -> tuple[int, str | None]:
                    f"within {POOL_TOLERANCE:.0%} of its share")
 
 
-def check_free_space(directory: Path, size_bytes: int, oltp: list[dict]) -> None:
-    """Before a private server starts: room for the schemas the run needs (one line, exit 4)."""
-    need = DISK_FACTOR * data_bytes_for(size_bytes) * len({v["encryption"] for v in oltp})
+def check_free_space(directory: Path, size_bytes: int, oltp: list[dict], servers: int = 1) -> None:
+    """Before a private server starts: room for the schemas the run needs on its servers (one line, exit 4)."""
+    need = DISK_FACTOR * data_bytes_for(size_bytes) * len({v["encryption"] for v in oltp}) * max(1, servers)
     free = shutil.disk_usage(directory).free
     if free < need:
         raise BadValueError(f"the oltp tables need about {fmt_bytes(need)} on {directory}, which has "

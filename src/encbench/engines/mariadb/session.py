@@ -33,7 +33,7 @@ from .client import (
     where_of,
 )
 from ..concurrent import SessionsTogether
-from . import filesystems
+from . import filesystems, knobs
 from .column import MariaColumn
 from .oltp import MariaOltp
 from ..local.server import runs_program
@@ -50,6 +50,10 @@ COUNTERS = {
     "Innodb_buffer_pool_reads": "pool_misses",
     "Innodb_data_read": "engine_read_bytes",
     "Innodb_data_written": "engine_written_bytes",
+    "Innodb_os_log_written": "redo_bytes_written",  # what innodb_encrypt_log encrypts
+    "Binlog_bytes_written": "binlog_bytes_written",  # what encrypt_binlog encrypts
+    "Created_tmp_files": "tmp_files_created",  # what encrypt_tmp_files encrypts (sort merge files, caches)
+    "Sort_merge_passes": "sort_merge_passes",
 }
 RT_ROWS = 10_000
 # the in-query hash workload's functions (the `function` variant key) -> their SQL
@@ -109,6 +113,9 @@ class MariaSession(MariaOltp, MariaColumn, SessionsTogether, Session):
         enc = variant.get("encryption")
         if enc in setup.get("_servers", {}):  # a filesystem variant: the server on that filesystem
             setup = dict(setup, **setup["_servers"][enc])
+        own = setup.get("_knob_servers", {}).get(knobs.server_key(variant))
+        if own:  # named startup knobs the main server does not run: the server started with them
+            setup = dict(setup, **own)
         self.fs = setup.get("filesystems", {}).get(enc) if enc else None  # the mount its data is on, if any
         self.setup, self.variant, self.scratch = setup, variant, scratch
         self.tls = variant.get("tls", "off")
@@ -131,6 +138,9 @@ class MariaSession(MariaOltp, MariaColumn, SessionsTogether, Session):
         self.tls_state = server_tls_state(cur)
         check_tls_state(self.tls_state, self.tls)
         self.info: dict = {"tls": self.tls_state}
+        settings = knobs.read_back(cur, variant)  # the server's word on the named knobs (a mismatch fails the run)
+        if settings:
+            self.info["server_settings"] = settings
         if self.fs:  # the server's own word on where its data is (a test checks it is on the variant's mount)
             cur.execute("SELECT @@datadir")
             self.info["datadir"] = cur.fetchone()[0]
@@ -230,7 +240,12 @@ class MariaSession(MariaOltp, MariaColumn, SessionsTogether, Session):
         self._target = target
 
     def check_operation(self, variant: Variant, metrics: dict, cache: dict) -> dict | None:
-        """cache=warm: not one page from storage; cache=cold: pages read, decrypted iff encrypted."""
+        """The named knobs' files written (knobs.check_written); cache=warm: not one page from storage;
+        cache=cold: pages read, decrypted iff encrypted."""
+        proven = knobs.check_written(variant, metrics)
+        return {**proven, **(self._check_cache(variant, metrics, cache) or {})} or None
+
+    def _check_cache(self, variant: Variant, metrics: dict, cache: dict) -> dict | None:
         state = cache.get("cache")
         if state is None or "pool_misses" not in metrics:
             return None
@@ -291,6 +306,15 @@ class MariaSession(MariaOltp, MariaColumn, SessionsTogether, Session):
 
     def commit(self) -> None:
         self.conn.commit()
+
+    def sort_all(self, buffer_bytes: int) -> dict:
+        """Every row sorted on unindexed columns (filesort, spilling with this sort buffer), the last one sent."""
+        cur = self.conn.cursor()
+        cur.execute(f"SET SESSION sort_buffer_size = {int(buffer_bytes)}")
+        cur.execute(f"SELECT id FROM {self.table} ORDER BY name, k LIMIT 1 OFFSET {int(self.row_count)}")
+        if len(cur.fetchall()) != 1:  # row_count rows plus the marker row: the last one
+            raise CheckFailedError(f"the sort of {self.table} did not reach its last row")
+        return {"rows_sorted": self.row_count + 1}
 
     def rebuild_operations(self) -> list[tuple[str, Callable[[], Any]]]:
         def run(sql: str) -> Callable[[], Any]:
