@@ -16,8 +16,9 @@ from .defaults import DEFAULT_RUNS, DEFAULT_SEED, DEFAULT_SIZE, QUICK_SIZE, data
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--engine", default=None, help="engine (default sqlite)")
-    p.add_argument("--from", dest="sources", action="append", default=[], metavar="RESULTS",
-                   help="rank what these result files measured instead of running the sweeps (repeatable)")
+    p.add_argument("--from", dest="sources", action="extend", nargs="+", default=[], metavar="RESULTS",
+                   help="rank what these result files measured instead of running the sweeps (one or more files, "
+                        "e.g. DIR/*.json; repeatable)")
     p.add_argument("--quick", action="store_true", help=f"the reduced sweeps, small data ({QUICK_SIZE})")
     p.add_argument("--runs", default=None, help=f"measured runs per variant (default {DEFAULT_RUNS}: the verdict minimum)")
     p.add_argument("--warmups", default="1", help="warmup runs per variant (default 1)")

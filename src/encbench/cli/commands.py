@@ -19,6 +19,10 @@ class Command:
     add_arguments: Callable[[argparse.ArgumentParser], None]
     handler: Callable[..., int]
     takes_argv: bool = False  # handler(args, argv): the command line is recorded (result files, measure runs)
+    # what `--help` ends with: one or two command lines (checked by the parser in tests/unit/test_docs.py) and
+    # the page of docs/ to read
+    examples: tuple[str, ...] = ()
+    page: str = "README.md"
 
     def __call__(self, args: argparse.Namespace, argv: list[str]) -> int:
         return self.handler(args, argv) if self.takes_argv else self.handler(args)
@@ -26,30 +30,55 @@ class Command:
 
 COMMANDS: tuple[Command, ...] = (
     Command("run", "run benchmarks (no arguments: the embedded default suite)",
-            run.add_arguments, run.cmd_run, takes_argv=True),
-    Command("show", "print the table of a result file", show.add_arguments, show.cmd_show),
+            run.add_arguments, run.cmd_run, takes_argv=True,
+            examples=('encbench run --quick',
+                      'encbench run --engine postgres --dsn postgresql://bench@db1:5432/app --workload roundtrip'),
+            page='run.md'),
+    Command("show", "print the table of a result file", show.add_arguments, show.cmd_show,
+            examples=('encbench show encbench-results/sqlite-20261126-101500.json --detail',), page='run.md'),
     Command("compare", "compare the same workload/variant across two result files (B vs A)",
-            compare.add_arguments, compare.cmd_compare),
+            compare.add_arguments, compare.cmd_compare,
+            examples=('encbench compare before.json after.json',
+                      "encbench compare before.json after.json --fail-if 'overhead>5%' --junit gate.xml"),
+            page='gate.md'),
     Command("atrest", "one table across engines: which at-rest option costs least per workload (result files)",
-            atrest.add_arguments, atrest.cmd_atrest),
+            atrest.add_arguments, atrest.cmd_atrest,
+            examples=('encbench atrest sqlite.json mariadb.json pg.json',), page='atrest.md'),
     Command("leak-check", "does plaintext reach the disk although encryption at rest is on?",
-            leakcheck.add_arguments, leakcheck.cmd_leak_check, takes_argv=True),
+            leakcheck.add_arguments, leakcheck.cmd_leak_check, takes_argv=True,
+            examples=('encbench leak-check --engine mariadb',
+                      'encbench leak-check --engine postgres --dsn postgresql://bench@db1:5432/app --posture'),
+            page='leak-check.md'),
     Command("tls-scan", "what TLS a database server accepts (protocols, suites, groups, certificate)",
-            tlsscan.add_arguments, tlsscan.cmd_tls_scan, takes_argv=True),
+            tlsscan.add_arguments, tlsscan.cmd_tls_scan, takes_argv=True,
+            examples=('encbench tls-scan postgresql://bench@db1:5432/app',
+                      'encbench tls-scan db1:3306/mariadb --measure --top 3'),
+            page='tls-scan.md'),
     Command("report", "one self-contained HTML file from result files (tables, plots, flame graphs)",
-            report.add_arguments, report.cmd_report),
+            report.add_arguments, report.cmd_report,
+            examples=('encbench report sqlite.json mariadb.json -o report.html',), page='report.md'),
     Command("estimate", "the CPU at-rest encryption would add to a server, from a measured per-page cost",
-            estimate.add_arguments, estimate.cmd_estimate),
+            estimate.add_arguments, estimate.cmd_estimate,
+            examples=('encbench estimate --from mariadb.json --read-rate 40MB/s --cores 8',
+                      'encbench estimate --from mariadb.json --check oltp.json'),
+            page='estimate.md'),
     Command("advise", "which setting makes encryption cheaper, by how much, at what loss of protection (sweeps or "
-                      "result files)", advise.add_arguments, advise.cmd_advise, takes_argv=True),
+                      "result files)", advise.add_arguments, advise.cmd_advise, takes_argv=True,
+            examples=('encbench advise --quick', 'encbench advise --engine mariadb --json'), page='advise.md'),
     Command("selftest", "an A/A check of this machine (about a minute): false positives, noise "
                         "floor, cold cache, CPU placement",
-            selftest.add_arguments, selftest.cmd_selftest, takes_argv=True),
+            selftest.add_arguments, selftest.cmd_selftest, takes_argv=True,
+            examples=('encbench selftest',), page='selftest.md'),
     Command("history", "what --store recorded (run, tls-scan, leak-check): the runs, and a figure's trend over time",
-            history.add_arguments, history.cmd_history),
+            history.add_arguments, history.cmd_history,
+            examples=('encbench history --store default',
+                      'encbench history --store default --metric cpu --workload scan-eq'),
+            page='history.md'),
     Command("cleanup", "remove the filesystems (mounts, loop devices, keys, images) that killed runs left",
-            cleanup.add_arguments, cleanup.cmd_cleanup),
-    Command("list", "list engines, workloads, variants and probes", list_cmd.add_arguments, list_cmd.cmd_list),
+            cleanup.add_arguments, cleanup.cmd_cleanup,
+            examples=('encbench cleanup',), page='encfs.md'),
+    Command("list", "list engines, workloads, variants and probes", list_cmd.add_arguments, list_cmd.cmd_list,
+            examples=('encbench list', 'encbench list --json'), page='commands.md'),
 )
 
 BY_NAME: dict[str, Command] = {c.name: c for c in COMMANDS}

@@ -8,6 +8,7 @@ silently means the default.
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 
 from .. import __version__
 from .. import errors
@@ -19,13 +20,31 @@ class _Parser(argparse.ArgumentParser):
         raise errors.UsageError(message, hint=f"see {self.prog} --help")
 
 
+EXAMPLES = ("encbench run", "encbench run --engine mariadb --workload oltp", "encbench advise --quick")
+DOCS = Path(__file__).resolve().parents[3] / "docs"  # the source tree's (setup.sh installs it in place)
+
+
+def page(name: str) -> str:
+    """Where a page of the manual is: its path in the source tree when it is there, else its name."""
+    return str(DOCS / name) if (DOCS / name).is_file() else f"docs/{name} (in encbench's source)"
+
+
+def epilog(examples: tuple[str, ...], page_name: str) -> str:
+    lines = ["examples:", *(f"  {e}" for e in examples), "", f"read: {page(page_name)}"]
+    return "\n".join(lines)
+
+
 def build_parser() -> argparse.ArgumentParser:
-    p = _Parser(prog="encbench", description="Measure what encryption costs a database, side by side.")
+    p = _Parser(prog="encbench", description="Measure what encryption costs a database, side by side.",
+                epilog=epilog(EXAMPLES, "README.md") + " (every page: one line per question a DBA asks)",
+                formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--version", action="version", version=f"encbench {__version__}")
     p.add_argument("--debug", action="store_true", help="show tracebacks of internal errors")
     sub = p.add_subparsers(dest="command", parser_class=_Parser, metavar="COMMAND")
     for command in COMMANDS:
-        command.add_arguments(sub.add_parser(command.name, help=command.help))
+        command.add_arguments(sub.add_parser(command.name, help=command.help,
+                                             epilog=epilog(command.examples, command.page),
+                                             formatter_class=argparse.RawDescriptionHelpFormatter))
     for parser in (p, *sub.choices.values()):
         for action in parser._actions:  # noqa: SLF001 - argparse keeps every option's action here, groups included
             if action.nargs != 0 and not isinstance(action, argparse._SubParsersAction):  # noqa: SLF001
