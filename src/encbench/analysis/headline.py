@@ -401,9 +401,16 @@ def lead_metric(spec: LineSpec, mine: list[dict]) -> tuple[str | None, bool]:
     if not basis:
         return next((m for m in spec.metrics if any(c["metric"] == m for c in mine)), None), False
     wanted = next((m for m in spec.metrics if m in basis), None)
-    return (wanted, False) if wanted else (min(basis, key=basis.get), True)
+    if wanted:
+        return wanted, False
+    # the rows' own metrics in their order; the first that resolved leads (what the row's verdict says: a mix whose
+    # throughput is inconclusive but whose CPU per transaction costs is led by its CPU), else the first
+    order = sorted(basis, key=basis.get)
+    resolved = next((m for m in order if any(c["metric"] == m and c.get("verdict") in RESOLVED for c in mine)), None)
+    return resolved or order[0], True
 
 
+RESOLVED = (stats.COSTS, stats.SAVES, stats.NO_COST)  # verdicts a DBA can act on
 SIDE_FIGURES = ("latency_p95_ms",)  # said beside a fixed-duration line's throughput, with its CI (not judged)
 
 

@@ -65,6 +65,27 @@ def test_the_roundtrip_headline_says_what_throughput_lost():
         assert line["text"].startswith("TLS roundtrip: costs -34% throughput") and len(line["text"]) <= 96
 
 
+def test_a_line_leads_with_the_metric_that_resolved():
+    """Throughput too noisy to call (a busy machine), CPU per query +50%: the line leads with what the row's
+    verdict says (costs, CPU per query), never with an inconclusive throughput while a figure to act on exists."""
+    doc = _roundtrip_doc()
+    for run in doc["runs"]:
+        op = run["operations"][0]
+        i = doc["runs"].index(run) % 8
+        tls = run["variant"]["tls"]
+        q = 10_000.0 * (1 + 0.6 * (i % 2)) * (0.97 if tls == "on" else 1.0)  # ±30%: throughput not resolved
+        queries = int(q * op["metrics"]["wall_s"])
+        op["extra"].update(queries=queries, qps=q)
+        op["metrics"]["cpu_s"] = queries * (150e-6 if tls == "on" else 100e-6) * (1 + 0.005 * (i % 3))
+    a = an.analyze(doc)
+    (line,) = [x for x in a.headline if x["label"] == "TLS roundtrip"]
+    by_metric = {c["metric"]: c["verdict"] for c in a.comparisons if c["workload"] == "roundtrip"}
+    assert by_metric["qps"] == stats.INCONCLUSIVE and by_metric["cpu_us_per_query"] == stats.COSTS, by_metric
+    assert line["metric"] == "cpu_us_per_query" and line["verdict"] == stats.COSTS, line
+    assert line["text"].startswith("TLS roundtrip: costs +50% server CPU per query"), line["text"]
+    assert "throughput" in line["detail"]  # the throughput is still said, beside it
+
+
 def test_the_row_verdict_and_the_table_lead_with_throughput():
     doc = _roundtrip_doc()
     a = an.analyze(doc)
