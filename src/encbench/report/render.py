@@ -240,6 +240,9 @@ COLUMNS = {
     "server_per_unit": ("server CPU per op", lambda r: _pair(r, _per_unit(""))),
     "d_server_per_unit": ("Δ server CPU per op", lambda r: _d_per_unit(r, "")),
     "client_per_unit": ("client CPU per op", lambda r: _pair(r, _per_unit("client_"))),
+    # the embedded engine's CPU per unit (one process: no server or client side)
+    "cpu_per_unit": ("CPU per op", lambda r: _pair(r, _per_unit(""))),
+    "d_cpu_per_unit": ("Δ CPU per op", lambda r: _d_per_unit(r, "")),
     "net": ("client received (TCP)", lambda r: _pair(r, _net)),
     "innodb_pages": ("pages read / decrypted", lambda r: _pair(r, _innodb_pages)),
     "verdict": ("verdict", lambda r: r["verdict"]),
@@ -279,6 +282,7 @@ HEADLINE = (("cpu_s", "d_cpu", "cpu_mean"), ("cpu_s", "d_server_cpu", "server_cp
             ("client_cpu_s", "d_client_cpu", "client_cpu_mean"), ("wall_s", "d_elapsed", "elapsed_mean"),
             *((rate, "d_rate", "rate") for rate, _ in RATES),
             *((f"cpu_us_per_{u}", "d_server_per_unit", "server_per_unit") for u in PER_UNIT_CPU),
+            *((f"cpu_us_per_{u}", "d_cpu_per_unit", "cpu_per_unit") for u in PER_UNIT_CPU),
             ("instructions", "d_instructions", "instructions_mean"),
             *((f"instructions_per_{u}", "d_instructions_per_unit", "instructions_per_unit") for u in INSTRUCTION_UNITS))
 METERED = frozenset(h[1] for h in HEADLINE if h[0].startswith("instructions"))  # shown in any table that has them
