@@ -71,9 +71,11 @@ def test_sqlite_is_counted_in_its_worker(encbench, tmp_path, nothing_left):
     assert e["groups"][0]["group"] == "SHA-512" and e["groups"][0]["role"] == "the page HMAC"
     (page,) = a["per_page"]
     assert 0.8 < page["per_page"] / raw < 1.5, page
+    detail = encbench("show", str(out), "--detail")  # the headline's whole sentence: where the instructions went
+    assert detail.returncode == 0, str(detail)
+    assert "of the added instructions are the page HMAC (SHA-512)" in detail.stdout
     show = encbench("show", str(out))
     assert show.returncode == 0, str(show)
-    assert "of the added instructions are the page HMAC (SHA-512)" in show.stdout
     assert "CPU-model gap: valgrind's simulated CPU" in show.stdout
     assert "mean instructions" in show.stdout and "Where the instructions go" in show.stdout
 

@@ -51,7 +51,7 @@ def _reference_plain(tmp: Path, rows: int, seed: int) -> Path:
     path = tmp / "reference" / "plain-p4096.db"
     path.parent.mkdir()
     sqlite_engine.SQLiteEngine._write_plain(sqlite_engine._import(), path, {"encryption": "off", "page_size": "4096"},
-                                            rows, seed)
+                                            {"rows": rows, "seed": seed})
     return path
 
 
