@@ -85,7 +85,8 @@ def test_postgres_private_server_under_callgrind(encbench, tmp_path, nothing_lef
     out = tmp_path / "p.json"
     res = encbench("run", "--engine", "postgres", "--meter", "instructions", "--quick", "--workload", "storm",
                    "--workload", "roundtrip", "--variant", "tls=off,on", "--variant", "clients=1",
-                   "--param", "messages=2000", "--param", "metered_queries=50", "--data-dir", str(tmp_path / "data"),
+                   "--param", "messages=1000", "--param", "metered_queries=50", "--runs", "2", "--warmups", "0",
+                   "--data-dir", str(tmp_path / "data"),
                    "-o", str(out), timeout=TIMEOUT)
     assert res.returncode == 0, str(res)
     doc = json.loads(out.read_text())
@@ -106,7 +107,8 @@ def test_postgres_private_server_under_callgrind(encbench, tmp_path, nothing_lef
 def test_mariadb_private_server_under_callgrind(encbench, tmp_path, nothing_left):
     out = tmp_path / "m.json"
     res = encbench("run", "--engine", "mariadb", "--meter", "instructions", "--quick", "--workload", "bulk",
-                   "--variant", "tls=off,on", "--param", "rows=5000", "--data-dir", str(tmp_path / "data"),
+                   "--variant", "tls=off,on", "--param", "rows=5000", "--runs", "2", "--warmups", "0",
+                   "--data-dir", str(tmp_path / "data"),
                    "-o", str(out), timeout=TIMEOUT)
     assert res.returncode == 0, str(res)
     doc = json.loads(out.read_text())
