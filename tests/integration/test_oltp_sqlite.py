@@ -16,7 +16,7 @@ QUICK = ("--param", "seconds=2", "--param", "warmup_seconds=1", "--warmups", "0"
 @pytest.fixture(scope="module")
 def oltp_run(encbench, tmp_path_factory):
     out = tmp_path_factory.mktemp("oltp") / "oltp.json"
-    res = encbench("run", "--workload", "oltp,scan-eq", "--size", "4MB", "--runs", "3", *QUICK,
+    res = encbench("run", "--workload", "oltp,scan-eq", "--size", "4MB", "--runs", "2", *QUICK,
                    "--variant", "memory=100%,5%", "--variant", "script=tpcb-like,select-only", "--variant", "cache=cold",
                    "--data-dir", str(out.parent / "data"), "-o", str(out), timeout=600)
     assert res.returncode == 0, str(res)
