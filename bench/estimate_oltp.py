@@ -87,18 +87,22 @@ def report(doc: dict) -> None:
         others = [o for o in entries if o is not e and o["memory"] == e["memory"] and o["pages_read_per_txn"]]
         mix_pred = fitted(others, e)
         measured = e["added_cpu_us_per_txn"]
-        mix_err = 100 * (mix_pred / measured - 1) if mix_pred is not None and measured > 0 else None
         ci = e["added_cpu_us_per_txn_ci"]
+        resolved = bool(ci) and ci[0] > 0  # an error against an added CPU whose CI holds 0 is not a figure
+        mix_err = 100 * (mix_pred / measured - 1) if mix_pred is not None and measured > 0 and resolved else None
         eci = chk.get("error_ci_pct")
         print(f"{e['script']:<22} {e['memory']:>6} {e['pages_read_per_txn'] or 0:>9.2f} "
               f"{measured:>9.1f} [{ci[0] if ci else float('nan'):>6.1f}, {ci[1] if ci else float('nan'):>6.1f}] "
-              f"{chk.get('predicted_us_per_txn', float('nan')):>9.1f} {_pct(chk.get('error_pct')):>7} "
+              f"{chk['predicted_us_per_txn'] if chk.get('per_page_resolved', True) and chk else float('nan'):>9.1f} "
+              f"{_pct(chk.get('error_pct')):>7} "
               f"{f'[{eci[0]:+.0f}, {eci[1]:+.0f}]' if eci else '':>12} "
               f"{mix_pred if mix_pred is not None else float('nan'):>9.1f} {_pct(mix_err):>7}")
         if chk.get("error_pct") is not None:
             scan_errors.append(abs(chk["error_pct"]))
         if mix_err is not None:
             mix_errors.append(abs(mix_err))
+        if chk.get("unresolved"):
+            print(f"    not compared: {chk['unresolved']}")
         for m in chk.get("misses") or []:
             print(f"    misses: {m}")
     for name, errs in (("scan-based (scans' read cost, rebuild's write cost)", scan_errors),

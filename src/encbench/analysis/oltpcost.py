@@ -86,7 +86,15 @@ def check(entry: dict, costs: dict[str, dict], source: str = "") -> dict | None:
            "method": "predicted = the per-page cost x this workload's page reads (+ writes x the per-page write cost "
                      "where one was measured) per transaction, what `encbench estimate --read-rate` predicts at this "
                      "workload's read rate; error = predicted / measured - 1, its 95% CI by the delta method on logs"}
-    if measured > 0 and predicted > 0:
+    # an error is a figure only where both sides resolved: a per-page cost or an added CPU whose CI holds 0 has no
+    # size to compare (its point estimate may be anything in that interval); the check says why instead
+    unresolved = [what for what, ci in (("the scans' per-page read cost", read_ci), ("the mix's added CPU", m_ci))
+                  if ci and ci[0] <= 0]
+    out["per_page_resolved"] = not (read_ci and read_ci[0] <= 0)  # else its prediction is no figure either
+    if unresolved:
+        out["unresolved"] = (" and ".join(unresolved) + " not resolved (the 95% CI holds 0): no error to give; "
+                             "add runs (--runs) or a longer mix (--param seconds=...)")
+    elif measured > 0 and predicted > 0:
         out["error_pct"] = 100 * (predicted / measured - 1)
         ses = [_se_log(per_read_us, out["per_page_read_ci_us"]), _se_log(measured, m_ci),
                _se_log(reads, entry.get("pages_read_per_txn_ci"))]
@@ -101,6 +109,8 @@ def check(entry: dict, costs: dict[str, dict], source: str = "") -> dict | None:
 def misses(entry: dict, c: dict) -> list[str]:
     """What the per-page model leaves out, in words, where its prediction falls short of (or beyond) the truth."""
     if c["error_pct"] is None:
+        if c.get("unresolved"):
+            return []
         return [] if c["measured_us_per_txn"] > 0 else ["the measured added CPU is not above zero: nothing to explain"]
     rest = c["measured_us_per_txn"] - c["predicted_us_per_txn"]
     share = rest / c["measured_us_per_txn"]
@@ -174,7 +184,8 @@ def oltp_costs(doc: dict, groups, comps: list[dict], derived: list[dict], baseli
             entry["added_cpu_us_per_page_read_ci"] = [x / reads for x in diff.ci] if diff.ci else None
             entry["includes_writes"] = bool(writes)
         read = costs.get("read")
-        if read is not None and entry["added_cpu_us_per_page_read"] is not None:
+        if read is not None and entry["added_cpu_us_per_page_read"] is not None \
+                and not (read.get("per_page_cpu_ci") and read["per_page_cpu_ci"][0] <= 0):  # a resolved scan cost
             entry["scan_per_page_us"] = read["per_page_cpu_s"] * 1e6
             entry["times_scan"] = entry["added_cpu_us_per_page_read"] / entry["scan_per_page_us"] \
                 if entry["scan_per_page_us"] > 0 else None
@@ -271,12 +282,17 @@ def lines(entries: list[dict] | None) -> list[str]:
             out.append(f"{label_of(e)}: no per-page estimate to check (no cold scan-eq/scan-like in this file: add "
                        "--workload scan-eq, or `encbench estimate --from SCANS --check THIS`)")
             continue
+        if c.get("per_page_resolved") is False:  # an unresolved per-page cost predicts nothing: no figure from it
+            out.append(f"{label_of(e)}: the estimate not checked ({c['per_page_source']}): {c['unresolved']}")
+            continue
         parts = ", ".join(f"{k} {_f(v)} µs" for k, v in c["parts_us_per_txn"].items())
         text = (f"{label_of(e)}: the estimate checked ({c['per_page_source']}, {_f(c['per_page_read_us'], '{:.2f}')} µs per page): "
                 f"predicts {_f(c['predicted_us_per_txn'])} µs per transaction ({parts}) where "
                 f"{_f(c['measured_us_per_txn'])}{_ci(c['measured_ci_us'])} were measured")
         if c["error_pct"] is not None:
             text += f": error {c['error_pct']:+.0f}%{_ci(c['error_ci_pct'], '{:+.0f}')}"
+        elif c.get("unresolved"):
+            text += f": {c['unresolved']}"
         if c.get("predicted_added_cores") is not None:
             text += (f"; at {_f(c['tps'])} transactions/s: {c['predicted_added_cores']:.4f} cores predicted, "
                      f"{c['measured_added_cores']:.4f} measured")

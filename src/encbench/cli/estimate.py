@@ -118,7 +118,7 @@ def _print_checks(checks: list[dict]) -> None:
     for c in checks:
         err = (f"error {c['error_pct']:+.0f}%" + (f" [{c['error_ci_pct'][0]:+.0f}, {c['error_ci_pct'][1]:+.0f}]"
                                                    if c["error_ci_pct"] else "")) if c["error_pct"] is not None \
-            else "no error figure (the measured added CPU is not above zero)"
+            else (c.get("unresolved") or "no error figure (the measured added CPU is not above zero)")
         print(f"checked against {c['file']}, {c['mix']} ({c['compared']}): predicts "
               f"{c['predicted_us_per_txn']:.1f} µs added per transaction where {c['measured_us_per_txn']:.1f} were "
               f"measured: {err}")

@@ -124,6 +124,23 @@ def test_the_check_with_another_files_per_page_cost(analysis):
     assert chk["per_page_source"].startswith("other.json: scan-like/scan")
 
 
+def test_an_unresolved_side_gives_no_error_figure(analysis):
+    """A scan's per-page cost whose CI holds 0 (0.8 µs [-10.4, 11.9] on a busy VM) predicts nothing: no error, no
+    'x the scan's cost', no misses drawn from it; the same for a mix whose added CPU does not resolve."""
+    (e,) = [x for x in analysis.oltp_costs if x["memory"] == "25%"]
+    noisy = {"read": {"workload": "scan-eq", "operation": "scan", "contender": "encryption=on,cache=cold",
+                      "per_page_cpu_s": 0.8e-6, "per_page_cpu_ci": [-10.4e-6, 11.9e-6]}}
+    chk = oltpcost.check(e, noisy)
+    assert chk["error_pct"] is None and chk["error_ci_pct"] is None and chk["misses"] == []
+    assert chk["per_page_resolved"] is False and "per-page read cost not resolved" in chk["unresolved"]
+    text = "\n".join(oltpcost.lines([dict(e, estimate_check=chk)]))
+    assert "the estimate not checked" in text and "predicts" not in text, text
+    unsure = dict(e, added_cpu_us_per_txn_ci=[-27.5, 435.8])
+    good = {"read": dict(noisy["read"], per_page_cpu_s=20.7e-6, per_page_cpu_ci=[19e-6, 22.4e-6])}
+    chk = oltpcost.check(unsure, good)
+    assert chk["error_pct"] is None and chk["per_page_resolved"] is True and "added CPU not resolved" in chk["unresolved"]
+
+
 def test_fscrypt_counts_the_kernel_workers_that_decrypt():
     """PostgreSQL on fscrypt: the pages are decrypted in kernel worker threads, not in the server's processes, so
     the added CPU per transaction is the server's plus the kworkers' (as the per-page cost of the scans is)."""
