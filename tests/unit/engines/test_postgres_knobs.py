@@ -66,13 +66,13 @@ def test_kernel_config_says_which_fscrypt_modes_are_built(tmp_path, monkeypatch)
     assert fscrypt.kernel_config("CRYPTO_HCTR2", str(conf)) is None
     assert fscrypt.kernel_config("CRYPTO_XTS", str(tmp_path / "missing.gz")) is None
     monkeypatch.setattr(fscrypt, "KERNEL_CONFIG", str(conf))
-    fscrypt.policy_unavailable.cache_clear()
+    encfs.fscrypt_policy_unavailable.cache_clear()
     try:
         why = encfs.unavailable("fscrypt", {"policy": "adiantum"})
         assert why.startswith("not available in kernel ") and "CONFIG_CRYPTO_ADIANTUM is not set" in why
         assert encfs.unavailable("fscrypt", {"policy": "aes-256-xts"}) is None  # the default: nothing to probe
     finally:
-        fscrypt.policy_unavailable.cache_clear()
+        encfs.fscrypt_policy_unavailable.cache_clear()
     assert fscrypt.options_of("adiantum")["contents"] == "Adiantum"
     assert encfs.unavailable("gocryptfs", {"cipher": "rot13"}) == "gocryptfs has no option cipher=rot13"
 

@@ -19,12 +19,13 @@ left before it makes anything, and `encbench cleanup` does the same on demand.
 
 from __future__ import annotations
 
+import functools
 import sys
 import tempfile
 from pathlib import Path
 from types import ModuleType
 
-from ...errors import FilesystemUnavailableError
+from ...errors import EncryptionRefusedError, FilesystemUnavailableError
 from ...util import interrupts
 from ...util.registry import Registry
 from . import base, fscrypt, gocryptfs, ledger, plain
@@ -35,7 +36,7 @@ for _kind in (plain, fscrypt, gocryptfs):
     KINDS.register(_kind.NAME, _kind)
 
 __all__ = ["KINDS", "Mount", "create", "cipher_info", "check", "reclaim", "reclaim_quietly", "workdir",
-           "remove_workdir", "OPTIONS", "unavailable", "running_options"]
+           "remove_workdir", "OPTIONS", "unavailable", "fscrypt_policy_unavailable", "running_options"]
 
 # kind -> option -> (default value, every value): what `create(..., options)` takes
 OPTIONS = {"fscrypt": {"policy": (fscrypt.DEFAULT_POLICY, tuple(fscrypt.POLICIES))},
@@ -52,9 +53,28 @@ def unavailable(kind: str, options: dict) -> str | None:
             return f"{kind} has no option {name}={value}"
         if value == default:
             continue
-        why = fscrypt.policy_unavailable(value) if kind == "fscrypt" else gocryptfs.cipher_unavailable(value)
+        why = fscrypt_policy_unavailable(value) if kind == "fscrypt" else gocryptfs.cipher_unavailable(value)
         if why:
             return why
+    return None
+
+
+@functools.cache
+def fscrypt_policy_unavailable(policy: str) -> str | None:
+    """Why this kernel cannot encrypt with an fscrypt policy ("not available in kernel ..."), or None when it can.
+    Its build configuration when that says the cipher is not built; else a real filesystem of that policy is made,
+    a file written under it, and everything torn down (needs root, a loop device and fscrypt: check's error)."""
+    why = fscrypt.config_unavailable(policy)
+    if why:
+        return why
+    where = workdir("encbench-fscrypt-probe-")
+    try:
+        with create(fscrypt.NAME, fscrypt.PROBE_IMAGE, where, {"policy": policy}):
+            pass
+    except EncryptionRefusedError as e:
+        return fscrypt.refusal_line(policy, e)
+    finally:
+        remove_workdir(where)
     return None
 
 

@@ -10,7 +10,6 @@ written to /etc/fscrypt.conf or /.fscrypt. The key is added to the filesystem's 
 
 from __future__ import annotations
 
-import functools
 import gzip
 import json
 import os
@@ -104,37 +103,31 @@ def _first_file(directory: Path, policy: str) -> None:
             policy, f"making a file under it fails: {e.strerror or e}")) from None
 
 
-def kernel_config(option: str, path: str = KERNEL_CONFIG) -> str | None:
-    """The kernel's build setting of CONFIG_<option> ('y', 'm'; 'n' when "is not set"), None when unreadable."""
+def kernel_config(option: str, path: str | None = None) -> str | None:
+    """The kernel's build setting of CONFIG_<option> ('y', 'm'; 'n' when "is not set"), None when unreadable
+    (path: KERNEL_CONFIG, read when called)."""
     try:
-        text = gzip.decompress(Path(path).read_bytes()).decode(errors="replace")
+        text = gzip.decompress(Path(path or KERNEL_CONFIG).read_bytes()).decode(errors="replace")
     except (OSError, EOFError, gzip.BadGzipFile):
         return None
     m = re.search(rf"^(?:CONFIG_{option}=(\S+)|# CONFIG_{option} is not set)$", text, re.M)
     return None if m is None else (m.group(1) or "n")
 
 
-@functools.cache
-def policy_unavailable(policy: str) -> str | None:
-    """Why this kernel cannot encrypt with a policy ("not available in kernel ..."), or None when it can. Its build
-    configuration when that says the cipher is not built; else a real filesystem of that policy is made, a file
-    written under it, and everything torn down (needs root, a loop device and fscrypt: base.check's error)."""
-    from . import create, remove_workdir, workdir
-
+def config_unavailable(policy: str) -> str | None:
+    """Why this kernel cannot encrypt with a policy, when its build configuration says the cipher is not built
+    ("not available in kernel ..."), else None (it may still refuse: encfs.fscrypt_policy_unavailable makes one)."""
     missing = [o for o in KERNEL_NEEDS[policy] if kernel_config(o) == "n"]
     if missing:
         return _not_available(policy, f"{', '.join('CONFIG_' + o for o in missing)} is not set in its build "
                                       "configuration")
-    where = workdir("encbench-fscrypt-probe-")
-    try:
-        with create(NAME, PROBE_IMAGE, where, {"policy": policy}):
-            pass
-    except EncryptionRefusedError as e:
-        text = str(e)
-        return text.split(": ", 1)[1] if text.startswith("fscrypt policy ") else _not_available(policy, text)
-    finally:
-        remove_workdir(where)
     return None
+
+
+def refusal_line(policy: str, error: EncryptionRefusedError) -> str:
+    """A policy's refusal (_first_file's EncryptionRefusedError) as its "not available in kernel ..." line."""
+    text = str(error)
+    return text.split(": ", 1)[1] if text.startswith("fscrypt policy ") else _not_available(policy, text)
 
 
 def status(mount: base.Mount) -> dict:
