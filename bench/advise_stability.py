@@ -51,6 +51,7 @@ def main() -> int:
     p.add_argument("--size", default=None)
     args = p.parse_args()
     work = Path(tempfile.mkdtemp(prefix="advise-stability-"))
+    work.chmod(0o755)  # a server engine's at-rest clusters run as their own user, on mounts below the data directory
     runs = []
     for i in range(args.k):
         entries, took = advise(args, work / f"inv-{i + 1}", work / "data")

@@ -121,14 +121,6 @@ class Offer:
     groups: str | None = None  # key-exchange groups, in order (OpenSSL's colon-separated list)
 
 
-def every_group() -> str | None:
-    """Every key-exchange group this client's OpenSSL knows, those TLS 1.3 can use first (its key share goes to
-    the first of them); None when the library cannot list them (its default groups are offered then)."""
-    groups = sslctl.library_groups()
-    tls13 = [g.name for g in groups if g.usable_in(ssl.TLSVersion.TLSv1_3)]
-    return ":".join(tls13 + [g.name for g in groups if g.name not in tls13]) or None
-
-
 def _context(offer: Offer) -> ssl.SSLContext:
     ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
     ctx.check_hostname = False
@@ -141,7 +133,7 @@ def _context(offer: Offer) -> ssl.SSLContext:
         ctx.minimum_version = ssl.TLSVersion.TLSv1
     if offer.suites13 and not sslctl.set_tls13_suites(ctx, offer.suites13):
         raise BadValueError(f"this client's OpenSSL does not know the TLS 1.3 suites {offer.suites13}")
-    groups = offer.groups or every_group()  # no group named: all of them, as with the suites
+    groups = offer.groups or sslctl.every_group()  # no group named: all of them, as with the suites
     if groups and not sslctl.set_groups(ctx, groups):
         raise ValueError(f"unknown group in {groups}")
     return ctx

@@ -139,6 +139,14 @@ def library_groups() -> tuple[Group, ...]:
                  if set_groups(ctx, g["internal"]))
 
 
+def every_group() -> str | None:
+    """Every key-exchange group this client's OpenSSL knows, those TLS 1.3 can use first (its key share goes to
+    the first of them); None when the library cannot list them (its default groups are offered then)."""
+    groups = library_groups()
+    tls13 = [g.name for g in groups if g.usable_in(ssl.TLSVersion.TLSv1_3)]
+    return ":".join(tls13 + [g.name for g in groups if g.name not in tls13]) or None
+
+
 def negotiated_group(tls: ssl.SSLSocket) -> str | None:
     """The key-exchange group a completed handshake used (SSL_get_negotiated_group, a macro over SSL_ctrl), by
     its library_groups() name; None when it cannot be read. The SSL pointer is the field after the socket's

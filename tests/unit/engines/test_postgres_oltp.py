@@ -157,3 +157,28 @@ def test_the_memory_line_says_what_holds_the_data():
     loose = oltp.how_line({"requested": "25%", "pool_bytes": 1, "data_bytes": 4, "share": 0.25, "os_cache_held": 0,
                            "os_cache_not_held": "a memory cgroup needs root (running as uid 1000)"})
     assert "the OS page cache NOT held (a memory cgroup needs root" in loose
+
+
+def test_the_limit_covers_what_the_server_holds_when_it_is_set(monkeypatch):
+    """The group's own memory can end the warm-up above its median (a gocryptfs daemon's heap): the limit is set on
+    the larger of the two, else the kernel cannot reclaim down to it (EBUSY) or kills a process of the server."""
+
+    class Group:
+        path = "/sys/fs/cgroup/memory/x"
+        limits: list = []
+
+        def own_bytes(self):
+            return 50 << 20
+
+        def set_limit(self, limit):
+            self.limits.append(limit)
+            return limit
+
+    session = object.__new__(oltp.PgOltp)
+    session.cluster, session.setup = None, {"oltp": {"servers": {"tls": {"datadir": "/nonexistent"}}}}
+    monkeypatch.setattr(oltp.atrest, "drop_os_cache", lambda paths: {"files": 0, "dropped": 0})
+    group = Group()
+    held = session._hold_os_cache(group, 40 << 20)
+    assert group.limits == [(50 << 20) + oltp.OS_CACHE_ALLOWANCE]
+    assert held["server_own_bytes"] == 50 << 20
+    assert session._hold_os_cache(group, 60 << 20)["os_cache_limit_bytes"] == (60 << 20) + oltp.OS_CACHE_ALLOWANCE

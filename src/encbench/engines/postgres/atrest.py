@@ -30,13 +30,17 @@ import tempfile
 import time
 from pathlib import Path
 
-from ...errors import BadValueError, CheckFailedError, UsageError
+from ...errors import (BadValueError, CheckFailedError, EncryptionRefusedError, FilesystemUnavailableError,
+                       UsageError)
 from ...host import encfs, oscache
 from ..sqlite import datagen
 
 AT_REST = ("scan-like", "scan-eq", "dml", "rebuild", "backup")
 CACHED = ("scan-like", "scan-eq", "dml", "rebuild")
 ENCRYPTION_KINDS = {"off": "plain", "fscrypt": "fscrypt", "gocryptfs": "gocryptfs"}  # variant value -> encfs kind
+# the filesystem's own options, each a variant key applied when the filesystem is made (issue 24): key ->
+# (the encryption value it applies to, the host/encfs option of that kind)
+FS_KEYS = {"fscrypt_policy": ("fscrypt", "policy"), "gocryptfs_cipher": ("gocryptfs", "cipher")}
 BLOCK_SIZE = 8192
 # a cluster on a small image: WAL kept small (the image is sparse, but a 1 GB max_wal_size would fill it);
 # durability on (the writes go through the filesystem's encryption), base backups possible
@@ -332,8 +336,18 @@ def describe_mount(mount, info: dict) -> dict:
 
 def cipher_lines(clusters: dict) -> list[str]:
     """One sentence per encrypted cluster: the cipher that runs (encfs.cipher_info's summary)."""
-    return [f"encryption={enc}: {c['cipher'].get('summary')}" for enc, c in sorted(clusters.items())
+    return [f"{cluster_label(key, c)}: {c['cipher'].get('summary')}" for key, c in sorted(clusters.items())
             if c.get("cipher", {}).get("encrypted")]
+
+
+def cluster_label(key: str, cluster: dict) -> str:
+    """'encryption=gocryptfs,gocryptfs_cipher=xchacha' for a cluster (its key where it recorded nothing else)."""
+    enc = cluster.get("encryption")
+    if not enc:
+        return f"encryption={key}"
+    options = cluster.get("options") or {}
+    return ",".join([f"encryption={enc}"] + [f"{k}={options[o]}" for k, (v, o) in FS_KEYS.items()
+                                            if v == enc and o in options])
 
 
 def daemon_pid(mount) -> int | None:
@@ -349,8 +363,72 @@ def daemon_pid(mount) -> int | None:
     return None
 
 
-def make_mount(enc: str, size_bytes: int, workdir: Path):
-    return encfs.create(ENCRYPTION_KINDS[enc], image_size(size_bytes), workdir)
+def make_mount(enc: str, size_bytes: int, workdir: Path, options: dict | None = None):
+    return encfs.create(ENCRYPTION_KINDS[enc], image_size(size_bytes), workdir, options)
+
+
+def sweep_blocker(kind: str, dsn: bool) -> str | None:
+    """Why `encbench advise` cannot sweep a filesystem kind's options here (one line), or None."""
+    if dsn:
+        return "the at-rest clusters are private servers on filesystems encbench makes, never an external one (--dsn)"
+    try:
+        encfs.check(kind)
+    except FilesystemUnavailableError as e:
+        return e.one_line()
+    return None
+
+
+def check_options(enc: str, options: dict) -> None:
+    """Before anything is made: a filesystem option this machine cannot run is refused in one line, naming the
+    variant key (fscrypt's policy: the kernel; gocryptfs's cipher: its version)."""
+    kind = ENCRYPTION_KINDS[enc]
+    why = encfs.unavailable(kind, options)
+    if why:
+        key = fs_key_of(enc)
+        value = options[FS_KEYS[key][1]]
+        error = EncryptionRefusedError if kind == "fscrypt" else FilesystemUnavailableError
+        raise error(f"--variant {key}={value}: {why}", hint=f"use {key}={encfs.OPTIONS[kind][FS_KEYS[key][1]][0]}")
+
+
+def filesystem_of(variant: dict) -> tuple[str, dict]:
+    """(encryption value, the host/encfs options of its filesystem that differ from the kind's defaults)."""
+    enc = variant["encryption"]
+    kind = ENCRYPTION_KINDS[enc]
+    options = {}
+    for key, (value, option) in FS_KEYS.items():
+        if enc == value and key in variant and variant[key] != encfs.OPTIONS[kind][option][0]:
+            options[option] = variant[key]
+    return enc, options
+
+
+def cluster_key(variant: dict) -> str:
+    """The at-rest cluster a variant runs on: one per encryption value and filesystem options ("gocryptfs",
+    "gocryptfs-xchacha"); a variant naming a kind's default option shares the cluster of the kind."""
+    enc, options = filesystem_of(variant)
+    return "-".join([enc, *options.values()])
+
+
+def fs_key_of(enc: str) -> str | None:
+    """The variant key of an encryption value's filesystem options (gocryptfs_cipher), if it has one."""
+    return next((k for k, (value, _) in FS_KEYS.items() if value == enc), None)
+
+
+def check_filesystem(variant: dict, cluster: dict, place: dict) -> dict:
+    """The filesystem under a run's cluster read back (encfs.running_options: fscrypt status, gocryptfs -info)
+    against the variant's option (its kind's default when it names none): CheckFailedError when it runs another."""
+    enc = cluster.get("encryption") or variant["encryption"]
+    kind = ENCRYPTION_KINDS[enc]
+    key = fs_key_of(enc)
+    if key is None:
+        return {}
+    option = FS_KEYS[key][1]
+    got = encfs.running_options(kind, place)
+    want = variant.get(key, encfs.OPTIONS[kind][option][0])
+    if got.get(option) != want:
+        shown = {k: v for k, v in got.items() if k not in (option, "read_from")}
+        raise CheckFailedError(f"the {kind} filesystem under this run's cluster runs {shown} ({got.get('read_from')}),"
+                               f" not {key}={want}", hint="it was made with other options: a bug, please report it")
+    return got
 
 
 # -- leak-check: the canary on an encrypted filesystem, and what still leaks outside it -----------

@@ -34,7 +34,7 @@ from ...host import memcg
 from ...host import rawhash
 from ...workloads import oltp as oltp_workload
 from ...workloads import sweep
-from . import atrest, client
+from . import atrest, client, knobs as pg_knobs
 from . import oltp
 from . import column as pg_column
 from . import meter as pg_meter
@@ -52,6 +52,7 @@ SSL_SETTINGS = ("ssl_ciphers", "ssl_min_protocol_version", "ssl_max_protocol_ver
 IN_TRANSIT = ("storm", "roundtrip", "bulk", "connect")
 PGCRYPTO = ("digest-sha256", "hmac-sha256")
 OLTP = "oltp"
+AT_REST_FILES = atrest.AT_REST + (OLTP,)  # the workloads on the at-rest clusters' filesystems
 
 # oltp is measured on either axis, one at a time (plan_keys): TLS by default (off,on), encryption at rest when
 # --variant encryption=... names it; memory comes before tls so that a round changes shared_buffers (a restart)
@@ -74,6 +75,26 @@ VARIANT_KEYS = (
     VariantKey("clients", "concurrent client connections", ("1", "2"),
                validate=int_validator("clients", lambda n: 1 <= n <= 256, "use 1 to 256"),
                workloads=("roundtrip", OLTP), workload_defaults=((OLTP, ("1",)),)),
+    # issue 24's knobs (knobs.py): each takes part only when named, so labels and file names stay as they were
+    VariantKey("ecdh_curve", "the server's key exchange group for TLS as negotiated (tls=on): ALTER SYSTEM SET "
+               "ssl_ecdh_curve (PostgreSQL 18: ssl_groups) and a reload, proven per run by a handshake's negotiated "
+               "group; on --dsn only with --allow-reconfigure; only when named",
+               (pg_knobs.DEFAULT_CURVE,), tuple(pg_knobs.CURVES), applies_when=(("tls", "on"),), workloads=IN_TRANSIT,
+               named_only=IN_TRANSIT),
+    VariantKey("connection", "oltp: pgbench's clients keep their connection (reused, as behind a pooler) or open a "
+               "new one per transaction (per-transaction: pgbench -C); proven per run by the sessions the server "
+               "counted; only when named", ("reused",), tuple(pg_knobs.CONNECTIONS), workloads=(OLTP,),
+               named_only=(OLTP,)),
+    VariantKey("gocryptfs_cipher", "encryption=gocryptfs: the content cipher chosen at gocryptfs -init: aes-gcm "
+               "(AES-256-GCM, default), xchacha (XChaCha20-Poly1305), aessiv (AES-SIV-512); proven per run by "
+               "gocryptfs -info; only when named", (encfs.OPTIONS["gocryptfs"]["cipher"][0],),
+               encfs.OPTIONS["gocryptfs"]["cipher"][1], applies_when=(("encryption", "gocryptfs"),),
+               workloads=AT_REST_FILES, named_only=AT_REST_FILES),
+    VariantKey("fscrypt_policy", "encryption=fscrypt: the policy's contents mode: aes-256-xts (default, names "
+               "AES-256-CTS), adiantum, aes-128-cbc (ESSIV), where the kernel has it; proven per run by fscrypt "
+               "status; only when named", (encfs.OPTIONS["fscrypt"]["policy"][0],),
+               encfs.OPTIONS["fscrypt"]["policy"][1], applies_when=(("encryption", "fscrypt"),),
+               workloads=AT_REST_FILES, named_only=AT_REST_FILES),
     oltp_workload.script_key(oltp.SCRIPTS),
     sweep.function_key(HASH_FUNCTIONS, "sha256"),
     sweep.sessions_key(),
@@ -198,10 +219,14 @@ class PostgresEngine(Engine):
     def plan_keys(self, keys, filters: dict, workloads: list[str], options: dict):
         """oltp varies one axis at a time: tls (its private server) unless --variant encryption names the at-rest
         clusters, never both; on a --dsn server it changes no memory (the memory key is dropped, and refused when
-        named)."""
+        named). ecdh_curve is the server's setting: on --dsn only with --allow-reconfigure."""
+        dsn = bool(options.get("dsn"))
+        if dsn and "ecdh_curve" in filters and not options.get("allow_reconfigure"):
+            raise UsageError("--variant ecdh_curve=... changes the server's ssl_ecdh_curve: on an external server "
+                             "(--dsn) only with --allow-reconfigure (journaled, restored as found)",
+                             hint="add --allow-reconfigure, or drop --variant ecdh_curve")
         if OLTP not in workloads:
             return keys
-        dsn = bool(options.get("dsn"))
         if dsn and "memory" in filters:
             raise UsageError("--variant memory=... sizes a private server's memory: encbench changes nothing of an "
                              "external server's (--dsn)", hint="drop --variant memory (the run records the share of "
@@ -230,8 +255,9 @@ class PostgresEngine(Engine):
 
     # -- server -------------------------------------------------------------------
     def prepare(self, ctx: PrepareContext) -> dict:
-        at_rest = sorted({v["encryption"] for v in ctx.variants if "encryption" in v},
-                         key=list(atrest.ENCRYPTION_KINDS).index)
+        kinds = list(atrest.ENCRYPTION_KINDS)
+        at_rest = dict(sorted({atrest.cluster_key(v): atrest.filesystem_of(v) for v in ctx.variants
+                               if "encryption" in v}.items(), key=lambda kv: (kinds.index(kv[1][0]), kv[0])))
         dsn = ctx.options.get("dsn")
         oltp_runs = [v for v in ctx.variants if "script" in v]  # only oltp's variants have a script
         oltp_private = [v for v in oltp_runs if "encryption" not in v] if not dsn else []
@@ -241,8 +267,9 @@ class PostgresEngine(Engine):
                              "the filesystem with --variant encryption=...", hint="drop --setting")
         atrest.check_no_dsn(ctx.options.get("dsn"), ctx.variants)
         atrest.check_no_keep(bool(ctx.options.get("keep")), ctx.variants)
-        for enc in at_rest:  # every filesystem checked before anything is made (root, loop, fuse, tools)
-            encfs.check(atrest.ENCRYPTION_KINDS[enc])
+        for enc, options in at_rest.values():  # every filesystem checked before anything is made (root, loop,
+            encfs.check(atrest.ENCRYPTION_KINDS[enc])  # fuse, tools; the kernel's and the tool's ciphers)
+            atrest.check_options(enc, options)
         parent = None
         if at_rest:  # the data directory, or None: a directory of their own (the default one out of the server's reach)
             parent = atrest.mounts_parent(ctx.data_dir, unprivileged_user("postgres"),
@@ -335,9 +362,10 @@ class PostgresEngine(Engine):
         setup["_oltp_access"] = {"conninfo": server.conninfo(), "handle": server.handle()}
         setup["versions"]["postgresql_server"] = version
 
-    def _prepare_at_rest(self, ctx: PrepareContext, setup: dict, encryptions: list[str], parent: Path | None) -> None:
-        """One cluster per encryption value, its data directory on a new filesystem of that kind, the same rows;
-        the filesystems made in `parent`, else in a directory of their own in the temporary directory."""
+    def _prepare_at_rest(self, ctx: PrepareContext, setup: dict, filesystems: dict, parent: Path | None) -> None:
+        """One cluster per encryption value and filesystem options (atrest.cluster_key -> (value, options)), its data
+        directory on a new filesystem of that kind made with those options, the same rows; the filesystems made in
+        `parent`, else in a directory of their own in the temporary directory."""
         psycopg = client.psycopg()
         held = self._clusters.setdefault(setup["schema"], [])
         if parent is None:
@@ -350,14 +378,15 @@ class PostgresEngine(Engine):
         setup["pg_basebackup"] = str(basebackup) if os.access(basebackup, os.X_OK) else None
         with_oltp = any("encryption" in v and "script" in v for v in ctx.variants)
         with_table = any("encryption" in v and "script" not in v for v in ctx.variants)  # the at-rest workloads'
-        for enc in encryptions:
+        for key, (enc, options) in filesystems.items():
             kind = atrest.ENCRYPTION_KINDS[enc]
-            ctx.progress(f"encryption={enc}: making a {kind} filesystem and a cluster on it"
+            name = atrest.cluster_label(key, {"encryption": enc, "options": options})
+            ctx.progress(f"{name}: making a {kind} filesystem and a cluster on it"
                          + (f" ({rows:,} rows)" if with_table else ""))
-            mount = atrest.make_mount(enc, ctx.size_bytes, parent)
+            mount = atrest.make_mount(enc, ctx.size_bytes, parent, options)
             entry = [None, mount]
             held.append(entry)
-            group = self._memory_group(setup, f"pg-{enc}") if with_oltp else None
+            group = self._memory_group(setup, f"pg-{key}") if with_oltp else None
             server = pg_server.start(settings=atrest.SERVER_SETTINGS, data_parent=mount.path,
                                      root_parent=mount.workdir, unix_socket=False,  # all of it goes with the mount
                                      cgroup=group.path if group else None)
@@ -365,7 +394,7 @@ class PostgresEngine(Engine):
             daemon = atrest.daemon_pid(mount)
             if group is not None and daemon:  # what it reads of the cipher files is the server's page cache too
                 group.add(daemon)
-            marker = f"encbench marker {enc} {secrets.token_hex(8)}"
+            marker = f"encbench marker {key} {secrets.token_hex(8)}"
             admin = connect_admin(psycopg, server.conninfo())
             try:
                 if with_table:
@@ -376,17 +405,22 @@ class PostgresEngine(Engine):
                 version = admin.execute("SHOW server_version").fetchone()[0]
             finally:
                 admin.close()
-            setup["clusters"][enc] = {
+            setup["clusters"][key] = {
                 **mount.describe(), "datadir": str(server.datadir), "device": atrest.loop_device(mount.image),
                 "daemon_pid": daemon, "marker": marker, "load_s": load_s,
-                "server_log_outside_mount": str(server.logfile), "cipher": encfs.cipher_info(mount)}
-            setup["_cluster_access"][enc] = {"conninfo": server.conninfo(), "handle": server.handle()}
+                "server_log_outside_mount": str(server.logfile), "cipher": encfs.cipher_info(mount),
+                **({"encryption": enc, "options": options} if key != enc else {})}
+            setup["_cluster_access"][key] = {"conninfo": server.conninfo(), "handle": server.handle(),
+                                             "place": {**mount.describe(), "workdir": str(mount.workdir)}}
             setup["versions"]["postgresql_server"] = version
             if with_oltp:
-                setup["oltp"]["servers"][enc] = {"datadir": str(server.datadir),
+                setup["oltp"]["servers"][key] = {"datadir": str(server.datadir),
                                                  "cgroup": str(group.path) if group else None,
-                                                 **self._load_oltp(ctx, setup, server.conninfo(), f"encryption={enc}")}
+                                                 **self._load_oltp(ctx, setup, server.conninfo(), name)}
         setup["cipher_notes"] = atrest.cipher_lines(setup["clusters"])
+        if any("gocryptfs_cipher" in v for v in ctx.variants):  # the ciphers' own speeds here (advise's explanation)
+            ctx.progress("gocryptfs -speed (each cipher's speed on this CPU)")
+            setup["gocryptfs_speed"] = encfs.gocryptfs.speed()
 
     def _prepare_server(self, ctx: PrepareContext, variants: list, oltp_facts: dict | None = None) -> dict:
         """The in-transit and in-query workloads' server: the private one, or --dsn (where oltp runs too)."""
@@ -418,20 +452,27 @@ class PostgresEngine(Engine):
                 raise EngineUnavailableError("the server has TLS off (ssl=off): TLS variants cannot run",
                                              hint="enable ssl on the server, or run with --variant tls=off")
             not_taken = _privilege_notes(admin, setup)
+            names = _settings_changed(admin, setup, variants)  # the ssl settings, and the curve's when named
             if reconfigure and not managed:
-                blockers = pg_state.reconfigure_blockers(admin, SSL_SETTINGS)
+                blockers = pg_state.reconfigure_blockers(admin, names)
+                if blockers and setup.get("ecdh_setting"):  # the curve is the server's alone: no client fallback
+                    mine = [b for b in blockers if setup["ecdh_setting"] in b.what] or blockers
+                    raise EngineUnavailableError(f"--variant ecdh_curve: this role may not change the server's "
+                                                 f"{setup['ecdh_setting']} and put it back: "
+                                                 + "; ".join(b.text() for b in mine),
+                                                 hint="run as a role with that privilege, or drop --variant ecdh_curve")
                 for b in blockers:
                     not_taken.append(f"--allow-reconfigure not used (the client still offers only the variant's "
                                      f"suite): {b.text()}")
                 reconfigure = setup["reconfigure"] = not blockers
             if reconfigure:  # what must be restored, written down before anything changes
-                journal.data["settings"] = pg_state.snapshot(admin, SSL_SETTINGS)
+                journal.data["settings"] = pg_state.snapshot(admin, names)
             setup["not_taken"] = not_taken
             if oltp_facts is not None:
                 setup["oltp"] = oltp_facts
             for line in not_taken:
                 _note(line)
-            setup["_applied"] = {k: None for k in SSL_SETTINGS}  # None: as found
+            setup["_applied"] = {k: None for k in names}  # None: as found
             journal.data["schema"] = setup["schema"]
             journal.save()
             ctx.progress("creating the benchmark tables")
@@ -476,7 +517,7 @@ class PostgresEngine(Engine):
         a private server: shared_buffers for the memory share (and the forced suite: -c settings), a restart when
         they change; an at-rest cluster oltp changed gets its own settings back for the other workloads."""
         if "encryption" in variant:  # at rest: the variant's own cluster
-            return self._hold_memory(setup, variant["encryption"], variant if workload == OLTP else None)
+            return self._hold_memory(setup, atrest.cluster_key(variant), variant if workload == OLTP else None)
         if workload == OLTP and setup.get("_oltp_access"):
             return self._hold_memory(setup, "tls", variant)
         tls = variant.get("tls", "off")
@@ -484,6 +525,11 @@ class PostgresEngine(Engine):
             return {"server_side": "unchanged (the client offers only the variant's suite)"}
         forced = server_settings(tls) or {}
         target = {k: forced.get(k) for k in SSL_SETTINGS}  # None: as found
+        curve_setting = setup.get("ecdh_setting")
+        if curve_setting:  # the variant's curve; as found when it names none, or the one the server has
+            curve = variant.get("ecdh_curve")
+            found = setup["_journal"].data["settings"][curve_setting]["effective"]
+            target[curve_setting] = None if curve in (None, found) else curve
         if target != setup["_applied"]:
             _change_ssl_settings(setup, target)
         return _running_values(setup, target)
@@ -554,8 +600,9 @@ class PostgresEngine(Engine):
         """The private servers of this run that died (PgServer.death_report): the in-transit one, each cluster."""
         schema = setup.get("schema")
         servers = [("private server", self._servers.get(schema)), ("oltp server", self._oltp_servers.get(schema))]
-        servers += [(f"encryption={enc}", server) for enc, (server, _) in zip(setup.get("clusters") or {},
-                                                                           self._clusters.get(schema, []))]
+        clusters = setup.get("clusters") or {}
+        servers += [(atrest.cluster_label(key, clusters[key]), server)
+                    for key, (server, _) in zip(clusters, self._clusters.get(schema, []))]
         out = []
         for name, server in servers:
             try:
@@ -588,6 +635,63 @@ class PostgresEngine(Engine):
 
     def open_session(self, setup: dict, variant: Variant, *, mutable: bool, scratch_dir: Path) -> Session:
         return PgSession(setup, variant, scratch_dir, mutable=mutable)
+
+    # -- encbench advise (issue 24): knobs.py ---------------------------------------------------------------------
+    knobs = pg_knobs.KNOBS
+
+    def advise_sweeps(self, quick: bool, options: dict) -> list:
+        """The suites; the key exchange group where the server may be reconfigured (the private server, or --dsn
+        with --allow-reconfigure) and its version has more than one; a connection per transaction or reused; the
+        at-rest ciphers where the filesystems can be made here (root; not --dsn) and offer more than one. What is
+        left out is said in one line each (stderr), the rest goes on."""
+        dsn = options.get("dsn")
+        notes = []
+        curves = None
+        if dsn and not options.get("allow_reconfigure"):
+            notes.append("ecdh_curve not swept: it is the server's setting (ssl_ecdh_curve), changed on --dsn only "
+                         "with --allow-reconfigure")
+        else:
+            version_num, version = self._server_version(dsn)
+            curves = []
+            for curve in pg_knobs.SWEEP_CURVES:
+                why = pg_knobs.curve_unavailable(curve, version_num, version)
+                if why:
+                    notes.append(f"ecdh_curve={curve}: {why}")
+                else:
+                    curves.append(curve)
+        at_rest: dict[str, tuple | None] = {}
+        for key, (enc, option) in atrest.FS_KEYS.items():
+            kind = atrest.ENCRYPTION_KINDS[enc]
+            default, values = encfs.OPTIONS[kind][option]
+            why_not = atrest.sweep_blocker(kind, bool(dsn))
+            if why_not:
+                notes.append(f"{key} not swept: {why_not}")
+                at_rest[key] = None
+                continue
+            missing = {v: encfs.unavailable(kind, {option: v}) for v in values if v != default}
+            found = tuple(v for v in values if v == default or not missing[v])
+            gone = "; ".join(f"{v} {why}" for v, why in missing.items() if why)
+            if len(found) < 2:
+                notes.append(f"{key}: not available: only {default} runs here ({gone})")
+            elif gone:
+                notes.append(f"{key}: {gone}")
+            at_rest[key] = found
+        for line in notes:
+            print(f"advise: {line}", file=sys.stderr)
+        return pg_knobs.sweeps(quick, curves=tuple(curves) if curves else None, dsn=bool(dsn),
+                            gocryptfs=at_rest.get("gocryptfs_cipher"), fscrypt=at_rest.get("fscrypt_policy"))
+
+    @staticmethod
+    def _server_version(dsn: str | None) -> tuple[int, str]:
+        """(server_version_num, server_version) of the --dsn server, or of the private server's binaries."""
+        if dsn:
+            psycopg = client.psycopg()
+            admin = connect_admin(psycopg, _parse_dsn(psycopg, dsn))
+            try:
+                return admin.info.server_version, admin.execute("SHOW server_version").fetchone()[0]
+            finally:
+                admin.close()
+        return pg_server.binary_version()
 
     def leak_check(self, options: dict, workdir: Path):
         """Community PostgreSQL has no encryption at rest: say so, and show where the canary lands. With
@@ -829,7 +933,26 @@ def _restore(psycopg, conninfo: dict, journal: restore_journal.Journal, *, earli
 
 def _running_values(setup: dict, target: dict) -> dict:
     found = setup["_journal"].data["settings"]
-    return {k: found[k]["effective"] if target[k] is None else str(target[k]) for k in SSL_SETTINGS}
+    return {k: found[k]["effective"] if target[k] is None else str(target[k]) for k in setup["_applied"]}
+
+
+def _settings_changed(admin, setup: dict, variants: list) -> tuple[str, ...]:
+    """The server settings this run may change: the ssl ones, and the key exchange group's when a variant names
+    ecdh_curve (setup["ecdh_setting"]; each curve checked against the server's version first: one line when the
+    version cannot take it)."""
+    curves = sorted({v["ecdh_curve"] for v in variants if "ecdh_curve" in v})
+    if not curves:
+        return SSL_SETTINGS
+    version_num, version = admin.info.server_version, setup["server"]["version"]
+    for curve in curves:
+        why = pg_knobs.curve_unavailable(curve, version_num, version)
+        if why:
+            raise EngineUnavailableError(f"--variant ecdh_curve={curve}: {why}",
+                                         hint=f"use ecdh_curve={','.join(c for c in pg_knobs.CURVES if c != curve)}")
+    setup["ecdh_setting"] = pg_knobs.curve_setting(version_num)
+    found = pg_state.read_setting(admin, setup["ecdh_setting"])
+    setup["original_ecdh_setting"] = found if isinstance(found, str) else None
+    return SSL_SETTINGS + (setup["ecdh_setting"],)
 
 
 def _change_ssl_settings(setup: dict, target: dict) -> None:
@@ -843,7 +966,7 @@ def _change_ssl_settings(setup: dict, target: dict) -> None:
     journal = setup["_journal"]
     found = journal.data["settings"]
     changes: dict[str, str | None] = {}
-    for k in SSL_SETTINGS:
+    for k in setup["_applied"]:
         if target[k] != setup["_applied"][k]:
             as_found = found[k]["value"] if found[k]["in_auto_conf"] else None
             changes[k] = as_found if target[k] is None else str(target[k])

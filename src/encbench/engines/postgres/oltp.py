@@ -157,6 +157,19 @@ def device_bytes(device: str | None) -> tuple[int, int] | None:
         return None
 
 
+def check_connections(connection: str, sessions: int, transactions: int) -> dict:
+    """The connection knob against the server's count of the sessions opened during the run: one per transaction
+    (pgbench -C) at least as many sessions as transactions; reused, fewer than one per two transactions (pgbench's
+    clients and the connection it checks the scale on). CheckFailedError when the run did otherwise."""
+    per_transaction = sessions / transactions if transactions else None
+    ok = sessions >= transactions if connection == "per-transaction" else sessions * 2 < transactions
+    if not ok:
+        raise CheckFailedError(f"the server counted {sessions} sessions for {transactions} transactions: not "
+                               f"connection={connection}", hint="another client connected to the database during the "
+                               "run? (pg_stat_database.sessions counts every client's)")
+    return {"sessions_opened": sessions, "sessions_per_transaction": per_transaction}
+
+
 # -- the server's processes ----------------------------------------------------------------------------------
 
 def server_pids(backend_pid: int) -> list[int]:
@@ -198,7 +211,7 @@ class PgOltp:
     # the --dsn server ("dsn")
     def _oltp_where(self) -> str:
         if self.cluster:
-            return self.variant["encryption"]
+            return atrest.cluster_key(self.variant)
         return "tls" if self.setup.get("_oltp_access") else "dsn"
 
     def _oltp_group(self) -> memcg.Group | None:
@@ -220,7 +233,8 @@ class PgOltp:
         TLS_POLL_S (a client connection lasts the whole run). `sample()` is called every SAMPLE_S. Afterwards,
         until the postmaster has reaped every backend it started: their CPU is then in its account."""
         cmd = pgbench.oltp_command(self._oltp_tool(), script=script, clients=clients, seconds=seconds,
-                                   vacuum=warm, log=not warm, scratch=scratch)
+                                   vacuum=warm, log=not warm, scratch=scratch,
+                                   new_connections=self.variant.get("connection") == "per-transaction")
         appname = WARM_APP if warm else RUN_APP
         before = set(server_pids(self.backend_pid)[1:]) | {self.backend_pid}
         proc = pgbench.start_oltp(cmd, conninfo=self._conninfo, tls_params=client_params(self.tls), appname=appname,
@@ -276,10 +290,13 @@ class PgOltp:
             self.conn.execute("SELECT sum(pg_prewarm(c.oid)) FROM pg_class c WHERE c.relnamespace = %s::regnamespace "
                               "AND c.relkind IN ('r', 'i')", (self.schema,))
         # the same mix (after pgbench's VACUUM of its tables), its connections checked like the timed ones'; the
-        # group's own memory sampled while the mix runs (every client connected; the median: not the VACUUM's)
+        # group's own memory sampled while the mix runs (every client connected; the median: not the VACUUM's). A
+        # gocryptfs daemon in the group: its Go heap rises and falls with its garbage collector, so the largest
+        # sample (a limit below the heap's peak has the kernel kill one of the server's processes mid-run)
         own: list[int] = []
         sample = (lambda: own.append(group.own_bytes())) if group is not None else None
         self._oltp_pgbench(script, clients, max(1, seconds), scratch, warm=True, sample=sample)
+        collected = bool(self.cluster and self.cluster.get("daemon_pid"))
         pgbench.percentile([0.0], 50)  # numpy imported here, not in the timed window (the client's CPU)
         memory = {"requested": self.variant.get("memory") or "as found", "pool_bytes": pool_read_back(self.conn),
                   "data_bytes": data_bytes(self.conn, self.schema)}
@@ -287,7 +304,8 @@ class PgOltp:
         if external:
             memory["external"] = 1
         elif group is not None:
-            memory.update(self._hold_os_cache(group, int(statistics.median(own)) if own else group.own_bytes()))
+            held = (max(own) if collected else int(statistics.median(own))) if own else group.own_bytes()
+            memory.update(self._hold_os_cache(group, held))
         else:
             memory.update(os_cache_held=0, os_cache_not_held=self.setup["oltp"].get("os_cache_not_held"))
         memory["how"] = how_line(memory)
@@ -295,9 +313,13 @@ class PgOltp:
         return {"memory": memory}
 
     def _hold_os_cache(self, group: memcg.Group, own: int) -> dict:
-        """The page cache of the server's files dropped, then the group limited to its own memory + the allowance."""
+        """The page cache of the server's files dropped, then the group limited to its own memory + the allowance.
+        Its own memory: the warm-up's median, or what it holds when the limit is set if that is more (a gocryptfs
+        daemon's Go heap can end the warm-up above its median: a limit below what the processes hold themselves
+        cannot be set, EBUSY, or kills one of them)."""
         paths = atrest.cache_paths(self.cluster) if self.cluster else [self.setup["oltp"]["servers"]["tls"]["datadir"]]
         atrest.drop_os_cache(paths)
+        own = max(own, group.own_bytes())
         want = own + OS_CACHE_ALLOWANCE
         try:
             limit = group.set_limit(want)
@@ -307,6 +329,16 @@ class PgOltp:
                                    "holds itself: use a larger --variant memory or --size") from None
         return {"os_cache_held": 1, "server_own_bytes": own, "os_cache_allowance_bytes": OS_CACHE_ALLOWANCE,
                 "os_cache_limit_bytes": limit, "memory_cgroup": str(group.path)}
+
+    def _sessions(self) -> int:
+        """Sessions the server has established to this database so far (pg_stat_database.sessions, PostgreSQL
+        14+; a backend's are counted once its statistics are flushed: at the latest when it exits, and
+        _oltp_pgbench waits for every pgbench backend to be gone)."""
+        if self.conn.info.server_version < 140000:
+            raise EngineUnavailableError("--variant connection needs PostgreSQL 14 or later (pg_stat_database.sessions "
+                                         "proves the connections pgbench opened)", hint="drop --variant connection")
+        return int(self.conn.execute("SELECT sessions FROM pg_stat_database WHERE datname = current_database()")
+                   .fetchone()[0])
 
     def _oltp_counters(self) -> dict[str, int]:
         device = self.cluster.get("device") if self.cluster else None
@@ -322,10 +354,14 @@ class PgOltp:
                       extra={"counters": self._oltp_counters, "wait_interval_s": self.setup["wait_interval_s"]})
 
     def oltp_run(self, script: str, clients: int, seconds: float, scratch: Path) -> dict:
+        sessions = self._sessions() if "connection" in self.variant else None
         cmd, out, states = self._oltp_pgbench(script, clients, seconds, scratch, warm=False)
         result = pgbench.oltp_summary(out, scratch)
         if not result["transactions"]:
             raise RunFailedError(f"pgbench ran no transaction in {seconds:g} s ({pgbench.last_line(out)})")
+        if sessions is not None:  # the connection knob, proven from the server's count of sessions
+            result.update(check_connections(self.variant["connection"], self._sessions() - sessions,
+                                            result["transactions"]))
         group = self._oltp_group()
         extra = {}
         if group is not None:

@@ -104,11 +104,12 @@ def initialize(tool: str, *, scale: int, conninfo: dict, schema: str, cwd: Path,
 
 
 def oltp_command(tool: str, *, script: str, clients: int, seconds: float, vacuum: bool, log: bool,
-                 scratch: Path) -> list[str]:
+                 scratch: Path, new_connections: bool = False) -> list[str]:
     """pgbench -b SCRIPT for C clients (one thread each) for T seconds; vacuum: pgbench's own VACUUM of its four
-    tables (and its history truncated) first (-v), else none (-n); log: every transaction in -l files."""
+    tables (and its history truncated) first (-v), else none (-n); log: every transaction in -l files;
+    new_connections: a new connection for every transaction (-C), as a client without a pooler does."""
     cmd = [tool, "-b", script, "-c", str(clients), "-j", str(clients), "-T", str(int(seconds)),
-           "-v" if vacuum else "-n"]
+           "-v" if vacuum else "-n", *(["-C"] if new_connections else [])]
     if log:
         cmd += ["-l", f"--log-prefix={scratch / OLTP_LOG_PREFIX}"]
     return cmd
@@ -137,12 +138,14 @@ def oltp_summary(out: str, scratch: Path) -> dict:
     lat, failed = read_log(scratch, OLTP_LOG_PREFIX)
     tps = re.search(r"tps = ([0-9.]+)", out)
     processed = re.search(r"number of transactions actually processed: (\d+)", out)
+    connect = re.search(r"(initial|average) connection time = ([0-9.]+) ms", out)  # -C: average, per transaction
     return {
         "transactions": len(lat), "failed_transactions": failed,
         "tps": float(tps.group(1)) if tps else None,
         "pgbench_transactions": int(processed.group(1)) if processed else None,
         "latency_p50_ms": percentile(lat, 50), "latency_p95_ms": percentile(lat, 95),
         "latency_p99_ms": percentile(lat, 99),
+        **({f"{connect.group(1)}_connection_ms": float(connect.group(2))} if connect else {}),
     }
 
 

@@ -74,6 +74,21 @@ def find_bindir() -> Path:
     raise EngineUnavailableError("PostgreSQL server binaries (initdb, postgres) not found", hint=INSTALL_HINT)
 
 
+def binary_version() -> tuple[int, str]:
+    """(server_version_num, server_version) of the private server's binaries (`postgres --version`: "postgres
+    (PostgreSQL) 15.18 (Debian 15.18-0+deb12u1)" -> (150018, "15.18"))."""
+    exe = find_bindir() / "postgres"
+    try:
+        out = subprocess.run([str(exe), "--version"], capture_output=True, text=True, timeout=10).stdout
+    except (OSError, subprocess.SubprocessError) as e:
+        raise EngineUnavailableError(f"{exe} --version failed: {e}", hint=INSTALL_HINT) from None
+    m = re.search(r"\)\s*(\d+)(?:\.(\d+))?", out)
+    if not m:
+        raise EngineUnavailableError(f"{exe} --version said {out.strip()!r}: no version in it", hint=INSTALL_HINT)
+    major, minor = int(m.group(1)), int(m.group(2) or 0)
+    return major * 10000 + minor, f"{major}.{minor}"
+
+
 @dataclass
 class PgServer:
     bindir: Path

@@ -24,6 +24,7 @@ from ..base import Session
 from ..concurrent import SessionsTogether
 from . import atrest, client, pgbench
 from . import meter as pg_meter
+from . import curves as knobs_proof
 from .column import PgColumn
 from .oltp import PgOltp
 from . import server as pg_server
@@ -59,14 +60,17 @@ class PgSession(PgOltp, PgColumn, SessionsTogether, Session):
         self.table = f"{self.schema}.rt"
         self.row_count = RT_ROWS
         # at rest: the variant's own cluster (its data directory on the variant's filesystem)
-        self.cluster = setup["clusters"][variant["encryption"]] if "encryption" in variant else None
-        self._access = setup["_cluster_access"][variant["encryption"]] if self.cluster else None
+        where = atrest.cluster_key(variant) if "encryption" in variant else None
+        self.cluster = setup["clusters"][where] if where else None
+        self._access = setup["_cluster_access"][where] if self.cluster else None
         if self.cluster:
             self._conninfo = dict(self._access["conninfo"])
         elif "script" in variant and setup.get("_oltp_access"):  # oltp (its variants have a script): its own server
             self._conninfo = dict(setup["_oltp_access"]["conninfo"])
         else:
             self._conninfo = conninfo_of(setup)
+        # the key exchange group, proven from a handshake before anything is measured (its backend gone long before)
+        handshake = knobs_proof.handshake_group(self._conninfo) if "ecdh_curve" in variant else None
         t0 = time.perf_counter()
         self.conn = self.connect()
         self.open_metrics = {"wall_s": time.perf_counter() - t0}
@@ -74,6 +78,8 @@ class PgSession(PgOltp, PgColumn, SessionsTogether, Session):
         self.tls_state = self.ssl_state(self.conn)
         check_connection(self.tls_state, self.tls)
         self.info = {"tls": self.tls_state, "backend_pid": self.backend_pid}
+        if handshake is not None:
+            self.info["ecdh"] = knobs_proof.check_group(self.conn, variant["ecdh_curve"], handshake)
         self.notices = 0
         self.conn.add_notice_handler(self._on_notice)
         self._target: Target | None = None
@@ -90,6 +96,9 @@ class PgSession(PgOltp, PgColumn, SessionsTogether, Session):
                 atrest.copy_table(self.conn, self.schema, source, self.copy, self.row_count)
             self.table = f"{self.schema}.{self.copy or source}"
             self.info["filesystem"] = {k: self.cluster[k] for k in ("kind", "mount_point", "backing_kind")}
+            if any(k in variant for k in atrest.FS_KEYS):  # a filesystem option named: what runs, read back
+                self.info["filesystem"]["options"] = atrest.check_filesystem(variant, self.cluster,
+                                                                             self._access["place"])
 
     # -- connections --------------------------------------------------------------
     def connect(self, application_name: str = "encbench"):

@@ -1,4 +1,5 @@
-"""`gocryptfs`: a FUSE filesystem encrypting in userspace (AES-256-GCM per 4 KiB block).
+"""`gocryptfs`: a FUSE filesystem encrypting in userspace (AES-256-GCM per 4 KiB block by default; the `cipher`
+option picks XChaCha20-Poly1305 (-xchacha, gocryptfs 2.2+) or AES-SIV (-aessiv) at -init).
 
 The cipher directory lives on a plain loop-mounted ext4 image (the same as the `plain` kind,
 so `plain` is the baseline of both kinds); the passfile holds 256 random bits. scrypt's cost
@@ -28,6 +29,10 @@ REQUIREMENTS = base.Requirements(tools=loopfs.REQUIREMENTS.tools + ("gocryptfs",
                                  devices=("loop", "fuse"))
 SCRYPT_N_LOG2 = 10
 MOUNT_TIMEOUT_S = 30
+# the `cipher` option: gocryptfs -init's flag, and the content encryption `gocryptfs -info` then reports
+CIPHERS = {"aes-gcm": ((), "AES-GCM-256"), "xchacha": (("-xchacha",), "XChaCha20-Poly1305"),
+           "aessiv": (("-aessiv",), "AES-SIV-512")}
+DEFAULT_CIPHER = "aes-gcm"
 
 
 def write_passfile(keydir: Path) -> Path:
@@ -49,14 +54,20 @@ def _mount(cipher_dir: Path, point: Path, passfile: Path, log: Path) -> None:
         raise FilesystemUnavailableError(f"gocryptfs mount failed (exit {p.returncode}): {err}")
 
 
-def build(record: dict, size: int) -> dict:
+def build(record: dict, size: int, options: dict | None = None) -> dict:
+    """options: {"cipher": a CIPHERS name} (default AES-256-GCM), chosen at -init (a version without its flag: the
+    one-line FilesystemUnavailableError of cipher_unavailable)."""
+    cipher = (options or {}).get("cipher", DEFAULT_CIPHER)
+    why = cipher_unavailable(cipher)
+    if why:
+        raise FilesystemUnavailableError(f"gocryptfs cipher {cipher}: {why}", hint="use cipher aes-gcm, or a newer gocryptfs")
     workdir = Path(record["workdir"])
     lower = loopfs.make(record, size, encrypt_feature=False, name="lower")
     cipher_dir = lower / "cipher"
     cipher_dir.mkdir(mode=0o755)  # the mounted root takes its mode: other users (postgres) must traverse it
     passfile = write_passfile(Path(record["keydir"]))
-    base.run(["gocryptfs", "-init", "-q", "-scryptn", str(SCRYPT_N_LOG2), "-passfile", str(passfile),
-              str(cipher_dir)], what="gocryptfs -init")
+    base.run(["gocryptfs", "-init", "-q", *CIPHERS[cipher][0], "-scryptn", str(SCRYPT_N_LOG2), "-passfile",
+              str(passfile), str(cipher_dir)], what="gocryptfs -init")
     point = workdir / "mnt"
     point.mkdir(mode=0o755)
     ledger.add_mount(record, point, "fuse.gocryptfs", str(cipher_dir))
@@ -70,6 +81,24 @@ def info(cipher_dir: Path) -> dict:
     """`gocryptfs -info` (needs no password): contentEncryption, FeatureFlags, Creator."""
     out = base.run(["gocryptfs", "-info", str(cipher_dir)], what="gocryptfs -info")
     return {k.strip(): v.strip() for k, _, v in (line.partition(":") for line in out.splitlines()) if v}
+
+
+@functools.cache
+def cipher_unavailable(cipher: str) -> str | None:
+    """Why this gocryptfs cannot -init with a cipher ("not available in gocryptfs 2.1"), None when it can: its
+    flag is looked for in its own long help (`gocryptfs -hh`, on stderr)."""
+    flags = CIPHERS[cipher][0]
+    if not flags:
+        return None
+    exe = base.which("gocryptfs") or "gocryptfs"
+    try:
+        text = subprocess.run([exe, "-hh"], capture_output=True, text=True, timeout=base.COMMAND_TIMEOUT_S,
+                              stdin=subprocess.DEVNULL)
+    except (OSError, subprocess.SubprocessError) as e:
+        return f"gocryptfs -hh failed: {e}"
+    known = re.findall(r"^\s+-?(-[a-z0-9_]+)", text.stderr + text.stdout, re.M)
+    missing = [f for f in flags if f not in known and "-" + f not in known]
+    return f"not available in gocryptfs {version()} (no {', '.join(missing)} flag)" if missing else None
 
 
 @functools.lru_cache(maxsize=1)
@@ -107,12 +136,25 @@ def auto_backend(flags: set[str] | None = None) -> str:
     return "Go" if {"aes", "pclmulqdq"} <= flags or {"aes", "pmull"} <= flags else "OpenSSL"
 
 
+def backend_of(content: str | None) -> str:
+    """The implementation gocryptfs runs a content cipher with in auto mode (stupidgcm's Prefer* rules): AES-GCM as
+    auto_backend says; XChaCha20-Poly1305 Go's where Go has assembly for it (amd64, arm64), else OpenSSL's; AES-SIV
+    has Go's only."""
+    import platform
+
+    if content == "XChaCha20-Poly1305":
+        return "Go" if platform.machine() in ("x86_64", "amd64", "aarch64", "arm64") else "OpenSSL"
+    if content == "AES-SIV-512":
+        return "Go"
+    return auto_backend()
+
+
 def cipher(mount: base.Mount, measure: bool = False) -> dict:
     """The cipher of the mount's config (-info) and the backend gocryptfs runs it with. measure=True also runs
     `gocryptfs -speed` (10 s on a busy 2-core machine), which names the backend itself and its MB/s."""
     conf = info(mount.backing)
     content = conf.get("contentEncryption")  # e.g. AES-GCM-256
-    backend, how = auto_backend(), "CPU flags (gocryptfs's auto-mode rule)"
+    backend, how = backend_of(content), "CPU flags and architecture (gocryptfs's auto-mode rule)"
     out = {"kind": NAME, "encrypted": bool(content), "side": CIPHER_SIDE, "content_encryption": content,
            "feature_flags": (conf.get("FeatureFlags") or "").split(), "creator": conf.get("Creator"),
            "cpu_has_aes": cipherinfo.cpu_has_aes(), "version": version()}
