@@ -13,6 +13,8 @@ from ...analysis.knob import Sweep
 
 SCAN = Cost("scan-eq", "cpu_s", scope=(("cache", "cold"),), what="a cold full scan (every page decrypted)")
 OLTP = Cost("oltp", "cpu_us_per_transaction", what="a transaction of the oltp mix")
+OLTP_ENCRYPTED = Cost("oltp", "cpu_us_per_transaction", scope=(("encryption", "on"),),
+                      what="a transaction of the oltp mix")  # a knob plain files have too: the encrypted ones
 OPEN = Cost("(open)", "wall_s", operation="connect", what="opening a connection (the key derivation)")
 
 
@@ -47,6 +49,20 @@ def explain_kdf(entry: dict, ctx: dict) -> str | None:
         return None
     return (f"every new connection derives the key (PBKDF2) before its first query: "
             f"{entry['baseline_mean'] * 1e3:.0f} ms at the default")
+
+
+def explain_memory(entry: dict, ctx: dict) -> str | None:
+    """What encryption adds to a transaction at each cache size, from the file's oltp costs (encrypted vs plain at
+    each share): a page the cache holds is decrypted once, a page it misses on every read."""
+    costs = (ctx.get("analyses") or {}).get(entry["file"], {}).get("oltp_costs") or []
+    at = {e["contender"]: e for e in costs}
+    base, cont = at.get(entry["baseline"]), at.get(entry["contender"])
+    if not base or not cont or base["added_cpu_us_per_txn"] is None or cont["added_cpu_us_per_txn"] is None:
+        return None
+    return (f"encryption adds {base['added_cpu_us_per_txn']:.0f} µs of CPU per transaction with {entry['default']} of "
+            f"the data in the cache ({base['pages_read_per_txn'] or 0:.2f} page reads each, every one decrypted) "
+            f"and {cont['added_cpu_us_per_txn']:.0f} µs with {entry['value']} "
+            f"({cont['pages_read_per_txn'] or 0:.2f}): a page the cache holds is decrypted once")
 
 
 def _fewer_iterations(value: str) -> bool:
@@ -90,11 +106,19 @@ KNOBS = (
          gives_up={"1024": "", "16384": "larger pages: more bytes read (and decrypted) per random row, more space "
                                         "for small tables", "65536": "larger pages: more bytes read per random row"},
          setting="PRAGMA cipher_page_size = N (the file is written with it; sqlcipher_export to change it)"),
+    # the page cache relative to the data (issue 24: "the engine's page cache size relative to the data"): pages sit
+    # decrypted there, so a larger cache means fewer decryptions; compared with a quarter of the data in the cache
+    Knob("memory", "page cache (share of the data)", "25%", (OLTP_ENCRYPTED,),
+         gives_up={"50%": "", "100%": ""},
+         setting="PRAGMA cache_size = -N (KiB per connection; SQLite's default is 2 MB): the share of the hot data "
+                 "kept decrypted in memory",
+         explain=explain_memory),
 )
 
 
 def sweeps(quick: bool) -> list[Sweep]:
-    """One knob at a time, the rest at SQLCipher's defaults; --quick: the scans only."""
+    """One knob at a time, the rest at SQLCipher's defaults; --quick: the scans only (the mixes: the page HMAC and
+    the cache's share of the data)."""
     cold = ("cache=cold",)
     out = [
         Sweep("hmac", "hmac", ("scan-eq",), ("encryption=off,on", "hmac=sha512,sha256,sha1,off", *cold)),
@@ -107,4 +131,7 @@ def sweeps(quick: bool) -> list[Sweep]:
     if not quick:  # the page HMAC in a real mix: a quarter of the data in SQLite's cache
         out.append(Sweep("hmac-oltp", "hmac", ("oltp",), ("encryption=off,on", "hmac=sha512,sha256,off",
                                                           "memory=25%"), ("seconds=5", "warmup_seconds=2")))
+        # the cache: encrypted and plain at each share, so that what encryption adds at each is known too
+        out.append(Sweep("memory", "memory", ("oltp",), ("encryption=off,on", "memory=25%,100%"),
+                         ("seconds=3", "warmup_seconds=1")))
     return out
