@@ -85,7 +85,7 @@ def test_postgres_private_server_under_callgrind(encbench, tmp_path, nothing_lef
     out = tmp_path / "p.json"
     res = encbench("run", "--engine", "postgres", "--meter", "instructions", "--quick", "--workload", "storm",
                    "--workload", "roundtrip", "--variant", "tls=off,on", "--variant", "clients=1",
-                   "--param", "messages=1000", "--param", "metered_queries=50", "--runs", "2", "--warmups", "0",
+                   "--param", "messages=1000", "--param", "metered_queries=50", "--runs", "2",
                    "--data-dir", str(tmp_path / "data"),
                    "-o", str(out), timeout=TIMEOUT)
     assert res.returncode == 0, str(res)
