@@ -26,6 +26,7 @@ import time
 from pathlib import Path
 
 from ..lab import leftovers
+from ..util import files
 
 STATE_DIR = Path(os.environ.get("ENCBENCH_MEMCG_STATE", "/var/lib/encbench/memcg"))
 PREFIX = "encbench-"
@@ -185,16 +186,7 @@ def _remove(path: Path, wait_s: float = 5.0) -> list[str]:
 # -- the records -------------------------------------------------------------------------------------
 
 def _write_record(record: dict) -> Path:
-    STATE_DIR.mkdir(parents=True, exist_ok=True, mode=0o700)
-    target = STATE_DIR / f"{record['id']}.json"
-    tmp = target.with_name(f".{target.name}.{os.getpid()}")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    with os.fdopen(fd, "w") as f:
-        json.dump(record, f)
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, target)
-    return target
+    return files.write_private_json(STATE_DIR / f"{record['id']}.json", record)
 
 
 def records() -> list[tuple[Path, dict]]:

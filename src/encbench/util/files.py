@@ -10,6 +10,7 @@ refused too). Every refusal is the caller's error class (its exit code) with one
 
 from __future__ import annotations
 
+import json
 import os
 import stat
 import tempfile
@@ -142,3 +143,19 @@ def check_free_space(directory: str | os.PathLike, needed: int, *, what: str, hi
     if needed > free:
         raise BadValueError(f"{what} needs about {fmt_bytes(needed)} free in {directory}; {fmt_bytes(free)} free there",
                             hint=hint)
+
+
+def write_private_json(target: str | os.PathLike, data, **dump: object) -> Path:
+    """`data` as JSON in `target`, atomically and durably (a reader or a SIGKILL sees the old file or the new one,
+    never half of it), readable by its owner only (0600); its directory made 0700 when missing. `dump`: json.dump's
+    options (indent, sort_keys)."""
+    target = Path(target)
+    target.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+    tmp = target.with_name(f".{target.name}.{os.getpid()}")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w") as f:
+        json.dump(data, f, **dump)
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, target)
+    return target

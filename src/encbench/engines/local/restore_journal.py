@@ -30,6 +30,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
+from ...util import files
+
 FORMAT = 2  # 2: the server named by its identity; 1: by host:port as spelled (still read)
 READABLE = (1, 2)
 
@@ -105,14 +107,7 @@ class Journal:
         """Atomically: a reader (or a SIGKILL) sees the old journal or the new one, never half of it."""
         if self.path is None:
             return
-        self.path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-        tmp = self.path.with_name(f".{self.path.name}.tmp")
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-        with os.fdopen(fd, "w") as f:
-            json.dump(self.data, f, indent=1, sort_keys=True)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, self.path)
+        files.write_private_json(self.path, self.data, indent=1, sort_keys=True)
 
     def discard(self) -> None:
         if self.path is not None:

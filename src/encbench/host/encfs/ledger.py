@@ -32,7 +32,7 @@ from pathlib import Path
 import psutil
 
 from ...lab import leftovers
-from ...util import filelock
+from ...util import filelock, files
 from . import base
 
 STATE_DIR = Path(os.environ.get("ENCBENCH_ENCFS_STATE", "/var/lib/encbench/encfs"))
@@ -48,15 +48,7 @@ def _record_path(rid: str) -> Path:
 
 
 def _write(record: dict) -> None:
-    STATE_DIR.mkdir(parents=True, exist_ok=True, mode=0o700)
-    target = _record_path(record["id"])
-    tmp = target.with_name(f".{target.name}.{os.getpid()}")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    with os.fdopen(fd, "w") as f:
-        json.dump(record, f)
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, target)
+    files.write_private_json(_record_path(record["id"]), record)
 
 
 def key_root() -> Path | None:
