@@ -43,3 +43,14 @@ class Sweep:
     variants: tuple[str, ...]  # --variant filters: the knob's values, plus whatever fixes the rest
     params: tuple[str, ...] = ()  # --param NAME=VALUE
     runs: int | None = None  # None: the advise run's --runs
+
+
+# -- what an explanation reads ---------------------------------------------------------------------------------
+
+def per_page_read_us(entry: dict, ctx: dict, contender: str) -> float | None:
+    """The per-page read cost (µs) one contender of an advise entry's file measured in the entry's workload (its
+    analysis' derived entries), or None: what a knob's explain() sets beside the value's saving."""
+    derived = (ctx.get("analyses") or {}).get(entry["file"], {}).get("derived") or []
+    found = [d["per_page_cpu_s"] for d in derived if d["contender"] == contender and d.get("kind", "read") == "read"
+             and d["workload"] == entry["workload"]]
+    return found[0] * 1e6 if found else None

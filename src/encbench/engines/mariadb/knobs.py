@@ -25,7 +25,7 @@ import shutil
 import subprocess
 from dataclasses import dataclass, field
 
-from ...analysis.knob import Cost, Knob, Sweep
+from ...analysis.knob import Cost, Knob, Sweep, per_page_read_us
 from ...errors import CheckFailedError, UsageError
 from ...lab.variants import Variant, VariantKey
 from ...tls.variants import forced
@@ -201,13 +201,6 @@ CONNECT_TIME = Cost("connect", "wall_s", operation="connect", what="opening a co
 ROUNDTRIP = Cost("roundtrip", "cpu_us_per_query", operation="select-by-pk", what="a small query (server CPU)")
 
 
-def _derived(ctx: dict, entry: dict, contender: str) -> float | None:
-    derived = (ctx.get("analyses") or {}).get(entry["file"], {}).get("derived") or []
-    found = [d["per_page_cpu_s"] for d in derived if d["contender"] == contender and d.get("kind", "read") == "read"
-             and d["workload"] == entry["workload"]]
-    return found[0] * 1e6 if found else None
-
-
 def _doc(ctx: dict, entry: dict) -> dict:
     return (ctx.get("docs") or {}).get(entry["file"], {})
 
@@ -222,7 +215,7 @@ def _raw(ctx: dict, entry: dict, value: str) -> float | None:
 def explain_algorithm(entry: dict, ctx: dict) -> str | None:
     parts = []
     if entry["workload"] == "scan-eq":
-        value, default = _derived(ctx, entry, entry["contender"]), _derived(ctx, entry, entry["baseline"])
+        value, default = (per_page_read_us(entry, ctx, entry[side]) for side in ("contender", "baseline"))
         if value is not None and default is not None:
             parts.append(f"a cold page read's decrypt costs {value:.1f} µs with {entry['value'].upper()}, "
                          f"{default:.1f} µs with {entry['default'].upper()} here")

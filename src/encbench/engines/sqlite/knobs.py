@@ -8,8 +8,7 @@ decrypt cost of each value (analysis.derived) and this CPU's flags (SHA-NI).
 
 from __future__ import annotations
 
-from ...analysis.knob import Cost, Knob
-from ...analysis.knob import Sweep
+from ...analysis.knob import Cost, Knob, Sweep, per_page_read_us
 
 SCAN = Cost("scan-eq", "cpu_s", scope=(("cache", "cold"),), what="a cold full scan (every page decrypted)")
 OLTP = Cost("oltp", "cpu_us_per_transaction", what="a transaction of the oltp mix")
@@ -18,17 +17,9 @@ OLTP_ENCRYPTED = Cost("oltp", "cpu_us_per_transaction", scope=(("encryption", "o
 OPEN = Cost("(open)", "wall_s", operation="connect", what="opening a connection (the key derivation)")
 
 
-def _per_page(entry: dict, ctx: dict, contender: str) -> float | None:
-    """The derived per-page decrypt cost (µs) of one contender in the entry's file."""
-    derived = (ctx.get("analyses") or {}).get(entry["file"], {}).get("derived") or []
-    found = [d["per_page_cpu_s"] for d in derived if d["contender"] == contender and d.get("kind", "read") == "read"
-             and d["workload"] == entry["workload"]]
-    return found[0] * 1e6 if found else None
-
-
 def explain_hmac(entry: dict, ctx: dict) -> str | None:
     """Where the page HMAC's price goes, from the per-page costs measured in the same file, and the CPU's SHA-NI."""
-    value, default = _per_page(entry, ctx, entry["contender"]), _per_page(entry, ctx, entry["baseline"])
+    value, default = (per_page_read_us(entry, ctx, entry[side]) for side in ("contender", "baseline"))
     flags = ((ctx.get("docs") or {}).get(entry["file"], {}).get("environment") or {}).get("cpu", {}).get("flags", {})
     parts = []
     if value is not None and default is not None and default > 0:
