@@ -36,7 +36,7 @@ from aa_check import goal, invoke, rate_text, short
 from benchlib import script_main
 from encbench.analysis import stats, summary as analysis
 from encbench.errors import BadValueError
-from encbench.lab.variants import flagged, judged
+from encbench.vocab.variants import flagged, judged
 from encbench.util.units import parse_positive_int, parse_size
 
 KDF_BASE = 256_000

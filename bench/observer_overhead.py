@@ -44,7 +44,7 @@ from encbench.engines import ENGINES, PrepareContext
 from encbench.host.oscache import filesystem_of
 from encbench.probes import DEFAULT_PROBES, PROBES, Target
 from encbench.util.units import fmt_bytes, fmt_seconds, parse_positive_int, parse_size
-from encbench.lab.variants import label
+from encbench.vocab.variants import label
 from benchlib import progress, run, script_main
 
 ALL, WALL, WALL_CPU = "all", "wall only", "wall+cpu"

@@ -47,7 +47,7 @@ from encbench.engines import PrepareContext
 from encbench.errors import EncbenchError
 from encbench.probes import DEFAULT_PROBES
 from encbench.util.units import parse_positive_int
-from encbench.lab.variants import label
+from encbench.vocab.variants import label
 from benchlib import add_pin_argument, cleanup, pin, progress, run, script_main
 
 ALL, NO_WAITS, WALL = "all", "without waits", "wall only"

@@ -20,6 +20,15 @@ from integration_helpers import Result, encbench_command, external_pg
 TIMEOUT = 180  # seconds, per CLI invocation (the slowest one here takes ~6 s)
 
 
+def pytest_collection_modifyitems(config, items):
+    """Every test under tests/integration/ runs a real engine: each carries the `integration` marker, whether or not
+    its file says so, so that `pytest -m "not integration"` runs none of them."""
+    here = Path(__file__).resolve().parent
+    for item in items:
+        if here in Path(str(item.fspath)).resolve().parents:
+            item.add_marker(pytest.mark.integration)
+
+
 @pytest.fixture(scope="session")
 def sandbox(tmp_path_factory) -> Path:
     """Working directory and XDG cache of every invocation (never the repository)."""

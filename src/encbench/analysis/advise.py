@@ -24,7 +24,7 @@ from . import stats
 from .knob import Cost, Knob  # noqa: F401 (the engines declare their knobs with these)
 from .summary import collect, variants_by_label
 from .words import metric_word
-from ..lab.variants import label
+from ..vocab.variants import label
 
 METHOD = ("each value against the knob's default, all other settings equal, in the same result file: ratio of trimmed "
           "geometric means of the runs with a Yuen-Welch 95% CI; saves/costs = the CI excludes no change, no "

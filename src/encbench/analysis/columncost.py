@@ -15,7 +15,7 @@ from __future__ import annotations
 import math
 
 from ..host.rawcipher import CI_ABOVE, CONTRADICTS, UNRESOLVED, beyond_reference
-from ..lab.variants import label
+from ..vocab.variants import label
 from . import stats
 
 WORKLOAD = "column"

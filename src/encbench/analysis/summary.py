@@ -19,7 +19,7 @@ from ..probes import metric_catalog
 from ..profiling import profiler
 from ..util.units import fmt_bytes, fmt_seconds
 from ..lab import meter
-from ..lab.variants import label, placebo_note, placebo_reference, placebo_twin
+from ..vocab.variants import label, placebo_note, placebo_reference, placebo_twin
 
 COMPARED_METRICS = (
     "wall_s", "cpu_s", "cpu_user_s", "cpu_sys_s", "ctx_voluntary", "ctx_involuntary",

@@ -12,7 +12,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 def cmd_list(args) -> int:
     from ..engines import ENGINES
-    from ..lab.variants import PLACEBO_KEY
+    from ..vocab.variants import PLACEBO_KEY
     from ..probes import PROBES
     from ..workloads import WORKLOADS, capabilities
 

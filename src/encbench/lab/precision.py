@@ -20,7 +20,7 @@ from typing import Callable
 from ..analysis import summary as analysis
 from ..analysis import stats
 from ..errors import BadValueError
-from .variants import label
+from ..vocab.variants import label
 
 HEADLINE = (("wall_s", "elapsed"), ("cpu_s", "CPU"))
 DEFAULT_CAP_S = 600.0  # --precision without --max-time: never more than this

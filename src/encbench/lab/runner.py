@@ -30,7 +30,7 @@ from ..engines import ENGINES, PrepareContext
 from ..errors import EncbenchError, RunFailedError, UsageError
 from ..probes import PROBES
 from ..probes.instructions import resolve
-from .variants import Variant, label, matrix, parse_filters, with_placebo
+from ..vocab.variants import Variant, label, matrix, parse_filters, with_placebo
 from ..workloads import WORKLOADS, capabilities
 from ..workloads.base import resolve_params
 

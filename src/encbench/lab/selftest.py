@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Callable, Sequence
 
 from ..engines import DEFAULT_ENGINE
-from .variants import PLACEBO, flagged, judged
+from ..vocab.variants import PLACEBO, flagged, judged
 
 PLACEBO_VALUES = ("a", "b")
 HEADLINE = (("wall_s", "elapsed"), ("cpu_s", "CPU"))

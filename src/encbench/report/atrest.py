@@ -18,7 +18,7 @@ from ..analysis import stats
 from ..analysis import summary as an
 from ..engines import ENGINES
 from ..errors import IncomparableError, UsageError
-from ..lab.variants import PLACEBO
+from ..vocab.variants import PLACEBO
 from ..util.units import fmt_change
 
 REPORT_VERSION = 1

@@ -4,7 +4,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
-from ..engines.base import Session
+from ..vocab.session import Session
 from ..errors import BadValueError, UnknownNameError
 
 

@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any, Callable, Protocol
 
 from ..errors import UnknownNameError
-from ..probes import Target
+from ..vocab.probe import Target
 
 
 # -- shared: the probes' target switched for one operation ---------------------------------

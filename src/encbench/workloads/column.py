@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Callable
 
 from ..errors import CheckFailedError, WrongKeyError
-from ..lab.variants import VariantKey
+from ..vocab.variants import VariantKey
 from . import sweep
 from .base import Operation, Param, Workload
 from .capabilities import ColumnSession

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from ..drivers.client_share import share_extra
 from ..errors import BadValueError
-from ..lab.variants import VariantKey
+from ..vocab.variants import VariantKey
 from .base import Operation, Param, Workload
 from .capabilities import OltpSession
 
@@ -48,7 +48,7 @@ def script_key(scripts: tuple[str, ...], default: tuple[str, ...] | None = None)
 
 
 def clients_key(default: tuple[str, ...] = ("1",)) -> VariantKey:
-    from ..lab.variants import int_validator
+    from ..vocab.variants import int_validator
 
     return VariantKey("clients", "concurrent client connections", default,
                       validate=int_validator("clients", lambda n: 1 <= n <= 256, "use 1 to 256"),

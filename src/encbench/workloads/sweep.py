@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 
-from ..lab.variants import VariantKey, int_validator
+from ..vocab.variants import VariantKey, int_validator
 
 MAX_SESSIONS = 256
 TABLE_COLUMNS = ("workload", "op", "variant", "elapsed", "d_elapsed", "server_cpu", "d_server_cpu", "client_cpu",

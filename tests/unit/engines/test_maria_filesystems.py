@@ -9,7 +9,7 @@ from encbench.engines import ENGINES
 from encbench.engines.mariadb import filesystems as fs
 from encbench.engines.mariadb import session as ms
 from encbench.errors import CheckFailedError
-from encbench.lab.variants import matrix, parse_filters
+from encbench.vocab.variants import matrix, parse_filters
 
 
 def test_wanted_reads_a_generator_once():

@@ -8,7 +8,7 @@ import pytest
 from encbench.engines import ENGINES
 from encbench.engines.mariadb import knobs
 from encbench.errors import BadValueError, CheckFailedError, UsageError
-from encbench.lab.variants import matrix, parse_filters
+from encbench.vocab.variants import matrix, parse_filters
 
 
 class FakeCursor:

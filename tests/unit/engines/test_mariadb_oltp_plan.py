@@ -14,7 +14,7 @@ from encbench.engines.mariadb import oltp as mo
 from encbench.engines.mariadb import sysbench as sb
 from encbench.errors import CheckFailedError, RunFailedError, UsageError
 from encbench.lab import runner
-from encbench.lab.variants import matrix, parse_filters
+from encbench.vocab.variants import matrix, parse_filters
 
 FIXTURES = Path(__file__).resolve().parents[2] / "data" / "sysbench"
 

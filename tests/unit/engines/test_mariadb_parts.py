@@ -15,7 +15,7 @@ from encbench.engines.mariadb import session as ms
 from encbench.engines.local import server as local_server
 from encbench.engines.mariadb import engine as md
 from encbench.errors import BadValueError, CheckFailedError, UsageError
-from encbench.lab.variants import matrix
+from encbench.vocab.variants import matrix
 
 
 def test_dsn_parsing():

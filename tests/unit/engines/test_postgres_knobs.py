@@ -114,7 +114,7 @@ def test_the_sweeps_vary_one_knob_each_and_leave_out_what_cannot_run():
     assert [s.knob for s in quick] == ["tls", "connection"] and all(not s.params for s in quick)
     assert not any(v.startswith("memory=") for v in quick[1].variants)  # a --dsn server's memory is never changed
     for sweep in full:  # every filter names a known key and value of the engine
-        from encbench.lab.variants import parse_filters
+        from encbench.vocab.variants import parse_filters
 
         parse_filters(list(sweep.variants), pg.VARIANT_KEYS)
 

@@ -13,7 +13,7 @@ from encbench.engines import ENGINES
 from encbench.engines.postgres import atrest, oltp, pgbench
 from encbench.engines.postgres import server as pg_server
 from encbench.errors import BadValueError, UsageError
-from encbench.lab.variants import matrix, parse_filters, with_placebo
+from encbench.vocab.variants import matrix, parse_filters, with_placebo
 
 PG = ENGINES.get("postgres")
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from encbench.engines import ENGINES
 from encbench.engines.sqlite import knobs
-from encbench.lab.variants import matrix, parse_filters
+from encbench.vocab.variants import matrix, parse_filters
 
 
 def test_sweeps_name_real_keys_and_values():

@@ -19,7 +19,7 @@ from encbench.analysis import summary as analysis
 from encbench.lab import results
 from encbench.analysis import stats
 from encbench.engines.sqlite.engine import VARIANT_KEYS
-from encbench.lab.variants import label, matrix
+from encbench.vocab.variants import label, matrix
 
 TESTS = next(p for p in Path(__file__).resolve().parents if p.name == "tests")
 

@@ -6,7 +6,7 @@ import pytest
 
 from encbench.engines.sqlite.engine import VARIANT_KEYS as ALL_KEYS
 from encbench.errors import BadValueError, UnknownNameError, UsageError
-from encbench.lab.variants import VariantKey, baseline_of, int_validator, label, matrix, normalize, parse_filters
+from encbench.vocab.variants import VariantKey, baseline_of, int_validator, label, matrix, normalize, parse_filters
 
 KEY_NAMES = ["encryption", "cache", "page_size", "kdf_iter", "key", "hmac", "kdf_algorithm"]
 OLTP_KEY_NAMES = ["encryption", "page_size", "kdf_iter", "key", "hmac", "kdf_algorithm", "script", "memory",
@@ -188,7 +188,7 @@ def test_int_validator():
 
 # --- placebo twins (A/A inside one run) ---------------------------------------------------------
 
-from encbench.lab.variants import (
+from encbench.vocab.variants import (
     PLACEBO_KEY,
     flagged,
     judged,

@@ -13,7 +13,7 @@ from encbench.engines import concurrent
 from encbench.host import rawhash
 from encbench.workloads import sweep
 from encbench.errors import BadValueError
-from encbench.lab.variants import VariantKey
+from encbench.vocab.variants import VariantKey
 
 
 def test_default_sessions_levels():
@@ -33,7 +33,7 @@ def test_sessions_and_function_keys():
 
 
 def test_the_column_workload_is_swept_only_when_sessions_are_named():
-    from encbench.lab.variants import matrix, parse_filters
+    from encbench.vocab.variants import matrix, parse_filters
 
     keys = [sweep.sessions_key(), VariantKey("method", "m", ("none", "pg-aes"), workloads=("column",))]
     assert matrix(keys, {}, "column") == [{"method": "none"}, {"method": "pg-aes"}]  # no --sessions: as before

@@ -37,7 +37,7 @@ from ...util.files import check_free_space
 from ...util.redact import redact
 from ...util.units import fmt_bytes
 from ...tls.variants import DEFAULT_TLS, check_tls
-from ...lab.variants import Variant, VariantKey, int_validator
+from ...vocab.variants import Variant, VariantKey, int_validator
 from ...workloads import oltp as oltp_workload
 from . import column as maria_column
 from . import oltp as maria_oltp

@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 
 from ...analysis.knob import Cost, Knob, Sweep, per_page_read_us
 from ...errors import CheckFailedError, UsageError
-from ...lab.variants import Variant, VariantKey
+from ...vocab.variants import Variant, VariantKey
 from ...tls.variants import forced
 
 SORT = ("sort",)

@@ -21,7 +21,7 @@ from ...probes import Target
 from ..base import Session
 from ...util.redact import redact
 from ...tls.variants import forced, openssl_client_conf
-from ...lab.variants import Variant
+from ...vocab.variants import Variant
 from .client import (
     check_tls_state,
     connect_bounded,

@@ -24,7 +24,7 @@ from ...util.files import check_free_space
 from ...util.redact import redact
 from ...util.units import fmt_bytes
 from ...tls.variants import DEFAULT_TLS, TLS_RE, check_tls, openssl_client_conf  # noqa: F401 (re-exported)
-from ...lab.variants import Variant, VariantKey, int_validator
+from ...vocab.variants import Variant, VariantKey, int_validator
 from ...util import interrupts
 from ..local import restore_journal
 from ..local.server import unprivileged_user

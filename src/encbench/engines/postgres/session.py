@@ -15,7 +15,7 @@ from typing import Any, Callable
 
 from ...lab.leakcheck import count_in_file
 from ...errors import BadValueError, CheckFailedError, EngineUnavailableError
-from ...lab.variants import Variant
+from ...vocab.variants import Variant
 from ...probes import Target
 from ...tls.variants import TLS_RE, openssl_client_conf
 from ...util.redact import redact

@@ -24,7 +24,7 @@ from ...util.files import check_free_space
 from ...util.units import fmt_bytes
 from ...probes import Target
 from ...lab.results import replace_atomic
-from ...lab.variants import Variant, VariantKey, int_validator, normalize
+from ...vocab.variants import Variant, VariantKey, int_validator, normalize
 from ...util import filelock
 from ...workloads import column as column_lab, oltp as oltp_lab
 from ..base import Engine, PrepareContext, Session, Table
