@@ -255,7 +255,8 @@ def test_existing_mariadb_with_a_shared_tmpdir_reads_only_its_own_files(encbench
         os.mkdir(os.path.join(shared, "otheruser"))
         with open(os.path.join(shared, "otheruser", "inside"), "w") as f:
             f.write("x\n")
-        with external_maria(settings={"encrypt_binlog": "OFF", "tmpdir": shared}, base=maria_server.ENCRYPTED) as server:
+        settings = {"encrypt_binlog": "OFF", "tmpdir": shared}
+        with external_maria(settings=settings, base=maria_server.ENCRYPTED) as server:
             assert server.handle.user, "the server runs as its own OS user (the suite runs as root)"
             conn = server.connect()
             try:

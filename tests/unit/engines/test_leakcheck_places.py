@@ -67,7 +67,8 @@ def test_a_shared_tmpdir_is_read_for_the_servers_own_names_only(tmp_path):
     for d in ("data", "tmp", "tmp2", "binlogs"):
         (tmp_path / d).mkdir()
     uid = os.stat(tmp_path / "data").st_uid
-    targets = {t.path.rstrip("/"): t for t in maria_leak.scan_targets(_vars(tmp_path, tmpdir=f"{tmp_path}/tmp:{tmp_path}/tmp2"))}
+    two = _vars(tmp_path, tmpdir=f"{tmp_path}/tmp:{tmp_path}/tmp2")
+    targets = {t.path.rstrip("/"): t for t in maria_leak.scan_targets(two)}
     for d in ("tmp", "tmp2"):
         t = targets[f"{tmp_path}/{d}"]
         assert t.role == "temporary file" and t.owner == uid

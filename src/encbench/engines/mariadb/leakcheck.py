@@ -5,9 +5,9 @@ dir, binlog basename, tmpdir, Aria log dir, the general/slow query logs when the
 canary goes into a schema of encbench's own (a table ENCRYPTED=YES when a key management plugin is
 active), is forced to disk with what changes no configuration (commit; FLUSH TABLES t FOR EXPORT of
 encbench's own table; with --allow-flush-logs also FLUSH BINARY LOGS / FLUSH ENGINE LOGS, which write
-beyond that schema), every place is scanned (the data directory whole; elsewhere, as in a tmpdir of /tmp, only the server's own
-files, by name and owner: everyone else's are counted as skipped, never opened), the schema dropped. Nothing is
-restarted or SET.
+beyond that schema), every place is scanned (the data directory whole; elsewhere, as in a tmpdir of
+/tmp, only the server's own files, by name and owner: everyone else's are counted as skipped, never
+opened), the schema dropped. Nothing is restarted or SET.
 
 Posture: the same settings read without touching any file: the key management plugin, which user
 tables are encrypted (information_schema.INNODB_TABLESPACES_ENCRYPTION), redo/undo/binlog/temporary
@@ -133,7 +133,8 @@ def scan_targets(v: dict) -> list[leakcheck.ScanTarget]:
     out = []
     if _on(v, "log_bin") and v.get("log_bin_basename"):
         base = _under(datadir, v["log_bin_basename"])
-        out.append(leakcheck.ScanTarget(str(base.parent), "binary log", "encrypt_binlog=ON", (f"{base.name}.*",), owner))
+        out.append(leakcheck.ScanTarget(str(base.parent), "binary log", "encrypt_binlog=ON", (f"{base.name}.*",),
+                                        owner))
     for name in ("general_log_file", "slow_query_log_file"):
         switch = "general_log" if name.startswith("general") else "slow_query_log"
         if _on(v, switch) and "FILE" in str(v.get("log_output", "")).upper() and v.get(name):

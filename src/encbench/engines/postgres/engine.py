@@ -730,7 +730,8 @@ class PostgresEngine(Engine):
             dump = workdir / "backup.sql"
             existing.pg_dump(server.bindir if server is not None else None, conninfo, f"{schema}.leak", dump)
             report.steps.append("scanned: " + ", ".join(leakcheck.target_text(t) for t in targets))
-            leakcheck.scan(targets + [leakcheck.ScanTarget(str(dump), "backup (pg_dump)", existing.FIX)], canary, report)
+            dumped = leakcheck.ScanTarget(str(dump), "backup (pg_dump)", existing.FIX)
+            leakcheck.scan(targets + [dumped], canary, report)
             datadir = Path(targets[0].path) if targets else None
             for f in report.findings:
                 rel = Path(f.path).relative_to(datadir).parts if datadir and f.path.startswith(str(datadir)) else ()

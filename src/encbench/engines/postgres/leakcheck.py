@@ -166,7 +166,8 @@ def pg_dump(bindir: Path | None, conninfo: dict, table: str, out: Path) -> None:
     """pg_dump of encbench's canary table into out (the private server's own pg_dump, else the one on PATH)."""
     tool = str(bindir / "pg_dump") if bindir is not None else (shutil.which("pg_dump") or "")
     if not tool or not os.access(tool, os.X_OK):
-        raise EngineUnavailableError("pg_dump not found", hint="install the PostgreSQL client: apt-get install postgresql-client")
+        raise EngineUnavailableError("pg_dump not found",
+                                     hint="install the PostgreSQL client: apt-get install postgresql-client")
     argv, env = dump_command(tool, conninfo, table, out, client.psycopg())
     done = subprocess.run(argv, env=env, capture_output=True, text=True)
     if done.returncode != 0:
