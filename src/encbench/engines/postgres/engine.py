@@ -731,7 +731,9 @@ class PostgresEngine(Engine):
             existing.pg_dump(server.bindir if server is not None else None, conninfo, f"{schema}.leak", dump)
             report.steps.append("scanned: " + ", ".join(leakcheck.target_text(t) for t in targets))
             dumped = leakcheck.ScanTarget(str(dump), "backup (pg_dump)", existing.FIX)
-            leakcheck.scan(targets + [dumped], canary, report)
+            # encbench's own dump and the other places first, the data directory last: under the cap on what one
+            # check reads (lab/leakcheck.MAX_BYTES), a large data directory is what is left unread
+            leakcheck.scan([dumped] + targets[1:] + targets[:1], canary, report)
             datadir = Path(targets[0].path) if targets else None
             for f in report.findings:
                 rel = Path(f.path).relative_to(datadir).parts if datadir and f.path.startswith(str(datadir)) else ()
