@@ -233,3 +233,119 @@ def test_posture_of_a_fleet_with_one_closed_port(encbench, tmp_path):
         [0, 13, 10], str(text)
     for secret in secrets:
         assert secret not in res.stdout + res.stderr + text.stdout + text.stderr + out.read_text()
+
+
+@needs_mariadb
+def test_existing_mariadb_with_a_shared_tmpdir_reads_only_its_own_files(encbench):
+    """Issue 28 item 3: a tmpdir others share (MariaDB's default is /tmp). Another user's file holding the very
+    canary (a hard link to the server's binary log, under a name that is not the server's) is never reported,
+    the foreign entries are counted as skipped in one line; the server's own #sql-temptable-* files are read."""
+    import shutil
+
+    from encbench.engines.mariadb import server as maria_server
+
+    shared = tempfile.mkdtemp(prefix="encbench-test-sharedtmp-")
+    try:
+        os.chmod(shared, 0o1777)
+        foreign = ["report.txt", "#sql-not-the-servers.MAD", "otheruser", "notes-of-another-user.log"]
+        with open(os.path.join(shared, "report.txt"), "w") as f:
+            f.write("another user's file\n")
+        with open(os.path.join(shared, "#sql-not-the-servers.MAD"), "w") as f:  # the server's name, root's file
+            f.write("not the server's\n")
+        os.mkdir(os.path.join(shared, "otheruser"))
+        with open(os.path.join(shared, "otheruser", "inside"), "w") as f:
+            f.write("x\n")
+        settings = {"encrypt_binlog": "OFF", "tmpdir": shared}
+        with external_maria(settings=settings, base=maria_server.ENCRYPTED) as server:
+            assert server.handle.user, "the server runs as its own OS user (the suite runs as root)"
+            conn = server.connect()
+            try:
+                cur = conn.cursor()
+                cur.execute("SELECT @@log_bin_basename")
+                binlog_dir = os.path.dirname(cur.fetchone()[0])
+                cur.execute("SHOW MASTER STATUS")
+                current = cur.fetchone()[0]
+                # everything the server writes to its binary log (the canary's INSERTs) lands in this file too
+                os.link(os.path.join(binlog_dir, current), os.path.join(shared, "notes-of-another-user.log"))
+                cur.execute("CREATE DATABASE scratch")
+                cur.execute("CREATE TEMPORARY TABLE scratch.held (a INT) ENGINE=Aria")  # the server's own files
+                cur.execute("INSERT INTO scratch.held VALUES (1)")
+                own = sorted(n for n in os.listdir(shared) if n.startswith("#sql-temptable-"))
+                assert own, os.listdir(shared)
+                dsn = _maria_dsn(server)
+                res = encbench("leak-check", "--engine", "mariadb", "--dsn", dsn, "--json")
+                text = encbench("leak-check", "--engine", "mariadb", "--dsn", dsn)
+            finally:
+                conn.close()
+    finally:
+        shutil.rmtree(shared, ignore_errors=True)
+    assert res.returncode == 13, str(res)
+    report = json.loads(res.stdout)
+    assert {f["role"] for f in report["findings"]} == {"binary log"}, report["findings"]
+    assert not [f for f in report["findings"] if f["path"].startswith(shared)], report["findings"]
+    assert report["skipped"] == {shared: len(foreign)}, report
+    assert any(f"temporary file {shared} (only the server's own: #sql*" in s for s in report["steps"]), report["steps"]
+    assert text.returncode == 13, str(text)
+    assert f"  skipped {len(foreign)} entries in {shared} that are not the server's own (never opened)" in \
+        text.stdout.splitlines(), str(text)
+
+
+def _pg_schemas(server) -> list[str]:
+    import psycopg
+
+    with psycopg.connect(**server.conninfo(), autocommit=True) as conn:
+        return sorted(r[0] for r in conn.execute("SELECT nspname FROM pg_namespace").fetchall())
+
+
+@pytest.fixture(scope="module")
+def pg_of_issue_28():
+    """One PostgreSQL server, started as a DBA's would be, for the two tests below."""
+    with external_pg() as server:
+        import psycopg
+
+        with psycopg.connect(**server.conninfo(), autocommit=True) as conn:
+            conn.execute("CREATE ROLE nocreate LOGIN PASSWORD 'nocreatepw'")
+        yield server
+
+
+@needs_pg
+def test_existing_postgres_role_without_create_gets_the_grant(encbench, pg_of_issue_28):
+    """Issue 28 item 5: a role without CREATE gets the GRANT it needs: one line, exit 10 as `run` gives."""
+    from integration_helpers import assert_one_line_error
+
+    server = pg_of_issue_28
+    before = _pg_schemas(server)
+    res = encbench("leak-check", "--engine", "postgres", "--dsn",
+                   f"postgresql://nocreate:nocreatepw@127.0.0.1:{server.port}/postgres")
+    line = assert_one_line_error(res, 10)
+    assert "GRANT CREATE ON DATABASE postgres TO nocreate" in line and "nocreatepw" not in line, str(res)
+    assert _pg_schemas(server) == before
+
+
+@needs_pg
+def test_existing_postgres_given_by_pg_variables(encbench, pg_of_issue_28, tmp_path):
+    """Issue 28 item 6: a server given only by PGHOST/PGPORT/PGUSER/PGPASSWORD is checked end to end (pg_dump
+    reaches it too); a pg_dump that fails is reported by its first error line, and encbench's schema and canary
+    are gone after it."""
+    from integration_helpers import assert_one_line_error
+
+    server = pg_of_issue_28
+    before = _pg_schemas(server)
+    env = {"PGHOST": "127.0.0.1", "PGPORT": str(server.port), "PGUSER": "postgres", "PGPASSWORD": server.password,
+           "PGDATABASE": "postgres"}
+    res = encbench("leak-check", "--engine", "postgres", "--dsn", "postgresql://", "--json", env=env)
+    assert res.returncode == 13, str(res)
+    assert "backup (pg_dump)" in {f["role"] for f in json.loads(res.stdout)["findings"]}, res.stdout
+    assert _pg_schemas(server) == before
+
+    fake = tmp_path / "bin"
+    fake.mkdir()
+    (fake / "pg_dump").write_text("#!/bin/sh\necho 'pg_dump: error: query failed: ERROR:  permission denied for "
+                                  "table leak' >&2\necho 'pg_dump: detail: Query was: LOCK TABLE x' >&2\nexit 1\n")
+    (fake / "pg_dump").chmod(0o755)
+    res = encbench("leak-check", "--engine", "postgres", "--dsn", "postgresql://",
+                   env=dict(env, PATH=f"{fake}:{os.environ['PATH']}"))
+    line = assert_one_line_error(res, 10)
+    assert "pg_dump failed: pg_dump: error: query failed: ERROR:  permission denied" in line, str(res)
+    assert server.password not in res.stdout + res.stderr
+    assert _pg_schemas(server) == before  # the canary's schema dropped on the failure path

@@ -270,7 +270,7 @@ def cmd_leak_check(args, argv: list[str] | None = None) -> int:
 
         if report.unchecked and not report.findings:
             print(f"Summary: NOT CLEAN: no canary in the {report.scanned_files} files read, but "
-                  f"{len(report.unchecked)} could not be read (not checked: permission) ({report.configuration})")
+                  f"{len(report.unchecked)} places were not checked ({report.configuration})")
         else:
             print(f"Summary: {leak_check_line(report)}")
         print(f"leak-check, engine {report.engine}: {report.configuration}")
@@ -278,14 +278,15 @@ def cmd_leak_check(args, argv: list[str] | None = None) -> int:
               f"{report.canary_len}-byte random canary")
         for step in report.steps:
             print(f"  step: {step}")
+        for where, n in report.skipped.items():
+            print(f"  skipped {n:,} entries in {where} that are not the server's own (never opened)")
         for f in report.findings:
             print(f"  LEAK  {f.role}: {f.path} ({f.occurrences} occurrences) -> {f.fix}")
         for u in report.unchecked:
             print(f"  UNCHECKED  {u}")
         if not report.findings:
             print("  no plaintext canary found in the files checked"
-                  + (f"; {len(report.unchecked)} not checked (permission): not clean" if report.unchecked else
-                     ": nothing leaks"))
+                  + (f"; {len(report.unchecked)} not checked: not clean" if report.unchecked else ": nothing leaks"))
         if report.control:
             found = ", ".join(report.control["found_in"]) or "nowhere (the scan could not have found a leak!)"
             print(f"control ({report.control['configuration']}): the same canary is found in {found}")

@@ -55,3 +55,25 @@ def test_only_a_server_on_this_host(tmp_path):
         maria_leak.check_local({"host": "db.example"}, "mysql://u:secret@db.example/")
     except UsageError as e:
         assert "secret" not in e.one_line()
+
+
+def test_a_shared_tmpdir_is_read_for_the_servers_own_names_only(tmp_path):
+    """Issue 28 item 3: MariaDB's default tmpdir is /tmp. It is read only for the server's own temporary files
+    (MariaDB 10.11: #sql-temptable-*.MAD/.MAI/.MYD/.MYI; ib*, ML*, MY* where O_TMPFILE does not work) owned by the
+    server's OS user (the data directory's owner); a tmpdir list (a:b) is each directory; one that is the data
+    directory is read whole."""
+    import os
+
+    for d in ("data", "tmp", "tmp2", "binlogs"):
+        (tmp_path / d).mkdir()
+    uid = os.stat(tmp_path / "data").st_uid
+    two = _vars(tmp_path, tmpdir=f"{tmp_path}/tmp:{tmp_path}/tmp2")
+    targets = {t.path.rstrip("/"): t for t in maria_leak.scan_targets(two)}
+    for d in ("tmp", "tmp2"):
+        t = targets[f"{tmp_path}/{d}"]
+        assert t.role == "temporary file" and t.owner == uid
+        assert {"#sql*", "ib*", "ML*", "MY*"} == set(t.names)
+    assert targets[f"{tmp_path}/binlogs"].names == ("mysql-bin.*",)  # a binary log directory of its own: its files
+    assert targets[f"{tmp_path}/data"].names == ()  # the data directory: the server's whole
+    same = {t.path.rstrip("/"): t for t in maria_leak.scan_targets(_vars(tmp_path, tmpdir=f"{tmp_path}/data"))}
+    assert same[f"{tmp_path}/data"].names == () and "temporary file" in same[f"{tmp_path}/data"].role

@@ -100,3 +100,97 @@ def test_a_file_under_two_targets_is_scanned_once(tmp_path: Path):
                     leakcheck.ScanTarget(str(tmp_path), "data directory", "")], canary, report)
     assert report.scanned_files == 1 and [(f.role, f.fix) for f in report.findings] == [("binary log", "encrypt it")]
     assert report.clean is False and report.to_dict()["clean"] is False
+
+
+MARIADB_TMP_NAMES = ("#sql*", "ib*", "ML*", "MY*")  # engines/mariadb/leakcheck.DIRECTORIES' tmpdir names
+
+
+def _spy_reads(monkeypatch) -> list[str]:
+    """Every file leakcheck.scan opens, recorded."""
+    opened: list[str] = []
+    real = leakcheck.count_in_file
+
+    def spy(path, needle, **kw):
+        opened.append(str(path))
+        return real(path, needle, **kw)
+
+    monkeypatch.setattr(leakcheck, "count_in_file", spy)
+    return opened
+
+
+def test_a_shared_tmpdir_is_read_only_for_the_servers_own_files(tmp_path: Path, monkeypatch):
+    """Issue 28 item 3: a tmpdir of /tmp holds everyone's files. Only the server's own temporary files (its names,
+    its OS user, no symbolic link) are opened; every other entry is counted as skipped, never opened nor walked."""
+    canary = leakcheck.new_canary()
+    shared = tmp_path / "tmp"
+    shared.mkdir()
+    own = ["#sql-temptable-1b3-5-1.MAD", "#sql-temptable-1b3-5-1.MAI", "MLa1b2c3", "ibX9y8z7"]
+    for name in own:
+        (shared / name).write_bytes(b"row " + canary.encode())
+    others = [f"report-{i}.txt" for i in range(300)]  # other users' files, some holding the very same text
+    for i, name in enumerate(others):
+        (shared / name).write_bytes(canary.encode() if i % 7 == 0 else os.urandom(64))
+    (shared / "otheruser").mkdir()  # someone's directory: not walked
+    for i in range(50):
+        (shared / "otheruser" / f"f{i}").write_bytes(canary.encode())
+    outside = tmp_path / "elsewhere"
+    outside.write_bytes(canary.encode())
+    (shared / "#sql-a-link.MAD").symlink_to(outside)  # the server's name, but a link: not the server's file
+    skipped = len(others) + 2
+    if os.geteuid() == 0:  # the server's name, another user's file
+        (shared / "#sql-foreign.MAD").write_bytes(canary.encode())
+        os.chown(shared / "#sql-foreign.MAD", 65534, 65534)
+        skipped += 1
+    opened = _spy_reads(monkeypatch)
+    report = leakcheck.LeakReport("mariadb", "c", len(canary))
+    leakcheck.scan([leakcheck.ScanTarget(str(shared), "temporary file", "encrypt_tmp_files=ON", MARIADB_TMP_NAMES,
+                                         os.geteuid())], canary, report)
+    assert sorted(Path(p).name for p in opened) == sorted(own)
+    assert report.scanned_files == len(own)
+    assert sorted(Path(f.path).name for f in report.findings) == sorted(own)
+    assert report.skipped == {str(shared): skipped}
+    assert report.to_dict()["skipped"] == {str(shared): skipped}
+
+
+def test_a_shared_directory_entry_of_the_server_is_walked_whole(tmp_path: Path):
+    """A tablespace location: the server's PG_15_* directory read whole, the location's other entries skipped."""
+    canary = leakcheck.new_canary()
+    (tmp_path / "PG_15_202209061" / "16384").mkdir(parents=True)
+    (tmp_path / "PG_15_202209061" / "16384" / "16385").write_bytes(canary.encode())
+    (tmp_path / "lost+found").mkdir()
+    (tmp_path / "lost+found" / "x").write_bytes(canary.encode())
+    report = leakcheck.LeakReport("postgres", "c", len(canary))
+    leakcheck.scan([leakcheck.ScanTarget(str(tmp_path), "tablespace t", "", ("PG_*",))], canary, report)
+    assert [Path(f.path).name for f in report.findings] == ["16385"] and report.skipped == {str(tmp_path): 1}
+
+
+def test_the_cap_on_files_and_bytes_leaves_the_rest_unchecked(tmp_path: Path, monkeypatch):
+    canary = leakcheck.new_canary()
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    for d in ("a", "b"):
+        for i in range(5):
+            (tmp_path / d / f"f{i}").write_bytes(os.urandom(100))
+    targets = [leakcheck.ScanTarget(str(tmp_path / d), d, "") for d in ("a", "b")]
+
+    opened = _spy_reads(monkeypatch)
+    report = leakcheck.LeakReport("e", "c", len(canary))
+    leakcheck.scan(targets, canary, report, max_files=3)
+    assert report.scanned_files == 3 and len(opened) == 3
+    assert report.unchecked == [f"{tmp_path / 'a'}: 2 files not checked (leak-check reads at most 3 files and "
+                                f"64 GB: the cap was reached)",
+                                f"{tmp_path / 'b'}: 5 files not checked (leak-check reads at most 3 files and "
+                                f"64 GB: the cap was reached)"]
+    assert not report.clean
+
+    report = leakcheck.LeakReport("e", "c", len(canary))
+    leakcheck.scan(targets, canary, report, max_bytes=250)
+    assert report.scanned_files == 2 and report.scanned_bytes == 200
+    assert report.unchecked[0].startswith(f"{tmp_path / 'a'}: 3 files not checked (leak-check reads at most "
+                                          f"100,000 files and 250 B")
+    assert not report.clean
+
+
+def test_the_caps_are_the_documented_ones():
+    doc = (Path(__file__).resolve().parents[3] / "docs" / "leak-check.md").read_text()
+    assert f"{leakcheck.MAX_FILES:,} files" in doc and "64 GB" in doc and leakcheck.MAX_BYTES == 64_000_000_000

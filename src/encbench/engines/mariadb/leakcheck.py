@@ -5,7 +5,9 @@ dir, binlog basename, tmpdir, Aria log dir, the general/slow query logs when the
 canary goes into a schema of encbench's own (a table ENCRYPTED=YES when a key management plugin is
 active), is forced to disk with what changes no configuration (commit; FLUSH TABLES t FOR EXPORT of
 encbench's own table; with --allow-flush-logs also FLUSH BINARY LOGS / FLUSH ENGINE LOGS, which write
-beyond that schema), every directory is scanned, the schema dropped. Nothing is restarted or SET.
+beyond that schema), every place is scanned (the data directory whole; elsewhere, as in a tmpdir of
+/tmp, only the server's own files, by name and owner: everyone else's are counted as skipped, never
+opened), the schema dropped. Nothing is restarted or SET.
 
 Posture: the same settings read without touching any file: the key management plugin, which user
 tables are encrypted (information_schema.INNODB_TABLESPACES_ENCRYPTION), redo/undo/binlog/temporary
@@ -27,15 +29,18 @@ LOCAL_HOSTS = ("127.0.0.1", "::1", "localhost")
 SYSTEM_SCHEMAS = ("mysql", "information_schema", "performance_schema", "sys")
 ROWS = 200
 
-# (server variable, role of the files there, the setting that would close a leak there)
+# (server variable, role of the files there, the setting that would close a leak there, the names of the server's
+# own files there: a directory the server may share with others is read only for these, `()`: all of it is its own)
 DIRECTORIES = (
-    ("datadir", "data directory", ""),
-    ("innodb_log_group_home_dir", "redo log", "innodb_encrypt_log=ON"),
-    ("innodb_undo_directory", "undo log", "innodb_encrypt_tables=ON (undo tablespaces follow it)"),
-    ("tmpdir", "temporary file", "encrypt_tmp_files=ON"),
-    ("aria_log_dir_path", "Aria log", "aria_encrypt_tables=ON"),
+    ("datadir", "data directory", "", ()),
+    ("innodb_log_group_home_dir", "redo log", "innodb_encrypt_log=ON", ("ib_logfile*",)),
+    ("innodb_undo_directory", "undo log", "innodb_encrypt_tables=ON (undo tablespaces follow it)", ("undo*",)),
+    # MariaDB 10.11's own temporary files: "#sql-temptable-<pid>-<thread>-<n>.MAD/.MAI/.MYD/.MYI" (internal and
+    # CREATE TEMPORARY tables) and "#sql*" alike; the IO_CACHE files ("MY": sorts, "ML": the binary log cache, "ib":
+    # InnoDB's) have no name at all where O_TMPFILE works and "MYxxxxxx"-like names (unlinked at once) elsewhere
+    ("tmpdir", "temporary file", "encrypt_tmp_files=ON", ("#sql*", "ib*", "ML*", "MY*")),
+    ("aria_log_dir_path", "Aria log", "aria_encrypt_tables=ON", ("aria_log*",)),
 )
-
 
 def check_local(params: dict, dsn: str) -> None:
     """Its files must be readable here: a server on this host (loopback or a unix socket)."""
@@ -95,31 +100,53 @@ def _under(base: str, path: str) -> Path:
     return p if p.is_absolute() else Path(base) / p
 
 
+def _owner(path: str) -> int | None:
+    """The uid owning the data directory: the server's OS user (None when it cannot be read)."""
+    try:
+        return os.stat(path).st_uid
+    except OSError:
+        return None
+
+
+def _merge(out: list[leakcheck.ScanTarget]) -> list[leakcheck.ScanTarget]:
+    """One target per place, naming every role it holds; read whole when any of them is (the data directory),
+    else for the union of the server's names."""
+    merged: dict[str, leakcheck.ScanTarget] = {}
+    for t in out:
+        key = os.path.realpath(t.path)
+        if key not in merged:
+            merged[key] = leakcheck.ScanTarget(t.path, t.role, t.fix, t.names, t.owner)
+            continue
+        m = merged[key]
+        m.role += f", {t.role}"
+        m.names = m.names and t.names and tuple(dict.fromkeys(m.names + t.names))
+    # most specific first: a directory inside another is scanned for its own role
+    return sorted(merged.values(), key=lambda t: -len(Path(t.path).parts))
+
+
 def scan_targets(v: dict) -> list[leakcheck.ScanTarget]:
-    """The server's own file locations, most specific first (a file counts once, for its first role)."""
+    """The server's own file locations, most specific first (a file counts once, for its first role). The data
+    directory is the server's whole; elsewhere (a tmpdir of /tmp, a binary log in /var/log) only the server's
+    own files, by name and owner, are read."""
     datadir = v["datadir"]
+    owner = _owner(datadir)
     out = []
     if _on(v, "log_bin") and v.get("log_bin_basename"):
         base = _under(datadir, v["log_bin_basename"])
-        out.append(leakcheck.ScanTarget(str(base.parent), "binary log", "encrypt_binlog=ON"))
+        out.append(leakcheck.ScanTarget(str(base.parent), "binary log", "encrypt_binlog=ON", (f"{base.name}.*",),
+                                        owner))
     for name in ("general_log_file", "slow_query_log_file"):
         switch = "general_log" if name.startswith("general") else "slow_query_log"
         if _on(v, switch) and "FILE" in str(v.get("log_output", "")).upper() and v.get(name):
             out.append(leakcheck.ScanTarget(str(_under(datadir, v[name])), switch.replace("_", " "),
                                             f"{switch}=OFF (statements are logged in plaintext)"))
-    for name, role, fix in DIRECTORIES[1:]:
-        if v.get(name):
-            out.append(leakcheck.ScanTarget(str(_under(datadir, v[name])), role, fix))
+    for name, role, fix, names in DIRECTORIES[1:]:
+        value = str(v.get(name) or "")
+        # tmpdir may list several directories, ':'-separated (the server takes them in turn)
+        for path in filter(None, value.split(":") if name == "tmpdir" else [value]):
+            out.append(leakcheck.ScanTarget(str(_under(datadir, path)), role, fix, names, owner))
     out.append(leakcheck.ScanTarget(datadir, "data directory", ""))
-    merged: dict[str, leakcheck.ScanTarget] = {}  # one target per place, naming every role it holds
-    for t in out:
-        key = os.path.realpath(t.path)
-        if key in merged:
-            merged[key].role += f", {t.role}"
-        else:
-            merged[key] = leakcheck.ScanTarget(t.path, t.role, t.fix)
-    # most specific first: a directory inside another is scanned for its own role
-    return sorted(merged.values(), key=lambda t: -len(Path(t.path).parts))
+    return _merge(out)
 
 
 def classify_finding(path: str, role: str, v: dict, classify) -> tuple[str, str]:
@@ -194,7 +221,7 @@ def leak_check_existing(dsn: str, options: dict, params: dict, classify) -> leak
                                 "FLUSH BINARY LOGS and FLUSH ENGINE LOGS); what the server wrote at commit is "
                                 "scanned")
         targets = scan_targets(v)
-        report.steps.append("scanned: " + ", ".join(f"{t.role} {t.path}" for t in targets))
+        report.steps.append("scanned: " + ", ".join(leakcheck.target_text(t) for t in targets))
         leakcheck.scan(targets, canary, report)
         for f in report.findings:
             f.role, f.fix = classify_finding(f.path, f.role, v, classify)

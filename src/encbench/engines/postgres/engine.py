@@ -11,8 +11,6 @@ from __future__ import annotations
 import dataclasses
 import os
 import secrets
-import shutil
-import subprocess
 import sys
 import tempfile
 from pathlib import Path
@@ -719,6 +717,10 @@ class PostgresEngine(Engine):
             from . import leakcheck as existing  # where the files are; the canary forced out (steps named)
 
             targets = existing.leak_targets(admin, report)
+            blocker = pg_state.create_blocker(admin)
+            if blocker:  # the canary lives in a schema of encbench's own, dropped after the check
+                raise EngineUnavailableError(f"cannot create encbench's schema for its canary: {blocker.reason}",
+                                             hint=f"enable with: {blocker.grant}; or use --posture (settings only)")
             journal.data["schema"] = schema
             journal.save()
             admin.execute(f"CREATE SCHEMA {schema}")
@@ -726,11 +728,13 @@ class PostgresEngine(Engine):
             admin.execute(f"INSERT INTO {schema}.leak SELECT %s || ' ' || i FROM generate_series(1, 200) i", (canary,))
             existing.force_to_disk(admin, report, options)  # data pages to their files; the WAL has them
             dump = workdir / "backup.sql"
-            _pg_dump(server, conninfo, f"{schema}.leak", dump)
-            fix = existing.FIX
-            leakcheck.scan([leakcheck.ScanTarget(str(path), role, fix) for path, role in targets]
-                           + [leakcheck.ScanTarget(str(dump), "backup (pg_dump)", fix)], canary, report)
-            datadir = targets[0][0] if targets else None
+            existing.pg_dump(server.bindir if server is not None else None, conninfo, f"{schema}.leak", dump)
+            report.steps.append("scanned: " + ", ".join(leakcheck.target_text(t) for t in targets))
+            dumped = leakcheck.ScanTarget(str(dump), "backup (pg_dump)", existing.FIX)
+            # encbench's own dump and the other places first, the data directory last: under the cap on what one
+            # check reads (lab/leakcheck.MAX_BYTES), a large data directory is what is left unread
+            leakcheck.scan([dumped] + targets[1:] + targets[:1], canary, report)
+            datadir = Path(targets[0].path) if targets else None
             for f in report.findings:
                 rel = Path(f.path).relative_to(datadir).parts if datadir and f.path.startswith(str(datadir)) else ()
                 f.role = {"base": "table data", "pg_wal": "WAL", "global": "global catalog"}.get(
@@ -991,19 +995,4 @@ def _change_ssl_settings(setup: dict, target: dict) -> None:
         finally:
             admin.close()
     interrupts.raise_if_stopped()
-
-
-def _pg_dump(server, conninfo: dict, table: str, out: Path) -> None:
-    tool = str(server.bindir / "pg_dump") if server is not None else (shutil.which("pg_dump") or "")
-    if not tool or not os.access(tool, os.X_OK):
-        raise EngineUnavailableError("pg_dump not found", hint="install the PostgreSQL client: apt-get install postgresql-client")
-    env = {k: v for k, v in os.environ.items() if not k.startswith("PGSSL")}
-    env.update({"PGHOST": str(conninfo.get("host", "")), "PGPORT": str(conninfo.get("port", "")),
-                "PGUSER": str(conninfo.get("user", "")), "PGDATABASE": str(conninfo.get("dbname", ""))})
-    if conninfo.get("password"):
-        env["PGPASSWORD"] = str(conninfo["password"])
-    done = subprocess.run([tool, "-t", table, "-f", str(out)], env=env, capture_output=True, text=True)
-    if done.returncode != 0:
-        raise EngineUnavailableError(f"pg_dump failed: {redact((done.stderr.strip().splitlines() or ['?'])[-1])}")
-
 

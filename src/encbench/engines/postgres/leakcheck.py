@@ -7,7 +7,9 @@ read from the server (data_directory, the WAL directory pg_wal wherever its syml
 directory when the logging collector writes one, every tablespace's location: temp_tablespaces and
 default_tablespace among them), and the posture names the filesystem under each: a fscrypt policy
 (FS_IOC_GET_ENCRYPTION_POLICY_EX), gocryptfs (FUSE), dm-crypt/LUKS (the device-mapper uuid), or an
-encfs mount encbench made (host/encfs ledger).
+encfs mount encbench made (host/encfs ledger). The data directory is read whole; a WAL directory elsewhere,
+the log directory and a tablespace's location only for the server's own entries (by name and owner: a
+log_directory of /var/log holds everyone's logs).
 """
 
 from __future__ import annotations
@@ -15,10 +17,15 @@ from __future__ import annotations
 import errno
 import fcntl
 import os
+import re
+import shutil
 import struct
+import subprocess
 from pathlib import Path
 
+from ...errors import EngineUnavailableError
 from ...lab import leakcheck
+from ...util.redact import redact
 from . import client
 from . import state as pg_state
 from .client import connect_admin, first_line
@@ -43,42 +50,68 @@ def _tablespaces(conn) -> list[tuple[str, str]]:
     return [(name, loc) for name, loc in rows if loc]
 
 
+def log_names(log_filename: str | None) -> tuple[str, ...]:
+    """The server log's file names as patterns, from log_filename (its strftime escapes as `*`); with .log, the
+    csvlog and jsonlog files beside them (.csv, .json)."""
+    name = re.sub(r"\*+", "*", re.sub(r"%.", "*", log_filename or "")) or "*"
+    if name.endswith(".log"):
+        return name, name[:-4] + ".csv", name[:-4] + ".json"
+    return name, name + ".csv", name + ".json"
+
+
+# A place's own names when the server may share its directory with others: the server's entries of it are read,
+# the others skipped unopened (lab/leakcheck.ScanTarget.names); the data directory is the server's whole.
+WAL_NAMES = ("[0-9A-F]*", "archive_status", "summaries", "xlogtemp.*")  # segments, .history/.backup/.partial files
+TABLESPACE_NAMES = ("PG_*",)  # a tablespace's location holds one PG_<version>_<catalog version> directory a server
+
+
 def places(conn, report=None) -> list[tuple[Path, str]]:
     """(path, role) of every place the server writes data to, the data directory first; [] when this role
     may not learn where the data directory is (said in report.notes)."""
+    return [(Path(t.path), t.role) for t in _places(conn, report)]
+
+
+def _places(conn, report=None) -> list[leakcheck.ScanTarget]:
     datadir = _setting(conn, "data_directory", report)
     if datadir is None:
         return []
-    out = [(Path(datadir), "data directory")]
+    try:
+        owner = os.stat(datadir).st_uid  # the server's OS user: a shared directory's entries it owns are its own
+    except OSError:
+        owner = None
+    out = [leakcheck.ScanTarget(datadir, "data directory", FIX)]
     wal = Path(datadir) / "pg_wal"
     if wal.is_symlink():
-        out.append((Path(os.path.realpath(wal)), "WAL"))
+        out.append(leakcheck.ScanTarget(os.path.realpath(wal), "WAL", FIX, WAL_NAMES, owner))
     if _setting(conn, "logging_collector") == "on":
         logdir = _setting(conn, "log_directory", report)
         if logdir:
             p = Path(logdir) if Path(logdir).is_absolute() else Path(datadir) / logdir
-            out.append((p, "server log"))
+            names = log_names(_setting(conn, "log_filename", report))
+            out.append(leakcheck.ScanTarget(str(p), "server log", FIX, names, owner))
     for name, loc in _tablespaces(conn):
-        out.append((Path(loc), f"tablespace {name}"))
+        out.append(leakcheck.ScanTarget(loc, f"tablespace {name}", FIX, TABLESPACE_NAMES, owner))
     return out
 
-
-def leak_targets(conn, report) -> list[tuple[Path, str]]:
-    """places(), the data directory's readability checked: what cannot be read is `unchecked`, not an error."""
-    found = places(conn, report)
+def leak_targets(conn, report) -> list[leakcheck.ScanTarget]:
+    """The places to scan, the data directory first and each one's readability checked: what cannot be read is
+    `unchecked`, not an error. The data directory is read whole (the server's own); a WAL directory elsewhere,
+    the log directory and a tablespace's location only for the server's own entries (a log_directory of /var/log
+    holds everyone's logs)."""
+    found = _places(conn, report)
     if not found:
         report.notes.append("the data directory (table files, WAL) was not scanned, only the pg_dump output: its "
                             "location is not readable by this role")
     readable = []
-    for path, role in found:
+    for t in found:
+        path = Path(t.path)
         if not path.exists():  # a server on another machine: its files are not here to scan
             report.unchecked.append(f"{path}: not checked (not on this machine: run leak-check on the server's host)")
         elif not os.access(path, os.R_OK | os.X_OK):
             report.unchecked.append(f"{path}: {leakcheck.NOT_CHECKED}")
         else:
-            readable.append((path, role))
+            readable.append(t)
     return readable
-
 
 def force_to_disk(conn, report, options: dict) -> None:
     """CHECKPOINT (the data pages to their files; needs pg_checkpoint or superuser: said when refused); with
@@ -104,6 +137,43 @@ def force_to_disk(conn, report, options: dict) -> None:
         report.steps.append(f"pg_switch_wal() refused ({first_line(e)}; enable with: GRANT EXECUTE ON FUNCTION "
                             "pg_switch_wal() TO the role)")
 
+
+
+SECRET_FIELDS = ("password", "sslpassword")  # never on a command line (process listings)
+
+
+def dump_command(tool: str, conninfo: dict, table: str, out: Path, psycopg) -> tuple[list[str], dict]:
+    """pg_dump's command line and environment: only the fields the DSN has, as a connection string (libpq's own
+    PG* variables and defaults fill the rest, as they did for encbench's connection); the password in
+    PGPASSWORD, never on the command line."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PGSSL")}
+    given = {k: v for k, v in conninfo.items() if v not in (None, "") and k not in SECRET_FIELDS}
+    if conninfo.get("password"):
+        env["PGPASSWORD"] = str(conninfo["password"])
+    where = ["-d", psycopg.conninfo.make_conninfo(**given)] if given else []
+    return [tool, *where, "-t", table, "-f", str(out)], env
+
+
+def tool_error(stderr: str) -> str:
+    """A client tool's failure in one line: its first error line (libpq's hint lines come after it), else its
+    first line."""
+    lines = [line.strip() for line in stderr.splitlines() if line.strip()]
+    first = next((line for line in lines if "error:" in line or "FATAL:" in line), lines[0] if lines else "?")
+    return redact(first)
+
+
+def pg_dump(bindir: Path | None, conninfo: dict, table: str, out: Path) -> None:
+    """pg_dump of encbench's canary table into out (the private server's own pg_dump, else the one on PATH)."""
+    tool = str(bindir / "pg_dump") if bindir is not None else (shutil.which("pg_dump") or "")
+    if not tool or not os.access(tool, os.X_OK):
+        raise EngineUnavailableError("pg_dump not found",
+                                     hint="install the PostgreSQL client: apt-get install postgresql-client")
+    argv, env = dump_command(tool, conninfo, table, out, client.psycopg())
+    done = subprocess.run(argv, env=env, capture_output=True, text=True)
+    if done.returncode != 0:
+        raise EngineUnavailableError(f"pg_dump failed: {tool_error(done.stderr)}",
+                                     hint="check that pg_dump reaches the server as --dsn does (PG* variables, "
+                                          "~/.pgpass) and that the client is as new as the server")
 
 # -- posture --------------------------------------------------------------------------------
 
