@@ -8,6 +8,9 @@ silently means the default.
 from __future__ import annotations
 
 import argparse
+import os
+import shutil
+import sys
 from pathlib import Path
 
 from .. import __version__
@@ -29,8 +32,29 @@ def page(name: str) -> str:
     return str(DOCS / name) if (DOCS / name).is_file() else f"docs/{name} (in encbench's source)"
 
 
+def invocation(argv0: str | None = None, path: str | None = None, cwd: str | None = None) -> str:
+    """How the user can type this command again: `encbench` when that name on PATH is this very program, else the
+    path it was started by (README's set-up puts it in .venv/bin, not on PATH), relative to the working directory
+    when that is shorter. `python -m encbench` is typed as such."""
+    argv0 = sys.argv[0] if argv0 is None else argv0
+    if not argv0 or argv0.endswith(("__main__.py", "-c")) or Path(argv0).name != "encbench":
+        return "python -m encbench" if argv0.endswith("__main__.py") else "encbench"
+    found = shutil.which("encbench", path=path)
+    me = os.path.realpath(argv0)
+    if found and os.path.realpath(found) == me:
+        return "encbench"
+    if not os.path.isabs(argv0):
+        return argv0 if "/" in argv0 else f"./{argv0}"  # typed relative to the working directory: as typed
+    rel = os.path.relpath(argv0, cwd or os.getcwd())
+    shown = rel if len(rel) < len(argv0) else argv0
+    return shown if "/" in shown else f"./{shown}"
+
+
 def epilog(examples: tuple[str, ...], page_name: str) -> str:
-    lines = ["examples:", *(f"  {e}" for e in examples), "", f"read: {page(page_name)}"]
+    """The examples as the user can paste them (`invocation()` in place of `encbench`) and the page to read."""
+    prog = invocation()
+    shown = [prog + e.removeprefix("encbench") if e.startswith("encbench") else e for e in examples]
+    lines = ["examples:", *(f"  {e}" for e in shown), "", f"read: {page(page_name)}"]
     return "\n".join(lines)
 
 
