@@ -245,13 +245,27 @@ def _affinity(pid: int | None) -> set[int] | None:
         return None
 
 
+PF_EXITING = 0x4  # the kernel's task flag: do_exit has begun (set before the process closes its sockets)
+
+
 def _alive(pid: int) -> bool:
     try:
         with open(f"/proc/{pid}/stat", "rb") as f:
-            state = f.read().rsplit(b")", 1)[1].split()[0]
-    except (OSError, IndexError):
+            return stat_running(f.read())
+    except OSError:
         return False
-    return state not in (b"Z", b"X")  # a zombie has stopped (its parent may not be us)
+
+
+def stat_running(stat: bytes) -> bool:
+    """/proc/PID/stat says the process runs: not a zombie (its parent may not be us) and not exiting. A killed
+    postmaster closes its listening socket while it exits and only then becomes a zombie: in between, a client is
+    refused ("the server went away") while the state letter still reads as running, so the exiting flag counts."""
+    try:
+        fields = stat.rsplit(b")", 1)[1].split()
+        state, flags = fields[0], int(fields[6])
+    except (IndexError, ValueError):
+        return False
+    return state not in (b"Z", b"X") and not flags & PF_EXITING
 
 
 def shutdown(datadir: Path, timeout: float = STOP_TIMEOUT_S) -> None:
