@@ -215,3 +215,15 @@ def test_forget_journal_drops_a_dead_runs_journal_and_never_a_running_ones(cache
     assert app.main(["cleanup", "--forget-journal", "all"]) == 0
     out = capsys.readouterr().out
     assert not second.path.exists() and live.path.exists() and "1 journals forgotten, 1 kept" in out
+
+
+def test_pg_the_journal_says_what_is_being_set_before_each_change_and_what_was_set_after():
+    found = {"ssl_ecdh_curve": _setting([]), "ssl_ciphers": _setting([], "HIGH")}
+    applied = {"ssl_ecdh_curve": None, "ssl_ciphers": None}  # as found
+    pg_state.journal_setting(found, applied, {"ssl_ecdh_curve": "secp384r1", "ssl_ciphers": "AES256-SHA"})
+    assert [found[k]["set"] for k in found] == [[None, "secp384r1"], ["HIGH", "AES256-SHA"]]  # killed now: either
+    pg_state.journal_setting(found, None, {"ssl_ecdh_curve": "secp384r1", "ssl_ciphers": "AES256-SHA"})
+    assert [found[k]["set"] for k in found] == [["secp384r1"], ["AES256-SHA"]]
+    applied = {"ssl_ecdh_curve": "secp384r1", "ssl_ciphers": "AES256-SHA"}
+    pg_state.journal_setting(found, applied, {"ssl_ecdh_curve": None})  # back to as found: RESET
+    assert found["ssl_ecdh_curve"]["set"] == ["secp384r1", None] and found["ssl_ciphers"]["set"] == ["AES256-SHA"]

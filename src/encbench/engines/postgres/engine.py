@@ -984,17 +984,13 @@ def _change_ssl_settings(setup: dict, target: dict) -> None:
 
     with interrupts.deferred():
         journal.data["changed"] = True
-        for k, value in changes.items():  # compare-and-swap: a restore undoes only what is still one of these
-            before = setup["_applied"][k]
-            was = pg_state.auto_conf_state(found[k]) if before is None else str(before)
-            found[k]["set"] = list(dict.fromkeys([was, value]))
+        pg_state.journal_setting(found, setup["_applied"], changes)  # a restore undoes only what is still these
         journal.save()
         admin = connect_admin(psycopg, setup["_conninfo"])
         try:
             pg_state.alter_system(admin, changes, on_each=applied)
             pg_state.wait_running(lambda: connect_admin(psycopg, setup["_conninfo"]), _running_values(setup, target))
-            for k, value in changes.items():
-                found[k]["set"] = [value]
+            pg_state.journal_setting(found, None, changes)
             journal.save()
         except psycopg.OperationalError as e:
             raise EngineUnavailableError(f"the server went away while its ssl settings were changed: {first_line(e)}",

@@ -5,7 +5,10 @@ setting that was not there before is `ALTER SYSTEM RESET` (its line removed), on
 gets its old value back (ALTER SYSTEM keeps a line in place when it changes its value),
 then `pg_reload_conf()`. The restore is verified (pg_file_settings and the running values)
 before its journal (restore_journal.py) is deleted. Also journaled: the run's schema and an
-extension it created.
+extension it created. Compare-and-swap: a setting is put back only while postgresql.auto.conf still
+holds a value encbench set (`set`, written before each change), the schema dropped only while it holds
+nothing but encbench's objects (`OBJECTS`), the extension never with CASCADE; what changed since is
+kept, and its journal with it.
 
 Nothing here needs more than the privileges it is given: what cannot be read comes back as
 None with the GRANT that would allow it (`Denied`).
@@ -164,6 +167,18 @@ def snapshot(conn, names) -> dict[str, dict]:
             raise EngineUnavailableError(f"cannot read {name}: {effective.text()}")
         out[name] = {"in_auto_conf": name in entries, "value": entries.get(name), "effective": effective, "set": []}
     return out
+
+
+def journal_setting(found: dict[str, dict], applied: dict | None, changes: dict[str, str | None]) -> None:
+    """What a restore may undo, written down (in snapshot()'s entries) before each change: the line each setting
+    has now and the one it is about to get (`applied`: the values set so far, None: as found); once the change
+    is done (`applied` None), the new line alone."""
+    for name, value in changes.items():
+        if applied is None:
+            found[name]["set"] = [value]
+            continue
+        now = auto_conf_state(found[name]) if applied[name] is None else str(applied[name])
+        found[name]["set"] = list(dict.fromkeys([now, value]))
 
 
 def _test_hook() -> None:
