@@ -3,7 +3,7 @@ the value it set; what was changed since (a DBA's) is kept, said in one line, wi
 `encbench cleanup --forget-journal`. And a CREATE DATABASE that fails leaves no journal (item 6, the last case).
 
 The server side is faked here (postgresql.auto.conf as a dict, MariaDB's catalog as a few rows); the real
-servers are in tests/integration/test_restore_cas.py."""
+servers are in tests/integration/test_dsn_restore_cas.py."""
 
 from __future__ import annotations
 
