@@ -57,11 +57,14 @@ def test_compare_and_swap(now, found, written, verdict):
 
 
 def test_the_kept_line_names_the_setting_what_was_set_and_what_is_found():
-    line = rj.kept_text([rj.kept_value("ssl_ecdh_curve", ["secp384r1"], "secp521r1")], rj.Path("/j.json"))
+    line = rj.kept_text([rj.kept_value("ssl_ecdh_curve", ["secp384r1"], "secp521r1", found=None)],
+                        rj.Path("/j.json"))
     assert line == ("ssl_ecdh_curve is 'secp521r1' now (encbench set 'secp384r1'): left as it is; /j.json keeps it "
                     "until you drop it: encbench cleanup --forget-journal /j.json")
-    assert "does not say what it set" in rj.kept_value("ssl_ciphers", None, "HIGH")
-    assert "(not set) now" in rj.kept_value("ssl_ciphers", ["HIGH"], None)
+    assert "does not say what it set" in rj.kept_value("ssl_ciphers", None, "HIGH", found=None)
+    assert "(not set) now" in rj.kept_value("ssl_ciphers", ["HIGH"], None, found="MEDIUM")
+    # killed while the change was under way: the value it found is not one encbench "set"
+    assert "(encbench set 'secp384r1')" in rj.kept_value("ssl_ecdh_curve", [None, "secp384r1"], "X25519", found=None)
 
 
 # -- PostgreSQL: postgresql.auto.conf as a dict ---------------------------------------------------------------

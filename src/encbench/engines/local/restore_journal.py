@@ -95,11 +95,12 @@ def compare_and_swap(now, found, written: list | None) -> str:
     return RESTORE if now in written else CHANGED
 
 
-def kept_value(what: str, written: list | None, now) -> str:
-    """What a restore left because the server no longer holds what encbench set (`written`; None: an older
-    journal that does not say), and the value found `now`."""
-    was = ("an older encbench's journal does not say what it set" if written is None
-           else "encbench set " + " or ".join(_shown(v) for v in written))
+def kept_value(what: str, written: list | None, now, *, found) -> str:
+    """What a restore left because the server no longer holds what encbench set (`written`, less the value it
+    `found` while a change was under way; None: an older journal that does not say), and the value `now`."""
+    shown = [v for v in written if v != found] or written if written is not None else None
+    was = ("an older encbench's journal does not say what it set" if shown is None
+           else "encbench set " + " or ".join(_shown(v) for v in shown))
     return f"{what} is {_shown(now)} now ({was}): left as it is"
 
 

@@ -300,7 +300,8 @@ def _restore_settings(conn, connect: Callable, settings: dict, kept: list, left:
         if verdict == restore_journal.RESTORE:
             changes[name] = auto_conf_state(was)
         elif verdict != restore_journal.AS_FOUND:
-            kept.append(restore_journal.kept_value(name, was.get("set"), current.get(name)))
+            kept.append(restore_journal.kept_value(name, was.get("set"), current.get(name),
+                                                   found=auto_conf_state(was)))
             left.add(name)
     ours = {n: w for n, w in settings.items() if n not in left}
     alter_system(conn, changes)  # reloads even with no change: an unapplied one may be pending
