@@ -157,10 +157,6 @@ class Journal:
             except FileNotFoundError:
                 pass
 
-    def is_ours(self) -> bool:
-        who = self.data.get("owner", {})
-        return who.get("pid") == os.getpid() and who.get("start") == _start_time(os.getpid())
-
     def describe(self) -> str:
         s = self.data.get("server", {})
         who = self.data.get("owner", {})
@@ -235,7 +231,11 @@ def forget(which: str) -> tuple[list[Journal], list[str]]:
             refused.append(f"{path} is not a restore journal this encbench can read: look at it, then delete it")
             continue
         if owner_alive(data["owner"]):
-            refused.append(f"{path} belongs to a run still going (pid {data['owner'].get('pid')}): not dropped")
+            who = data["owner"]
+            refused.append(f"{path} belongs to a run still going (pid {who.get('pid')}): not dropped"
+                           if who.get("hostname") == socket.gethostname() else
+                           f"{path} belongs to a run on {who.get('hostname')} (cannot tell from here whether it "
+                           f"is still going): not dropped; delete it there, or by hand once it is over")
             continue
         journal = Journal(path, data)
         journal.discard()
