@@ -8,6 +8,10 @@ Only what the ledger or an owner record in a directory names, and only for runs 
 gone (pid + start time): a live run's mounts, servers and directories, any mount encbench did not
 create and any directory without an owner record are never touched. A dead run's server still
 running is stopped (SIGTERM, then SIGKILL) only when its command line points into its directory.
+
+`--forget-journal PATH|all` (no root needed, nothing else done): drop a --dsn restore journal that a
+restore kept because the server no longer holds what encbench set (a DBA changed it since); the
+server is not touched (engines/local/restore_journal.forget).
 """
 
 from __future__ import annotations
@@ -24,12 +28,17 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--json", action="store_true", help="print what was removed as JSON")
     p.add_argument("--data-dir", default=None,
                    help=f"the data directory whose scratch-* directories of dead runs to remove (default {data_dir_default()})")
+    p.add_argument("--forget-journal", metavar="PATH|all", default=None,
+                   help="only drop a --dsn restore journal (the path a note named, or `all` of dead runs) without "
+                        "restoring anything: once you have decided about a setting or database it kept")
 
 
 def cmd_cleanup(args) -> int:
     from ..errors import FilesystemUnavailableError
     from ..host.encfs import ledger
 
+    if args.forget_journal is not None:
+        return _forget_journal(args.forget_journal, args.json)
     if os.geteuid() != 0:  # the ledger, the mounts and the loop devices are root's
         raise FilesystemUnavailableError(f"cleanup needs root (running as uid {os.geteuid()})",
                                          hint="run encbench cleanup as root")
@@ -84,3 +93,25 @@ def _is_live(record: dict) -> bool:
 
     owner = record.get("owner") or {}
     return isinstance(owner.get("pid"), int) and owner["pid"] != os.getpid() and leftovers.alive(owner)
+
+
+def _forget_journal(which: str, as_json: bool) -> int:
+    """The journal(s) deleted, the server untouched; a path that is not a dead run's journal: one line, exit 4."""
+    from ..engines.local import restore_journal
+    from ..errors import BadValueError
+
+    deleted, refused = restore_journal.forget(which)
+    if as_json:
+        print(json.dumps({"forgotten": [{"path": str(j.path), "server": j.describe()} for j in deleted],
+                          "not_forgotten": refused}, indent=1))
+    else:
+        for j in deleted:
+            print(f"journal {j.path} ({j.describe()}): forgotten (the server was not touched)")
+        for why in refused if which == "all" else []:
+            print(why)
+        if which == "all":
+            print(f"cleanup: {len(deleted)} journals forgotten, {len(refused)} kept")
+    if refused and which != "all":
+        raise BadValueError(f"--forget-journal: {refused[0]}",
+                            hint="give the path a note named, or all (every journal of a run that is gone)")
+    return 0

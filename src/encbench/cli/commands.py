@@ -76,7 +76,7 @@ COMMANDS: tuple[Command, ...] = (
             page='history.md'),
     Command("cleanup", "remove the filesystems (mounts, loop devices, keys, images) that killed runs left",
             cleanup.add_arguments, cleanup.cmd_cleanup,
-            examples=('encbench cleanup',), page='encfs.md'),
+            examples=('encbench cleanup', 'encbench cleanup --forget-journal all'), page='encfs.md'),
     Command("list", "list engines, workloads, variants and probes", list_cmd.add_arguments, list_cmd.cmd_list,
             examples=('encbench list', 'encbench list --json'), page='commands.md'),
 )

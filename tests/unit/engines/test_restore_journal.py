@@ -56,7 +56,7 @@ def _admin(host: str, hostaddr: str, port: int = 5432):
 def test_the_file_is_named_by_identity_whatever_the_spelling(cache):
     a = restore_journal.new("postgres", {"host": "127.0.0.1", "port": 5432}, SYSID)
     b = restore_journal.new("postgres", {"host": "localhost", "port": 5432}, SYSID)
-    assert a.path == b.path and a.data["identity"] == SYSID and a.data["format"] == 2
+    assert a.path == b.path and a.data["identity"] == SYSID and a.data["format"] == restore_journal.FORMAT
     other = restore_journal.new("postgres", {"host": "127.0.0.1", "port": 5432}, dict(SYSID, system_identifier="1"))
     assert other.path != a.path
 

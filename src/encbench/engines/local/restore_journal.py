@@ -14,6 +14,12 @@ Format 1 (before identities) named the server by host:port as spelled: such a jo
 still read, and the engine decides whether the address it names reaches this server
 (`reaches`).
 
+A restore is compare-and-swap (format 3): a journal records, beside what was found, the value(s)
+encbench set (or was about to set), and a value is put back only while the server still holds one
+of them (`compare_and_swap`). A value changed since (a DBA's) is left as it is, said in one line,
+and its journal kept until `encbench cleanup --forget-journal` drops it (`forget`). A journal of
+format 1 or 2 does not say what was set: a value that differs from what it found is kept the same way.
+
 The engine knows what a journal's entries mean and which server it belongs to; this module
 only keeps the files.
 """
@@ -32,8 +38,13 @@ from typing import Callable
 
 from ...util import files
 
-FORMAT = 2  # 2: the server named by its identity; 1: by host:port as spelled (still read)
-READABLE = (1, 2)
+FORMAT = 3  # 3: what was set recorded; 2: the server named by its identity; 1: by host:port as spelled
+READABLE = (1, 2, 3)
+# compare_and_swap's verdicts
+AS_FOUND = "as found"  # the server holds what encbench found (or encbench never set it): nothing to undo
+RESTORE = "restore"  # the server holds what encbench set: put what it found back
+CHANGED = "changed"  # the server holds neither: changed since (a DBA's), left as it is, the journal kept
+UNKNOWN = "unknown"  # an older journal (no value set recorded) and the server does not hold what it found: kept
 
 
 def directory() -> Path:
@@ -71,6 +82,36 @@ def reaches(server: dict, reached: set[str], port: int | str | None) -> bool:
         return False
     named = {server["address"]} if server.get("address") else addresses(server.get("host"), server.get("port"))
     return bool(named & reached)
+
+
+def compare_and_swap(now, found, written: list | None) -> str:
+    """What a restore may do with one journaled value. `now`: the server's value; `found`: the value encbench
+    found before its change; `written`: every value encbench set or was about to set ([]: it set none), None
+    when the journal does not say (format 1 or 2)."""
+    if now == found or written == []:
+        return AS_FOUND
+    if written is None:
+        return UNKNOWN
+    return RESTORE if now in written else CHANGED
+
+
+def kept_value(what: str, written: list | None, now, *, found) -> str:
+    """What a restore left because the server no longer holds what encbench set (`written`, less the value it
+    `found` while a change was under way; None: an older journal that does not say), and the value `now`."""
+    shown = [v for v in written if v != found] or written if written is not None else None
+    was = ("an older encbench's journal does not say what it set" if shown is None
+           else "encbench set " + " or ".join(_shown(v) for v in shown))
+    return f"{what} is {_shown(now)} now ({was}): left as it is"
+
+
+def kept_text(kept: list[str], path: Path | None) -> str:
+    """One line for everything a journal's restore kept (kept_value's, or an engine's own words)."""
+    where = f"; {path} keeps it until you drop it: encbench cleanup --forget-journal {path}" if path else ""
+    return "; ".join(kept) + where
+
+
+def _shown(value) -> str:
+    return "(not set)" if value is None else repr(value)
 
 
 def note(text: str) -> None:
@@ -166,3 +207,37 @@ def existing(engine: str, belongs: Callable[[dict], bool]) -> tuple[list[Journal
             continue  # our own
         (live if owner_alive(data["owner"]) else dead).append(Journal(path, data))
     return dead, live, bad
+
+
+def forget(which: str) -> tuple[list[Journal], list[str]]:
+    """`encbench cleanup --forget-journal`: delete the journal at path `which`, or every journal whose run is
+    gone (`all`), without restoring anything. Returns (deleted, why each other one was not); a running run's
+    journal is never deleted."""
+    base = directory()
+    if which == "all":
+        paths = sorted(base.glob("*.json")) if base.is_dir() else []
+    else:
+        path = Path(which).expanduser()
+        if path.resolve().parent != base.resolve() or path.suffix != ".json":
+            return [], [f"{which} is not a restore journal (those are the .json files in {base})"]
+        if not path.exists():
+            return [], [f"{which}: no such journal"]
+        paths = [path]
+    deleted, refused = [], []
+    for path in paths:
+        try:
+            data = _load(path)
+        except (OSError, ValueError):
+            refused.append(f"{path} is not a restore journal this encbench can read: look at it, then delete it")
+            continue
+        if owner_alive(data["owner"]):
+            who = data["owner"]
+            refused.append(f"{path} belongs to a run still going (pid {who.get('pid')}): not dropped"
+                           if who.get("hostname") == socket.gethostname() else
+                           f"{path} belongs to a run on {who.get('hostname')} (cannot tell from here whether it "
+                           f"is still going): not dropped; delete it there, or by hand once it is over")
+            continue
+        journal = Journal(path, data)
+        journal.discard()
+        deleted.append(journal)
+    return deleted, refused

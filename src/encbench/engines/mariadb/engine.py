@@ -410,10 +410,8 @@ class MariaDBEngine(Engine):
                     raise EngineUnavailableError(f"the server has TLS off (have_ssl={facts['have_ssl']}): "
                                                  "TLS variants cannot run",
                                                  hint="configure ssl_cert/ssl_key on the server, or --variant tls=off")
-                if server is None:  # written down before it is made
-                    setup["_journal"].data["schema"] = schema
-                    setup["_journal"].save()
-                cur.execute(f"CREATE DATABASE {schema}")
+                # a --dsn server's: written down before it is made, taken out again when it cannot be
+                maria_state.create_database(cur, setup.get("_journal"), schema, main=True)
                 maria_column.prepare(setup, ctx)
                 if at_rest_main:
                     self._create_at_rest(cur, ctx, setup, {v["encryption"] for v in at_rest_main})
@@ -580,12 +578,11 @@ class MariaDBEngine(Engine):
         try:
             admin = _connect(my, setup["_admin"], "the MariaDB server")
             try:
-                for schema in (setup.get("oltp") or {}).get("schemas", {}).values():
-                    admin.cursor().execute(f"DROP DATABASE IF EXISTS {schema}")
-                if journal is not None:
-                    maria_state.restore(admin, journal)  # the database dropped, then the journal
+                if journal is not None:  # its databases (oltp's too) dropped, compare-and-swap, then the journal
+                    maria_state.restore(admin, journal)
                 else:
-                    admin.cursor().execute(f"DROP DATABASE IF EXISTS {setup['schema']}")
+                    for schema in [*(setup.get("oltp") or {}).get("schemas", {}).values(), setup["schema"]]:
+                        admin.cursor().execute(f"DROP DATABASE IF EXISTS {schema}")
             finally:
                 admin.close()
         except (my.err.MySQLError, EngineUnavailableError) as e:

@@ -125,8 +125,7 @@ def prepare(cur, ctx, setup: dict, oltp: list[dict], address: sysbench.Address, 
     setup.setdefault("versions", {})["sysbench"] = facts["sysbench"].removeprefix("sysbench ")
     for enc in sorted({v["encryption"] for v in oltp}):
         schema = f"{setup['schema']}_{SCHEMAS[enc]}"
-        maria_state.add_schema(setup.get("_journal"), schema)  # a --dsn server's: journaled before it exists
-        cur.execute(f"CREATE DATABASE {schema}")
+        maria_state.create_database(cur, setup.get("_journal"), schema)  # a --dsn server's: journaled first
         schemas[enc] = schema
         ctx.progress(f"sysbench prepare: {sysbench.TABLES} tables x {rows:,} rows in {schema} "
                      f"({sysbench.ENCRYPTED_OPTIONS[enc]})")

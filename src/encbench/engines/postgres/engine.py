@@ -867,8 +867,8 @@ def _open_journal(psycopg, admin, conninfo: dict, *, managed: bool, reconfigure:
     for old in dead:
         if _restore(psycopg, conninfo, old, earlier=True):
             continue
-        if old.data.get("changed"):
-            unrestored.append(old)
+        if old.data.get("changed") and (old.data.get("settings") or not old.data.get("kept")):
+            unrestored.append(old)  # settings not restored (failed, or kept: changed since encbench set them)
     if reconfigure:
         busy = [j for j in live if j.data.get("settings")]
         if busy or unrestored:
@@ -876,8 +876,10 @@ def _open_journal(psycopg, admin, conninfo: dict, *, managed: bool, reconfigure:
             why = (f"another encbench run ({j.describe()}) is reconfiguring this server" if busy else
                    f"an earlier run's changes ({j.describe()}) are not restored yet (journal {j.path})")
             raise EngineUnavailableError(f"--allow-reconfigure refused: {why}",
-                                         hint="wait for it to finish, or run again with --dsn as a role that can "
-                                              "restore it (a superuser); or drop --allow-reconfigure")
+                                         hint=(f"decide about what it kept, then: encbench cleanup --forget-journal "
+                                               f"{j.path}; or drop --allow-reconfigure" if j.data.get("kept") else
+                                               "wait for it to finish, or run again with --dsn as a role that can "
+                                               "restore it (a superuser); or drop --allow-reconfigure"))
     journal = restore_journal.new("postgres", ident, identity)
     journal.data["data_directory"] = datadir
     journal.data["in_recovery"] = in_recovery
@@ -922,12 +924,18 @@ def _restore(psycopg, conninfo: dict, journal: restore_journal.Journal, *, earli
 
     whose = f"an earlier encbench run left on {journal.describe()}" if earlier else "this run changed"
     try:
-        done = pg_state.restore(connect, journal.data)
+        done, kept = pg_state.restore(connect, journal.data)
     except (psycopg.Error, EncbenchError) as e:
         msg = e.one_line() if isinstance(e, EncbenchError) else first_line(e)
         where = f"; {journal.path} keeps what must be restored: the next `encbench run --dsn` against " \
                 f"this server restores it first" if journal.path else ""
         _note(f"could not restore what {whose}: {msg}{where}")
+        return False
+    if kept:  # changed since encbench set it: the journal keeps only that, until the DBA drops it
+        journal.data["kept"] = True
+        journal.save()
+        _note(f"restored what {whose}{': ' + ', '.join(done) if done else ''}, except: "
+              + restore_journal.kept_text(kept, journal.path))
         return False
     journal.discard()
     if earlier:
@@ -979,13 +987,15 @@ def _change_ssl_settings(setup: dict, target: dict) -> None:
         setup["_applied"][name] = target[name]
 
     with interrupts.deferred():
-        if not journal.data.get("changed"):
-            journal.data["changed"] = True
-            journal.save()
+        journal.data["changed"] = True
+        pg_state.journal_setting(found, setup["_applied"], changes)  # a restore undoes only what is still these
+        journal.save()
         admin = connect_admin(psycopg, setup["_conninfo"])
         try:
             pg_state.alter_system(admin, changes, on_each=applied)
             pg_state.wait_running(lambda: connect_admin(psycopg, setup["_conninfo"]), _running_values(setup, target))
+            pg_state.journal_setting(found, None, changes)
+            journal.save()
         except psycopg.OperationalError as e:
             raise EngineUnavailableError(f"the server went away while its ssl settings were changed: {first_line(e)}",
                                          hint="check that it is running; the next run against it restores them") from None

@@ -5,7 +5,10 @@ setting that was not there before is `ALTER SYSTEM RESET` (its line removed), on
 gets its old value back (ALTER SYSTEM keeps a line in place when it changes its value),
 then `pg_reload_conf()`. The restore is verified (pg_file_settings and the running values)
 before its journal (restore_journal.py) is deleted. Also journaled: the run's schema and an
-extension it created.
+extension it created. Compare-and-swap: a setting is put back only while postgresql.auto.conf still
+holds a value encbench set (`set`, written before each change), the schema dropped only while it holds
+nothing but encbench's objects (`OBJECTS`), the extension never with CASCADE; what changed since is
+kept, and its journal with it.
 
 Nothing here needs more than the privileges it is given: what cannot be read comes back as
 None with the GRANT that would allow it (`Denied`).
@@ -14,11 +17,13 @@ None with the GRANT that would allow it (`Denied`).
 from __future__ import annotations
 
 import os
+import re
 import time
 from dataclasses import dataclass
 from typing import Callable
 
 from ...errors import EngineUnavailableError
+from ..local import restore_journal
 from .client import first_line
 
 TEST_HOOK = "ENCBENCH_TEST_HOOK_RECONFIGURE"  # tests only: "pause:FILE" (see _test_hook)
@@ -150,7 +155,8 @@ def check_may_create_pgcrypto(conn, alternative: str) -> None:
 
 
 def snapshot(conn, names) -> dict[str, dict]:
-    """Per setting: in postgresql.auto.conf or not, its value there, and its running value."""
+    """Per setting: in postgresql.auto.conf or not, its value there, its running value, and the values encbench
+    set there ("set": none yet; None in it: no line, RESET)."""
     entries = auto_conf_entries(conn, names)
     if isinstance(entries, Denied):
         raise EngineUnavailableError(f"cannot read postgresql.auto.conf: {entries.text()}")
@@ -159,8 +165,20 @@ def snapshot(conn, names) -> dict[str, dict]:
         effective = read_setting(conn, name)
         if isinstance(effective, Denied):
             raise EngineUnavailableError(f"cannot read {name}: {effective.text()}")
-        out[name] = {"in_auto_conf": name in entries, "value": entries.get(name), "effective": effective}
+        out[name] = {"in_auto_conf": name in entries, "value": entries.get(name), "effective": effective, "set": []}
     return out
+
+
+def journal_setting(found: dict[str, dict], applied: dict | None, changes: dict[str, str | None]) -> None:
+    """What a restore may undo, written down (in snapshot()'s entries) before each change: the line each setting
+    has now and the one it is about to get (`applied`: the values set so far, None: as found); once the change
+    is done (`applied` None), the new line alone."""
+    for name, value in changes.items():
+        if applied is None:
+            found[name]["set"] = [value]
+            continue
+        now = auto_conf_state(found[name]) if applied[name] is None else str(applied[name])
+        found[name]["set"] = list(dict.fromkeys([now, value]))
 
 
 def _test_hook() -> None:
@@ -205,42 +223,91 @@ def wait_running(connect: Callable, wanted: dict[str, str]) -> None:
         time.sleep(0.05)
 
 
-def restore(connect: Callable, data: dict) -> list[str]:
-    """Undo what a journal says was (or was about to be) changed; verified. Returns what was done."""
+def restore(connect: Callable, data: dict) -> tuple[list[str], list[str]]:
+    """Undo what a journal says was (or was about to be) changed, compare-and-swap; verified. Returns what was
+    done, and what was kept because the server no longer holds what encbench set (one phrase each).
+    `data["settings"]` and `data["schema"]` are narrowed to what was kept (the journal then keeps only that)."""
     done: list[str] = []
+    kept: list[str] = []
     conn = connect()
     try:
         settings = data.get("settings") or {}
+        left: set[str] = set()  # the settings kept
         if settings and data.get("changed"):
-            current = auto_conf_entries(conn, settings)
-            if isinstance(current, Denied):
-                raise EngineUnavailableError(f"cannot read postgresql.auto.conf to restore it: {current.text()}")
-            changes: dict[str, str | None] = {}
-            for name, was in settings.items():
-                if was["in_auto_conf"] and current.get(name) != was["value"]:
-                    changes[name] = was["value"]
-                elif not was["in_auto_conf"] and name in current:
-                    changes[name] = None
-            alter_system(conn, changes)  # reloads even with no change: an unapplied one may be pending
-            wait_running(connect, {n: w["effective"] for n, w in settings.items()})
-            after = auto_conf_entries(conn, settings)
-            want = {n: w["value"] for n, w in settings.items() if w["in_auto_conf"]}
-            if after != want:
-                raise EngineUnavailableError(f"postgresql.auto.conf holds {after} after the restore, not {want}")
-            done += [f"{n} {'reset' if v is None else 'restored'}" for n, v in changes.items()] or ["settings reloaded"]
-        schema = data.get("schema")
+            done += _restore_settings(conn, connect, settings, kept, left)
+        data["settings"] = {n: w for n, w in settings.items() if n in left}
+        schema = data.pop("schema", None)
         if schema:
             from psycopg import sql
 
             if conn.execute("SELECT 1 FROM pg_namespace WHERE nspname = %s", (schema,)).fetchone():
-                conn.execute(sql.SQL("DROP SCHEMA IF EXISTS {} CASCADE").format(sql.Identifier(schema)))
-                done.append(f"schema {schema} dropped")
-        ext = data.get("drop_extension")
+                foreign = objects_not_made(conn, schema)
+                if foreign:
+                    kept.append(f"schema {schema} holds {foreign}, which encbench does not make: not dropped")
+                    data["schema"] = schema
+                else:
+                    conn.execute(sql.SQL("DROP SCHEMA IF EXISTS {} CASCADE").format(sql.Identifier(schema)))
+                    done.append(f"schema {schema} dropped")
+        ext = data.pop("drop_extension", None)
         if ext and conn.execute("SELECT 1 FROM pg_extension WHERE extname = %s", (ext,)).fetchone():
+            import psycopg
             from psycopg import sql
 
-            conn.execute(sql.SQL("DROP EXTENSION IF EXISTS {}").format(sql.Identifier(ext)))
-            done.append(f"extension {ext} dropped")
+            try:  # never CASCADE: what others made with it since keeps it
+                conn.execute(sql.SQL("DROP EXTENSION IF EXISTS {}").format(sql.Identifier(ext)))
+                done.append(f"extension {ext} dropped")
+            except psycopg.errors.DependentObjectsStillExist as e:
+                kept.append(f"extension {ext} is used by objects encbench does not make ({first_line(e)}): "
+                            "not dropped")
+                data["drop_extension"] = ext
     finally:
         conn.close()
-    return done
+    return done, kept
+
+
+# the only objects encbench makes in its schema on a --dsn server (tables, and pgbench -i's); anything else found
+# there was made by someone else: the schema is then kept, not dropped with it (CASCADE)
+OBJECTS = re.compile(r"(rt|bulk|hashsrc|leak|data|col_\d+|run_\d+_[0-9a-f]{6}"
+                     r"|pgbench_(accounts|branches|tellers|history))\Z")
+
+
+def objects_not_made(conn, schema: str) -> str:
+    """The relations and functions in `schema` encbench does not make (comma-separated, at most 3 named; ""
+    when none): indexes, sequences and TOAST tables come with the tables."""
+    rows = conn.execute("SELECT relname FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace "
+                        "WHERE n.nspname = %s AND c.relkind IN ('r', 'p', 'v', 'm', 'f') "
+                        "UNION ALL SELECT proname FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace "
+                        "WHERE n.nspname = %s ORDER BY 1", (schema, schema)).fetchall()
+    foreign = [r[0] for r in rows if not OBJECTS.match(r[0])]
+    return ", ".join(foreign[:3]) + (f" and {len(foreign) - 3} more" if len(foreign) > 3 else "")
+
+
+def auto_conf_state(entry: dict) -> str | None:
+    """A journaled setting as found: its line's value in postgresql.auto.conf, None when it had none."""
+    return entry["value"] if entry["in_auto_conf"] else None
+
+
+def _restore_settings(conn, connect: Callable, settings: dict, kept: list, left: set) -> list[str]:
+    """The journaled settings back to their lines as found, each only while postgresql.auto.conf still holds
+    a value encbench set (an older encbench's journal does not say what it set: a setting no longer as found is
+    kept); reloaded and verified for the rest."""
+    current = auto_conf_entries(conn, settings)
+    if isinstance(current, Denied):
+        raise EngineUnavailableError(f"cannot read postgresql.auto.conf to restore it: {current.text()}")
+    changes: dict[str, str | None] = {}
+    for name, was in settings.items():
+        verdict = restore_journal.compare_and_swap(current.get(name), auto_conf_state(was), was.get("set"))
+        if verdict == restore_journal.RESTORE:
+            changes[name] = auto_conf_state(was)
+        elif verdict != restore_journal.AS_FOUND:
+            kept.append(restore_journal.kept_value(name, was.get("set"), current.get(name),
+                                                   found=auto_conf_state(was)))
+            left.add(name)
+    ours = {n: w for n, w in settings.items() if n not in left}
+    alter_system(conn, changes)  # reloads even with no change: an unapplied one may be pending
+    wait_running(connect, {n: w["effective"] for n, w in ours.items()})
+    after = auto_conf_entries(conn, ours)
+    want = {n: w["value"] for n, w in ours.items() if w["in_auto_conf"]}
+    if after != want:
+        raise EngineUnavailableError(f"postgresql.auto.conf holds {after} after the restore, not {want}")
+    return [f"{n} {'reset' if v is None else 'restored'}" for n, v in changes.items()] or ["settings reloaded"]
