@@ -95,6 +95,8 @@ def plan(config: RunConfig) -> Plan:
         flags = ", ".join("--" + o.replace("_", "-").removesuffix("settings") + ("setting" if o == "settings" else "") for o in unknown)
         raise UsageError(f"engine {engine.name} takes no {flags}",
                          hint=f"its options: {', '.join('--' + o.replace('_', '-') for o in engine.options) or 'none'}")
+    if config.engine_options.get("dsn"):
+        engine.check_dsn(config.engine_options["dsn"])
     for name in config.probes:
         PROBES.get(name)
     workloads = []
