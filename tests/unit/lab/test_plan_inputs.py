@@ -1,0 +1,29 @@
+"""runner.plan reads every input before anything runs (issue 28): a --dsn the engine cannot read is one line, exit 4,
+from the plan (advise checks every sweep's plan before its first sweep), never a ValueError later."""
+
+from __future__ import annotations
+
+import pytest
+
+from encbench.errors import BadValueError
+from encbench.lab import runner
+from encbench.probes import DEFAULT_PROBES
+
+
+def _config(tmp_path, **kw) -> runner.RunConfig:
+    base = dict(engine="sqlite", workloads=["roundtrip"], variant_filters=["cache=warm"], runs=2, warmups=0,
+                size_bytes=1 << 20, seed=1, output=tmp_path / "r.json", data_dir=tmp_path, probes=list(DEFAULT_PROBES))
+    base.update(kw)
+    return runner.RunConfig(**base)
+
+
+@pytest.mark.parametrize("engine,dsn,words", [
+    ("mariadb", "mysql://u:topsecret@[::1", "unclosed '['"),
+    ("mariadb", "mysql://u:topsecret@db1:0/x", "port 0 is out of range"),
+    ("postgres", "postgresql://u:topsecret@[::1", "not a valid connection string"),
+    ("postgres", "postgresql://u:topsecret@db1:0/x", "port 0 is out of range"),
+])
+def test_a_dsn_the_engine_cannot_read_is_refused_by_the_plan(tmp_path, engine, dsn, words):
+    with pytest.raises(BadValueError) as e:
+        runner.plan(_config(tmp_path, engine=engine, engine_options={"dsn": dsn}))
+    assert words in e.value.one_line() and "topsecret" not in e.value.one_line()
