@@ -89,7 +89,11 @@ def cmd_history(args) -> int:
         results.check_writable(Path(args.html), what="the HTML page", hint="choose a writable file for --html")
     if args.record:
         _record_file(args, url)
-    store = Store.open(url, create=False)
+    store = Store.open(url, create=False)  # read only: nothing created, migrated or written
+    if store is None and url.backend == "sqlite" and Path(url.location).exists():
+        raise errors.StoreUnavailableError(f"history store {url.label} is not an encbench history store (an empty file, "
+                                           f"or a database without encbench's tables); history writes nothing to it",
+                                           hint="record a run in it with --store first, or give the store's path")
     if store is None:
         runs, found, version = [], {"metric": args.metric or trend.DEFAULT_METRIC,
                                     "description": source.description, "series": []}, None
