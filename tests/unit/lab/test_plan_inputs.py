@@ -27,3 +27,15 @@ def test_a_dsn_the_engine_cannot_read_is_refused_by_the_plan(tmp_path, engine, d
     with pytest.raises(BadValueError) as e:
         runner.plan(_config(tmp_path, engine=engine, engine_options={"dsn": dsn}))
     assert words in e.value.one_line() and "topsecret" not in e.value.one_line()
+
+
+def test_a_plan_of_more_runs_than_a_result_file_holds_is_refused(tmp_path):
+    from encbench.lab import resultschema
+
+    cfg = _config(tmp_path, workloads=["scan-like"], variant_filters=[], runs=1)
+    per_round = len(runner.plan(cfg).items)
+    runs = resultschema.MAX_RUNS // per_round + 1
+    with pytest.raises(BadValueError, match=f"a result file holds at most {resultschema.MAX_RUNS:,}"):
+        runner.plan(_config(tmp_path, workloads=["scan-like"], variant_filters=[], runs=runs))
+    assert len(runner.plan(_config(tmp_path, workloads=["scan-like"], variant_filters=[],
+                                   runs=runs - 1)).items) <= resultschema.MAX_RUNS
