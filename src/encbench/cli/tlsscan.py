@@ -296,6 +296,9 @@ def _print_tls_ranking(m: dict) -> None:
     print(f"measured ({m['runs']} runs per suite, vs no TLS; {m['note']}; results in {m['result_file']}):")
     print(f"  {'suite':<44} grade  {'storm elapsed':<20} {'bulk MB/s':<20} connections/s")
     for r in m["ranking"]:
+        if r.get("not_measured"):
+            print(f"  {r['tls']:<44} {r['grade']:<6} {r['not_measured']}")
+            continue
         print(f"  {r['tls']:<44} {r['grade']:<6} {cell(r['storm elapsed']):<20} {cell(r['bulk MB/s']):<20} "
               f"{cell(r['connections/s'])}")
     if m["recommendation"]:

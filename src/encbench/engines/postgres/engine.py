@@ -167,6 +167,9 @@ class PostgresEngine(Engine):
     def check_dsn(self, dsn: str) -> None:
         _parse_dsn(client.psycopg(), dsn)
 
+    def client_offers(self, tls: str) -> bool:
+        return client.offers(tls)
+
     def live_io_reader(self, dsn: str) -> LiveReader:
         """Bytes read and written by every backend: pg_stat_io (16+), else blocks x block_size."""
         import psycopg
