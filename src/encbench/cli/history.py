@@ -77,6 +77,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 def cmd_history(args) -> int:
     from ..history import Store, parse_url, trend
+    from ..history.store import holds_something
     from ..util.units import parse_positive_int
 
     url = parse_url(args.store)
@@ -90,7 +91,7 @@ def cmd_history(args) -> int:
     if args.record:
         _record_file(args, url)
     store = Store.open(url, create=False)  # read only: nothing created, migrated or written
-    if store is None and url.backend == "sqlite" and Path(url.location).exists():
+    if store is None and holds_something(url):
         raise errors.StoreUnavailableError(f"history store {url.label} is not an encbench history store (an empty file, "
                                            f"or a database without encbench's tables); history writes nothing to it",
                                            hint="record a run in it with --store first, or give the store's path")

@@ -67,6 +67,12 @@ def parse_url(text: str | None) -> StoreURL:
     return StoreURL("sqlite", text)
 
 
+def holds_something(url: StoreURL) -> bool:
+    """Is there something at a SQLite store's path (so that finding no store there is an error, not "no history
+    yet")? A PostgreSQL database is never "something else": its schema `encbench` is the store."""
+    return url.backend == "sqlite" and Path(url.location).exists()
+
+
 # -- backends: how to connect, run a transaction, list tables -----------------------------------
 
 class SQLiteBackend:
