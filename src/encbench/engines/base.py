@@ -147,7 +147,7 @@ class Engine:
         """Is this one of the engine's DSNs (by its scheme)?"""
         return dsn.split(":", 1)[0].lower() in self.dsn_schemes
 
-    def check_dsn(self, dsn: str) -> None:
+    def check_dsn(self, dsn: str, what: str = "--dsn") -> None:
         """--dsn read before anything runs: a one-line BadValueError for one the engine cannot use (a host or
         port it cannot read, port 0); connecting is left to the run."""
 

@@ -39,3 +39,16 @@ def test_a_plan_of_more_runs_than_a_result_file_holds_is_refused(tmp_path):
         runner.plan(_config(tmp_path, workloads=["scan-like"], variant_filters=[], runs=runs))
     assert len(runner.plan(_config(tmp_path, workloads=["scan-like"], variant_filters=[],
                                    runs=runs - 1)).items) <= resultschema.MAX_RUNS
+
+
+@pytest.mark.parametrize("dsn,words", [
+    ("mysql://u:topsecret@[::1", "--live 'mysql://u:<hidden>@[::1' has an unclosed '['"),
+    ("postgresql://u:topsecret@[::1", "--live is not a valid connection string"),
+    ("postgresql://u:topsecret@db1:0/x", "--live: port 0 is out of range"),
+])
+def test_estimate_live_reads_its_dsn_in_one_line_before_connecting(dsn, words):
+    from encbench.analysis import estimate
+
+    with pytest.raises(BadValueError) as e:
+        estimate.live_rate(dsn, 0.1, sleep=lambda s: pytest.fail("sampled"))
+    assert words in e.value.one_line() and "topsecret" not in e.value.one_line()
