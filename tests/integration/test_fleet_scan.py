@@ -146,14 +146,20 @@ def test_a_target_that_never_answers_is_bounded_by_the_timeout(encbench, tmp_pat
 
 def test_bad_targets_files(encbench, tmp_path):
     t = tmp_path / "t.txt"
-    cases = [("db1:5432/postgres\n\nnot-a-target\n", 4, "line 3"),
+    closed = f"127.0.0.1:{_closed_port()}/postgres"  # scanned, and refused at once (10)
+    cases = [(f"{closed}\n\nnot-a-target\n", 10, "line 3"),
+             (f"{closed}\npostgresql://u:pw@[::1\nmysql://db1:0\n", 10, "line 2: target 'postgresql://u:<hidden>@[::1'"),
              ("db1:5432/oracle\n", 3, "unknown engine 'oracle'"),
-             ("db1:5432\n# same server\npostgresql://u:pw@db1:5432/x\n", 4, "line 3: postgres://db1:5432 repeats line 1"),
-             ("# only comments\n\n", 2, "names no target")]
-    for text, code, words in cases:
+             (f"{closed}\n# same server\npostgresql://u:pw@{closed.split('/')[0]}/x\n", 10, "line 3: postgres://127.0.0.1")]
+    for text, code, words in cases:  # a line that names no target is that line's failure; the others are scanned
         t.write_text(text)
-        line = assert_one_line_error(encbench("tls-scan", "--targets", str(t)), code)
-        assert words in line and "pw@" not in line, line
+        res = encbench("tls-scan", "--targets", str(t), "--format", "jsonl")
+        rows = [json.loads(line) for line in res.stdout.splitlines()]
+        assert res.returncode == code and len(rows) == len([x for x in text.splitlines() if x and x[0] != "#"]), res
+        assert any(words in (r["error"] or "") for r in rows) and "pw@" not in res.stdout, res.stdout
+        assert {r["exit_code"] for r in rows if r["engine"] is None} <= {3, 4} and not res.stderr.strip(), res
+    t.write_text("# only comments\n\n")
+    assert "names no target" in assert_one_line_error(encbench("tls-scan", "--targets", str(t)), 2)
     assert_one_line_error(encbench("tls-scan", "--targets", str(tmp_path / "none.txt")), 6)
     t.write_text("db1:5432\n")  # options that take one target, and unwritable outputs: checked before any scan
     assert_one_line_error(encbench("tls-scan", "--targets", str(t), "--baseline", str(t)), 2)

@@ -69,7 +69,7 @@ def test_a_file_to_read_is_regular_and_bounded(encbench, tmp_path, reader, kind)
     elif kind == "/dev/zero":
         path, words = Path("/dev/zero"), "is a character device, not a regular file"
     else:
-        path, words = _sparse(tmp_path / "big", 8 * 2**30), "larger than"  # above every bound (result files: 512 MiB)
+        path, words = _sparse(tmp_path / "big", 8 * 2**30), "larger than"  # above every bound (result files: 200 MiB)
     argv, code = READERS[reader]
     res, took = timed(encbench, *_args(argv, path, tmp_path))
     line = assert_one_line_error(res, code)

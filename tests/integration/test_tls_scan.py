@@ -111,6 +111,37 @@ def test_measure_ranks_suites_by_cost(encbench, tmp_path):
     assert doc["status"] == "complete" and {r["workload"] for r in doc["runs"]} == {"storm", "bulk", "connect"}
 
 
+@needs_pg
+def test_measure_marks_a_suite_the_client_cannot_offer_and_measures_the_rest(encbench, tmp_path, capsys):
+    """Issue 28: PostgreSQL 15's default ssl_ciphers accept DHE-RSA-AES256-CCM8, which the scan lists; psycopg's
+    bundled OpenSSL (3.5) keeps CCM8 below its security level, so --measure stopped there with exit 4. The server
+    here accepts that suite and one other (TLS 1.2 only: the fewest runs that show it)."""
+    from integration_helpers import external_pg
+
+    ccm8 = "DHE-RSA-AES256-CCM8"
+    with external_pg({"ssl_ciphers": f"ECDHE-RSA-AES256-GCM-SHA384:{ccm8}", "ssl_max_protocol_version": "TLSv1.2"}) \
+            as srv:
+        info = srv.conninfo()
+        dsn = f"postgresql://postgres:{info['password']}@127.0.0.1:{srv.port}/postgres"
+        res = encbench("tls-scan", dsn, "--measure", "--runs", "2", "--quick", "--json", "-o", str(tmp_path / "m.json"),
+                       timeout=900)
+    assert res.returncode == 0, str(res)
+    scan = json.loads(res.stdout)
+    assert _suites(scan, "TLSv1.2") == ["ECDHE-RSA-AES256-GCM-SHA384", ccm8]  # accepted: the scan says so
+    rows = {r["suite"]: r for r in scan["measure"]["ranking"]}
+    assert rows[ccm8]["not_measured"] == "accepted, not measured: the client cannot offer it", rows
+    assert rows[ccm8]["storm elapsed"] is None
+    gcm = rows["ECDHE-RSA-AES256-GCM-SHA384"]
+    assert gcm["not_measured"] is None and gcm["storm elapsed"]["ratio"] > 0
+    doc = json.loads((tmp_path / "m.json").read_text())
+    assert doc["status"] == "complete" and not any(ccm8 in r["variant_label"] for r in doc["runs"])
+    from encbench.cli.tlsscan import _print_tls_ranking
+
+    _print_tls_ranking(scan["measure"])
+    shown = [line for line in capsys.readouterr().out.splitlines() if f"TLSv1.2:{ccm8}" in line]
+    assert len(shown) == 1 and shown[0].endswith("accepted, not measured: the client cannot offer it"), shown
+
+
 def _listener(behaviour):
     """A local TCP server that answers one connection at a time with `behaviour(conn)`."""
     srv = socket.socket()

@@ -71,12 +71,13 @@ def cmd_advise(args, argv: list[str]) -> int:
             data_dir=defaults.data_dir(args.data_dir), out_dir=out_dir, quick=args.quick, options=options,
             command=report.command_line(argv), data_dir_given=bool(args.data_dir))
         sweeps_lab.check(settings, sweeps)  # every name and value checked before anything runs
-        out_dir.mkdir(parents=True, exist_ok=True)
+        made = _sweeps_dir(out_dir)
         results.check_writable(sweeps_lab.path_of(settings, sweeps[0]))
         try:
             docs = sweeps_lab.run(settings, sweeps, progress=lambda msg: print(f"advise: {msg}", file=sys.stderr))
         except KeyboardInterrupt:
-            print(f"encbench: interrupted: the sweeps so far are kept in {out_dir}", file=sys.stderr)
+            kept = [p for p in (sweeps_lab.path_of(settings, s) for s in sweeps) if p.exists()]
+            print(f"encbench: interrupted: {_kept_line(out_dir, kept, made)}", file=sys.stderr)
             return errors.EXIT_INTERRUPTED
     with results.reading(*[src for src, _ in docs]):
         analyses = {src: analysis.analyze(doc) for src, doc in docs}
@@ -90,3 +91,31 @@ def cmd_advise(args, argv: list[str]) -> int:
     print("\n".join(advise.report_lines(entries, [src for src, _ in docs])
                     + [f"  not measured: {note}" for note in skipped]))
     return 0
+
+
+def _sweeps_dir(out_dir: Path) -> bool:
+    """advise -o DIR: a directory, new (made here: True) or existing (False); anything else (a regular file,
+    /dev/null, a path under /proc) is exit 5 before any sweep runs. `run -o` names a file; this names a directory."""
+    if out_dir.exists() and not out_dir.is_dir():
+        raise errors.OutputError(f"advise -o {out_dir} is not a directory",
+                                 hint="give a new or an existing directory for the sweeps' result files")
+    made = not out_dir.exists()
+    try:
+        out_dir.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise errors.OutputError(f"cannot create the directory {out_dir}: {e.strerror or e}",
+                                 hint="give a directory for the sweeps' result files that can be created") from None
+    return made
+
+
+def _kept_line(out_dir: Path, kept: list[Path], made: bool) -> str:
+    """What an interrupted advise leaves: the sweeps' files, or nothing (the directory it made, empty, removed)."""
+    if kept:
+        return f"the sweeps so far are kept in {out_dir} ({len(kept)} result file(s))"
+    if made:
+        try:
+            out_dir.rmdir()  # only when empty: never another file
+        except OSError:
+            pass
+    return "no sweep had finished a run: nothing was kept" + (f" ({out_dir} removed)" if made and not out_dir.exists()
+                                                              else "")

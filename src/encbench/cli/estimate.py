@@ -111,7 +111,20 @@ def _checks(args, analysed, entry: dict) -> list[dict]:
             c = oltpcost.check(e, {"read": entry}, source=str(args.source))
             if c is not None:
                 out.append({"file": str(path), "mix": oltpcost.label_of(e), "compared": oltpcost.compared(e), **c})
+    if args.check and not any(c["file"] == str(args.check) for c in out):
+        _no_check(args.check, entry.get("workload") == oltpcost.WORKLOAD)
     return out
+
+
+def _no_check(path: str, circular: bool) -> None:
+    """--check FILE that gives no check: refused (exit 4), never ignored without a word."""
+    if circular:
+        raise errors.BadValueError(f"--check {path}: the per-page cost used is itself an oltp run's (random reads): "
+                                   "there is nothing independent to check it against",
+                                   hint="check a scan's per-page cost: --access sequential")
+    raise errors.BadValueError(f"--check {path} has no oltp entry to check against (no oltp run with page reads and "
+                               "an added CPU per transaction measured with encryption off and on)",
+                               hint="run --workload oltp with a memory share below 100% and give that file")
 
 
 def _print_checks(checks: list[dict]) -> None:
@@ -146,8 +159,5 @@ def _check_only(args) -> int:
     if why:
         print(f"no check: {why}")
         return 0
-    if not checks:
-        print(f"no oltp entry with page reads to check in {args.check} (run --workload oltp with a memory share "
-              "below 100%)")
     _print_checks(checks)
     return 0

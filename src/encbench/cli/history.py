@@ -77,6 +77,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 def cmd_history(args) -> int:
     from ..history import Store, parse_url, trend
+    from ..history.store import holds_something
     from ..util.units import parse_positive_int
 
     url = parse_url(args.store)
@@ -89,7 +90,11 @@ def cmd_history(args) -> int:
         results.check_writable(Path(args.html), what="the HTML page", hint="choose a writable file for --html")
     if args.record:
         _record_file(args, url)
-    store = Store.open(url, create=False)
+    store = Store.open(url, create=False)  # read only: nothing created, migrated or written
+    if store is None and holds_something(url):
+        raise errors.StoreUnavailableError(f"history store {url.label} is not an encbench history store (an empty file, "
+                                           f"or a database without encbench's tables); history writes nothing to it",
+                                           hint="record a run in it with --store first, or give the store's path")
     if store is None:
         runs, found, version = [], {"metric": args.metric or trend.DEFAULT_METRIC,
                                     "description": source.description, "series": []}, None

@@ -203,7 +203,8 @@ def _cmd_fleet(args) -> int:
         raise errors.UsageError("--update-baselines goes with --baseline-dir DIR")
     jobs = parse_positive_int(args.jobs, what="--jobs", maximum=256) if args.jobs else fleet.DEFAULT_JOBS
     timeout = _timeout(args)
-    targets = fleet.read_targets(Path(args.targets))  # every line checked before anything is scanned
+    # every line read before anything is scanned; one that names no target is reported as that line's failure
+    targets = fleet.read_targets(Path(args.targets), keep_bad=True)
     if args.jsonl:
         results.check_writable(Path(args.jsonl), what="the JSON Lines file", hint="choose a writable file for --jsonl")
     if args.prometheus:
@@ -257,9 +258,9 @@ def _tls_measure(args, scan: dict, top, runs, argv) -> dict:
     engine = args.engine or tlsscan.engine_of(scan["engine"]).name
     dsn = None
     if not args.engine:
-        from urllib.parse import urlparse
+        from ..util import urls
 
-        if not urlparse(args.target).username:
+        if not urls.split(args.target, what="target").username:
             raise errors.UsageError("--measure on a server needs credentials in TARGET",
                                     hint="e.g. postgresql://user:password@host:port/db, or use --engine for a private one")
         dsn = args.target
@@ -295,6 +296,9 @@ def _print_tls_ranking(m: dict) -> None:
     print(f"measured ({m['runs']} runs per suite, vs no TLS; {m['note']}; results in {m['result_file']}):")
     print(f"  {'suite':<44} grade  {'storm elapsed':<20} {'bulk MB/s':<20} connections/s")
     for r in m["ranking"]:
+        if r.get("not_measured"):
+            print(f"  {r['tls']:<44} {r['grade']:<6} {r['not_measured']}")
+            continue
         print(f"  {r['tls']:<44} {r['grade']:<6} {cell(r['storm elapsed']):<20} {cell(r['bulk MB/s']):<20} "
               f"{cell(r['connections/s'])}")
     if m["recommendation"]:

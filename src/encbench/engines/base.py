@@ -61,6 +61,15 @@ class Engine:
         """Is this one of the engine's DSNs (by its scheme)?"""
         return dsn.split(":", 1)[0].lower() in self.dsn_schemes
 
+    def check_dsn(self, dsn: str, what: str = "--dsn") -> None:
+        """--dsn read before anything runs: a one-line BadValueError for one the engine cannot use (a host or
+        port it cannot read, port 0); connecting is left to the run."""
+
+    def client_offers(self, tls: str) -> bool:
+        """tls-scan --measure: can the measuring client offer this tls= variant's suite at all? (A scan offers
+        every suite; the client library may keep some below its security level.) True: try it."""
+        return True
+
     def tls_preamble(self, sock, label: str) -> None:
         """tls-scan: what the protocol says on a fresh socket before the TLS handshake starts."""
         raise NotImplementedError

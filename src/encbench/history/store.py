@@ -67,15 +67,21 @@ def parse_url(text: str | None) -> StoreURL:
     return StoreURL("sqlite", text)
 
 
+def holds_something(url: StoreURL) -> bool:
+    """Is there something at a SQLite store's path (so that finding no store there is an error, not "no history
+    yet")? A PostgreSQL database is never "something else": its schema `encbench` is the store."""
+    return url.backend == "sqlite" and Path(url.location).exists()
+
+
 # -- backends: how to connect, run a transaction, list tables -----------------------------------
 
 class SQLiteBackend:
     dialect = schema.SQLITE
 
-    def __init__(self, url: StoreURL):
+    def __init__(self, url: StoreURL, read_only: bool = False):
         import sqlite3
 
-        self.url, self.errors = url, (sqlite3.Error,)
+        self.url, self.errors, self.read_only = url, (sqlite3.Error,), read_only
 
     def exists(self) -> bool:
         return Path(self.url.location).exists()
@@ -87,6 +93,11 @@ class SQLiteBackend:
         if path.exists() and not path.is_file():
             raise StoreUnavailableError(f"history store {path} is not a regular file",
                                         hint="give a file path for --store")
+        if self.read_only:  # a reader (encbench history, the preflight) writes nothing: not even an empty file
+            from urllib.parse import quote
+
+            return sqlite3.connect(f"file:{quote(str(path.absolute()))}?mode=ro", uri=True, timeout=SQLITE_BUSY_S,
+                                   isolation_level=None)
         if self.url.default:
             path.parent.mkdir(parents=True, exist_ok=True)
         if not path.parent.is_dir():
@@ -105,7 +116,7 @@ class SQLiteBackend:
     @contextlib.contextmanager
     def transaction(self, conn) -> Iterator:
         cur = conn.cursor()
-        cur.execute("BEGIN IMMEDIATE")  # the write lock now: migrations and records never interleave
+        cur.execute("BEGIN" if self.read_only else "BEGIN IMMEDIATE")  # a writer: the lock now, never interleaved
         try:
             yield cur
         except BaseException:
@@ -125,10 +136,10 @@ class SQLiteBackend:
 class PostgresBackend:
     dialect = schema.POSTGRES
 
-    def __init__(self, url: StoreURL):
+    def __init__(self, url: StoreURL, read_only: bool = False):
         import psycopg
 
-        self.url, self.errors, self._psycopg = url, (psycopg.Error,), psycopg
+        self.url, self.errors, self._psycopg, self.read_only = url, (psycopg.Error,), psycopg, read_only
 
     def exists(self) -> bool:
         return True  # whether the schema exists is known once connected (prepare)
@@ -143,7 +154,9 @@ class PostgresBackend:
                                 hint="e.g. postgresql://user@host:5432/db") from None
         params.setdefault("connect_timeout", str(CONNECT_TIMEOUT_S))
         params.setdefault("application_name", "encbench-history")
-        return self._psycopg.connect(make_conninfo(**params), autocommit=True)
+        conn = self._psycopg.connect(make_conninfo(**params), autocommit=True)
+        conn.read_only = self.read_only  # a reader's transactions are READ ONLY
+        return conn
 
     @contextlib.contextmanager
     def transaction(self, conn) -> Iterator:
@@ -178,16 +191,17 @@ class Store:
 
     @classmethod
     def open(cls, url: StoreURL | str | None, *, create: bool = True) -> Store | None:
-        """Connect and migrate. create=False (reading): None when there is no store yet (nothing is created)."""
+        """Connect and migrate. create=False (reading): None when there is no store yet; nothing is created,
+        migrated or written (a store of an older schema is read as it is)."""
         url = url if isinstance(url, StoreURL) else parse_url(url)
-        backend = BACKENDS[url.backend](url)
+        backend = BACKENDS[url.backend](url, read_only=not create)
         if not create and not backend.exists():
             return None
         store = None
         with _guard(url, "open"):
             store = cls(url, backend, backend.connect())
         try:
-            with _guard(url, "migrate"):
+            with _guard(url, "migrate" if create else "read"):
                 if not store._migrate(create):
                     store.close()
                     return None
@@ -241,7 +255,7 @@ class Store:
                     f"history store {self.url.label} has schema version {have}; this encbench ({__version__}) "
                     f"knows up to {schema.CURRENT}", hint="upgrade encbench, or use another --store")
             for m in schema.MIGRATIONS:
-                if m.version <= have:
+                if m.version <= have or not create:  # a reader never migrates: the next record does
                     continue
                 for statement in m.statements:
                     cur.execute(self.sql(statement))
@@ -364,7 +378,8 @@ def _guard(url: StoreURL, what: str) -> Iterator[None]:
             raise
         message = " ".join(str(e).split()) or type(e).__name__
         raise StoreUnavailableError(f"cannot {what} history store {url.label}: {redact(message)}",
-                                    hint="check --store (the server is reachable, the file writable); "
+                                    hint="check --store (the server is reachable, the file a store)" if what == "read"
+                                    else "check --store (the server is reachable, the file writable); "
                                          "nothing of this run was stored") from None
 
 

@@ -29,7 +29,9 @@ REQUIRED_KEYS = ("schema_version", "encbench_version", "environment", "engine", 
 STATUSES = ("running", "complete", "interrupted", "failed")
 
 
-MAX_BYTES = 512 * 2**20  # a result file larger than this is refused (a week-long --max-time run is ~100 MB)
+# A result file larger than this is refused (docs/RESULTS.md): resultschema.MAX_RUNS runs of ~3 kB each (150 MB),
+# with margin (a run with --profile or --meter holds more); show reads one of this size in bounded time and memory.
+MAX_BYTES = 200 * 2**20
 
 
 def _not_regular(path: Path) -> str | None:
@@ -132,9 +134,10 @@ def _json_default(obj):
 
 def _parse(path: Path, text: str):
     """json.loads, refusing a nesting that would exhaust the stack (or anything json cannot hold)."""
-    if resultschema.nesting_depth_exceeds(text):
-        raise ResultFileError(f"result file {path} nests deeper than {resultschema.MAX_DEPTH} levels: "
-                              "not an encbench result file", hint=_RESTORE)
+    problem = resultschema.prescan(text)
+    if problem:
+        raise ResultFileError(f"result file {path} {problem}: not an encbench result file "
+                              f"(docs/RESULTS.md: what a result file holds)", hint=_RESTORE)
     try:
         return json.loads(text)
     except json.JSONDecodeError as e:

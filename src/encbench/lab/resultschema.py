@@ -16,6 +16,12 @@ import sys
 from dataclasses import dataclass, field
 
 MAX_DEPTH = 64  # a result file nests about 8 levels; deeper is not one of ours (and would exhaust the stack)
+# What one result file may hold (docs/RESULTS.md), so that show/compare/report load any file in bounded time and
+# memory. The runner never writes more (runner.plan, precision.Budget): --runs 1000 over the default suite is
+# ~30,000 runs, and a run rewrites the whole file after each run, so a 24 h --max-time run stays below this.
+MAX_RUNS = 50_000
+MAX_STRING = 2**20  # characters of any one string (a server's log tail, a folded stack, an error: a few kB)
+MAX_COMMAND = 64 * 2**10  # config.command: a command line (split again when shown, in quadratic time)
 # No probe or count comes near 10^18 (an exabyte, 30 billion years, 10^18 pages): a larger number is not a
 # measurement, and its squares and sums would overflow the statistics. Refused, never clamped.
 MEASURABLE = 1e18
@@ -24,7 +30,8 @@ MEASURABLE = 1e18
 class Problem(Exception):
     """What is wrong and where: `where` is a JSON path, `what` a phrase that follows it."""
 
-    def __init__(self, where: str, what: str):
+    def __init__(self, where, what: str):
+        where = spelled(where)
         super().__init__(f"{where or 'the document'} {what}")
         self.where, self.what = where, what
 
@@ -32,13 +39,27 @@ class Problem(Exception):
 _IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
 
-def child(path: str, key) -> str:
-    if isinstance(key, int):
-        return f"{path}[{key}]"
-    text = str(key)
-    if _IDENT.match(text):
-        return f"{path}.{text}" if path else text
-    return f'{path}["{_printable(text)}"]'
+def child(path, key) -> tuple:
+    """The path of `key` under `path`, spelled only if a Problem names it (a result file of 100,000 runs has
+    millions of values: their paths are never formatted on the way)."""
+    return path, key
+
+
+def spelled(path) -> str:
+    """A path of child() as a JSON path: runs[3].operations[0].metrics.wall_s."""
+    keys = []
+    while isinstance(path, tuple):
+        path, key = path
+        keys.append(key)
+    out = path or ""
+    for key in reversed(keys):
+        if isinstance(key, int):
+            out = f"{out}[{key}]"
+        elif _IDENT.match(str(key)):
+            out = f"{out}.{key}" if out else str(key)
+        else:
+            out = f'{out}["{_printable(str(key))}"]'
+    return out
 
 
 def _printable(text: str, limit: int = 40) -> str:
@@ -87,11 +108,15 @@ class Str(Spec):
     expected = "a string"
     pattern: str | None = None  # a regular expression the whole string must match
     choices: tuple[str, ...] = ()
+    max_length: int | None = None
 
     def check(self, value, path: str) -> None:
         if not isinstance(value, str):
             self._wrong(value, path)
         _check_text(value, path)
+        if self.max_length is not None and len(value) > self.max_length:
+            raise Problem(path, f"is {len(value):,} characters long, more than the {self.max_length:,} a result file "
+                                "holds there")
         if self.choices and value not in self.choices:
             raise Problem(path, f"is {_printable(value)!r}, not one of {', '.join(self.choices)}")
         if self.pattern and not re.fullmatch(self.pattern, value):
@@ -103,6 +128,8 @@ class Str(Spec):
 
 
 def _check_text(value: str, path: str) -> None:
+    if value.isascii():  # the usual case, read from the string's header: no copy
+        return
     try:
         value.encode("utf-8")
     except UnicodeEncodeError:
@@ -135,6 +162,11 @@ class Num(Spec):
             raise Problem(path, f"is {value!r}, below {self.minimum:g}")
         if self.positive and value <= 0:
             raise Problem(path, f"is {value!r}, not a positive number")
+
+
+def _plain_float(spec: Spec) -> bool:
+    """A spec any float within ±MEASURABLE satisfies (RAW, NUMBER): MapOf checks such values in one pass."""
+    return isinstance(spec, Num) and not spec.integer and spec.minimum is None and not spec.positive
 
 
 def Int(**kw) -> Num:
@@ -191,6 +223,7 @@ class Nullable(Spec):
 class ListOf(Spec):
     item: Spec
     length: int | None = None  # exactly this many items (a pair: 2)
+    max_items: int | None = None
 
     @property
     def expected(self) -> str:
@@ -201,6 +234,8 @@ class ListOf(Spec):
             self._wrong(value, path)
         if self.length is not None and len(value) != self.length:
             raise Problem(path, f"has {len(value)} items, not {self.length}")
+        if self.max_items is not None and len(value) > self.max_items:
+            raise Problem(path, f"has {len(value):,} items, more than the {self.max_items:,} a result file holds")
         for i, x in enumerate(value):
             self.item.check(x, child(path, i))
 
@@ -231,10 +266,21 @@ class MapOf(Spec):
     def check(self, value, path: str) -> None:
         if not isinstance(value, dict):
             self._wrong(value, path)
+        if _plain_float(self.value) and _all_plain(value):
+            return  # every key ASCII text, every value a float within ±MEASURABLE: nothing to name
         for k, v in value.items():
             where = child(path, k)
             _check_text(k, where)
             self.value.check(v, where)
+
+
+def _all_plain(value: dict) -> bool:
+    """The common case of a map of measured values, checked at C speed (the slow path names what is wrong)."""
+    try:
+        return (all(type(k) is str and k.isascii() for k in value)
+                and all((type(v) is float or type(v) is int) and -MEASURABLE <= v <= MEASURABLE for v in value.values()))
+    except TypeError:
+        return False
 
 
 @dataclass(frozen=True)
@@ -315,7 +361,7 @@ ENVIRONMENT = Obj({
     "os_cache": Opt(Obj({"data_dir_filesystem": Opt(Scalar())})),
 })
 
-CONFIG = Obj({"command": Opt(Nullable(TEXT)), "size_bytes": Num(minimum=0)})
+CONFIG = Obj({"command": Opt(Nullable(Str(max_length=MAX_COMMAND))), "size_bytes": Num(minimum=0)})
 
 WORKLOADS = MapOf(Obj({"reads_only": Opt(Scalar()), "rewrites": Opt(Scalar()),
                        "params": Opt(Nullable(MapOf(Scalar()))), "fixed_duration": Opt(Scalar()),
@@ -374,7 +420,7 @@ RESULT_V1 = Obj({
     "workloads": Opt(WORKLOADS),
     "dataset": Opt(Nullable(DATASET)),
     "calibration": Opt(Nullable(CALIBRATION)),
-    "runs": ListOf(RUN),
+    "runs": ListOf(RUN, max_items=MAX_RUNS),
     # a private server that died during a failed run: its kept log and last lines (Engine.failure_detail)
     "error_detail": Opt(ListOf(Obj({"server": TEXT, "server_log": TEXT, "server_log_tail": NAMES}))),
 })
@@ -388,19 +434,35 @@ def check(doc: dict, version: int) -> None:
     SCHEMAS[version].check(doc, "")
 
 
+def prescan(text: str) -> str | None:
+    """What makes `text` no result file of ours before json.loads reads it, as a phrase ("nests deeper than 64
+    levels"), else None. In C-speed string operations (under 2 s for 40 MB here; a per-token loop took 10):
+    once the escaped backslashes and quotes are gone, every '"' delimits a string."""
+    plain = text.replace("\\\\", "").replace('\\"', "")
+    if len(plain) - _SHORT_STRINGS.match(plain).end() > MAX_STRING + 1:  # stopped at a string it could not take
+        return f"holds a string of more than {MAX_STRING:,} characters"
+    if _nests_deeper(_NOT_BRACKET.sub("", plain), MAX_DEPTH):
+        return f"nests deeper than {MAX_DEPTH} levels"
+    return None
+
+
 def nesting_depth_exceeds(text: str, limit: int = MAX_DEPTH) -> bool:
-    """True when brackets (outside strings) nest deeper than `limit`: checked before json.loads,
-    which would exhaust the interpreter's stack on a few thousand levels."""
-    depth = 0
-    for m in _TOKENS.finditer(text):
-        tok = m.group()
-        if tok in "[{":
-            depth += 1
-            if depth > limit:
-                return True
-        elif tok in "]}":
-            depth -= 1
-    return False
+    """True when brackets (outside strings) nest deeper than `limit`: json.loads would exhaust the interpreter's
+    stack on a few thousand levels."""
+    return _nests_deeper(_NOT_BRACKET.sub("", text.replace("\\\\", "").replace('\\"', "")), limit)
 
 
-_TOKENS = re.compile(r'"(?:[^"\\]|\\.)*"|[\[\]{}]')
+def _nests_deeper(brackets: str, limit: int) -> bool:
+    """The innermost pairs removed `limit` times; brackets left that still pair up nest deeper. Brackets that do
+    not pair up are not JSON: False, and json.loads names where."""
+    for _ in range(limit):
+        brackets, removed = _PAIR.subn("", brackets)
+        if not brackets or not removed:
+            return False
+    return bool(brackets) and bool(_PAIR.search(brackets))
+
+
+_NOT_BRACKET = re.compile(r'"[^"]*"|[^\[\]{}"]+')  # a string (no escaped quote left in it), or no bracket
+_PAIR = re.compile(r"\[\]|\{\}")
+# from the start, possessively (no backtracking): runs outside strings, and strings of at most MAX_STRING characters
+_SHORT_STRINGS = re.compile(r'(?:[^"]++|"[^"]{0,%d}+")*+' % MAX_STRING)

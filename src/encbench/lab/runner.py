@@ -23,11 +23,12 @@ from . import meterfork
 from . import placement
 from . import precision
 from . import results
+from . import resultschema
 from . import runctx
 from ..host import cpugap, environment
 from ..util.redact import redact
 from ..engines import ENGINES, PrepareContext
-from ..errors import EncbenchError, RunFailedError, UsageError
+from ..errors import BadValueError, EncbenchError, RunFailedError, UsageError
 from ..probes import PROBES
 from ..probes.instructions import resolve
 from ..vocab.variants import Variant, label, matrix, parse_filters, with_placebo
@@ -95,6 +96,8 @@ def plan(config: RunConfig) -> Plan:
         flags = ", ".join("--" + o.replace("_", "-").removesuffix("settings") + ("setting" if o == "settings" else "") for o in unknown)
         raise UsageError(f"engine {engine.name} takes no {flags}",
                          hint=f"its options: {', '.join('--' + o.replace('_', '-') for o in engine.options) or 'none'}")
+    if config.engine_options.get("dsn"):
+        engine.check_dsn(config.engine_options["dsn"])
     for name in config.probes:
         PROBES.get(name)
     workloads = []
@@ -120,6 +123,10 @@ def plan(config: RunConfig) -> Plan:
         for r in range(config.runs):
             order = wl_variants if r % 2 == 0 else wl_variants[::-1]  # A B B A: drift cancels out
             items += [{"workload": wl.name, "variant": v, "round": r, "warmup": False} for v in order]
+    if len(items) > resultschema.MAX_RUNS:
+        raise BadValueError(f"this plan has {len(items):,} runs; a result file holds at most "
+                            f"{resultschema.MAX_RUNS:,} (docs/RESULTS.md)",
+                            hint="fewer --runs, --warmups, variants or workloads, or split it into several runs")
     engine.check_variants(variants)
     return Plan(engine, workloads, variants, items, params, by_workload, keys)
 
@@ -346,6 +353,9 @@ def execute(config: RunConfig, *, on_progress: Callable[[str, int, int], None] =
                 break
             done = measured_rounds(doc, p)
             extra = [item for wl in chosen for item in round_items(p, wl, done[wl])]
+            if len(doc["runs"]) + len(extra) > resultschema.MAX_RUNS:  # what any encbench reads back (RESULTS.md)
+                budget.stopped_because = f"a result file holds at most {resultschema.MAX_RUNS:,} runs"
+                break
             total[0] += len(extra)
             for item in extra:
                 one(item)

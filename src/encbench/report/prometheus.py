@@ -27,9 +27,9 @@ from __future__ import annotations
 import math
 import re
 from pathlib import Path
-from urllib.parse import urlparse
 
 from ..errors import BadValueError
+from ..util import urls
 
 GRADE_CODES = {"A": 1, "B": 2, "C": 3, "F": 4}
 HINT = "choose a writable file for --prometheus"
@@ -67,12 +67,11 @@ def leak_target(dsn: str | None) -> str:
     if not dsn:
         return "private"
     if "://" in dsn:
-        u = urlparse(dsn)
         try:
-            port = u.port
-        except ValueError:
-            port = None
-        return f"{u.hostname or 'localhost'}:{port or 'default'}"
+            u = urls.split(dsn, what="--dsn")
+        except BadValueError:  # a DSN the engine's own parser took (libpq's multi-host lists): no label to give
+            return "default"
+        return f"{u.hostname or 'localhost'}:{u.port or 'default'}"
     pairs = dict(re.findall(r"(host|port)\s*=\s*'?([^'\s]+)", dsn))
     return f"{pairs.get('host', 'localhost')}:{pairs.get('port', 'default')}"
 

@@ -50,6 +50,25 @@ class Target:
         return self.endpoint.kind, self.endpoint.host.lower(), self.endpoint.port
 
 
+@dataclass(frozen=True)
+class BadLine:
+    """A line of a targets file that names no target encbench can scan (a typo, an unclosed IPv6 bracket, a
+    server listed twice): reported as a failed target with its line and reason; the other lines are scanned."""
+
+    line: int
+    text: str  # the line as written, its password hidden
+    error: EncbenchError
+    endpoint = None
+
+    @property
+    def label(self) -> str:
+        return self.text
+
+    @property
+    def key(self) -> tuple[str, int]:
+        return "line", self.line
+
+
 # -- the targets file -------------------------------------------------------------------------
 
 def _engine_named(word: str, where: str):
@@ -100,39 +119,49 @@ def tls_target(line: int, body: str, where: str) -> Target:
 TLS_EXAMPLE = "one DSN or host:port[/engine] per line, e.g. db1:5432/postgres"
 
 
-def parse_targets(text: str, name: str, make=tls_target, example: str = TLS_EXAMPLE) -> list:
+def parse_targets(text: str, name: str, make=tls_target, example: str = TLS_EXAMPLE, keep_bad: bool = False) -> list:
     """Every target of a targets file's text, in file order; errors name the line. `make(line, body, where)`
     reads one line into a target with `.line`, `.key` (equal keys: the same server, refused) and `.label`
-    (leak-check --posture --targets reads DSNs its own way)."""
+    (leak-check --posture --targets reads DSNs its own way). `keep_bad` (tls-scan): a line that names no
+    target becomes a BadLine in its place instead of refusing the file."""
     targets: list = []
     seen: dict[tuple, object] = {}
     for n, raw in enumerate(text.splitlines(), 1):
         body = _strip_comment(raw)
         if not body:
             continue
-        where = f"{name} line {n}"
-        if len(body.split()) > 1:
-            raise BadValueError(f"{where}: one target per line, found {len(body.split())} words",
-                                hint="put each target on its own line; # starts a comment")
-        target = make(n, body, where)
-        if target.key in seen:
-            raise BadValueError(f"{where}: {target.label} repeats line {seen[target.key].line}",
-                                hint="list each server once")
-        seen[target.key] = target
+        try:
+            target = _one_target(n, body, f"{name} line {n}", make, seen)
+        except EncbenchError as e:
+            if not keep_bad:
+                raise
+            target = BadLine(n, redact(body), e)
+        seen.setdefault(target.key, target)
         targets.append(target)
     if not targets:
         raise UsageError(f"the targets file {name} names no target", hint=example)
     return targets
 
 
-def read_targets(path: Path, make=tls_target, example: str = TLS_EXAMPLE) -> list:
+def _one_target(n: int, body: str, where: str, make, seen: dict):
+    if len(body.split()) > 1:
+        raise BadValueError(f"{where}: one target per line, found {len(body.split())} words",
+                            hint="put each target on its own line; # starts a comment")
+    target = make(n, body, where)
+    if target.key in seen:
+        raise BadValueError(f"{where}: {target.label} repeats line {seen[target.key].line}",
+                            hint="list each server once")
+    return target
+
+
+def read_targets(path: Path, make=tls_target, example: str = TLS_EXAMPLE, keep_bad: bool = False) -> list:
     from ..errors import ResultFileError
     from ..util import files
 
     # a FIFO or a device would block or never end: refused (6); text that is not UTF-8: a bad value (4)
     text = files.read_text(path, what="targets file", limit=TARGETS_MAX_BYTES, error=ResultFileError,
                            encoding_error=BadValueError, hint=example)
-    return parse_targets(text, str(path), make, example)
+    return parse_targets(text, str(path), make, example, keep_bad)
 
 
 # -- baselines ------------------------------------------------------------------------------
@@ -170,6 +199,8 @@ def load_baselines(directory: Path, targets: list[Target]) -> dict[str, dict]:
     """The saved baseline of every target that has one (a corrupt one fails the command before any scan)."""
     out = {}
     for t in targets:
+        if isinstance(t, BadLine):
+            continue
         path = Path(directory) / baseline_name(t.endpoint)
         if path.exists() or path.is_symlink():
             out[t.label] = tlsbaseline.load(path)
@@ -203,7 +234,8 @@ class Outcome:
 
     def to_dict(self) -> dict:
         """One JSON Lines object (no secret: the target is its label, never the DSN as written)."""
-        return {"target": self.target.label, "line": self.target.line, "engine": self.target.endpoint.kind,
+        return {"target": self.target.label, "line": self.target.line,
+                "engine": self.target.endpoint.kind if self.target.endpoint else None,
                 "exit_code": self.exit_code, "status": self.status, "error": self.error,
                 "protocols": (self.scan or {}).get("protocols"),
                 "suites_accepted": len(self.suites) if self.scan else None,
@@ -215,6 +247,9 @@ def scan_one(target: Target, *, timeout_s: float, baselines: dict[str, dict] | N
              baseline_dir: Path | None, update: bool = False, scan=tlsscan.scan, live: list | None = None) -> Outcome:
     """Scan one target within timeout_s, compare it with its baseline; never raises an EncbenchError.
     `live` collects the endpoint being scanned (scan_all ends it early on Ctrl-C)."""
+    if isinstance(target, BadLine):  # nothing to scan: the line's own error, as a failed target's
+        return Outcome(target, exit_code=target.error.exit_code, status="error",
+                       error=redact(target.error.one_line()))
     start = time.monotonic()
     ep = tlsscan.Endpoint(target.endpoint.kind, target.endpoint.host, target.endpoint.port,
                           timeout=min(tlsscan.TIMEOUT_S, timeout_s), deadline=start + timeout_s)

@@ -13,6 +13,7 @@ from pathlib import Path
 
 RANKED = (("storm", "messages", "wall_s", "storm elapsed"), ("bulk", "copy-out", "mb_per_s", "bulk MB/s"),
           ("connect", "connect", "connections_per_s", "connections/s"))
+CANNOT_OFFER = "accepted, not measured: the client cannot offer it"
 
 
 def variants_for(scan: dict, top: int | None) -> list[tuple[str, dict]]:
@@ -24,13 +25,27 @@ def variants_for(scan: dict, top: int | None) -> list[tuple[str, dict]]:
     return out[:top] if top else out
 
 
+def not_offered(scan: dict, engine: str, top: int | None) -> dict[str, str]:
+    """{tls variant value: why} of the accepted suites the measuring client cannot offer (the server accepts them
+    from a scan, which offers every suite; the engine's client library keeps some below its security level)."""
+    from ..engines import ENGINES
+
+    eng = ENGINES.get(engine)
+    return {v: CANNOT_OFFER for v, _ in variants_for(scan, top) if not eng.client_offers(v)}
+
+
 def run(scan: dict, engine: str, *, dsn: str | None, top: int | None, runs: int, quick: bool, output: Path,
         data_dir: Path, command: str, on_progress=lambda *a: None) -> dict:
+    from ..errors import BadValueError
     from ..lab import runner
     from ..probes import DEFAULT_PROBES
     from ..util.units import parse_size
 
-    chosen = variants_for(scan, top)
+    skipped = not_offered(scan, engine, top)
+    chosen = [(v, s) for v, s in variants_for(scan, top) if v not in skipped]
+    if not chosen:
+        raise BadValueError(f"none of the {len(skipped)} suite(s) to measure can be offered by the measuring client",
+                            hint="the scan lists them; measure with a client whose OpenSSL offers them")
     config = runner.RunConfig(
         engine=engine, workloads=[w for w, _, _, _ in RANKED],
         variant_filters=["tls=off," + ",".join(v for v, _ in chosen)],
@@ -89,11 +104,13 @@ def group_ranking(doc: dict) -> list[dict]:
 def ranking(doc: dict, scan: dict, top: int | None) -> list[dict]:
     """One row per suite: each ranked metric's ratio vs tls=off with its CI; sorted by storm overhead."""
     graded = dict(variants_for(scan, top))
+    skipped = not_offered(scan, doc["engine"]["name"], top)
     by = {(c["workload"], c["operation"], c["metric"], c["contender"]): c for c in doc.get("comparisons", [])}
     rows = []
     for value, suite in graded.items():
         label = f"tls={value}"
-        row = {"tls": value, "suite": suite["suite"], "grade": suite["grade"], "aead": suite["aead"]}
+        row = {"tls": value, "suite": suite["suite"], "grade": suite["grade"], "aead": suite["aead"],
+               "not_measured": skipped.get(value)}
         for wl, op, metric, name in RANKED:
             c = by.get((wl, op, metric, label))
             row[name] = {"ratio": c["ratio"], "ci": c["ci"], "significant": c["significant"]} if c else None

@@ -20,11 +20,11 @@ import ssl
 import time
 from dataclasses import dataclass, field
 from typing import Callable
-from urllib.parse import urlparse
-
 from . import sslctl
 from ..engines import tls_scan_engines
 from ..errors import BadValueError, EngineUnavailableError, NotADatabaseError
+from ..util import urls
+from ..util.redact import redact
 
 SCAN_VERSION = 1
 PROTOCOLS = (("TLSv1", ssl.TLSVersion.TLSv1), ("TLSv1.1", ssl.TLSVersion.TLSv1_1),
@@ -73,17 +73,13 @@ class Endpoint:
 
 def parse_target(text: str) -> Endpoint:
     """SCHEME://host:port of an engine tls-scan knows (user, password and database are ignored)."""
-    u = urlparse(text)
+    u = urls.split(text, what="target")
     engine = next((e for e in tls_scan_engines() if u.scheme in e.dsn_schemes), None)
     if engine is None or not u.hostname:
         examples = " or ".join(f"{e.dsn_schemes[0]}://db{i}:{e.default_port}"
                                for i, e in enumerate(tls_scan_engines(), 1))
-        raise BadValueError(f"{text!r} is not a {schemes_text()} address", hint=f"e.g. encbench tls-scan {examples}")
-    try:
-        port = u.port or engine.default_port
-    except ValueError:
-        raise BadValueError(f"{text!r} has a port that is not a number") from None
-    return Endpoint(engine.wire_protocol, u.hostname, port)
+        raise BadValueError(f"{redact(text)!r} is not a {schemes_text()} address", hint=f"e.g. encbench tls-scan {examples}")
+    return Endpoint(engine.wire_protocol, u.hostname, engine.default_port if u.port is None else u.port)
 
 
 # -- the database protocols' TLS preamble: the engines' (Engine.tls_preamble, engines/wire.py) --

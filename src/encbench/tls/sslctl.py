@@ -173,3 +173,55 @@ def negotiated_group(tls: ssl.SSLSocket) -> str | None:
         return None
     name = name.decode()
     return next((g.name for g in library_groups() if name == g.name or name in g.aliases), name)
+
+
+# -- can a client library offer a suite at all -----------------------------------------------------
+
+SSL_CTRL_SET_MIN_PROTO_VERSION, SSL_CTRL_SET_MAX_PROTO_VERSION = 123, 124
+_WIRE_VERSION = {"TLSv1": 0x0301, "TLSv1.1": 0x0302, "TLSv1.2": 0x0303, "TLSv1.3": 0x0304}
+
+
+def offers(libssl: str, protocol: str, suite: str) -> bool | None:
+    """Would a client of the libssl at `libssl` (a path) put `suite` in its ClientHello for `protocol`, at that
+    library's own default security level? None when the library cannot be asked. A scan offers every suite at
+    level 0; a client may not: psycopg's bundled OpenSSL 3.5 keeps the CCM8 suites (64-bit tags) below its
+    default level, where the server's OpenSSL 3.0 accepts them ("no ciphers available" at connect)."""
+    try:
+        lib = ctypes.CDLL(libssl)
+        lib.TLS_client_method.restype = ctypes.c_void_p
+        lib.SSL_CTX_new.argtypes, lib.SSL_CTX_new.restype = [ctypes.c_void_p], ctypes.c_void_p
+        lib.SSL_CTX_free.argtypes = [ctypes.c_void_p]
+        lib.SSL_CTX_ctrl.argtypes = [ctypes.c_void_p, ctypes.c_int, ctypes.c_long, ctypes.c_void_p]
+        lib.SSL_CTX_ctrl.restype = ctypes.c_long
+        lib.SSL_CTX_set_cipher_list.argtypes = [ctypes.c_void_p, ctypes.c_char_p]
+        lib.SSL_CTX_set_ciphersuites.argtypes = [ctypes.c_void_p, ctypes.c_char_p]
+        lib.SSL_new.argtypes, lib.SSL_new.restype = [ctypes.c_void_p], ctypes.c_void_p
+        lib.SSL_free.argtypes = [ctypes.c_void_p]
+        lib.SSL_get1_supported_ciphers.argtypes = [ctypes.c_void_p]
+        lib.SSL_get1_supported_ciphers.restype = ctypes.c_void_p
+        lib.OPENSSL_sk_num.argtypes, lib.OPENSSL_sk_free.argtypes = [ctypes.c_void_p], [ctypes.c_void_p]
+    except (OSError, AttributeError):
+        return None
+    ctx = lib.SSL_CTX_new(lib.TLS_client_method())
+    if not ctx:
+        return None
+    ssl_ = None
+    try:
+        version = _WIRE_VERSION[protocol]
+        for ctrl in (SSL_CTRL_SET_MIN_PROTO_VERSION, SSL_CTRL_SET_MAX_PROTO_VERSION):
+            lib.SSL_CTX_ctrl(ctx, ctrl, version, None)
+        took = (lib.SSL_CTX_set_ciphersuites(ctx, suite.encode()) if protocol == "TLSv1.3"
+                else lib.SSL_CTX_set_cipher_list(ctx, suite.encode()))
+        if took != 1:
+            return False  # the library does not know the suite
+        ssl_ = lib.SSL_new(ctx)
+        stack = lib.SSL_get1_supported_ciphers(ssl_) if ssl_ else None
+        if not stack:
+            return False  # nothing it would offer (the stack is NULL when empty)
+        count = lib.OPENSSL_sk_num(stack)
+        lib.OPENSSL_sk_free(stack)
+        return count > 0
+    finally:
+        if ssl_:
+            lib.SSL_free(ssl_)
+        lib.SSL_CTX_free(ctx)

@@ -85,9 +85,14 @@ def resolve_params(workloads: list[Workload], given: list[str], *, quick: bool,
     """{workload: {param: value}} from defaults (or quick values) and --param NAME=VALUE.
 
     A parameter of another workload of the same engine is accepted (and unused), so one
-    set of --param works whatever --workload narrows; any other name is an error.
+    set of --param works whatever --workload narrows; any other name is an error. Every
+    value is checked against the range each workload declaring it gives, used or not
+    (`seconds=-1` is refused on a run without oltp too, never ignored).
     """
-    known = {p.name: p for wl in (engine_workloads or workloads) for p in (*COMMON_PARAMS, *wl.params)}
+    known: dict[str, list[Param]] = {}
+    for wl in (engine_workloads or workloads):
+        for p in (*COMMON_PARAMS, *wl.params):
+            known.setdefault(p.name, []).append(p)
     overrides: dict[str, str] = {}
     for spec in given:
         name, sep, value = spec.partition("=")
@@ -97,6 +102,8 @@ def resolve_params(workloads: list[Workload], given: list[str], *, quick: bool,
             raise UnknownNameError(f"unknown --param {name.strip()!r} for the workloads chosen",
                                    hint=f"valid: {', '.join(known) or 'none'}")
         overrides[name.strip()] = value.strip()
+        for p in known[name.strip()]:
+            p.parse(value.strip())
     return {
         wl.name: {p.name: p.parse(overrides[p.name]) if p.name in overrides else (p.quick if quick else p.default)
                   for p in wl.params + tuple(c for c in COMMON_PARAMS if c.name in overrides)}

@@ -56,3 +56,15 @@ def test_the_cli_checks_the_scans_against_a_mix(tmp_path):
     res = subprocess.run([sys.executable, "-m", "encbench.cli", "estimate", "--from", str(oltp), "--read-rate",
                           "25MB/s", "--access", "random"], capture_output=True, text=True, timeout=60)
     assert res.returncode == 0 and "20." in res.stdout and "cores" in res.stdout, res.stdout + res.stderr
+
+
+def test_a_check_file_with_nothing_to_check_is_refused_not_ignored(tmp_path):
+    """Issue 28: --check FILE without a usable oltp entry was ignored without a word (exit 0)."""
+    doc = _doc()
+    scans = tmp_path / "scans.json"
+    scans.write_text(json.dumps(dict(doc, runs=[r for r in doc["runs"] if r["workload"] != "oltp"])))
+    for extra in (["--read-rate", "25MB/s", "--json"], []):
+        res = subprocess.run([sys.executable, "-m", "encbench.cli", "estimate", "--from", str(scans), "--check",
+                              str(scans), *extra], capture_output=True, text=True, timeout=60)
+        assert res.returncode == 4 and "has no oltp entry to check against" in res.stderr, res
+        assert len(res.stderr.strip().splitlines()) == 1 and not res.stdout, res

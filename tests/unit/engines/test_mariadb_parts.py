@@ -23,7 +23,8 @@ def test_dsn_parsing():
     assert (p["host"], p["port"], p["user"], p["password"]) == ("db.example", 3307, "bob", "s@cret")
     assert md.parse_dsn("mariadb://bob@10.0.0.1/")["port"] == 3306
     assert md.parse_dsn("mysql:///?unix_socket=/run/mysqld/mysqld.sock")["unix_socket"] == "/run/mysqld/mysqld.sock"
-    for bad in ("postgresql://x@y/z", "host=1", "mysql://u@h:port/"):
+    for bad in ("postgresql://x@y/z", "host=1", "mysql://u@h:port/", "mysql://u@[::1", "mysql://u@h:0/",
+                "mysql://u@h:70000/"):
         with pytest.raises(BadValueError) as e:
             md.parse_dsn(bad.replace("u@", "u:topsecret@"))
         assert "topsecret" not in str(e.value)

@@ -80,6 +80,19 @@ def test_redact_hides_passwords():
     assert redact("postgresql://h/db") == "postgresql://h/db"
 
 
+@pytest.mark.parametrize("dsn,words", [
+    ("postgresql://u:topsecret@localhost:0/db", "port 0 is out of range"),
+    ("host=localhost port=0 password=topsecret", "port 0 is out of range"),
+    ("postgresql://u:topsecret@h1:5432,h2:70000/db", "port 70000 is out of range"),
+    ("postgresql://u:topsecret@[::1", "not a valid connection string"),
+])
+def test_a_dsn_with_no_usable_port_or_host_is_refused_in_one_line_before_a_connection(dsn, words):
+    with pytest.raises(BadValueError) as e:
+        pg.PostgresEngine().check_dsn(dsn)
+    assert words in e.value.one_line() and "topsecret" not in e.value.one_line()
+    pg.PostgresEngine().check_dsn("postgresql://u@[::1]:5433,h2/db")  # read, not connected
+
+
 def test_free_port_is_below_the_ephemeral_range():
     lo, _ = ports.ephemeral_range()
     for _ in range(5):

@@ -209,3 +209,40 @@ def test_a_fleet_scan_is_one_run_with_a_row_per_scanned_target(tmp_path):
         "postgres://db1:5432": (3, "B", 0), "postgres://db2:5432": (2, "C", 1)}  # a note is no drift
     (series,) = found["series"]
     assert series["points"][0]["value"] == 2 and "drift: 1 change(s)" in series["points"][0]["verdict"]
+
+
+def test_reading_a_store_writes_nothing(tmp_path, monkeypatch):
+    """Issue 28: a read-only command writes nothing: an empty file stays empty, an older store is read, not migrated."""
+    empty = tmp_path / "empty.db"
+    empty.touch()
+    assert Store.open(str(empty), create=False) is None
+    Store.preflight(parse_url(str(empty)))  # before a measuring command: read too
+    assert empty.read_bytes() == b""
+    path = tmp_path / "h.db"
+    with Store.open(str(path)) as store:
+        store.record(_entry())
+    before = path.read_bytes()
+    extra = schema.Migration(schema.CURRENT + 1, "a column for a test", ("ALTER TABLE runs ADD COLUMN note TEXT",))
+    monkeypatch.setattr(schema, "MIGRATIONS", schema.MIGRATIONS + (extra,))
+    monkeypatch.setattr(schema, "CURRENT", extra.version)
+    with Store.open(str(path), create=False) as store:
+        assert len(store.runs()) == 1 and store.version() == extra.version - 1
+    assert path.read_bytes() == before and not (tmp_path / "h.db-journal").exists()
+
+
+def test_history_on_an_empty_file_is_refused_in_one_line_and_the_file_left_empty(tmp_path, capsys):
+    import signal
+
+    from encbench.cli import app
+
+    empty = tmp_path / "empty.db"
+    empty.touch()
+    try:
+        for extra in ([], ["--json"], ["--kind", "run"]):
+            assert app.main(["history", "--store", str(empty), *extra]) == 21
+            err = capsys.readouterr().err.strip()
+            assert "not an encbench history store" in err and "--store first" in err and "\n" not in err, err
+    finally:
+        signal.signal(signal.SIGINT, signal.default_int_handler)  # cli.main installs its own
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    assert empty.read_bytes() == b""

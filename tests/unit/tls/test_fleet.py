@@ -107,6 +107,24 @@ def test_one_failing_target_does_not_stop_the_others_and_drift_is_per_target(tmp
     assert fleet.scan_all(targets[2:], baseline_dir=tmp_path, scan=_fake_scanner(second))[0].status == "ok"
 
 
+def test_a_line_that_names_no_target_is_that_lines_failure_and_the_rest_are_scanned(tmp_path):
+    text = ("h:1/postgres\npostgresql://u:topsecret@[::1\nmysql://db:0\nnot-a-target\nh:2/oracle\n"
+            "postgresql://h:1\nh:2/postgres\n")
+    targets = fleet.parse_targets(text, "t.txt", keep_bad=True)
+    out = fleet.scan_all(targets, baseline_dir=tmp_path, scan=_fake_scanner({1: _scan(), 2: _scan()}))
+    assert [(o.target.line, o.status, o.exit_code) for o in out] == [
+        (1, "new-baseline", 0), (2, "error", 4), (3, "error", 4), (4, "error", 4), (5, "error", 3), (6, "error", 4),
+        (7, "new-baseline", 0)]
+    errors = [o.error for o in out]
+    assert "t.txt line 2:" in errors[1] and "unclosed '['" in errors[1]
+    assert "port 0 is out of range" in errors[2] and "repeats line 1" in errors[5]
+    assert fleet.exit_code(out) == 10  # the failures differ (4 and 3): 10, as documented
+    text = "\n".join(fleet.table_lines(out)) + "".join(json.dumps(o.to_dict()) for o in out)
+    assert "topsecret" not in text and "7 target(s): 2 scanned, 5 failed" in text
+    with pytest.raises(BadValueError, match="t.txt line 2"):  # leak-check --posture --targets: the file refused
+        fleet.parse_targets("h:1/postgres\npostgresql://[::1\n", "t.txt")
+
+
 @pytest.mark.parametrize("codes,expected", [([0, 0], 0), ([0, 14, 10], 14), ([15, 15, 0], 15), ([15, 16], 10),
                                             ([10, 16, 14], 14)])
 def test_exit_code_precedence(codes, expected):

@@ -113,3 +113,15 @@ def test_groups_found_by_elimination(cert, monkeypatch):
         assert p.handshakes == 1 + len(tlsscan.client_groups("TLSv1.3"))
     finally:
         server.stop()
+
+
+def test_offers_asks_the_library_what_a_client_would_put_in_its_hello():
+    """tls-scan --measure (issue 28): a suite the client library cannot offer is marked, not measured."""
+    import ssl
+
+    lib = ssl._ssl.__file__  # links the system libssl
+    assert sslctl.offers(lib, "TLSv1.2", "ECDHE-RSA-AES256-GCM-SHA384") is True
+    assert sslctl.offers(lib, "TLSv1.3", "TLS_AES_256_GCM_SHA384") is True
+    assert sslctl.offers(lib, "TLSv1.2", "NO-SUCH-SUITE") is False
+    assert sslctl.offers(lib, "TLSv1.2", "TLS_AES_256_GCM_SHA384") is False  # a TLS 1.3 suite is no TLS 1.2 one
+    assert sslctl.offers("/nonexistent/libssl.so", "TLSv1.2", "ECDHE-RSA-AES256-GCM-SHA384") is None

@@ -15,7 +15,8 @@ def test_targets():
     assert tlsscan.parse_target("postgresql://db1") == tlsscan.Endpoint("postgres", "db1", 5432)
     assert tlsscan.parse_target("mysql://u:p@db2:3307/x") == tlsscan.Endpoint("mysql", "db2", 3307)
     assert tlsscan.parse_target("mariadb://db3").port == 3306
-    for bad in ("https://x", "db1:5432", "postgresql://h:port"):
+    for bad in ("https://x", "db1:5432", "postgresql://h:port", "postgresql://[::1", "mysql://[::1:3306",
+                "postgresql://localhost:0", "mysql://db1:0", "mysql://db1:65536"):
         with pytest.raises(BadValueError):
             tlsscan.parse_target(bad)
 

@@ -26,13 +26,14 @@ import tempfile
 import time
 import tempfile
 from pathlib import Path
-from urllib.parse import parse_qs, unquote, urlparse
+from urllib.parse import parse_qs, unquote
 
 from ..sqlite import datagen
 from ...workloads import sweep
 from ...errors import BadValueError, EngineUnavailableError, UsageError
 from ...host import rawcipher, rawhash
 from ...probes.waits import DEFAULT_INTERVAL_S
+from ...util import urls
 from ...util.files import check_free_space
 from ...util.redact import redact
 from ...util.units import fmt_bytes
@@ -115,17 +116,13 @@ def classify(path: Path) -> tuple[str, str]:
     return "data directory", "see which object writes this file"
 
 
-def parse_dsn(dsn: str) -> dict:
+def parse_dsn(dsn: str, what: str = "--dsn") -> dict:
     """mysql://user:password@host:port/db -> PyMySQL arguments (~/.my.cnf [client] fills the gaps)."""
-    u = urlparse(dsn)
+    u = urls.split(dsn, what=what)
     if u.scheme not in ("mysql", "mariadb") or not (u.hostname or parse_qs(u.query).get("unix_socket")):
-        raise BadValueError(f"--dsn {redact(dsn)!r} is not a mysql:// URL",
+        raise BadValueError(f"{what} {redact(dsn)!r} is not a mysql:// URL",
                             hint="use mysql://user:password@host:port/db")
-    try:
-        port = u.port or 3306
-    except ValueError:
-        raise BadValueError(f"--dsn {redact(dsn)!r} has a port that is not a number") from None
-    out: dict = {"host": u.hostname or "localhost", "port": port}
+    out: dict = {"host": u.hostname or "localhost", "port": 3306 if u.port is None else u.port}
     if u.username:
         out["user"] = unquote(u.username)
     if u.password is not None:
@@ -186,10 +183,13 @@ class MariaDBEngine(Engine):
     def start_scan_server(self, settings: dict):
         return maria_server.start(settings, base=maria_server.BENCH, tls=True)
 
+    def check_dsn(self, dsn: str, what: str = "--dsn") -> None:
+        parse_dsn(dsn, what)
+
     def live_io_reader(self, dsn: str) -> LiveReader:
         """Bytes InnoDB read and wrote (Innodb_data_read / _written)."""
         my = pymysql()
-        params = parse_dsn(dsn)
+        params = parse_dsn(dsn, "--live")
         try:
             conn = connect_bounded(params, autocommit=True)
         except my.err.MySQLError as e:

@@ -9,6 +9,7 @@ It imports nothing of encbench's engines, so every one of them can import it (no
 from __future__ import annotations
 
 from ...errors import CheckFailedError, EngineUnavailableError
+from ...tls import sslctl
 from ...tls.variants import TLS_RE
 from ...util.redact import redact
 
@@ -20,6 +21,28 @@ def psycopg():
     except ImportError as e:  # pragma: no cover - depends on the installation
         raise EngineUnavailableError(f"psycopg is not importable ({e})", hint="pip install 'psycopg[binary]'") from None
     return psycopg
+
+
+def offers(tls: str) -> bool:
+    """Can libpq offer this tls= variant's suite at all (its own OpenSSL, its default security level)? True when
+    no suite is forced or its library cannot be asked: the connection then says."""
+    m = TLS_RE.match(tls)
+    lib = _libssl() if m else None
+    return lib is None or sslctl.offers(lib, m.group(1), m.group(2)) is not False
+
+
+def _libssl() -> str | None:
+    """The libssl libpq uses: psycopg's binary package bundles its own (loaded beside the system's one that
+    Python's ssl uses), else the system's, found among the libraries this process has mapped."""
+    pq = psycopg().pq
+    pq.version()  # libpq (and its libssl) loaded
+    try:
+        with open("/proc/self/maps") as f:
+            paths = sorted({line.split()[-1] for line in f if "/libssl" in line})
+    except OSError:
+        return None
+    bundled = [p for p in paths if "psycopg" in p]
+    return (bundled or paths or [None])[0]
 
 
 def client_params(tls: str) -> dict[str, str]:

@@ -162,10 +162,17 @@ class PostgresEngine(Engine):
     def start_scan_server(self, settings: dict):
         return pg_server.start(settings=settings)
 
+    def check_dsn(self, dsn: str, what: str = "--dsn") -> None:
+        _parse_dsn(client.psycopg(), dsn, what)
+
+    def client_offers(self, tls: str) -> bool:
+        return client.offers(tls)
+
     def live_io_reader(self, dsn: str) -> LiveReader:
         """Bytes read and written by every backend: pg_stat_io (16+), else blocks x block_size."""
         import psycopg
 
+        self.check_dsn(dsn, "--live")
         try:
             conn = psycopg.connect(dsn, autocommit=True, connect_timeout=10)
         except psycopg.Error as e:
@@ -765,15 +772,29 @@ def _size_text(size_bytes: int) -> str:
     return fmt_bytes(size_bytes).replace(" ", "")
 
 
-def _parse_dsn(psycopg, dsn: str) -> dict:
+def _parse_dsn(psycopg, dsn: str, what: str = "--dsn") -> dict:
     try:
         info = psycopg.conninfo.conninfo_to_dict(dsn)
     except psycopg.ProgrammingError as e:
-        raise BadValueError(f"--dsn is not a valid connection string: {first_line(e)}",
+        raise BadValueError(f"{what} is not a valid connection string: {first_line(e)}",
                             hint="use postgresql://user@host:port/db or 'host=... port=... dbname=...'") from None
+    for port in str(info.get("port") or "").split(","):  # libpq: one port per host of a multi-host list
+        if port.strip():
+            _check_port(port.strip(), what)
     for k in ("sslmode", "application_name"):
         info.pop(k, None)  # encbench sets these per variant
     return info
+
+
+def _check_port(text: str, what: str) -> None:
+    """libpq refuses port 0 itself ("invalid port number", as if the server were unreachable): the same one line,
+    exit 4, as a MariaDB DSN's or a tls-scan target's port."""
+    from ...util import urls
+
+    if not text.isdigit():
+        raise BadValueError(f"{what} has a port that is not a number: {text!r}",
+                            hint="use postgresql://user@host:port/db or 'host=... port=... dbname=...'")
+    urls.check_port(int(text), what=what)
 
 
 def _server_facts(conn) -> dict:
