@@ -580,22 +580,21 @@ def notes(doc: dict, groups) -> list[str]:
                          and _uncounted(engine, r["variant"], doc)}):
         out.append(f"no per-page decrypt cost for encryption={value}: "
                    f"{_uncounted(engine, {'encryption': value, 'cache': 'cold'}, doc)}")
-    opens: dict[str, list[float]] = defaultdict(list)
-    variants = variants_by_label(doc)
-    # connection opens grouped by the settings every workload shares (not cache, not clients)
-    shared = {k["name"] for k in doc["engine"]["variant_keys"] if not k.get("workloads") and k["name"] != "cache"}
+    return out + open_notes(groups)
+
+
+def open_notes(groups) -> list[str]:
+    """The connection open's median per variant (never across variants: a plain open of 0.4 ms and a SQLCipher open
+    of 400 ms have no common median), timed apart from every workload."""
+    parts = []
     for (wl, op, vl), metrics in groups.items():
-        if (wl, op) == OPEN and "wall_s" in metrics:
-            v = {k: x for k, x in variants[vl].items() if k in shared}
-            opens[label(v)] += metrics["wall_s"]
-    if opens:
-        parts = []
-        for vl, values in opens.items():
-            s = stats.summarize(values)
-            parts.append(f"{vl or 'all'}: {fmt_seconds(s.median)} (median of {s.n})")
-        out.append("connection open (handshake and key derivation included), timed apart and never inside a "
-                   "workload: " + "; ".join(parts))
-    return out
+        s = stats.summarize(metrics.get("wall_s", [])) if (wl, op) == OPEN else None
+        if s is not None:
+            parts.append(f"{vl or 'every variant'}: {fmt_seconds(s.median)} (median of {s.n})")
+    if not parts:
+        return []
+    return ["connection open (handshake and key derivation included), timed apart and never inside a workload, "
+            "per variant: " + "; ".join(parts)]
 
 
 WAIT_PREFIX = "wait_share_"

@@ -16,6 +16,7 @@ import pytest
 from encbench.analysis import stats
 from encbench.analysis import summary as an
 from encbench.report import render
+from encbench.util.units import fmt_seconds
 
 TESTS = next(p for p in Path(__file__).resolve().parents if p.name == "tests")
 
@@ -172,3 +173,13 @@ def test_no_module_re_lists_the_analysis_keys():
     assert found == []
     # the check finds what it is meant to find
     assert list(_key_lists(ast.parse('K = ("scaling", "hash_costs")'), names)) == [1]
+
+
+def test_the_connection_open_note_is_per_variant(analysis):
+    """issue 29 item 3: never one median over plain and SQLCipher opens ("all: 125.6 ms (median of 120)")."""
+    (note,) = [n for n in analysis.notes if n.startswith("connection open")]
+    opens = [s for s in analysis.summaries if s["workload"] == "(open)" and s["metric"] == "wall_s"]
+    assert len(opens) == 4  # encryption off / on, cache cold / warm
+    for s in opens:
+        assert f"{s['variant']}: {fmt_seconds(s['median'])} (median of {s['n']})" in note
+    assert "all:" not in note and note.count("(median of") == len(opens)
