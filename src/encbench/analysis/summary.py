@@ -302,7 +302,7 @@ def row_code(comps: list[dict], words: dict[str, str] | None = None, margin_pct:
 
 
 def derived(doc: dict, groups, comps: list[dict]) -> list[dict]:
-    """Seed 003: per-page decrypt CPU cost from cold encrypted minus cold plain reads."""
+    """The per-page decrypt CPU cost from cold encrypted minus cold plain reads."""
     out = []
     raw = (doc.get("calibration") or {}).get("raw_cipher", {})
     variants = variants_by_label(doc)
@@ -676,7 +676,7 @@ def _mean(values) -> float | None:
 
 
 def scaling(doc: dict, groups) -> list[dict]:
-    """Seed 004: per swept workload (sweep.SWEPT: the hash workload's function, the column workload's
+    """Per swept workload (sweep.SWEPT: the hash workload's function, the column workload's
     method), its operation and sessions level, throughput against 1 session.
 
     efficiency = throughput(k) / (min(k, cores) x throughput(1)), cores being the CPUs the server's
