@@ -26,7 +26,7 @@ from .knob import Cost, Knob  # noqa: F401 (the engines declare their knobs with
 from .summary import collect, variants_by_label
 from .words import metric_word
 from ..lab.variants import label
-from ..util.units import fmt_seconds
+from ..util.units import fmt_number, fmt_seconds
 
 METHOD = ("each value against the knob's default, all other settings equal, in the same result file: ratio of trimmed "
           "geometric means of the runs with a Yuen-Welch 95% CI; saves/costs = the CI excludes no change, no "
@@ -129,7 +129,7 @@ def advise(docs: list[tuple[str, dict]], knobs: tuple[Knob, ...], context: dict 
 
 
 def _pct(x: float) -> str:
-    return f"{(x - 1) * 100:+.0f}%"
+    return f"{fmt_number((x - 1) * 100, True, 0)}%"
 
 
 def line(e: dict) -> str:

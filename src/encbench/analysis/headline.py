@@ -21,7 +21,8 @@ from collections import Counter
 from dataclasses import dataclass, replace
 from typing import Callable
 
-from . import columncost as cc, instrattr as ia, oltpcost as oc, stats
+from . import columncost as cc, instrattr as ia, lead, oltpcost as oc, stats
+from .lead import ONE_LINE, WIDTH, fit  # noqa: F401 (headline.WIDTH, headline.fit: the short form's, lead.py's)
 from .words import metric_word as _metric_word
 from ..host.rawcipher import CI_ABOVE, CONTRADICTS, UNRESOLVED
 from ..util.units import fmt_percent, fmt_seconds
@@ -60,21 +61,21 @@ def axis_of(c: dict) -> str | None:
     return next((k for k in cont if k in base and base[k] != cont[k]), None)
 
 
-def _fmt(ratio: float) -> str:
-    """The format of a change: one decimal below 10%, none above (+0.4%, +8.8%, +266%)."""
-    return "{:+.1f}" if abs(ratio - 1) < 0.1 else "{:+.0f}"
+def _decimals(ratio: float) -> int:
+    """The precision of a change: one decimal below 10%, none above (+0.4%, +8.8%, +266%)."""
+    return 1 if abs(ratio - 1) < 0.1 else 0
 
 
 def _pct(x: float) -> str:
-    return _fmt(x).format((x - 1) * 100) + "%"
+    return f"{lead.signed_pct(x, _decimals(x))}%"
 
 
 def _est(r: dict, word: str = "") -> str:
-    """'+266% CPU [+213, +329]': the change, the metric, the 95% CI (in the change's precision)."""
+    """'+266% CPU [+213, +329]': the change, the metric, the 95% CI (in the change's precision; never '-0')."""
     if r["ratio"] is None:
         return "no estimate"
-    fmt = _fmt(r["ratio"])
-    ci = f" [{fmt.format((r['ci'][0] - 1) * 100)}, {fmt.format((r['ci'][1] - 1) * 100)}]" if r["ci"] else ""
+    d = _decimals(r["ratio"])
+    ci = f" [{lead.signed_pct(r['ci'][0], d)}, {lead.signed_pct(r['ci'][1], d)}]" if r["ci"] else ""
     return f"{_pct(r['ratio'])}{' ' + word if word else ''}{ci}"
 
 
@@ -315,82 +316,47 @@ def _mixed_words(counts: Counter, estimate: str, rows: list[dict]) -> str:
             + f" of {sum(counts.values())} rows")
 
 
-# -- the short form: every line within 100 columns with its bullet, the figure a DBA acts on first -----------------
-
-WIDTH = 96  # a headline line's characters: "  - " and the line fit 100 columns (issue 25); the rest is its detail
-ONE_LINE = 91  # leak-check's and tls-scan's answer: "Summary: " and the line fit 100 columns
-
-
-def fit(head: str, extras: list[str], width: int = WIDTH) -> str:
-    """The head, then as many of the extras (in order) as fit within `width`."""
-    text = head
-    for x in extras:
-        if x and len(text) + 2 + len(x) <= width:
-            text += "; " + x
-    return text
-
-
-def _short_est(rows: list[dict], word: str, with_ci: bool = True) -> str:
-    """One row: '+266% CPU [+213, +329]'; several: '+73% to +378% CPU' (the rows: show --detail)."""
-    rated = [r for r in rows if r["ratio"] is not None]
-    if not rated:
-        return f"no estimate of {word}"
-    if len(rated) == 1:
-        return _est(rated[0], word) if with_ci else f"{_pct(rated[0]['ratio'])} {word}"
-    lo, hi = min(r["ratio"] for r in rated), max(r["ratio"] for r in rated)
-    return f"{_pct(lo)} to {_pct(hi)} {word}"
-
+# -- the short form: every line within 100 columns with its bullet, only what resolved (lead.py) -------------------
 
 SHORT_WITHHELD = (("client", "client-bound"), ("memory", "memory not held"))
 
 
-def _short_words(code: str, rows: list[dict], est: str) -> str:
-    """The verdict in a few words ahead of its estimate; `show --detail` has the sentence."""
-    if code in (stats.COSTS, stats.SAVES):
-        return f"{code} {est}"
-    if code == stats.NO_COST:
-        return f"no cost: {est}"
-    if code == stats.INCONCLUSIVE:
-        return f"inconclusive: {est}"
-    if code == stats.TOO_FEW_RUNS:
-        return f"{est}, too few runs"
-    if code == stats.WITHHELD:
-        text = rows[0]["verdict_text"] if rows else ""
-        return "no verdict (" + next((w for k, w in SHORT_WITHHELD if k in text), "withheld") + ")"
-    if code == MIXED:
-        return f"{est}, verdicts differ"
-    return f"no verdict: {est}"
+def _withheld_words(rows: list[dict]) -> str:
+    text = rows[0]["verdict_text"] if rows else ""
+    return "no verdict (" + next((w for k, w in SHORT_WITHHELD if k in text), "withheld") + ")"
 
 
-def short_text(label: str, code: str, rows: list[dict], word: str, extras: list[str]) -> str:
-    """`label: <verdict> <estimate>; <extras that fit>` within WIDTH (the CI dropped first when it must go)."""
-    for with_ci in (True, False):
-        head = f"{label}: {_short_words(code, rows, _short_est(rows, word, with_ci))}"
-        if len(head) <= WIDTH:
-            return fit(head, extras)
-    return head[:WIDTH - 1] + "…"
+def _short_names(rows: list[dict]) -> dict[tuple[str, str, str], str]:
+    """(workload, operation, contender) -> the row's short name: workload/operation alone, else what tells it apart."""
+    keys = [(r["workload"], r["operation"], r["contender"]) for r in rows]
+    if len(rows) == 1:
+        return {}  # the label names it
+    return {k: (n if n != r["contender"] else f"{r['workload']}/{r['operation']}")
+            for k, r, n in zip(keys, rows, _names(rows))}
 
 
 def _short_figures(figures: list[dict]) -> list[str]:
-    """Each figure of a line in a few words (per page, compression, the open, the side metrics)."""
+    """The figures a short line adds after its lead (the compression of a backup)."""
     out = []
-    for name in dict.fromkeys(f["name"] for f in figures):
-        figs = [f for f in figures if f["name"] == name]
-        if name in ("per_page_read_cpu_s", "per_page_write_cpu_s"):
-            size = _size(figs[0]["page_size"])
-            out.append(f"{_span([f['value'] for f in figs], fmt_seconds)} per {size} page"
-                       + (" written" if name == "per_page_write_cpu_s" else ""))
-        elif name == "compression_ratio":
-            f = figs[0]
+    for f in figures:
+        if f["name"] == "compression_ratio":
             out.append(f"{f['operation']} compresses {f['contender'][0]:.2f}x vs {f['baseline'][0]:.2f}x plain")
-        elif name == "open_wall_s_median":
-            f = figs[0]
-            out.append(f"{_span(f['value'], fmt_seconds)} per connection"
-                       + (f" ({_span(f['baseline'], fmt_seconds)} without)" if f["baseline"] else ""))
-        elif name == "side_metric":
-            for f in figs:
-                out.append(_short_est(f["rows"], f["word"].replace(" per ", "/"), with_ci=len(f["rows"]) == 1))
     return out
+
+
+def short_text(analysis, label: str, code: str, rows: list[dict], figures: list[dict], metric: str, word: str,
+               first: tuple[str, ...] = ()) -> tuple[str, dict | None]:
+    """(`label: <verdict> <figure in its unit> [CI] (<where from>); <rows counted>; <what else fits>` within WIDTH,
+    the figure it leads with); a line nothing of which resolved: `label: not resolved: ...` alone."""
+    if code == stats.WITHHELD:
+        return f"{label}: {_withheld_words(rows)}", None
+    head, (where, told), figure = lead.lead(analysis, rows, figures, metric, word, _short_names(rows))
+    text = f"{label}: {head}"
+    if not figure["resolved"]:
+        return text, figure
+    text += where if len(text) + len(where) <= WIDTH else ""
+    text = fit(text, [*first, told, *lead.side_texts(analysis, figures), *_short_figures(figures)])
+    return (text if len(text) <= WIDTH else text[:WIDTH - 1] + "…"), figure
 
 
 def lead_metric(spec: LineSpec, mine: list[dict]) -> tuple[str | None, bool]:
@@ -441,7 +407,9 @@ def _word(analysis, metric: str) -> str:
     return _metric_word(metric, engine.metric_words if engine else None)
 
 
-def _line(lab: str, spec: LineSpec, comps: list[dict], analysis) -> dict | None:
+def _line(lab: str, spec: LineSpec, comps: list[dict], analysis, first: tuple[str, ...] = ()) -> dict | None:
+    """One line of the rows the spec gathers (None when none has its metric); `first`: figures the short line puts
+    before the others (oltp's estimate check)."""
     mine = [c for c in comps if (c["workload"] in spec.workloads or f"{c['workload']}/{c['operation']}" in spec.workloads)
             and (spec.cache is None or _label_dict(c["contender"]).get("cache") == spec.cache)]
     metric, own = lead_metric(spec, mine)
@@ -467,14 +435,10 @@ def _line(lab: str, spec: LineSpec, comps: list[dict], analysis) -> dict | None:
     if spec.remark:
         detail += f" ({spec.remark})"
     rated = [r["ratio"] for r in rows if r["ratio"] is not None]
-    short = _short_figures(figures)
-    if spec.figures_first and short:  # the open's time says it best: first, the verdict after it
-        text = fit(f"{spec.label}: {short[0]}", [_short_words(code, rows, _short_est(rows, word))])
-    else:
-        text = short_text(spec.label, code, rows, word, short)
+    text, figure = short_text(analysis, spec.label, code, rows, figures, metric, word, first)
     return {"lab": lab, "label": spec.label, "metric": metric, "verdict": code, "verdicts": dict(counts),
             "rows": rows, "range": [min(rated), max(rated)] if rated else None, "figures": figures, "text": text,
-            "detail": detail}
+            "lead": figure, "detail": detail}
 
 
 def _by_lab(comps: list[dict]) -> dict[str, list[dict]]:
@@ -674,8 +638,8 @@ def _oltp_figures(e: dict) -> list[str]:
     if chk and chk["error_pct"] is not None:
         ci = chk.get("error_ci_pct")
         out.append(f"the per-page estimate predicts {_us(chk['predicted_us_per_txn'])} of the "
-                   f"{_us(chk['measured_us_per_txn'])} µs added per transaction: error {chk['error_pct']:+.0f}%"
-                   + (f" [{ci[0]:+.0f}, {ci[1]:+.0f}]" if ci else ""))
+                   f"{_us(chk['measured_us_per_txn'])} µs added per transaction: error {lead.number(chk['error_pct'], True, 0)}%"
+                   + (f" [{lead.number(ci[0], True, 0)}, {lead.number(ci[1], True, 0)}]" if ci else ""))
         out += chk["misses"]
     return out
 
@@ -696,22 +660,16 @@ def oltp_lines(analysis) -> list[dict]:
         words = [mix if oc.WORKLOAD in mix else f"{oc.WORKLOAD} {mix}", f"{e['memory']} in memory" if e.get("memory")
                  else "", f"{e['clients']} clients" if e.get("clients") not in (None, "1") else "", f"{axis}={value}"]
         spec = LineSpec(", ".join(w for w in words if w), (oc.WORKLOAD,), metrics=())
-        line = _line(LABS.get(axis, "oltp"), spec, mine, analysis)
+        chk = e.get("estimate_check") or {}
+        # the check is a figure to act on: kept in the short line, before the others
+        check = (f"estimate {lead.number(chk['error_pct'], True, 0)}% off",) \
+            if chk.get("error_pct") is not None else ()
+        line = _line(LABS.get(axis, "oltp"), spec, mine, analysis, check)
         if line is None:
             continue
         extra = _oltp_figures(e)
         if extra:
             line["detail"] += "; " + "; ".join(extra)
-        chk = e.get("estimate_check") or {}
-        if chk.get("error_pct") is not None:  # the check is a figure to act on: kept in the short line (CIs go first)
-            check = f"per-page estimate {chk['error_pct']:+.0f}% off"
-            rows = [r for r in line["rows"]]
-            word = _word(analysis, line["metric"])
-            for with_ci in (True, False):
-                head = f"{spec.label}: {_short_words(line['verdict'], rows, _short_est(rows, word, with_ci))}"
-                if len(head) + 2 + len(check) <= WIDTH:
-                    line["text"] = fit(f"{head}; {check}", _short_figures(line["figures"]))
-                    break
         line["figures"].append({"name": "oltp_cost", **{k: e[k] for k in ("added_cpu_us_per_txn",
                                                                           "added_cpu_us_per_page_read")},
                                 "estimate_error_pct": (e.get("estimate_check") or {}).get("error_pct")})
