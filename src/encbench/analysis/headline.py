@@ -48,6 +48,7 @@ class LineSpec:
     remark: str = ""
     per_contender: bool = False  # several contenders (cipher suites): name the cheapest and the dearest
     figures_first: bool = False  # the figures say it best (the open's time); the verdict follows them
+    follows_table: bool = True  # the short line judges each row as the table does (its verdict metrics); the open: no
 
 
 def _label_dict(label: str) -> dict[str, str]:
@@ -224,12 +225,13 @@ SPECS = {
         LineSpec("warm reads", READS, "warm"),
         LineSpec("writes", ("dml/insert", "dml/update", "dml/delete", "rebuild"), extras=writes_per_page,
                  remark="every write re-encrypts its pages"),
-        LineSpec("backups", ("backup",), metrics=("wall_s", "cpu_s"), extras=compression),
+        LineSpec("backups", ("backup",), extras=compression),
         LineSpec("opening a connection", OPEN, metrics=("wall_s",), extras=open_time, figures_first=True,
+                 follows_table=False,
                  remark="what each new connection pays, handshake and key derivation included"),
     ),
     "in transit": tuple(
-        LineSpec(f"TLS {wl}", (wl,), metrics=("wall_s", "cpu_s"), per_contender=True, remark=remark)
+        LineSpec(f"TLS {wl}", (wl,), per_contender=True, remark=remark)
         for wl, remark in (("storm", ""), ("bulk", "large result sets"),
                            ("roundtrip", "one small query at a time"), ("connect", "new connections: handshakes"))
     ),
@@ -355,7 +357,7 @@ def short_text(analysis, label: str, code: str, rows: list[dict], figures: list[
     if not figure["resolved"]:
         return text, figure
     text += where if len(text) + len(where) <= WIDTH else ""
-    text = fit(text, [*first, told, *lead.side_texts(analysis, figures), *_short_figures(figures)])
+    text = fit(text, [*first, told, *lead.side_texts(analysis, figures, figure.get("metric")), *_short_figures(figures)])
     return (text if len(text) <= WIDTH else text[:WIDTH - 1] + "…"), figure
 
 
@@ -435,10 +437,52 @@ def _line(lab: str, spec: LineSpec, comps: list[dict], analysis, first: tuple[st
     if spec.remark:
         detail += f" ({spec.remark})"
     rated = [r["ratio"] for r in rows if r["ratio"] is not None]
-    text, figure = short_text(analysis, spec.label, code, rows, figures, metric, word, first)
+    judged = decisions(analysis, rows, mine, metric) if spec.follows_table else rows
+    text, figure = short_text(analysis, spec.label, code, judged, figures, metric, word, first)
     return {"lab": lab, "label": spec.label, "metric": metric, "verdict": code, "verdicts": dict(counts),
             "rows": rows, "range": [min(rated), max(rated)] if rated else None, "figures": figures, "text": text,
             "lead": figure, "detail": detail}
+
+
+BASIS = ("cpu_s", "client_cpu_s", "wall_s")  # a row's verdict metrics in a file from before verdict_basis
+LEAD_ORDER = (stats.COSTS, stats.SAVES)  # the verdicts that decide a row, as the table's verdict reads them
+
+
+def _decision(comps: list[dict]) -> tuple[dict, str] | None:
+    """(the comparison that decides a row, its verdict) as the table's verdict does (summary.row_code): the first
+    metric of its verdict basis shown to cost (else save); no cost when every one is shown equivalent; else the
+    first of them, unresolved."""
+    basis = sorted((c for c in comps if "verdict_basis" in c), key=lambda c: c["verdict_basis"]) or [
+        c for m in BASIS for c in comps if c["metric"] == m]
+    if not basis:
+        return None
+    if any(c.get("withheld") for c in basis):
+        return basis[0], stats.WITHHELD
+    pick = next((c for code in LEAD_ORDER for c in basis if c["verdict"] == code), None)
+    if pick is not None:
+        return pick, pick["verdict"]
+    if all(c["verdict"] == stats.NO_COST for c in basis):
+        return basis[0], stats.NO_COST
+    return basis[0], next((c["verdict"] for c in basis if c["verdict"] not in lead.RESOLVED), basis[0]["verdict"])
+
+
+def decisions(analysis, rows: list[dict], mine: list[dict], metric: str) -> list[dict]:
+    """The line's rows as the table judges them (issue 29 item 2: the summary and the table say the same): each
+    row's verdict and figure from the metric that decides it; where that is not the line's metric, which did not
+    resolve, the row says so ('CPU not resolved')."""
+    out = []
+    for r in rows:
+        found = _decision([c for c in mine if (c["workload"], c["operation"], c["contender"]) == (
+            r["workload"], r["operation"], r["contender"])])
+        if found is None:
+            out.append(r)
+            continue
+        c, code = found
+        d = dict(_row(c), verdict=code, metric=c["metric"], word=_word(analysis, c["metric"]))
+        if c["metric"] != metric and code in lead.RESOLVED and r["verdict"] not in lead.RESOLVED:
+            d["beside"] = f"{_word(analysis, metric)} not resolved"
+        out.append(d)
+    return out
 
 
 def _by_lab(comps: list[dict]) -> dict[str, list[dict]]:

@@ -103,37 +103,41 @@ def baseline_median(analysis, row: dict, metric: str) -> float | None:
                  == (row["workload"], row["operation"], row["baseline"], metric)), None)
 
 
-def row_figure(analysis, row: dict, metric: str) -> dict | None:
-    """A row's change in its metric's unit: the baseline's median x (ratio - 1), its CI the same; a rate: the
-    change in percent of throughput. None without a ratio, a CI or a baseline."""
+def row_figure(analysis, row: dict, metric: str, word: str) -> dict | None:
+    """A row's change in its metric's unit (the row's own `metric` when it carries one: the metric that decided
+    it): the baseline's median x (ratio - 1), its CI the same; a rate: the change in percent of throughput. None
+    without a ratio, a CI or a baseline."""
+    metric, word = row.get("metric", metric), row.get("word", word)
     if row["ratio"] is None or not row["ci"]:
         return None
     if metric in RATES:
-        return {"metric": metric, "percent": True, "value": (row["ratio"] - 1) * 100,
+        return {"metric": metric, "word": word, "percent": True, "value": (row["ratio"] - 1) * 100,
                 "ci": [(x - 1) * 100 for x in row["ci"]], "row": row}
     base = baseline_median(analysis, row, metric)
     if base is None:
         return None
-    return {"metric": metric, "percent": False, "baseline": base, "value": base * (row["ratio"] - 1),
+    return {"metric": metric, "word": word, "percent": False, "baseline": base, "value": base * (row["ratio"] - 1),
             "ci": [base * (x - 1) for x in row["ci"]], "row": row}
 
 
-def figure_text(f: dict, word: str) -> str:
+def figure_text(f: dict) -> str:
     """'+4.4 ms CPU [+1.2, +7.5]' (an operation's), '+310.5 ms per connection [+295, +330] (0.5 ms without)',
-    '-12% throughput [-18, -6]', '+140 µs CPU per transaction [+90, +190]'."""
+    '-12% throughput [-18, -6]', '+140 µs CPU per transaction [+90, +190]'; with ', CPU not resolved' when the
+    table's lead metric did not resolve where another decided the row."""
+    beside = f", {f['row']['beside']}" if f["row"].get("beside") else ""
     if f["percent"]:
         lo, hi = f["ci"]
-        return f"{number(f['value'], True, 0)}% {word} [{number(lo, True, 0)}, {number(hi, True, 0)}]"
+        return f"{number(f['value'], True, 0)}% {f['word']} [{number(lo, True, 0)}, {number(hi, True, 0)}]{beside}"
     value, ci = amount(f["metric"], f["value"], f["ci"])
     row = f["row"]
     if (row["workload"], row["operation"]) == OPEN:  # the time says what it is: per connection, beside a plain one
         return f"{value} per connection {ci}" + (f" ({fmt_seconds(f['baseline'])} without)" if "baseline" in f else "")
-    return f"{value} {word} {ci}"
+    return f"{value} {f['word']} {ci}{beside}"
 
 
-def best_row(analysis, rows: list[dict], metric: str) -> dict | None:
+def best_row(analysis, rows: list[dict], metric: str, word: str) -> dict | None:
     """The resolved row (costs, saves, no cost) with the narrowest CI, as a figure in its unit."""
-    figs = [f for r in rows if r["verdict"] in RESOLVED and (f := row_figure(analysis, r, metric))]
+    figs = [f for r in rows if r["verdict"] in RESOLVED and (f := row_figure(analysis, r, metric, word))]
     return min(figs, key=lambda f: math.log(f["row"]["ci"][1] / f["row"]["ci"][0]) if f["row"]["ci"][0] > 0
                else math.inf, default=None)
 
@@ -175,7 +179,7 @@ def lead(analysis, rows: list[dict], figures: list[dict], metric: str, word: str
     """(the head after the label, what may follow it if it fits: where the figure comes from and the rows counted,
     the figure it rests on). The head: the verdict and the per-page cost or the best row's figure with its CI;
     NOT_RESOLVED alone when nothing resolved."""
-    page, row = best_page(figures, rows), best_row(analysis, rows, metric)
+    page, row = best_page(figures, rows), best_row(analysis, rows, metric, word)
     if page is None and row is None:
         return NOT_RESOLVED, ["", ""], {"resolved": False}
     if page is not None:
@@ -183,8 +187,8 @@ def lead(analysis, rows: list[dict], figures: list[dict], metric: str, word: str
         figure = {"per_page": page["name"], "value": page["value"], "ci": page["ci"]}
         source = page
     else:
-        text, where, source = figure_text(row, word), names.get(_key(row["row"]), ""), row["row"]
-        figure = {"metric": metric, "percent": row["percent"], "value": row["value"], "ci": row["ci"],
+        text, where, source = figure_text(row), names.get(_key(row["row"]), ""), row["row"]
+        figure = {"metric": row["metric"], "percent": row["percent"], "value": row["value"], "ci": row["ci"],
                   "baseline_median": row.get("baseline")}
     figure.update(resolved=True, workload=source["workload"], operation=source["operation"],
                   contender=source["contender"])
@@ -193,15 +197,17 @@ def lead(analysis, rows: list[dict], figures: list[dict], metric: str, word: str
     return head, [f" ({where})" if where else "", counts(rows, source)], figure
 
 
-def side_texts(analysis, figures: list[dict]) -> list[str]:
+def side_texts(analysis, figures: list[dict], lead_metric: str | None = None) -> list[str]:
     """Beside a line: each side metric (CPU per query beside throughput, p95 latency) where one of its rows
-    resolved, as the best one's figure in its unit."""
+    resolved, as the best one's figure in its unit (not the metric the line's figure is already in)."""
     out = []
     for f in figures:
-        best = best_row(analysis, f["rows"], f["metric"]) if f["name"] == "side_metric" else None
+        if f["name"] != "side_metric" or f["metric"] == lead_metric:
+            continue
+        best = best_row(analysis, f["rows"], f["metric"], f["word"])
         if best is not None:
             verb = verdict_word([best["row"]])
-            out.append((f"{verb} " if verb else "") + figure_text(best, f["word"]))
+            out.append((f"{verb} " if verb else "") + figure_text(best))
     return out
 
 

@@ -88,11 +88,12 @@ def test_cold_reads_carry_the_cpu_comparison_and_the_per_page_cost(analysis):
 
 def test_backups_and_the_open(analysis):
     backups = _line(analysis, "backups")
-    assert backups["metric"] == "wall_s" and len(backups["rows"]) == 4
-    ratios = [_comparison(analysis, "backup", r["operation"], r["contender"], "wall_s")["ratio"]
+    # CPU leads, as in the table (issue 29 item 2: one metric per question, the workload's verdict metrics)
+    assert backups["metric"] == "cpu_s" and len(backups["rows"]) == 4
+    ratios = [_comparison(analysis, "backup", r["operation"], r["contender"], "cpu_s")["ratio"]
               for r in backups["rows"]]
     assert backups["range"] == [min(ratios), max(ratios)]
-    assert f"{_pct(min(ratios))} to {_pct(max(ratios))} elapsed over 4 rows" in backups["detail"]
+    assert f"{_pct(min(ratios))} to {_pct(max(ratios))} CPU over 4 rows" in backups["detail"]
     (comp,) = backups["figures"]  # only the zstd backup compresses
     plain = (_summary(analysis, "backup", "to-file+zstd", "encryption=off,cache=cold,page_size=4096", "backup_bytes")
              ["mean"] / _summary(analysis, "backup", "to-file+zstd", "encryption=off,cache=cold,page_size=4096",
@@ -395,3 +396,25 @@ def test_the_golden_and_a_scaled_copy_keep_the_rules(doc, analysis):
     for a in (analysis, an.analyze(_scaled(doc, 2.0)), an.analyze(_scaled(doc, 0.999))):
         assert {line["text"]: summary_line_problems(line["text"]) for line in a.headline} == {
             line["text"]: [] for line in a.headline}
+
+
+def test_the_summary_judges_each_row_as_the_table_does():
+    """issue 29 item 2: warm reads "inconclusive: -4.8% to +3.8% CPU" in the summary while the table's row said
+    "costs +23% elapsed"; backups inconclusive on elapsed in the summary, "-35% saves" on CPU in the table. Each row
+    is now judged on its verdict metrics in the table's order, its figure in the metric that decided it."""
+    from encbench.report import render
+
+    cpu = _comp("scan-like", WARM, 1.05, [0.91, 1.21], [0.93, 1.18])  # CPU inconclusive
+    wall = _comp("scan-like", WARM, 1.23, [1.10, 1.38], [1.12, 1.35], metric="wall_s")  # elapsed costs
+    for i, c in enumerate((cpu, wall)):
+        c["verdict_basis"] = (0, 2)[i]
+    a = _with_medians([cpu, wall], {"scan-like": 0.040})
+    (line,) = a.headline
+    assert render.short_verdict([cpu, wall], shown_metric="cpu_s") == "costs +23% elapsed"  # the table's words
+    assert line["text"] == "warm reads: costs +9.2 ms elapsed [+4.0, +15.2], CPU not resolved", line["text"]
+    saves = _comp("backup", WARM, 0.65, [0.47, 0.90], [0.5, 0.85], operation="to-file+zstd")  # CPU saves
+    slow = _comp("backup", WARM, 1.02, [0.8, 1.3], [0.83, 1.25], metric="wall_s", operation="to-file+zstd")
+    saves["verdict_basis"], slow["verdict_basis"] = 0, 2
+    (line,) = _with_medians([saves, slow], {"backup": 0.400}).headline
+    assert render.short_verdict([saves, slow], shown_metric="cpu_s") == "saves"
+    assert line["text"] == "backups: saves -140.0 ms CPU [-212.0, -40.0]", line["text"]  # CPU leads, as in the table
