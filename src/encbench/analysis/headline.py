@@ -423,6 +423,9 @@ def _line(lab: str, spec: LineSpec, comps: list[dict], analysis, first: tuple[st
     counted = metric.startswith(ia.METRIC)  # --meter instructions: counts, never valgrind's times
     unranked = ia.gap_blocks_ranking(analysis, rows) if counted else None  # the CPU-model gap: no ranking
     estimate = _estimates(rows, word, spec.per_contender, ranked=unranked is None)
+    if not spec.follows_table:  # the open: a near-zero base, so the change in its unit, never a percentage of it
+        named = [(f, n) for r, n in zip(rows, _names(rows)) if (f := lead.row_figure(analysis, r, metric, word))]
+        estimate = ", ".join(lead.figure_text(f) + (f" ({n})" if len(named) > 1 else "") for f, n in named) or estimate
     code = next(iter(counts)) if len(counts) == 1 else MIXED
     words = _verdict_words(code, rows, estimate) if code != MIXED else _mixed_words(counts, estimate, rows)
     if counted:

@@ -378,6 +378,7 @@ def test_opening_a_connection_is_ms_per_connection_never_a_percentage_of_a_plain
     (line,) = _with_medians([c], {"(open)": 0.000455}).headline
     assert line["text"] == "opening a connection: costs +400.7 ms per connection [+346.2, +463.7] (455.0 µs without)"
     assert summary_line_problems(line["text"]) == []
+    assert "costs +400.7 ms per connection [+346.2, +463.7]" in line["detail"] and "%" not in line["detail"]
 
 
 def test_numbers_never_read_minus_zero_or_plus_minus():
