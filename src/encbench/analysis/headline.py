@@ -23,6 +23,7 @@ from typing import Callable
 
 from . import columncost as cc, instrattr as ia, lead, oltpcost as oc, stats
 from .lead import ONE_LINE, WIDTH, fit  # noqa: F401 (headline.WIDTH, headline.fit: the short form's, lead.py's)
+from .oneline import leak_check_line, tls_scan_line  # noqa: F401 (the one-line answers, read as headline.*)
 from .words import metric_word as _metric_word
 from ..host.rawcipher import CI_ABOVE, CONTRADICTS, UNRESOLVED
 from ..util.units import fmt_percent, fmt_seconds
@@ -440,52 +441,11 @@ def _line(lab: str, spec: LineSpec, comps: list[dict], analysis, first: tuple[st
     if spec.remark:
         detail += f" ({spec.remark})"
     rated = [r["ratio"] for r in rows if r["ratio"] is not None]
-    judged = decisions(analysis, rows, mine, metric) if spec.follows_table else rows
+    judged = lead.decisions(rows, mine, metric, _row, lambda m: _word(analysis, m)) if spec.follows_table else rows
     text, figure = short_text(analysis, spec.label, code, judged, figures, metric, word, first)
     return {"lab": lab, "label": spec.label, "metric": metric, "verdict": code, "verdicts": dict(counts),
             "rows": rows, "range": [min(rated), max(rated)] if rated else None, "figures": figures, "text": text,
             "lead": figure, "detail": detail}
-
-
-BASIS = ("cpu_s", "client_cpu_s", "wall_s")  # a row's verdict metrics in a file from before verdict_basis
-LEAD_ORDER = (stats.COSTS, stats.SAVES)  # the verdicts that decide a row, as the table's verdict reads them
-
-
-def _decision(comps: list[dict]) -> tuple[dict, str] | None:
-    """(the comparison that decides a row, its verdict) as the table's verdict does (summary.row_code): the first
-    metric of its verdict basis shown to cost (else save); no cost when every one is shown equivalent; else the
-    first of them, unresolved."""
-    basis = sorted((c for c in comps if "verdict_basis" in c), key=lambda c: c["verdict_basis"]) or [
-        c for m in BASIS for c in comps if c["metric"] == m]
-    if not basis:
-        return None
-    if any(c.get("withheld") for c in basis):
-        return basis[0], stats.WITHHELD
-    pick = next((c for code in LEAD_ORDER for c in basis if c["verdict"] == code), None)
-    if pick is not None:
-        return pick, pick["verdict"]
-    if all(c["verdict"] == stats.NO_COST for c in basis):
-        return basis[0], stats.NO_COST
-    return basis[0], next((c["verdict"] for c in basis if c["verdict"] not in lead.RESOLVED), basis[0]["verdict"])
-
-
-def decisions(analysis, rows: list[dict], mine: list[dict], metric: str) -> list[dict]:
-    """The line's rows as the table judges them (issue 29 item 2: the summary and the table say the same): each
-    row's verdict and figure from the metric that decides it; where that is not the line's metric, which did not
-    resolve, the row says so ('CPU not resolved')."""
-    out = []
-    for r in rows:
-        found = _decision([c for c in mine if (c["workload"], c["operation"], c["contender"]) == (
-            r["workload"], r["operation"], r["contender"])])
-        if found is None:
-            out.append(r)
-            continue
-        c, code = found
-        d = dict(_row(c), verdict=code, metric=c["metric"], word=_word(analysis, c["metric"]))
-        if c["metric"] != metric and code in lead.RESOLVED and r["verdict"] not in lead.RESOLVED:
-            d["beside"] = f"{_word(analysis, metric)} not resolved"
-        out.append(d)
-    return out
 
 
 def _by_lab(comps: list[dict]) -> dict[str, list[dict]]:
@@ -733,49 +693,3 @@ def lines(analysis, detail: bool = False) -> list[str]:
     """The text form: one string per line (what the terminal, Markdown and HTML show): each within 100 columns,
     or with `detail` (show --detail) the whole sentence with every figure."""
     return [line.get("detail", line["text"]) if detail else line["text"] for line in (analysis.headline or [])]
-
-
-# -- the commands that print no result file: one line each, printed first -------------------------
-
-def leak_check_line(report) -> str:
-    """leak-check's answer in one line, from its LeakReport: a leak (where), or none (and whether the control
-    proves the scan could have found one)."""
-    if report.findings:
-        where = ", ".join(dict.fromkeys(f.role for f in report.findings))
-        return fit(f"LEAK: plaintext canary on disk in {len(report.findings)} of {report.scanned_files} files",
-                   [where, f"although {report.configuration}"], width=ONE_LINE)
-    if report.control and not report.control.get("found_in"):
-        return fit("no leak seen, but the control finds none either: this scan proves nothing",
-                   [report.configuration], width=ONE_LINE)
-    extras = ["the control finds it: the scan sees a leak"] if report.control else []
-    return fit(f"no leak: canary in none of the {report.scanned_files} files scanned",
-               extras + [report.configuration], width=ONE_LINE)
-
-
-GRADES = "ABCF"  # tls/scan.py's grades, best first
-
-
-def _first(names: list[str], n: int) -> str:
-    return ", ".join(names[:n]) + (f" and {len(names) - n} more" if len(names) > n else "")
-
-
-def tls_scan_line(result: dict, changes: list[str] | None = None, measured: dict | None = None) -> str:
-    """tls-scan's answer in one line: protocols, suites and the worst grade, drift from a baseline, and with
-    --measure the cheapest and dearest suite by storm elapsed (its ratio vs no TLS with the 95% CI)."""
-    suites = [s for ss in result["suites"].values() for s in ss]
-    worst = max((s["grade"] for s in suites), default="-", key=lambda g: GRADES.find(g))
-    weak = [s["suite"] for s in suites if s["grade"] in ("C", "F")]
-    head = f"{result['target']}: {', '.join(result['protocols']) or 'no protocol'}; {len(suites)} suites, worst {worst}"
-    extras = []
-    if changes is not None:  # drift is what a scan against a baseline is for: said before the rest
-        real = [c for c in changes if not c.startswith("note:")]
-        extras.append(f"{len(real)} change(s) from the baseline" if real else "no change from the baseline")
-    rated = [r for r in (measured or {}).get("ranking", []) if (r.get("storm elapsed") or {}).get("ratio") is not None]
-    if rated:
-        lo = min(rated, key=lambda r: r["storm elapsed"]["ratio"])
-        hi = max(rated, key=lambda r: r["storm elapsed"]["ratio"])
-        extras.append(f"storm {_pct(lo['storm elapsed']['ratio'])} to {_pct(hi['storm elapsed']['ratio'])} with TLS"
-                      if lo is not hi else f"storm {_pct(lo['storm elapsed']['ratio'])} with TLS")
-    if weak:
-        extras.append(f"{len(weak)} weak: {_first(weak, 2)}")
-    return fit(head, extras, width=ONE_LINE)

@@ -211,6 +211,50 @@ def side_texts(analysis, figures: list[dict], lead_metric: str | None = None) ->
     return out
 
 
+# -- each row as the table judges it ---------------------------------------------------------------------------
+
+BASIS = ("cpu_s", "client_cpu_s", "wall_s")  # a row's verdict metrics in a file from before verdict_basis
+LEAD_ORDER = (stats.COSTS, stats.SAVES)  # the verdicts that decide a row, as the table's verdict reads them
+
+
+def _decision(comps: list[dict]) -> tuple[dict, str] | None:
+    """(the comparison that decides a row, its verdict) as the table's verdict does (summary.row_code): the first
+    metric of its verdict basis shown to cost (else save); no cost when every one is shown equivalent; else the
+    first of them, unresolved."""
+    basis = sorted((c for c in comps if "verdict_basis" in c), key=lambda c: c["verdict_basis"]) or [
+        c for m in BASIS for c in comps if c["metric"] == m]
+    if not basis:
+        return None
+    if any(c.get("withheld") for c in basis):
+        return basis[0], stats.WITHHELD
+    pick = next((c for code in LEAD_ORDER for c in basis if c["verdict"] == code), None)
+    if pick is not None:
+        return pick, pick["verdict"]
+    if all(c["verdict"] == stats.NO_COST for c in basis):
+        return basis[0], stats.NO_COST
+    return basis[0], next((c["verdict"] for c in basis if c["verdict"] not in RESOLVED), basis[0]["verdict"])
+
+
+def decisions(rows: list[dict], mine: list[dict], metric: str, row_of, word_of) -> list[dict]:
+    """The line's rows as the table judges them (issue 29 item 2: the summary and the table say the same): each
+    row's verdict and figure from the metric that decides it; where that is not the line's metric, which did not
+    resolve, the row says so ('CPU not resolved'). `row_of`: a comparison as a headline row; `word_of`: a metric's
+    word."""
+    out = []
+    for r in rows:
+        found = _decision([c for c in mine if (c["workload"], c["operation"], c["contender"]) == (
+            r["workload"], r["operation"], r["contender"])])
+        if found is None:
+            out.append(r)
+            continue
+        c, code = found
+        d = dict(row_of(c), verdict=code, metric=c["metric"], word=word_of(c["metric"]))
+        if c["metric"] != metric and code in RESOLVED and r["verdict"] not in RESOLVED:
+            d["beside"] = f"{word_of(metric)} not resolved"
+        out.append(d)
+    return out
+
+
 # -- the rules, checkable: what the tests hold every summary line to -------------------------------------------
 
 _NOT_RESOLVED_LINE = re.compile(r"^[^:]+: " + re.escape(NOT_RESOLVED) + "$")
