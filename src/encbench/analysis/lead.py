@@ -5,8 +5,8 @@ columns) quotes one figure, the one a DBA acts on:
 
 - a per-page cost (µs of CPU per page read or written) where the line has one whose 95% CI excludes zero: the
   best-resolved row's (the narrowest CI for its size), never a range of rows;
-- else the best-resolved row's change in the unit of its metric: the baseline's median times the ratio and its
-  CI (ms of elapsed or CPU per operation, ms per connection, µs of CPU per transaction or query; a rate stays a
+- else the best-resolved row's change in the unit of its metric: the baseline's centre (the trimmed geometric mean
+  the ratio divides by) times the ratio and its CI (ms of elapsed or CPU per operation, ms per connection, µs of CPU per transaction or query; a rate stays a
   share of throughput), so that the figure and its CI say what the verdict says;
 - a line none of whose rows resolved (costs, saves or no cost) is one phrase: NOT_RESOLVED. No range of point
   estimates, no percentage of a near-zero base (a plain open of 0.5 ms against a SQLCipher one of 400 ms).
@@ -98,14 +98,17 @@ def page_text(f: dict, named: bool = True) -> tuple[str, str]:
         where + (["upper bound"] if kind == "written" else []))
 
 
-def baseline_median(analysis, row: dict, metric: str) -> float | None:
-    return next((s["median"] for s in analysis.summaries if (s["workload"], s["operation"], s["variant"], s["metric"])
-                 == (row["workload"], row["operation"], row["baseline"], metric)), None)
+def baseline_centre(analysis, row: dict, metric: str) -> float | None:
+    """The baseline's centre the row's ratio divides by (its trimmed geometric mean: summaries' `centre`; the median
+    of a summary stored before it), so that centre x (ratio - 1) is the change in the metric's unit."""
+    found = next((s for s in analysis.summaries if (s["workload"], s["operation"], s["variant"], s["metric"])
+                  == (row["workload"], row["operation"], row["baseline"], metric)), None)
+    return None if found is None else found.get("centre", found.get("median"))
 
 
 def row_figure(analysis, row: dict, metric: str, word: str) -> dict | None:
     """A row's change in its metric's unit (the row's own `metric` when it carries one: the metric that decided
-    it): the baseline's median x (ratio - 1), its CI the same; a rate: the change in percent of throughput. None
+    it): the baseline's centre x (ratio - 1), its CI the same; a rate: the change in percent of throughput. None
     without a ratio, a CI or a baseline."""
     metric, word = row.get("metric", metric), row.get("word", word)
     if row["ratio"] is None or not row["ci"]:
@@ -113,7 +116,7 @@ def row_figure(analysis, row: dict, metric: str, word: str) -> dict | None:
     if metric in RATES:
         return {"metric": metric, "word": word, "percent": True, "value": (row["ratio"] - 1) * 100,
                 "ci": [(x - 1) * 100 for x in row["ci"]], "row": row}
-    base = baseline_median(analysis, row, metric)
+    base = baseline_centre(analysis, row, metric)
     if base is None:
         return None
     return {"metric": metric, "word": word, "percent": False, "baseline": base, "value": base * (row["ratio"] - 1),
@@ -189,7 +192,7 @@ def lead(analysis, rows: list[dict], figures: list[dict], metric: str, word: str
     else:
         text, where, source = figure_text(row), names.get(_key(row["row"]), ""), row["row"]
         figure = {"metric": row["metric"], "percent": row["percent"], "value": row["value"], "ci": row["ci"],
-                  "baseline_median": row.get("baseline")}
+                  "baseline_centre": row.get("baseline")}
     figure.update(resolved=True, workload=source["workload"], operation=source["operation"],
                   contender=source["contender"])
     verb = verdict_word(rows, source)

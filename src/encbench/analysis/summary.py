@@ -159,8 +159,14 @@ def summaries(groups) -> list[dict]:
             if s is None:  # every value was NaN or Inf: nothing to summarize, the warning says so
                 s = stats.Summary(0, None, None, None, None, None)
             out.append({"workload": wl, "operation": op, "variant": vl, "metric": metric,
-                        "unit": m.unit if m else "", **s.to_dict(), "warnings": warn})
+                        "unit": m.unit if m else "", **s.to_dict(), "centre": centre(values), "warnings": warn})
     return out
+
+
+def centre(values: list[float]) -> float | None:
+    """The value a Δ's ratio is made of (stats.ratio_ci's centre of one side): the 20%-trimmed geometric mean, the
+    mean when a value is zero or negative; what the summary scales a ratio by to say a change in its unit."""
+    return stats.log_contrast([(values, 1)]).value
 
 
 def catalog_word(metric: str) -> str:
