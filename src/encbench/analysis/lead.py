@@ -1,17 +1,19 @@
 """The summary's short line: only what resolved, in the unit a decision uses, with its CI (issue 30 item 2).
 
 A headline line (headline.py) gathers rows; its short form (what `run` and `show` print first, each within 100
-columns) quotes one figure, the one a DBA acts on:
+columns) quotes one figure, the one a DBA acts on, each row judged as the table judges it (`decisions`: the first
+of its verdict metrics that costs or saves decides it, so the summary and the table say the same):
 
-- a per-page cost (µs of CPU per page read or written) where the line has one whose 95% CI excludes zero: the
-  best-resolved row's (the narrowest CI for its size), never a range of rows;
+- a per-page cost (µs of CPU per page read or written) of a resolved row whose 95% CI excludes zero: the
+  best-resolved one's (the narrowest CI for its size), never a range of rows;
 - else the best-resolved row's change in the unit of its metric: the baseline's centre (the trimmed geometric mean
-  the ratio divides by) times the ratio and its CI (ms of elapsed or CPU per operation, ms per connection, µs of CPU per transaction or query; a rate stays a
-  share of throughput), so that the figure and its CI say what the verdict says;
+  the ratio divides by) times the ratio and its CI (ms of elapsed or CPU per operation, ms per connection, µs of
+  CPU per transaction or query; a rate stays a share of throughput), so that the figure and its CI say what the
+  verdict says;
 - a line none of whose rows resolved (costs, saves or no cost) is one phrase: NOT_RESOLVED. No range of point
   estimates, no percentage of a near-zero base (a plain open of 0.5 ms against a SQLCipher one of 400 ms).
 
-Then how the line's rows were judged, counted ("3 of 4 rows cost, 1 not resolved"), and what else fits.
+Then the rows counted when their verdicts differ ("2 of 4 rows cost"), and what else fits.
 """
 
 from __future__ import annotations
