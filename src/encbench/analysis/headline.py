@@ -358,7 +358,8 @@ def short_text(analysis, label: str, code: str, rows: list[dict], figures: list[
     if not figure["resolved"]:
         return text, figure
     text += where if len(text) + len(where) <= WIDTH else ""
-    text = fit(text, [*first, told, *lead.side_texts(analysis, figures, figure.get("metric")), *_short_figures(figures)])
+    sides = lead.side_texts(analysis, figures, figure.get("metric"))
+    text = fit(text, [*first, told, *sides, *_short_figures(figures)])
     return (text if len(text) <= WIDTH else text[:WIDTH - 1] + "…"), figure
 
 

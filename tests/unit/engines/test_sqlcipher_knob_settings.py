@@ -21,7 +21,8 @@ def _printed(knob, value: str) -> str:
     """The `(set: ...)` of the advise line of this value, made as advise makes it (its _entry, then line)."""
     cost = knob.costs[0]
     base, cont = f"{knob.key}={knob.default}", f"{knob.key}={value}"
-    groups = {(cost.workload, "op", base): {cost.metric: [1.0] * 6}, (cost.workload, "op", cont): {cost.metric: [0.5] * 6}}
+    groups = {(cost.workload, "op", base): {cost.metric: [1.0] * 6},
+              (cost.workload, "op", cont): {cost.metric: [0.5] * 6}}
     e = advise._entry(knob, cost, groups, cost.workload, "op", base, cont, {knob.key: value}, "f.json")
     e.update(standing=advise.standing(e), also=[], explanation=None)
     return advise.line(e).rpartition("(set: ")[2]
