@@ -322,6 +322,7 @@ def _mixed_words(counts: Counter, estimate: str, rows: list[dict]) -> str:
 # -- the short form: every line within 100 columns with its bullet, only what resolved (lead.py) -------------------
 
 SHORT_WITHHELD = (("client", "client-bound"), ("memory", "memory not held"))
+SHORT_NAME = 40  # a row's name in a short line: longer (a whole variant label), its workload/operation
 
 
 def _withheld_words(rows: list[dict]) -> str:
@@ -334,7 +335,7 @@ def _short_names(rows: list[dict]) -> dict[tuple[str, str, str], str]:
     keys = [(r["workload"], r["operation"], r["contender"]) for r in rows]
     if len(rows) == 1:
         return {}  # the label names it
-    return {k: (n if n != r["contender"] else f"{r['workload']}/{r['operation']}")
+    return {k: (n if len(n) <= SHORT_NAME else f"{r['workload']}/{r['operation']}")  # a whole label: too long
             for k, r, n in zip(keys, rows, _names(rows))}
 
 
@@ -426,7 +427,8 @@ def _line(lab: str, spec: LineSpec, comps: list[dict], analysis, first: tuple[st
     unranked = ia.gap_blocks_ranking(analysis, rows) if counted else None  # the CPU-model gap: no ranking
     estimate = _estimates(rows, word, spec.per_contender, ranked=unranked is None)
     if not spec.follows_table:  # the open: a near-zero base, so the change in its unit, never a percentage of it
-        named = [(f, n) for r, n in zip(rows, _names(rows)) if (f := lead.row_figure(analysis, r, metric, word))]
+        named = [(f, n) for r, n in zip(rows, _names(rows)) if (f := lead.row_figure(analysis, r, metric, word))
+                 and not f["percent"]]
         estimate = ", ".join(lead.figure_text(f) + (f" ({n})" if len(named) > 1 else "") for f, n in named) or estimate
     code = next(iter(counts)) if len(counts) == 1 else MIXED
     words = _verdict_words(code, rows, estimate) if code != MIXED else _mixed_words(counts, estimate, rows)

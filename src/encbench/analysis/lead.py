@@ -111,16 +111,14 @@ def baseline_centre(analysis, row: dict, metric: str) -> float | None:
 def row_figure(analysis, row: dict, metric: str, word: str) -> dict | None:
     """A row's change in its metric's unit (the row's own `metric` when it carries one: the metric that decided
     it): the baseline's centre x (ratio - 1), its CI the same; a rate: the change in percent of throughput. None
-    without a ratio, a CI or a baseline."""
+    without a ratio or a CI."""
     metric, word = row.get("metric", metric), row.get("word", word)
     if row["ratio"] is None or not row["ci"]:
         return None
-    if metric in RATES:
+    base = None if metric in RATES else baseline_centre(analysis, row, metric)
+    if base is None:  # a rate, or (an analysis without its summaries) no baseline to scale by: the change in percent
         return {"metric": metric, "word": word, "percent": True, "value": (row["ratio"] - 1) * 100,
                 "ci": [(x - 1) * 100 for x in row["ci"]], "row": row}
-    base = baseline_centre(analysis, row, metric)
-    if base is None:
-        return None
     return {"metric": metric, "word": word, "percent": False, "baseline": base, "value": base * (row["ratio"] - 1),
             "ci": [base * (x - 1) for x in row["ci"]], "row": row}
 
