@@ -788,10 +788,11 @@ def profiles(doc: dict) -> list[dict]:
 
 # -- the analysis object: what every command reads ------------------------------------------
 
-ANALYSIS_VERSION = 5  # the shape of Analysis and its to_dict(): bump it when a field is added, dropped or changes meaning
+ANALYSIS_VERSION = 6  # the shape of Analysis and its to_dict(): bump it when a field is added, dropped or changes meaning
 # 1: the typed Analysis (issue 13 item 4); 2: headline (issue 14 item 1); 3: column_costs (issue 16 item 3);
 # 4: comparisons[].verdict_basis, the metrics a row's verdict rests on (issue 21 item 1); oltp_costs (issue 22);
 # 5: instructions (--meter instructions: attribution by function, per page, the CPU-model gap; issue 23)
+# 6: summaries[].centre and headline[].lead: the short line's figure in its unit (issue 30 item 2)
 
 HEADER, STORED, SHOWN = "header", "stored", "shown"  # where a field comes from (Analysis field metadata)
 

@@ -40,7 +40,7 @@ def _show_json_as_it_was(doc: dict, a: dict) -> str:
 
 def test_fields_on_the_golden_file(doc, analysis):
     assert isinstance(analysis, an.Analysis)
-    assert analysis.version == an.ANALYSIS_VERSION == 5  # 2: headline (issue 14 item 1); 3: column_costs (issue 16); 4: verdict_basis (issue 21); 5: instructions (issue 23)
+    assert analysis.version == an.ANALYSIS_VERSION == 6  # 2: headline (issue 14 item 1); 3: column_costs (issue 16); 4: verdict_basis (issue 21); 5: instructions (issue 23); 6: centre, headline lead (issue 30)
     assert (analysis.schema_version, analysis.status, analysis.engine) == (1, "complete", "sqlite")
     # two workloads (scan-like, backup) and the connection open, 3 runs per variant (6 opens)
     assert len(analysis.summaries) == 172 and all(s["n"] == (6 if s["workload"] == "(open)" else 3)

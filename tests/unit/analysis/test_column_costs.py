@@ -108,7 +108,7 @@ def _pgp_runs(n: int, insert: float = 420.0, read: float = 405.0) -> list[dict]:
 def test_analyze_fills_column_costs_in_show_json_and_the_result_file():
     doc = _doc(_pgp_runs(3))
     a = an.analyze(doc)
-    assert a.version == an.ANALYSIS_VERSION == 5
+    assert a.version == an.ANALYSIS_VERSION == 6
     assert a.column_costs == columncost.column_costs(doc, an.collect(doc), an.baseline_for)
     assert [(e["method"], e["operation"]) for e in a.column_costs] == [("pg-pgp", "insert"), ("pg-pgp", "read")]
     shown = a.to_dict()
