@@ -608,17 +608,15 @@ def column_lines(analysis) -> list[dict]:
                     "raw_us_per_value": e.get("raw_us_per_value"), "times_raw": e.get("times_raw"),
                     "raw_cipher_standing": e.get("raw_cipher_standing")} for e in mine]
         rated = [r["ratio"] for r in rows if r["ratio"] is not None]
-        short = [f"{'+' if e['added_us_per_row'] >= 0 else '-'}{cc.fmt_us(abs(e['added_us_per_row']))} µs/row to "
-                 f"{e['direction']}" + (f" ({cc.fmt_times(e['times_raw'])}x raw)" if "times_raw" in e else "")
-                 for e in mine]
         code = next(iter(counts)) if len(counts) == 1 else (MIXED if counts else stats.NO_ESTIMATE)
         head = f"{cc.WORKLOAD}, {name}: " + (f"{code.replace('_', ' ')}: " if code in (stats.COSTS, stats.SAVES,
                                                                                       stats.NO_COST) else "")
+        short = lead.column_short(head, mine, each)
         out.append({"lab": cc.WORKLOAD, "label": f"{cc.WORKLOAD}, {name}",
                     "metric": SIDE_METRICS[mine[0]["side"]], "verdict": next(iter(counts)) if len(counts) == 1
                     else (MIXED if counts else None), "verdicts": dict(counts), "rows": rows,
                     "range": [min(rated), max(rated)] if rated else None, "figures": figures,
-                    "text": fit(head + short[0], short[1:]) if short else f"{cc.WORKLOAD}, {name}: {text}"[:WIDTH],
+                    "text": short or f"{cc.WORKLOAD}, {name}: {lead.NOT_RESOLVED}",
                     "detail": f"{cc.WORKLOAD}, {name}: {text}"})
     return out
 

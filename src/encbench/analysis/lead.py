@@ -22,7 +22,7 @@ import math
 import re
 from collections import Counter
 
-from . import stats
+from . import columncost as cc, stats
 from ..util.units import fmt_count, fmt_number, fmt_seconds
 
 NOT_RESOLVED = "not resolved: run longer, or --budget"
@@ -212,6 +212,20 @@ def side_texts(analysis, figures: list[dict], lead_metric: str | None = None) ->
             verb = verdict_word([best["row"]])
             out.append((f"{verb} " if verb else "") + figure_text(best))
     return out
+
+
+def column_short(head: str, entries: list[dict], rows: list[dict | None]) -> str:
+    """The column line's short form: each direction whose comparison resolved, its added µs per row with the CI (and
+    the multiple of its raw cipher when it fits); '' when none resolved."""
+    told = [e for e, r in zip(entries, rows) if r and r["verdict"] in RESOLVED]
+    for with_raw in (True, False):
+        short = [f"{'+' if e['added_us_per_row'] >= 0 else '-'}{cc.fmt_us(abs(e['added_us_per_row']))} µs/row"
+                 f"{cc.fmt_ci(e['added_us_per_row_ci'])} to "
+                 f"{e['direction']}" + (f" ({cc.fmt_times(e['times_raw'])}x raw)" if with_raw and "times_raw" in e
+                                        else "") for e in told]
+        if len(head) + len("; ".join(short)) <= WIDTH:
+            break
+    return fit(head + short[0], short[1:]) if short else ""
 
 
 # -- each row as the table judges it ---------------------------------------------------------------------------
