@@ -524,7 +524,8 @@ def sweep_lines(analysis) -> list[dict]:
             figures.append({"name": "profile", "sessions": p["sessions"], "libcrypto_share": p["libcrypto_share"],
                             "lock_share": p["lock_share"]})
         if parts:
-            short = [f"efficiency {f['value']:.2f} at {f['sessions']} sessions" if f["name"] == "efficiency" else
+            short = [f"efficiency {f['value']:.2f}" + (f" [{f['ci'][0]:.2f}, {f['ci'][1]:.2f}]" if f["ci"] else "")
+                     + f" at {f['sessions']} sessions" if f["name"] == "efficiency" else
                      f"{f['value']:.3f} µs/row" + (f" ({f['times_raw']:.1f}x raw)" if f.get("times_raw") else "")
                      if f["name"] == "function_us_per_row" else
                      f"libcrypto {f['libcrypto_share']:.0%}, locks {f['lock_share']:.0%}" if f["name"] == "profile"
