@@ -22,6 +22,7 @@ from pathlib import Path
 import pytest
 from rich.cells import cell_len
 
+from encbench.analysis import lead
 from integration_helpers import encbench_command
 
 GOLDEN = Path(__file__).resolve().parents[1] / "golden" / "results-v1.json"
@@ -106,6 +107,9 @@ def check_fits(stdout: str, columns: int, n_rows: int, verdicts: list[str]) -> N
     assert not wide, f"{len(wide)} lines wider than {columns}: {wide[:3]}"
     summary = lines[1:lines.index(next(x for x in lines if x.startswith("encbench ")))]
     assert summary and all(x.startswith("  - ") and cell_len(x) <= 100 for x in summary), summary
+    # issue 30 item 2: each line 'not resolved' alone or a figure in an absolute unit with its CI; no '-0', '+-', or
+    # percentage above 1000%
+    assert {x: lead.rule_breaks(x[4:]) for x in summary} == {x: [] for x in summary}
 
 
 def short_verdicts(path: Path) -> list[str]:

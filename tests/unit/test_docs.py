@@ -225,3 +225,34 @@ def test_every_command_help_ends_with_examples_and_a_page(command):
     sub = cli_parser.build_parser()._subparsers._group_actions[0].choices[command.name]  # noqa: SLF001
     text = sub.format_help()
     assert text.rstrip().endswith(cli_parser.page(command.page)) and command.examples[0] in text
+
+
+# our own words (a field report's number, an issue's, a folder only our machines have) are not the product's
+OUR_WORDS = re.compile(r"\b[Ss]eeds? 0\d\d\b|\bseeds'|shared/seeds|-issue-\d|\b[Ii]ssue \d+\b")
+
+
+def user_facing_text() -> dict[str, str]:
+    """What a user reads besides the pages: section titles of every report, workloads' and engines' descriptions,
+    variant keys' descriptions, every command's --help."""
+    from encbench.engines import ENGINES
+    from encbench.report import render
+    from encbench.workloads import WORKLOADS
+
+    out = {f"section {t[0]}": f"{t[0]} {t[1]}" for t in (*render.SECTIONS, *render.DETAIL_SECTIONS)}
+    out.update({f"workload {name}": w.description for name, w in WORKLOADS.items()})
+    for name, engine in ENGINES.items():
+        out[f"engine {name}"] = f"{engine.label} {engine.description}"
+        out.update({f"{name} key {k.name}": k.description for k in engine.variant_keys})
+    subs = cli_parser.build_parser()._subparsers._group_actions[0].choices  # noqa: SLF001
+    out.update({f"{name} --help": sub.format_help() for name, sub in subs.items()})
+    return out
+
+
+def test_no_words_of_our_own_making_in_the_product():
+    """issue 30 item 5: no "seed NNN" or "issue N" headings, no link to a folder a clone lacks, anchors named after
+    their content."""
+    found = [f"{p.relative_to(ROOT)}:{i}: {line.strip()}" for p in PAGES
+             for i, line in enumerate(p.read_text().splitlines(), 1) if OUR_WORDS.search(line)]
+    found += [f"{where}: {OUR_WORDS.search(text).group(0)}" for where, text in user_facing_text().items()
+              if OUR_WORDS.search(text)]
+    assert found == []

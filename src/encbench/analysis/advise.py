@@ -19,11 +19,13 @@ figure is a comparison of runs in the files.
 from __future__ import annotations
 
 import math
+from pathlib import Path
 
 from . import stats
 from .knob import Cost, Knob  # noqa: F401 (the engines declare their knobs with these)
 from .summary import collect, variants_by_label
 from .words import metric_word
+from ..util.units import fmt_number, fmt_seconds
 from ..vocab.variants import label
 
 METHOD = ("each value against the knob's default, all other settings equal, in the same result file: ratio of trimmed "
@@ -67,8 +69,10 @@ def _entry(knob: Knob, cost: Cost, groups: dict, wl: str, op: str, base_l: str, 
             "baseline": base_l, "contender": cont_l, "ratio": est.value, "ci": list(est.ci) if est.ci else None,
             "n": min(est.n_baseline, est.n_contender), "verdict": j.verdict, "verdict_text": j.text,
             "baseline_mean": stats.summarize(base[cost.metric]).mean if base[cost.metric] else None,
+            "baseline_ci": list(stats.mean_ci(base[cost.metric]) or []) or None,
+            "baseline_n": len(base[cost.metric]),
             "gives_up": knob.gives_up.get(v[knob.key], ""), "weakens": v[knob.key] in knob.weakens,
-            "setting": knob.setting, "server_side": knob.server_side, "file": source}
+            "setting": knob.setting_of(v[knob.key]), "server_side": knob.server_side, "file": source}
 
 
 def standing(e: dict) -> str:
@@ -125,7 +129,7 @@ def advise(docs: list[tuple[str, dict]], knobs: tuple[Knob, ...], context: dict 
 
 
 def _pct(x: float) -> str:
-    return f"{(x - 1) * 100:+.0f}%"
+    return f"{fmt_number((x - 1) * 100, True, 0)}%"
 
 
 def line(e: dict) -> str:
@@ -153,6 +157,32 @@ def line(e: dict) -> str:
     return text
 
 
+def _amount(metric: str, x: float) -> str:
+    """A figure in its metric's unit: seconds as ms or µs, CPU per unit in µs, latency in ms, else the number."""
+    if metric.endswith("_s"):
+        return fmt_seconds(x)
+    if "_us_per_" in metric:
+        return f"{x:,.1f} µs"
+    if metric.endswith("_ms"):
+        return f"{x:,.2f} ms"
+    return f"{x:,.3g}"
+
+
+def default_figures(entries: list[dict]) -> list[str]:
+    """The default's own figure in each sweep file of one cost, once per file (each file measures its default
+    again: the figures differ by the machine's noise): '572.1 ms [560.3, 583.9] (advise-kdf-iter.json, 6 runs)'."""
+    out = {}
+    for e in entries:
+        where = (e["file"], e["baseline"], e["workload"], e["operation"])
+        if where in out or e.get("baseline_mean") is None:
+            continue
+        ci = e.get("baseline_ci")
+        out[where] = (_amount(e["metric"], e["baseline_mean"])
+                      + (f" [{_amount(e['metric'], ci[0])}, {_amount(e['metric'], ci[1])}]" if ci else "")
+                      + f" ({Path(e['file']).name}, mean of {e.get('baseline_n', '?')} runs)")
+    return list(out.values())
+
+
 def lines(entries: list[dict]) -> list[str]:
     out = []
     for e in entries:
@@ -172,6 +202,9 @@ def report_lines(entries: list[dict], files: list[str]) -> list[str]:
     for what in dict.fromkeys(e["what"] for e in entries):
         mine = [e for e in entries if e["what"] == what]
         out.append(f"  {what} ({metric_word(mine[0]['metric'])}):")
+        defaults = default_figures(mine)
+        if defaults:
+            out.append(f"    at the defaults, as each sweep file measured them: {'; '.join(defaults)}")
         out += [f"    {x}" for x in lines(mine)]
     out.append(f"  how: {METHOD}; the runs: {', '.join(files)}")
     return out

@@ -21,7 +21,9 @@ from collections import Counter
 from dataclasses import dataclass, replace
 from typing import Callable
 
-from . import columncost as cc, instrattr as ia, oltpcost as oc, stats
+from . import columncost as cc, instrattr as ia, lead, oltpcost as oc, stats
+from .lead import ONE_LINE, WIDTH, fit  # noqa: F401 (headline.WIDTH, headline.fit: the short form's, lead.py's)
+from .oneline import leak_check_line, tls_scan_line  # noqa: F401 (the one-line answers, read as headline.*)
 from .words import metric_word as _metric_word
 from ..host.rawcipher import CI_ABOVE, CONTRADICTS, UNRESOLVED
 from ..util.units import fmt_percent, fmt_seconds
@@ -47,6 +49,7 @@ class LineSpec:
     remark: str = ""
     per_contender: bool = False  # several contenders (cipher suites): name the cheapest and the dearest
     figures_first: bool = False  # the figures say it best (the open's time); the verdict follows them
+    follows_table: bool = True  # the short line judges each row as the table does (its verdict metrics); the open: no
 
 
 def _label_dict(label: str) -> dict[str, str]:
@@ -60,21 +63,21 @@ def axis_of(c: dict) -> str | None:
     return next((k for k in cont if k in base and base[k] != cont[k]), None)
 
 
-def _fmt(ratio: float) -> str:
-    """The format of a change: one decimal below 10%, none above (+0.4%, +8.8%, +266%)."""
-    return "{:+.1f}" if abs(ratio - 1) < 0.1 else "{:+.0f}"
+def _decimals(ratio: float) -> int:
+    """The precision of a change: one decimal below 10%, none above (+0.4%, +8.8%, +266%)."""
+    return 1 if abs(ratio - 1) < 0.1 else 0
 
 
 def _pct(x: float) -> str:
-    return _fmt(x).format((x - 1) * 100) + "%"
+    return f"{lead.signed_pct(x, _decimals(x))}%"
 
 
 def _est(r: dict, word: str = "") -> str:
-    """'+266% CPU [+213, +329]': the change, the metric, the 95% CI (in the change's precision)."""
+    """'+266% CPU [+213, +329]': the change, the metric, the 95% CI (in the change's precision; never '-0')."""
     if r["ratio"] is None:
         return "no estimate"
-    fmt = _fmt(r["ratio"])
-    ci = f" [{fmt.format((r['ci'][0] - 1) * 100)}, {fmt.format((r['ci'][1] - 1) * 100)}]" if r["ci"] else ""
+    d = _decimals(r["ratio"])
+    ci = f" [{lead.signed_pct(r['ci'][0], d)}, {lead.signed_pct(r['ci'][1], d)}]" if r["ci"] else ""
     return f"{_pct(r['ratio'])}{' ' + word if word else ''}{ci}"
 
 
@@ -223,12 +226,13 @@ SPECS = {
         LineSpec("warm reads", READS, "warm"),
         LineSpec("writes", ("dml/insert", "dml/update", "dml/delete", "rebuild"), extras=writes_per_page,
                  remark="every write re-encrypts its pages"),
-        LineSpec("backups", ("backup",), metrics=("wall_s", "cpu_s"), extras=compression),
+        LineSpec("backups", ("backup",), extras=compression),
         LineSpec("opening a connection", OPEN, metrics=("wall_s",), extras=open_time, figures_first=True,
+                 follows_table=False,
                  remark="what each new connection pays, handshake and key derivation included"),
     ),
     "in transit": tuple(
-        LineSpec(f"TLS {wl}", (wl,), metrics=("wall_s", "cpu_s"), per_contender=True, remark=remark)
+        LineSpec(f"TLS {wl}", (wl,), per_contender=True, remark=remark)
         for wl, remark in (("storm", ""), ("bulk", "large result sets"),
                            ("roundtrip", "one small query at a time"), ("connect", "new connections: handshakes"))
     ),
@@ -315,82 +319,49 @@ def _mixed_words(counts: Counter, estimate: str, rows: list[dict]) -> str:
             + f" of {sum(counts.values())} rows")
 
 
-# -- the short form: every line within 100 columns with its bullet, the figure a DBA acts on first -----------------
-
-WIDTH = 96  # a headline line's characters: "  - " and the line fit 100 columns (issue 25); the rest is its detail
-ONE_LINE = 91  # leak-check's and tls-scan's answer: "Summary: " and the line fit 100 columns
-
-
-def fit(head: str, extras: list[str], width: int = WIDTH) -> str:
-    """The head, then as many of the extras (in order) as fit within `width`."""
-    text = head
-    for x in extras:
-        if x and len(text) + 2 + len(x) <= width:
-            text += "; " + x
-    return text
-
-
-def _short_est(rows: list[dict], word: str, with_ci: bool = True) -> str:
-    """One row: '+266% CPU [+213, +329]'; several: '+73% to +378% CPU' (the rows: show --detail)."""
-    rated = [r for r in rows if r["ratio"] is not None]
-    if not rated:
-        return f"no estimate of {word}"
-    if len(rated) == 1:
-        return _est(rated[0], word) if with_ci else f"{_pct(rated[0]['ratio'])} {word}"
-    lo, hi = min(r["ratio"] for r in rated), max(r["ratio"] for r in rated)
-    return f"{_pct(lo)} to {_pct(hi)} {word}"
-
+# -- the short form: every line within 100 columns with its bullet, only what resolved (lead.py) -------------------
 
 SHORT_WITHHELD = (("client", "client-bound"), ("memory", "memory not held"))
+SHORT_NAME = 40  # a row's name in a short line: longer (a whole variant label), its workload/operation
 
 
-def _short_words(code: str, rows: list[dict], est: str) -> str:
-    """The verdict in a few words ahead of its estimate; `show --detail` has the sentence."""
-    if code in (stats.COSTS, stats.SAVES):
-        return f"{code} {est}"
-    if code == stats.NO_COST:
-        return f"no cost: {est}"
-    if code == stats.INCONCLUSIVE:
-        return f"inconclusive: {est}"
-    if code == stats.TOO_FEW_RUNS:
-        return f"{est}, too few runs"
-    if code == stats.WITHHELD:
-        text = rows[0]["verdict_text"] if rows else ""
-        return "no verdict (" + next((w for k, w in SHORT_WITHHELD if k in text), "withheld") + ")"
-    if code == MIXED:
-        return f"{est}, verdicts differ"
-    return f"no verdict: {est}"
+def _withheld_words(rows: list[dict]) -> str:
+    text = rows[0]["verdict_text"] if rows else ""
+    return "no verdict (" + next((w for k, w in SHORT_WITHHELD if k in text), "withheld") + ")"
 
 
-def short_text(label: str, code: str, rows: list[dict], word: str, extras: list[str]) -> str:
-    """`label: <verdict> <estimate>; <extras that fit>` within WIDTH (the CI dropped first when it must go)."""
-    for with_ci in (True, False):
-        head = f"{label}: {_short_words(code, rows, _short_est(rows, word, with_ci))}"
-        if len(head) <= WIDTH:
-            return fit(head, extras)
-    return head[:WIDTH - 1] + "…"
+def _short_names(rows: list[dict]) -> dict[tuple[str, str, str], str]:
+    """(workload, operation, contender) -> the row's short name: workload/operation alone, else what tells it apart."""
+    keys = [(r["workload"], r["operation"], r["contender"]) for r in rows]
+    if len(rows) == 1:
+        return {}  # the label names it
+    return {k: (n if len(n) <= SHORT_NAME else f"{r['workload']}/{r['operation']}")  # a whole label: too long
+            for k, r, n in zip(keys, rows, _names(rows))}
 
 
 def _short_figures(figures: list[dict]) -> list[str]:
-    """Each figure of a line in a few words (per page, compression, the open, the side metrics)."""
+    """The figures a short line adds after its lead (the compression of a backup)."""
     out = []
-    for name in dict.fromkeys(f["name"] for f in figures):
-        figs = [f for f in figures if f["name"] == name]
-        if name in ("per_page_read_cpu_s", "per_page_write_cpu_s"):
-            size = _size(figs[0]["page_size"])
-            out.append(f"{_span([f['value'] for f in figs], fmt_seconds)} per {size} page"
-                       + (" written" if name == "per_page_write_cpu_s" else ""))
-        elif name == "compression_ratio":
-            f = figs[0]
+    for f in figures:
+        if f["name"] == "compression_ratio":
             out.append(f"{f['operation']} compresses {f['contender'][0]:.2f}x vs {f['baseline'][0]:.2f}x plain")
-        elif name == "open_wall_s_median":
-            f = figs[0]
-            out.append(f"{_span(f['value'], fmt_seconds)} per connection"
-                       + (f" ({_span(f['baseline'], fmt_seconds)} without)" if f["baseline"] else ""))
-        elif name == "side_metric":
-            for f in figs:
-                out.append(_short_est(f["rows"], f["word"].replace(" per ", "/"), with_ci=len(f["rows"]) == 1))
     return out
+
+
+def short_text(analysis, label: str, code: str, rows: list[dict], figures: list[dict], metric: str, word: str,
+               first: tuple[str, ...] = ()) -> tuple[str, dict | None]:
+    """(`label: <verdict> <figure in its unit> [CI] (<where from>); <rows counted>; <what else fits>` within WIDTH,
+    the figure it leads with); a line nothing of which resolved: `label: not resolved: ...` alone."""
+    if code == stats.WITHHELD:
+        return f"{label}: {_withheld_words(rows)}", None
+    head, (where, told), figure = lead.lead(analysis, rows, figures, metric, word, _short_names(rows))
+    text = f"{label}: {head}"
+    if not figure["resolved"]:
+        return text, figure
+    text += where if len(text) + len(where) <= WIDTH else ""
+    sides = lead.side_texts(analysis, figures, figure.get("metric"))
+    text = fit(text, [*first, told, *sides, *_short_figures(figures)])
+    return (text if len(text) <= WIDTH else text[:WIDTH - 1] + "…"), figure
 
 
 def lead_metric(spec: LineSpec, mine: list[dict]) -> tuple[str | None, bool]:
@@ -441,7 +412,9 @@ def _word(analysis, metric: str) -> str:
     return _metric_word(metric, engine.metric_words if engine else None)
 
 
-def _line(lab: str, spec: LineSpec, comps: list[dict], analysis) -> dict | None:
+def _line(lab: str, spec: LineSpec, comps: list[dict], analysis, first: tuple[str, ...] = ()) -> dict | None:
+    """One line of the rows the spec gathers (None when none has its metric); `first`: figures the short line puts
+    before the others (oltp's estimate check)."""
     mine = [c for c in comps if (c["workload"] in spec.workloads or f"{c['workload']}/{c['operation']}" in spec.workloads)
             and (spec.cache is None or _label_dict(c["contender"]).get("cache") == spec.cache)]
     metric, own = lead_metric(spec, mine)
@@ -453,6 +426,10 @@ def _line(lab: str, spec: LineSpec, comps: list[dict], analysis) -> dict | None:
     counted = metric.startswith(ia.METRIC)  # --meter instructions: counts, never valgrind's times
     unranked = ia.gap_blocks_ranking(analysis, rows) if counted else None  # the CPU-model gap: no ranking
     estimate = _estimates(rows, word, spec.per_contender, ranked=unranked is None)
+    if not spec.follows_table:  # the open: a near-zero base, so the change in its unit, never a percentage of it
+        named = [(f, n) for r, n in zip(rows, _names(rows)) if (f := lead.row_figure(analysis, r, metric, word))
+                 and not f["percent"]]
+        estimate = ", ".join(lead.figure_text(f) + (f" ({n})" if len(named) > 1 else "") for f, n in named) or estimate
     code = next(iter(counts)) if len(counts) == 1 else MIXED
     words = _verdict_words(code, rows, estimate) if code != MIXED else _mixed_words(counts, estimate, rows)
     if counted:
@@ -467,14 +444,11 @@ def _line(lab: str, spec: LineSpec, comps: list[dict], analysis) -> dict | None:
     if spec.remark:
         detail += f" ({spec.remark})"
     rated = [r["ratio"] for r in rows if r["ratio"] is not None]
-    short = _short_figures(figures)
-    if spec.figures_first and short:  # the open's time says it best: first, the verdict after it
-        text = fit(f"{spec.label}: {short[0]}", [_short_words(code, rows, _short_est(rows, word))])
-    else:
-        text = short_text(spec.label, code, rows, word, short)
+    judged = lead.decisions(rows, mine, metric, _row, lambda m: _word(analysis, m)) if spec.follows_table else rows
+    text, figure = short_text(analysis, spec.label, code, judged, figures, metric, word, first)
     return {"lab": lab, "label": spec.label, "metric": metric, "verdict": code, "verdicts": dict(counts),
             "rows": rows, "range": [min(rated), max(rated)] if rated else None, "figures": figures, "text": text,
-            "detail": detail}
+            "lead": figure, "detail": detail}
 
 
 def _by_lab(comps: list[dict]) -> dict[str, list[dict]]:
@@ -550,7 +524,8 @@ def sweep_lines(analysis) -> list[dict]:
             figures.append({"name": "profile", "sessions": p["sessions"], "libcrypto_share": p["libcrypto_share"],
                             "lock_share": p["lock_share"]})
         if parts:
-            short = [f"efficiency {f['value']:.2f} at {f['sessions']} sessions" if f["name"] == "efficiency" else
+            short = [f"efficiency {f['value']:.2f}" + (f" [{f['ci'][0]:.2f}, {f['ci'][1]:.2f}]" if f["ci"] else "")
+                     + f" at {f['sessions']} sessions" if f["name"] == "efficiency" else
                      f"{f['value']:.3f} µs/row" + (f" ({f['times_raw']:.1f}x raw)" if f.get("times_raw") else "")
                      if f["name"] == "function_us_per_row" else
                      f"libcrypto {f['libcrypto_share']:.0%}, locks {f['lock_share']:.0%}" if f["name"] == "profile"
@@ -634,17 +609,15 @@ def column_lines(analysis) -> list[dict]:
                     "raw_us_per_value": e.get("raw_us_per_value"), "times_raw": e.get("times_raw"),
                     "raw_cipher_standing": e.get("raw_cipher_standing")} for e in mine]
         rated = [r["ratio"] for r in rows if r["ratio"] is not None]
-        short = [f"{'+' if e['added_us_per_row'] >= 0 else '-'}{cc.fmt_us(abs(e['added_us_per_row']))} µs/row to "
-                 f"{e['direction']}" + (f" ({cc.fmt_times(e['times_raw'])}x raw)" if "times_raw" in e else "")
-                 for e in mine]
         code = next(iter(counts)) if len(counts) == 1 else (MIXED if counts else stats.NO_ESTIMATE)
         head = f"{cc.WORKLOAD}, {name}: " + (f"{code.replace('_', ' ')}: " if code in (stats.COSTS, stats.SAVES,
                                                                                       stats.NO_COST) else "")
+        short = lead.column_short(head, mine, each)
         out.append({"lab": cc.WORKLOAD, "label": f"{cc.WORKLOAD}, {name}",
                     "metric": SIDE_METRICS[mine[0]["side"]], "verdict": next(iter(counts)) if len(counts) == 1
                     else (MIXED if counts else None), "verdicts": dict(counts), "rows": rows,
                     "range": [min(rated), max(rated)] if rated else None, "figures": figures,
-                    "text": fit(head + short[0], short[1:]) if short else f"{cc.WORKLOAD}, {name}: {text}"[:WIDTH],
+                    "text": short or f"{cc.WORKLOAD}, {name}: {lead.NOT_RESOLVED}",
                     "detail": f"{cc.WORKLOAD}, {name}: {text}"})
     return out
 
@@ -674,8 +647,8 @@ def _oltp_figures(e: dict) -> list[str]:
     if chk and chk["error_pct"] is not None:
         ci = chk.get("error_ci_pct")
         out.append(f"the per-page estimate predicts {_us(chk['predicted_us_per_txn'])} of the "
-                   f"{_us(chk['measured_us_per_txn'])} µs added per transaction: error {chk['error_pct']:+.0f}%"
-                   + (f" [{ci[0]:+.0f}, {ci[1]:+.0f}]" if ci else ""))
+                   f"{_us(chk['measured_us_per_txn'])} µs added per transaction: error {lead.number(chk['error_pct'], True, 0)}%"
+                   + (f" [{lead.number(ci[0], True, 0)}, {lead.number(ci[1], True, 0)}]" if ci else ""))
         out += chk["misses"]
     return out
 
@@ -696,22 +669,16 @@ def oltp_lines(analysis) -> list[dict]:
         words = [mix if oc.WORKLOAD in mix else f"{oc.WORKLOAD} {mix}", f"{e['memory']} in memory" if e.get("memory")
                  else "", f"{e['clients']} clients" if e.get("clients") not in (None, "1") else "", f"{axis}={value}"]
         spec = LineSpec(", ".join(w for w in words if w), (oc.WORKLOAD,), metrics=())
-        line = _line(LABS.get(axis, "oltp"), spec, mine, analysis)
+        chk = e.get("estimate_check") or {}
+        # the check is a figure to act on: kept in the short line, before the others
+        check = (f"estimate {lead.number(chk['error_pct'], True, 0)}% off",) \
+            if chk.get("error_pct") is not None else ()
+        line = _line(LABS.get(axis, "oltp"), spec, mine, analysis, check)
         if line is None:
             continue
         extra = _oltp_figures(e)
         if extra:
             line["detail"] += "; " + "; ".join(extra)
-        chk = e.get("estimate_check") or {}
-        if chk.get("error_pct") is not None:  # the check is a figure to act on: kept in the short line (CIs go first)
-            check = f"per-page estimate {chk['error_pct']:+.0f}% off"
-            rows = [r for r in line["rows"]]
-            word = _word(analysis, line["metric"])
-            for with_ci in (True, False):
-                head = f"{spec.label}: {_short_words(line['verdict'], rows, _short_est(rows, word, with_ci))}"
-                if len(head) + 2 + len(check) <= WIDTH:
-                    line["text"] = fit(f"{head}; {check}", _short_figures(line["figures"]))
-                    break
         line["figures"].append({"name": "oltp_cost", **{k: e[k] for k in ("added_cpu_us_per_txn",
                                                                           "added_cpu_us_per_page_read")},
                                 "estimate_error_pct": (e.get("estimate_check") or {}).get("error_pct")})
@@ -728,49 +695,3 @@ def lines(analysis, detail: bool = False) -> list[str]:
     """The text form: one string per line (what the terminal, Markdown and HTML show): each within 100 columns,
     or with `detail` (show --detail) the whole sentence with every figure."""
     return [line.get("detail", line["text"]) if detail else line["text"] for line in (analysis.headline or [])]
-
-
-# -- the commands that print no result file: one line each, printed first -------------------------
-
-def leak_check_line(report) -> str:
-    """leak-check's answer in one line, from its LeakReport: a leak (where), or none (and whether the control
-    proves the scan could have found one)."""
-    if report.findings:
-        where = ", ".join(dict.fromkeys(f.role for f in report.findings))
-        return fit(f"LEAK: plaintext canary on disk in {len(report.findings)} of {report.scanned_files} files",
-                   [where, f"although {report.configuration}"], width=ONE_LINE)
-    if report.control and not report.control.get("found_in"):
-        return fit("no leak seen, but the control finds none either: this scan proves nothing",
-                   [report.configuration], width=ONE_LINE)
-    extras = ["the control finds it: the scan sees a leak"] if report.control else []
-    return fit(f"no leak: canary in none of the {report.scanned_files} files scanned",
-               extras + [report.configuration], width=ONE_LINE)
-
-
-GRADES = "ABCF"  # tls/scan.py's grades, best first
-
-
-def _first(names: list[str], n: int) -> str:
-    return ", ".join(names[:n]) + (f" and {len(names) - n} more" if len(names) > n else "")
-
-
-def tls_scan_line(result: dict, changes: list[str] | None = None, measured: dict | None = None) -> str:
-    """tls-scan's answer in one line: protocols, suites and the worst grade, drift from a baseline, and with
-    --measure the cheapest and dearest suite by storm elapsed (its ratio vs no TLS with the 95% CI)."""
-    suites = [s for ss in result["suites"].values() for s in ss]
-    worst = max((s["grade"] for s in suites), default="-", key=lambda g: GRADES.find(g))
-    weak = [s["suite"] for s in suites if s["grade"] in ("C", "F")]
-    head = f"{result['target']}: {', '.join(result['protocols']) or 'no protocol'}; {len(suites)} suites, worst {worst}"
-    extras = []
-    if changes is not None:  # drift is what a scan against a baseline is for: said before the rest
-        real = [c for c in changes if not c.startswith("note:")]
-        extras.append(f"{len(real)} change(s) from the baseline" if real else "no change from the baseline")
-    rated = [r for r in (measured or {}).get("ranking", []) if (r.get("storm elapsed") or {}).get("ratio") is not None]
-    if rated:
-        lo = min(rated, key=lambda r: r["storm elapsed"]["ratio"])
-        hi = max(rated, key=lambda r: r["storm elapsed"]["ratio"])
-        extras.append(f"storm {_pct(lo['storm elapsed']['ratio'])} to {_pct(hi['storm elapsed']['ratio'])} with TLS"
-                      if lo is not hi else f"storm {_pct(lo['storm elapsed']['ratio'])} with TLS")
-    if weak:
-        extras.append(f"{len(weak)} weak: {_first(weak, 2)}")
-    return fit(head, extras, width=ONE_LINE)

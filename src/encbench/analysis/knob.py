@@ -29,10 +29,16 @@ class Knob:
     costs: tuple[Cost, ...]  # the first with data in the files is the one ranked; the others are shown beside
     gives_up: dict[str, str] = field(default_factory=dict)  # value -> what it gives up, one plain line ("" none)
     weakens: frozenset[str] = frozenset()  # values that weaken protection: never a plain win
-    setting: str = ""  # how a DBA sets it: "PRAGMA cipher_hmac_algorithm = HMAC_SHA256"
+    # how a DBA sets a value: the text, or value -> the exact setting of that value ("sha1" -> "PRAGMA
+    # cipher_hmac_algorithm = HMAC_SHA1"): setting_of()
+    setting: str | Callable[[str], str] = ""
     server_side: bool = False  # on a --dsn server: needs --allow-reconfigure
     # (entry, analysis context) -> a sentence on where the saving comes from, or None
     explain: Callable[[dict, dict], str | None] | None = None
+
+    def setting_of(self, value: str) -> str:
+        """How a DBA sets this value: the knob's setting made for the value, or its one text."""
+        return self.setting(str(value)) if callable(self.setting) else self.setting
 
 
 @dataclass(frozen=True)

@@ -21,6 +21,7 @@ import math
 
 from . import stats
 from .words import metric_word
+from ..util.units import fmt_number
 
 WORKLOAD = "oltp"
 MIN_READS_PER_TXN = 0.05  # below this a mix barely reads from storage: no cost per page read is derived
@@ -290,7 +291,9 @@ def lines(entries: list[dict] | None) -> list[str]:
                 f"predicts {_f(c['predicted_us_per_txn'])} µs per transaction ({parts}) where "
                 f"{_f(c['measured_us_per_txn'])}{_ci(c['measured_ci_us'])} were measured")
         if c["error_pct"] is not None:
-            text += f": error {c['error_pct']:+.0f}%{_ci(c['error_ci_pct'], '{:+.0f}')}"
+            err = c["error_ci_pct"]
+            text += (f": error {fmt_number(c['error_pct'], True, 0)}%"
+                     + (f" [{fmt_number(err[0], True, 0)}, {fmt_number(err[1], True, 0)}]" if err else ""))
         elif c.get("unresolved"):
             text += f": {c['unresolved']}"
         if c.get("predicted_added_cores") is not None:

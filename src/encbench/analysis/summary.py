@@ -159,8 +159,14 @@ def summaries(groups) -> list[dict]:
             if s is None:  # every value was NaN or Inf: nothing to summarize, the warning says so
                 s = stats.Summary(0, None, None, None, None, None)
             out.append({"workload": wl, "operation": op, "variant": vl, "metric": metric,
-                        "unit": m.unit if m else "", **s.to_dict(), "warnings": warn})
+                        "unit": m.unit if m else "", **s.to_dict(), "centre": centre(values), "warnings": warn})
     return out
+
+
+def centre(values: list[float]) -> float | None:
+    """The value a Δ's ratio is made of (stats.ratio_ci's centre of one side): the 20%-trimmed geometric mean, the
+    mean when a value is zero or negative; what the summary scales a ratio by to say a change in its unit."""
+    return stats.log_contrast([(values, 1)]).value
 
 
 def catalog_word(metric: str) -> str:
@@ -302,7 +308,7 @@ def row_code(comps: list[dict], words: dict[str, str] | None = None, margin_pct:
 
 
 def derived(doc: dict, groups, comps: list[dict]) -> list[dict]:
-    """Seed 003: per-page decrypt CPU cost from cold encrypted minus cold plain reads."""
+    """The per-page decrypt CPU cost from cold encrypted minus cold plain reads."""
     out = []
     raw = (doc.get("calibration") or {}).get("raw_cipher", {})
     variants = variants_by_label(doc)
@@ -580,22 +586,21 @@ def notes(doc: dict, groups) -> list[str]:
                          and _uncounted(engine, r["variant"], doc)}):
         out.append(f"no per-page decrypt cost for encryption={value}: "
                    f"{_uncounted(engine, {'encryption': value, 'cache': 'cold'}, doc)}")
-    opens: dict[str, list[float]] = defaultdict(list)
-    variants = variants_by_label(doc)
-    # connection opens grouped by the settings every workload shares (not cache, not clients)
-    shared = {k["name"] for k in doc["engine"]["variant_keys"] if not k.get("workloads") and k["name"] != "cache"}
+    return out + open_notes(groups)
+
+
+def open_notes(groups) -> list[str]:
+    """The connection open's median per variant (never across variants: a plain open of 0.4 ms and a SQLCipher open
+    of 400 ms have no common median), timed apart from every workload."""
+    parts = []
     for (wl, op, vl), metrics in groups.items():
-        if (wl, op) == OPEN and "wall_s" in metrics:
-            v = {k: x for k, x in variants[vl].items() if k in shared}
-            opens[label(v)] += metrics["wall_s"]
-    if opens:
-        parts = []
-        for vl, values in opens.items():
-            s = stats.summarize(values)
-            parts.append(f"{vl or 'all'}: {fmt_seconds(s.median)} (median of {s.n})")
-        out.append("connection open (handshake and key derivation included), timed apart and never inside a "
-                   "workload: " + "; ".join(parts))
-    return out
+        s = stats.summarize(metrics.get("wall_s", [])) if (wl, op) == OPEN else None
+        if s is not None:
+            parts.append(f"{vl or 'every variant'}: {fmt_seconds(s.median)} (median of {s.n})")
+    if not parts:
+        return []
+    return ["connection open (handshake and key derivation included), timed apart and never inside a workload, "
+            "per variant: " + "; ".join(parts)]
 
 
 WAIT_PREFIX = "wait_share_"
@@ -677,7 +682,7 @@ def _mean(values) -> float | None:
 
 
 def scaling(doc: dict, groups) -> list[dict]:
-    """Seed 004: per swept workload (sweep.SWEPT: the hash workload's function, the column workload's
+    """Per swept workload (sweep.SWEPT: the hash workload's function, the column workload's
     method), its operation and sessions level, throughput against 1 session.
 
     efficiency = throughput(k) / (min(k, cores) x throughput(1)), cores being the CPUs the server's
@@ -783,10 +788,11 @@ def profiles(doc: dict) -> list[dict]:
 
 # -- the analysis object: what every command reads ------------------------------------------
 
-ANALYSIS_VERSION = 5  # the shape of Analysis and its to_dict(): bump it when a field is added, dropped or changes meaning
+ANALYSIS_VERSION = 6  # the shape of Analysis and its to_dict(): bump it when a field is added, dropped or changes meaning
 # 1: the typed Analysis (issue 13 item 4); 2: headline (issue 14 item 1); 3: column_costs (issue 16 item 3);
 # 4: comparisons[].verdict_basis, the metrics a row's verdict rests on (issue 21 item 1); oltp_costs (issue 22);
 # 5: instructions (--meter instructions: attribution by function, per page, the CPU-model gap; issue 23)
+# 6: summaries[].centre and headline[].lead: the short line's figure in its unit (issue 30 item 2)
 
 HEADER, STORED, SHOWN = "header", "stored", "shown"  # where a field comes from (Analysis field metadata)
 

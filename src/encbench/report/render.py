@@ -14,7 +14,7 @@ from ..analysis import columncost, headline, instrattr, oltpcost, stats
 from ..engines import engine_named
 from ..profiling import profiler
 from ..util.redact import command_line as redact_command_line
-from ..util.units import fmt_bytes, fmt_change, fmt_count, fmt_percent, fmt_seconds
+from ..util.units import fmt_bytes, fmt_change, fmt_count, fmt_number, fmt_percent, fmt_seconds
 
 
 def _means(groups, key) -> dict[str, float]:
@@ -58,6 +58,8 @@ def rows(doc: dict, analysis: an.Analysis, table: dict | None = None) -> list[di
         short = ",".join(_short_setting(k, v, axis, aliases) for k, v in variants[cont].items() if k in varying) or "-"
         n = min(x["n_contender"] for x in cs), min(x["n_baseline"] for x in cs)
         head = headline_of(t, cs)
+        too_short = {x["metric"] for x in analysis.summaries if (x["workload"], x["operation"]) == (wl, op)
+                     and x["variant"] in (base, cont) and any(TOO_SHORT in w for w in x["warnings"])}
         out.append({
             "workload": wl, "operation": op, "setting": setting, "setting_short": short, "baseline": base,
             "contender": cont, "legend": {a: v for (k, v), a in aliases.items() if a in short.split(",")},
@@ -65,7 +67,7 @@ def rows(doc: dict, analysis: an.Analysis, table: dict | None = None) -> list[di
             "verdict": an.row_verdict(cs, t.get("metric_words")),
             "verdict_code": an.row_code(cs, t.get("metric_words")),
             "verdict_short": short_verdict(cs, t.get("metric_words"), head[0] if head else None),
-            "lead": head,
+            "lead": head, "too_short": too_short,
         })
     out.sort(key=lambda r: (order.index(r["workload"]) if r["workload"] in order else len(order),
                             r["workload"], r["setting"]))
@@ -103,8 +105,17 @@ def legend_line(shown: list[dict]) -> str | None:
     return "; ".join(f"{a} = {legend[a]}" for a in order) or None
 
 
+TOO_SHORT = ": too short to time"  # stats.warnings_for's: a figure below 100x its probe's resolution is no figure
+
+
+def _short(r: dict, metric: str) -> bool:
+    return metric in r.get("too_short", ())
+
+
 def _ratio(r: dict, metric: str) -> str:
     x = r["comparisons"].get(metric)
+    if _short(r, metric):
+        return "too short to time"
     return fmt_change(x["ratio"], x["ci"]) if x else "-"
 
 
@@ -115,10 +126,17 @@ def _pair(r: dict, fmt) -> str:
 def _seconds_pair(key: str):
     """The compact table's means: '326.7 → 450.0 ms' (one unit when both sides share it)."""
     def cell(r: dict) -> str:
+        if _short(r, key):
+            return "too short to time"
         a, b = fmt_seconds(r["base"].get(key)), fmt_seconds(r["cont"].get(key))
         (x, _, unit_a), (y, _, unit_b) = a.rpartition(" "), b.rpartition(" ")
         return f"{x} → {y} {unit_a}" if x and y and unit_a == unit_b else f"{a} → {b}"
     return cell
+
+
+def _timed(r: dict, metric: str, fmt) -> str:
+    """Both sides' means of a time, or 'too short to time' where a side is below its probe's resolution."""
+    return "too short to time" if _short(r, metric) or _short(r, metric.replace("_s", "_user_s")) else _pair(r, fmt)
 
 
 def _user_sys(prefix: str):
@@ -223,13 +241,13 @@ COLUMNS = {
     "workload": ("workload", lambda r: r["workload"]),
     "op": ("op", lambda r: r["operation"]),
     "variant": ("variant", lambda r: r["setting"]),
-    "elapsed": ("elapsed (mean)", lambda r: _pair(r, lambda d: fmt_seconds(d.get("wall_s")))),
+    "elapsed": ("elapsed (mean)", lambda r: _timed(r, "wall_s", lambda d: fmt_seconds(d.get("wall_s")))),
     "d_elapsed": ("Δ elapsed [95% CI]", lambda r: _ratio(r, "wall_s")),
-    "cpu": ("CPU user / sys (mean)", lambda r: _pair(r, _user_sys(""))),
-    "server_cpu": ("server CPU user / sys", lambda r: _pair(r, _user_sys(""))),
+    "cpu": ("CPU user / sys (mean)", lambda r: _timed(r, "cpu_s", _user_sys(""))),
+    "server_cpu": ("server CPU user / sys", lambda r: _timed(r, "cpu_s", _user_sys(""))),
     "d_cpu": ("Δ CPU [95% CI]", lambda r: _ratio(r, "cpu_s")),
     "d_server_cpu": ("Δ server CPU", lambda r: _ratio(r, "cpu_s")),
-    "client_cpu": ("client CPU user / sys", lambda r: _pair(r, _user_sys("client_"))),
+    "client_cpu": ("client CPU user / sys", lambda r: _timed(r, "client_cpu_s", _user_sys("client_"))),
     "d_client_cpu": ("Δ client CPU", lambda r: _ratio(r, "client_cpu_s")),
     "ctx": ("ctx sw vol/invol", lambda r: _pair(r, _ctx(""))),
     "server_ctx": ("server ctx sw vol/invol", lambda r: _pair(r, _ctx(""))),
@@ -321,7 +339,7 @@ def compact_columns(table: dict, shown: list[dict]) -> list[str]:
 
 
 def _short_pct(c: dict) -> str:
-    return f"{(c['ratio'] - 1) * 100:+.0f}%"
+    return f"{fmt_number((c['ratio'] - 1) * 100, True, 0)}%"
 
 
 def short_verdict(comps: list[dict], words: dict[str, str] | None = None, shown_metric: str | None = None) -> str:
@@ -366,13 +384,14 @@ def derived_lines(analysis: an.Analysis) -> list[str]:
     for d in an.Analysis.of(analysis).derived:
         ci = d["per_page_cpu_ci"]
         if d.get("kind") == "write":
-            line = (f"write side, {d['workload']}/{d['operation']} {d['contender']}: +{fmt_seconds(d['added_cpu_s'])} "
+            line = (f"write side, {d['workload']}/{d['operation']} {d['contender']}: "
+                    f"{_signed_seconds(d['added_cpu_s'])} "
                     f"CPU for {d['pages_read']:,.0f} pages {d['pages_basis'].split('_')[1]} = "
                     f"{fmt_seconds(d['per_page_cpu_s'])} per {d['page_size']}-byte page")
             out.append(line + (f" [{fmt_seconds(ci[0])}, {fmt_seconds(ci[1])}]" if ci else "")
                        + " (encrypt cost, upper bound)")
             continue
-        line = (f"{d['workload']}/{d['operation']} {d['contender']}: +{fmt_seconds(d['added_cpu_s'])} CPU for "
+        line = (f"{d['workload']}/{d['operation']} {d['contender']}: {_signed_seconds(d['added_cpu_s'])} CPU for "
                 f"{d['pages_read']:,.0f} pages {d.get('pages_basis', 'pages_read').split('_')[1]} = "
                 f"{fmt_seconds(d['per_page_cpu_s'])} per {d['page_size']}-byte page")
         if ci:
@@ -498,7 +517,7 @@ def attribution_lines(analysis: an.Analysis) -> list[str]:
                 f"{w['event']} {w['baseline_pct']:.0f}% → {w['contender_pct']:.0f}% of samples" for w in a["waits_grown"]))
         ci = a.get("elapsed_ci")
         ci = f" [{_signed_seconds(ci[0])}, {_signed_seconds(ci[1])}]" if ci else ""
-        pct = f" ({a['elapsed_pct']:+.0f}%)" if a.get("elapsed_pct") is not None else ""
+        pct = f" ({fmt_number(a['elapsed_pct'], True, 0)}%)" if a.get("elapsed_pct") is not None else ""
         per = f" per {a['per']} (a fixed-duration run: its time over the {a['per']} count)" if a.get("per") else ""
         out.append(f"{a['workload']}/{a['operation']} {a['contender']}: elapsed {_signed_seconds(a['elapsed_s'])}{ci}"
                    f"{pct}{per}: " + ", ".join(parts))
@@ -663,15 +682,15 @@ SUMMARY = ("Summary", "Summary", lambda doc, a, detail=False: headline.lines(a, 
 SECTIONS = (
     ("Where the overhead went (mean contender minus mean baseline)", "Where the overhead went",
      lambda doc, a: attribution_lines(a)),
-    ("Scaling of the in-query hash (seed 004)", "Scaling of the in-query hash",
+    ("Scaling of the in-query hash", "Scaling of the in-query hash",
      lambda doc, a: scaling_lines(a, "hash")),
     ("Scaling of the column's in-database methods (--sessions)", "Scaling of the column's in-database methods",
      lambda doc, a: scaling_lines(a, "column")),
     ("CPU profile of the server (perf, warmup runs)", "CPU profile of the server", lambda doc, a: profile_lines(a)),
     ("Files", "Files", lambda doc, a: a.files or []),
-    ("Per-page decrypt cost (seed 003)", "Per-page decrypt cost",
+    ("Per-page decrypt cost", "Per-page decrypt cost",
      lambda doc, a: derived_lines(a) + raw_cipher_lines(doc)),
-    ("Column encryption per row vs the raw cipher (issue 16)", "Column encryption per row vs the raw cipher",
+    ("Column encryption per row vs the raw cipher", "Column encryption per row vs the raw cipher",
      lambda doc, a: columncost.lines(a.column_costs)),
     ("The transaction mix: cost per transaction and per page, the estimate checked", "The transaction mix",
      lambda doc, a: oltpcost.lines(a.oltp_costs)),

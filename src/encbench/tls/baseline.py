@@ -2,8 +2,9 @@
 
 A baseline is the scan's JSON (kind "encbench-tls-scan", version 1). Drift is any change
 in: the protocols accepted, the suites accepted per protocol, their order when the server
-chooses (or who chooses), the key exchange groups, and the certificate (by fingerprint,
-with key and expiry named). The scan time and handshake count are not compared.
+chooses (or who chooses), the key exchange groups, and the certificate (by fingerprint; the
+line names the fields that changed: serial, issuer, subject, key, signature, expiry, else the
+fingerprint). The scan time and handshake count are not compared.
 """
 
 from __future__ import annotations
@@ -52,6 +53,40 @@ def _names(doc: dict, proto: str) -> list[str]:
     return [s["suite"] if isinstance(s, dict) else s for s in doc.get("suites", {}).get(proto, [])]
 
 
+def _key(c: dict) -> str | None:
+    return " ".join(str(x) for x in (c.get("key_type"), c.get("key_bits")) if x) or None
+
+
+def _short_hex(text: str | None) -> str | None:
+    return f"{text[:16]}..." if text and len(text) > 16 else text
+
+
+# the fields of a certificate a drift line names, in the order a DBA checks them: (name, its value in a scan)
+CERTIFICATE_FIELDS = (
+    ("serial", lambda c: c.get("serial")),
+    ("issuer", lambda c: c.get("issuer")),
+    ("subject", lambda c: c.get("subject")),
+    ("key", _key),
+    ("signature", lambda c: c.get("signature")),
+    ("expiry", lambda c: str(c["not_after"])[:10] if c.get("not_after") else None),
+)
+
+
+def certificate_changes(old: dict, new: dict) -> list[str]:
+    """One line naming each field of the certificate that changed (serial, issuer, subject, key, signature,
+    expiry), the fingerprint when no recorded field tells the certificates apart; [] when it is the same one."""
+    if old.get("sha256_fingerprint") == new.get("sha256_fingerprint"):
+        return []
+    if not old or not new:
+        return ["certificate changed: " + ("now presented" if new else "no longer presented")]
+    changed = [f"{name} {get(old)} -> {get(new)}" for name, get in CERTIFICATE_FIELDS
+               if get(old) is not None and get(new) is not None and get(old) != get(new)]
+    if not changed:  # a re-issue with the same recorded fields (or a baseline from before the serial was kept)
+        changed = [f"fingerprint {_short_hex(old.get('sha256_fingerprint'))} -> "
+                   f"{_short_hex(new.get('sha256_fingerprint'))}"]
+    return ["certificate changed: " + "; ".join(changed)]
+
+
 def diff(baseline: dict, now: dict) -> list[str]:
     """Readable lines, one per change; [] when nothing changed."""
     out = []
@@ -81,9 +116,6 @@ def diff(baseline: dict, now: dict) -> list[str]:
     if baseline.get("direct_tls") is not None and now.get("direct_tls") is not None \
             and baseline["direct_tls"] != now["direct_tls"]:
         out.append(f"direct TLS: {'now accepted' if now['direct_tls'] else 'no longer accepted'}")
-    bc, nc = baseline.get("certificate") or {}, now.get("certificate") or {}
-    if bc.get("sha256_fingerprint") != nc.get("sha256_fingerprint"):
-        out.append(f"certificate changed: {bc.get('key_type')} {bc.get('key_bits')} until {str(bc.get('not_after'))[:10]}"
-                   f" -> {nc.get('key_type')} {nc.get('key_bits')} until {str(nc.get('not_after'))[:10]}")
+    out += certificate_changes(baseline.get("certificate") or {}, now.get("certificate") or {})
     changes = [line for line in out if not line.startswith("note:")]
     return out if changes else []

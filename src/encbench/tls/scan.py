@@ -257,6 +257,7 @@ def certificate(der: bytes | None) -> dict | None:
         "days_left": (not_after - datetime.datetime.now(datetime.timezone.utc)).days,
         "self_signed": cert.issuer == cert.subject,
         "sha256_fingerprint": cert.fingerprint(hashes.SHA256()).hex(),
+        "serial": format(cert.serial_number, "x"),
     }
 
 

@@ -133,13 +133,25 @@ def fmt_count(n: float | None) -> str:
     return _scaled(n, (("k", 1e3), ("M", 1e6), ("G", 1e9)), "")
 
 
+def fmt_number(x: float, sign: bool = False, decimals: int | None = None) -> str:
+    """1.234 -> '1.2', 1234 -> '1,234', with `sign` '+1.2'; a value that rounds to zero gets more decimals rather
+    than a '-0' or '+0' ('-0.04'), up to two ('0' below that)."""
+    start = decimals if decimals is not None else (1 if abs(x) < 1000 else 0)
+    for d in range(start, max(start, 2) + 1):
+        text = f"{x:{'+' if sign else ''},.{d}f}"
+        if float(text.replace(",", "")) != 0:
+            return text
+    return "0"
+
+
 def fmt_change(ratio: float | None, ci=None) -> str:
-    """A ratio as a signed percent change, with its CI when given: +23% [+10, +38]; '-' for none."""
+    """A ratio as a signed percent change, with its CI when given: +23% [+10, +38], never '-0' ('-0.4'); '-' for
+    none."""
     if ratio is None:
         return "-"
-    text = f"{(ratio - 1) * 100:+.0f}%"
+    text = f"{fmt_number((ratio - 1) * 100, True, 0)}%"
     if ci:
-        text += f" [{(ci[0] - 1) * 100:+.0f}, {(ci[1] - 1) * 100:+.0f}]"
+        text += f" [{fmt_number((ci[0] - 1) * 100, True, 0)}, {fmt_number((ci[1] - 1) * 100, True, 0)}]"
     return text
 
 

@@ -11,7 +11,7 @@ from .capabilities import InQuerySession
 class Hash(Workload):
     name = "hash"
     needs = InQuerySession
-    description = ("an aggregate over a hash of every row (seed 004) in k concurrent sessions started together, and the "
+    description = ("an aggregate over a hash of every row in k concurrent sessions started together, and the "
                    "same query without the function: rows hashed per second, scaling efficiency, degradation")
     params = (
         Param("hash_rows", "rows each session hashes (the seed used 11M)", 2_000_000, 200_000, minimum=1000),

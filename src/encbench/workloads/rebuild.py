@@ -10,7 +10,7 @@ class Rebuild(Workload):
     name = "rebuild"
     needs = RebuildSession
     description = ("index and table rebuild (SQLite: REINDEX, VACUUM; MariaDB: ALTER TABLE ... FORCE, OPTIMIZE "
-                   "TABLE; seed 001's index maintenance)")
+                   "TABLE: index maintenance)")
     mutates = True
     rewrites = True
 

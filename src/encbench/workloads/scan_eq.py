@@ -12,7 +12,7 @@ class ScanEq(Workload):
     name = "scan-eq"
     needs = ScanSession
     reads_only = True
-    description = "full scan with equality on an unindexed column: light CPU per page (seed 003, query 2)"
+    description = "full scan with equality on an unindexed column: light CPU per page"
 
     params = (repeat.param(8),)  # warm: ~14 ms (scan-eq) / ~24 ms (scan-like) each at 48 MB
 

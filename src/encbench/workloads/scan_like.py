@@ -12,7 +12,7 @@ class ScanLike(Workload):
     name = "scan-like"
     needs = ScanSession
     reads_only = True
-    description = "full scan with LIKE '%needle%' over a text column: heavy CPU per page (seed 003, query 1)"
+    description = "full scan with LIKE '%needle%' over a text column: heavy CPU per page"
 
     params = (repeat.param(4),)  # warm: ~14 ms (scan-eq) / ~24 ms (scan-like) each at 48 MB
 

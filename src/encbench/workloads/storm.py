@@ -11,7 +11,7 @@ class Storm(Workload):
     name = "storm"
     needs = StormSession
     description = ("server-side loop sending one small message per iteration (a 'TCP storm'; PostgreSQL: RAISE "
-                   "NOTICE, MariaDB: a stored procedure's one-row SELECT), and the same loop sending nothing (seed 000); "
+                   "NOTICE, MariaDB: a stored procedure's one-row SELECT), and the same loop sending nothing; "
                    "PostgreSQL's is driven by a native C client (libpq) where one can be built, so the server, not "
                    "the client, sets the pace; the client's CPU share is recorded")
     params = (Param("messages", "messages (loop iterations) per storm", 200_000, 20_000),

@@ -61,3 +61,24 @@ def test_no_pair_no_entry_and_a_plain_report():
     doc = _doc({"sha256": 0.006}, {"passphrase": 0.2})  # no default measured beside it
     assert advise.advise([("f.json", doc)], KNOBS) == []
     assert "no knob was measured at two values" in advise.report_lines([], ["f.json"])[0]
+
+
+def test_one_default_figure_per_cost_and_sweep_file_labelled():
+    """issue 30 item 3: the default's figure once per cost and sweep file, with the file named (three files measured
+    the default open at 572, 433 and 414 ms: three figures, each said where it comes from, never as one)."""
+    one = _doc({"sha512": 0.010, "sha256": 0.0066}, {"passphrase": 0.572, "raw": 0.0003})
+    two = _doc({"sha512": 0.010}, {"passphrase": 0.433, "raw": 0.0003})
+    for run in two["runs"]:  # the second file sweeps another knob of the same cost (as kdf-iter beside key)
+        run["variant"]["kdf"] = {"passphrase": "a", "raw": "b"}[run["variant"].pop("key")]
+        run["variant_label"] = an.label(run["variant"])
+    kdf = Knob("kdf", "key derivation", "a", (OPEN,), gives_up={"b": ""})
+    out = advise.report_lines(advise.advise([("a/advise-one.json", one), ("a/advise-two.json", two)], (*KNOBS, kdf)),
+                              ["a/advise-one.json", "a/advise-two.json"])
+    opening = out.index("  opening a connection (elapsed):")
+    defaults = out[opening + 1]
+    assert defaults.startswith("    at the defaults, as each sweep file measured them: 572.0 ms [")
+    assert "(advise-one.json, mean of 6 runs); 433.0 ms [" in defaults and defaults.endswith(
+        "(advise-two.json, mean of 6 runs)")
+    scan = out.index("  a cold scan (CPU):")
+    assert out[scan + 1].count("advise-") == 1 and "10.0 ms [" in out[scan + 1]  # one file measured the scan
+    assert sum("at the defaults" in x for x in out) == 2  # one line per cost

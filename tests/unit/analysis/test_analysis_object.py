@@ -16,6 +16,7 @@ import pytest
 from encbench.analysis import stats
 from encbench.analysis import summary as an
 from encbench.report import render
+from encbench.util.units import fmt_seconds
 
 TESTS = next(p for p in Path(__file__).resolve().parents if p.name == "tests")
 
@@ -39,7 +40,7 @@ def _show_json_as_it_was(doc: dict, a: dict) -> str:
 
 def test_fields_on_the_golden_file(doc, analysis):
     assert isinstance(analysis, an.Analysis)
-    assert analysis.version == an.ANALYSIS_VERSION == 5  # 2: headline (issue 14 item 1); 3: column_costs (issue 16); 4: verdict_basis (issue 21); 5: instructions (issue 23)
+    assert analysis.version == an.ANALYSIS_VERSION == 6  # 2: headline (issue 14 item 1); 3: column_costs (issue 16); 4: verdict_basis (issue 21); 5: instructions (issue 23); 6: centre, headline lead (issue 30)
     assert (analysis.schema_version, analysis.status, analysis.engine) == (1, "complete", "sqlite")
     # two workloads (scan-like, backup) and the connection open, 3 runs per variant (6 opens)
     assert len(analysis.summaries) == 172 and all(s["n"] == (6 if s["workload"] == "(open)" else 3)
@@ -172,3 +173,13 @@ def test_no_module_re_lists_the_analysis_keys():
     assert found == []
     # the check finds what it is meant to find
     assert list(_key_lists(ast.parse('K = ("scaling", "hash_costs")'), names)) == [1]
+
+
+def test_the_connection_open_note_is_per_variant(analysis):
+    """issue 29 item 3: never one median over plain and SQLCipher opens ("all: 125.6 ms (median of 120)")."""
+    (note,) = [n for n in analysis.notes if n.startswith("connection open")]
+    opens = [s for s in analysis.summaries if s["workload"] == "(open)" and s["metric"] == "wall_s"]
+    assert len(opens) == 4  # encryption off / on, cache cold / warm
+    for s in opens:
+        assert f"{s['variant']}: {fmt_seconds(s['median'])} (median of {s['n']})" in note
+    assert "all:" not in note and note.count("(median of") == len(opens)

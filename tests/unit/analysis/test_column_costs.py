@@ -108,7 +108,7 @@ def _pgp_runs(n: int, insert: float = 420.0, read: float = 405.0) -> list[dict]:
 def test_analyze_fills_column_costs_in_show_json_and_the_result_file():
     doc = _doc(_pgp_runs(3))
     a = an.analyze(doc)
-    assert a.version == an.ANALYSIS_VERSION == 5
+    assert a.version == an.ANALYSIS_VERSION == 6
     assert a.column_costs == columncost.column_costs(doc, an.collect(doc), an.baseline_for)
     assert [(e["method"], e["operation"]) for e in a.column_costs] == [("pg-pgp", "insert"), ("pg-pgp", "read")]
     shown = a.to_dict()
@@ -143,7 +143,8 @@ def test_headline_one_line_per_method_with_the_verdict_and_the_raw_cipher():
     assert line["detail"] == ("column, pg-pgp: costs +400 µs server CPU per row [399, 401] to encrypt (insert), "
                             "2.4x its raw cipher (170 µs, 100% S2K (iterated SHA-1)); costs +400 µs per row "
                             "[399, 401] to decrypt (read), 2.4x its raw cipher (170 µs)")
-    assert line["text"] == "column, pg-pgp: costs: +400 µs/row to encrypt (2.4x raw); +400 µs/row to decrypt (2.4x raw)"
+    # the short line: each direction with its CI (issue 30 item 2), the raw multiples where they fit
+    assert line["text"] == "column, pg-pgp: costs: +400 µs/row [399, 401] to encrypt; +400 µs/row [399, 401] to decrypt"
     (enc, dec) = line["figures"]
     assert (enc["direction"], enc["side"], dec["direction"]) == ("encrypt", "server", "decrypt")
     assert enc["value"] == pytest.approx(400) and enc["times_raw"] == pytest.approx(400 / 170)
@@ -152,6 +153,7 @@ def test_headline_one_line_per_method_with_the_verdict_and_the_raw_cipher():
 def test_headline_says_too_few_runs_once_and_flags_a_figure_below_its_raw_cipher():
     (line,) = _column_line(_doc(_pgp_runs(3, insert=120.0)))  # +100 µs to encrypt: below the raw 170
     assert line["verdict"] == "too_few_runs" and line["detail"].count("too few runs") == 1
+    assert line["text"] == "column, pg-pgp: not resolved: run longer, or --budget"  # the figures: in the detail
     assert line["detail"].startswith("column, pg-pgp: +100 µs server CPU per row [")
     assert "to encrypt (insert), below its raw cipher (170 µs, 100% S2K (iterated SHA-1)): contradicts" in line["detail"]
     assert line["detail"].endswith("2.4x its raw cipher (170 µs); too few runs for a verdict (3 per side, need 6)")

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
-from encbench.analysis import headline, stats
+from encbench.analysis import headline, lead, stats
 from encbench.analysis import summary as an
 from encbench.report import html, render
 
@@ -51,9 +51,16 @@ def test_the_golden_files_lines(analysis):
     # issue 25: the summary printed first fits 100 columns with its bullet; the sentence is show --detail's
     assert headline.lines(analysis) == [x["text"] for x in analysis.headline]
     assert all(len(x["text"]) <= headline.WIDTH and x["text"].startswith(x["label"] + ": ") for x in analysis.headline)
-    cold = _line(analysis, "cold reads")
-    assert cold["text"].startswith(f"cold reads: {_short(cold['rows'][0])} CPU ["), cold["text"]
-    assert "per 4 KB page" in cold["text"] and cold["text"] in [x for x in headline.lines(analysis)]
+    # 3 runs per side: nothing resolved but the open (6 opens per side), and nothing else is quoted (issue 30 item 2)
+    for label in ("cold reads", "warm reads", "backups"):
+        assert _line(analysis, label)["text"] == f"{label}: not resolved: run longer, or --budget"
+    opening = _line(analysis, "opening a connection")
+    c = _comparison(analysis, "(open)", "connect", opening["lead"]["contender"], "wall_s")
+    base = _summary(analysis, "(open)", "connect", c["baseline"], "wall_s")["centre"]  # what the ratio divides by
+    added, ci = base * (c["ratio"] - 1), [base * (x - 1) for x in c["ci"]]  # ms per connection, never +28000%
+    assert opening["text"] == (f"opening a connection: costs +{added * 1e3:.1f} ms per connection [+{ci[0] * 1e3:.1f}, "
+                               f"+{ci[1] * 1e3:.1f}] ({base * 1e6:.1f} µs without)"), opening["text"]
+    assert opening["lead"]["value"] == pytest.approx(added) and opening["lead"]["ci"] == pytest.approx(ci)
 
 
 def _short(row) -> str:
@@ -81,11 +88,12 @@ def test_cold_reads_carry_the_cpu_comparison_and_the_per_page_cost(analysis):
 
 def test_backups_and_the_open(analysis):
     backups = _line(analysis, "backups")
-    assert backups["metric"] == "wall_s" and len(backups["rows"]) == 4
-    ratios = [_comparison(analysis, "backup", r["operation"], r["contender"], "wall_s")["ratio"]
+    # CPU leads, as in the table (issue 29 item 2: one metric per question, the workload's verdict metrics)
+    assert backups["metric"] == "cpu_s" and len(backups["rows"]) == 4
+    ratios = [_comparison(analysis, "backup", r["operation"], r["contender"], "cpu_s")["ratio"]
               for r in backups["rows"]]
     assert backups["range"] == [min(ratios), max(ratios)]
-    assert f"{_pct(min(ratios))} to {_pct(max(ratios))} elapsed over 4 rows" in backups["detail"]
+    assert f"{_pct(min(ratios))} to {_pct(max(ratios))} CPU over 4 rows" in backups["detail"]
     (comp,) = backups["figures"]  # only the zstd backup compresses
     plain = (_summary(analysis, "backup", "to-file+zstd", "encryption=off,cache=cold,page_size=4096", "backup_bytes")
              ["mean"] / _summary(analysis, "backup", "to-file+zstd", "encryption=off,cache=cold,page_size=4096",
@@ -299,3 +307,115 @@ def test_the_tls_scan_line_names_grades_drift_and_the_measured_suites():
     measured = headline.tls_scan_line(result, None, {"ranking": ranking})
     assert "; storm +12% to +31% with TLS" in measured, measured
     assert all(len(x) <= headline.ONE_LINE for x in (measured, headline.tls_scan_line(many)))
+
+
+# -- issue 30 item 2: only what resolved, in the unit a decision uses, with its CI ---------------------------------
+
+summary_line_problems = lead.rule_breaks
+
+
+def _with_medians(comps: list[dict], medians: dict[str, float]) -> an.Analysis:
+    """An analysis of these comparisons whose baselines' medians (per workload) are known."""
+    sums = [{"workload": c["workload"], "operation": c["operation"], "variant": c["baseline"], "metric": c["metric"],
+             "median": medians[c["workload"]]} for c in comps]
+    return an.Analysis(None, None, "sqlite", sums, comps, [], [], []).with_headline()
+
+
+SHORT = {stats.COSTS: "warm reads: costs +3.0 ms CPU [+2.0, +4.0]",
+         stats.SAVES: "warm reads: saves -2.0 ms CPU [-2.5, -1.5]",
+         stats.NO_COST: "warm reads: no cost (±2%): +20.0 µs CPU [-90.0, +130.0]",
+         stats.INCONCLUSIVE: "warm reads: not resolved: run longer, or --budget",
+         stats.TOO_FEW_RUNS: "warm reads: not resolved: run longer, or --budget"}
+
+
+@pytest.mark.parametrize("verdict", list(CASES))
+def test_the_short_line_quotes_only_what_resolved_in_its_unit(verdict):
+    """A resolved row: the baseline's median (10 ms of CPU) times the change and its CI, in ms; an unresolved one:
+    the one phrase, never its estimate."""
+    ratio, ci, ci90, n = CASES[verdict]
+    (line,) = _with_medians([_comp("scan-eq", WARM, ratio, ci, ci90, n)], {"scan-eq": 0.010}).headline
+    assert line["text"] == SHORT[verdict]
+    assert summary_line_problems(line["text"]) == []
+
+
+def test_a_mixed_line_leads_with_its_best_resolved_row_and_counts_the_rest():
+    comps = [_comp("scan-eq", WARM, *CASES[stats.COSTS]), _comp("scan-like", WARM, 1.5, [1.1, 1.9], [1.15, 1.85]),
+             _comp("dml", WARM, *CASES[stats.INCONCLUSIVE], operation="select")]
+    (line,) = _with_medians(comps, {"scan-eq": 0.010, "scan-like": 0.040, "dml": 0.005}).headline
+    # scan-eq's CI is the narrowest for its size ([+20, +40] against [+10, +90]); the unresolved row is only counted
+    assert line["text"] == "warm reads: costs +3.0 ms CPU [+2.0, +4.0] (scan-eq/scan); 2 of 3 rows cost", line["text"]
+    assert line["lead"]["workload"] == "scan-eq" and line["lead"]["value"] == pytest.approx(0.003)
+
+
+def _page(workload: str, operation: str, value_us: float, ci_us, kind: str = "write") -> dict:
+    return {"workload": workload, "operation": operation, "contender": f"{WARM},x={workload}{operation}",
+            "baseline": "encryption=off,cache=warm", "kind": kind, "per_page_cpu_s": value_us * 1e-6,
+            "per_page_cpu_ci": [x * 1e-6 for x in ci_us], "page_size": 4096}
+
+
+def test_per_page_figures_come_from_the_best_resolved_row():
+    """Not "39.3 µs to 96.2 µs per 4 KB page" where 96.2 comes from [17.7, 174.7] over 538 pages: the narrowest CI's
+    row alone; a per-page CI that crosses zero (MariaDB's [-9.7, 43.1]) is not quoted."""
+    derived = [_page("rebuild", "reindex", 96.2, [17.7, 174.7]), _page("rebuild", "vacuum", 39.3, [31.2, 47.4])]
+    comps = [_comp("rebuild", d["contender"], 1.5, [1.2, 1.8], [1.25, 1.75], operation=d["operation"])
+             for d in derived]
+    a = an.Analysis(None, None, "sqlite", [], comps, derived, [], []).with_headline()
+    (line,) = a.headline
+    assert line["text"] == ("writes: costs 39.3 µs CPU per 4 KB page written [31.2, 47.4] (rebuild/vacuum, upper "
+                            "bound)"), line["text"]
+    crossing = [_page("rebuild", "vacuum", 16.7, [-9.7, 43.1])]
+    comps = [_comp("rebuild", crossing[0]["contender"], 1.5, [1.2, 1.8], [1.25, 1.75], operation="vacuum")]
+    sums = [{"workload": "rebuild", "operation": "vacuum", "variant": comps[0]["baseline"], "metric": "cpu_s",
+             "median": 0.2}]
+    (line,) = an.Analysis(None, None, "sqlite", sums, comps, crossing, [], []).with_headline().headline
+    assert "per 4 KB page" not in line["text"] and line["text"] == "writes: costs +100.0 ms CPU [+40.0, +160.0]"
+
+
+def test_opening_a_connection_is_ms_per_connection_never_a_percentage_of_a_plain_open():
+    """Not "costs +88057% elapsed [+76082, +101915]": the time each connection adds, with its CI, and a plain one."""
+    c = _comp("(open)", "encryption=on", 881.57, [761.82, 1020.15], [780.0, 1000.0], metric="wall_s",
+              operation="connect")
+    (line,) = _with_medians([c], {"(open)": 0.000455}).headline
+    assert line["text"] == "opening a connection: costs +400.7 ms per connection [+346.2, +463.7] (455.0 µs without)"
+    assert summary_line_problems(line["text"]) == []
+    assert "costs +400.7 ms per connection [+346.2, +463.7]" in line["detail"] and "%" not in line["detail"]
+
+
+def test_numbers_never_read_minus_zero_or_plus_minus():
+    from encbench.report import render as r
+    from encbench.util.units import fmt_change
+
+    assert fmt_change(0.997, [0.996, 1.004]) == "-0.3% [-0.4, +0.4]" and fmt_change(1.0, [0.99999, 1.0]) == "0% [0, 0]"
+    write = {"kind": "write", "workload": "rebuild", "operation": "reindex", "contender": "encryption=on",
+             "added_cpu_s": -0.0008428, "pages_read": 538.0, "pages_basis": "pages_written", "page_size": 4096,
+             "per_page_cpu_s": -1.57e-6, "per_page_cpu_ci": [-5e-6, 2e-6]}
+    (text,) = r.derived_lines(an.Analysis(None, None, "sqlite", [], [], [write], [], []))
+    assert "+-" not in text and ": -842.8 µs CPU for 538 pages written" in text, text
+
+
+def test_the_golden_and_a_scaled_copy_keep_the_rules(doc, analysis):
+    for a in (analysis, an.analyze(_scaled(doc, 2.0)), an.analyze(_scaled(doc, 0.999))):
+        assert {line["text"]: summary_line_problems(line["text"]) for line in a.headline} == {
+            line["text"]: [] for line in a.headline}
+
+
+def test_the_summary_judges_each_row_as_the_table_does():
+    """issue 29 item 2: warm reads "inconclusive: -4.8% to +3.8% CPU" in the summary while the table's row said
+    "costs +23% elapsed"; backups inconclusive on elapsed in the summary, "-35% saves" on CPU in the table. Each row
+    is now judged on its verdict metrics in the table's order, its figure in the metric that decided it."""
+    from encbench.report import render
+
+    cpu = _comp("scan-like", WARM, 1.05, [0.91, 1.21], [0.93, 1.18])  # CPU inconclusive
+    wall = _comp("scan-like", WARM, 1.23, [1.10, 1.38], [1.12, 1.35], metric="wall_s")  # elapsed costs
+    for i, c in enumerate((cpu, wall)):
+        c["verdict_basis"] = (0, 2)[i]
+    a = _with_medians([cpu, wall], {"scan-like": 0.040})
+    (line,) = a.headline
+    assert render.short_verdict([cpu, wall], shown_metric="cpu_s") == "costs +23% elapsed"  # the table's words
+    assert line["text"] == "warm reads: costs +9.2 ms elapsed [+4.0, +15.2], CPU not resolved", line["text"]
+    saves = _comp("backup", WARM, 0.65, [0.47, 0.90], [0.5, 0.85], operation="to-file+zstd")  # CPU saves
+    slow = _comp("backup", WARM, 1.02, [0.8, 1.3], [0.83, 1.25], metric="wall_s", operation="to-file+zstd")
+    saves["verdict_basis"], slow["verdict_basis"] = 0, 2
+    (line,) = _with_medians([saves, slow], {"backup": 0.400}).headline
+    assert render.short_verdict([saves, slow], shown_metric="cpu_s") == "saves"
+    assert line["text"] == "backups: saves -140.0 ms CPU [-212.0, -40.0]", line["text"]  # CPU leads, as in the table

@@ -82,7 +82,8 @@ def test_a_line_leads_with_the_metric_that_resolved():
     by_metric = {c["metric"]: c["verdict"] for c in a.comparisons if c["workload"] == "roundtrip"}
     assert by_metric["qps"] == stats.INCONCLUSIVE and by_metric["cpu_us_per_query"] == stats.COSTS, by_metric
     assert line["metric"] == "cpu_us_per_query" and line["verdict"] == stats.COSTS, line
-    assert line["text"].startswith("TLS roundtrip: costs +50% server CPU per query"), line["text"]
+    # in the unit a decision uses: µs of server CPU per query, with the CI (the baseline's 100 µs x +50%)
+    assert line["text"].startswith("TLS roundtrip: costs +50.2 µs server CPU per query [+49.3, +51.2]"), line["text"]
     assert "throughput" in line["detail"]  # the throughput is still said, beside it
 
 

@@ -117,7 +117,10 @@ def test_analyze_matches_analysis_stored_in_file(doc, analyzed):
     def numbers(summaries):
         return [{k: v for k, v in s.items() if k != "warnings"} for s in summaries]
 
-    assert numbers(analyzed["summaries"]) == numbers(doc["summaries"])
+    # later versions may add keys (centre: the value a ratio is made of): the stored ones keep their values
+    fresh_summaries = [{k: f.get(k) for k in s} for f, s in zip(analyzed["summaries"], doc["summaries"])]
+    assert len(analyzed["summaries"]) == len(doc["summaries"])
+    assert numbers(fresh_summaries) == numbers(doc["summaries"])
     # later versions may add keys (pages_basis), reword the method and compute the intervals
     # another way (Welch t since issue 12): the stored point figures stay
     intervals = {"method", "added_cpu_ci", "per_page_cpu_ci", "decrypt_mb_per_s_ci"}

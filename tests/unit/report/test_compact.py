@@ -109,3 +109,23 @@ def test_eta_comes_from_the_runs_done():
     t[0] = 160.0
     clock.update(3, 8, measuring=True)  # --precision added rounds: 5 left at 20 s each
     assert clock.eta_s() == 100.0
+
+
+def test_a_time_too_short_to_time_is_no_figure():
+    """issue 30 item 2: PostgreSQL's connect server CPU "313.3 → 456.7 ms" on rows a warning calls too short to
+    time: the cells say so instead of the figures."""
+    from encbench.lab import results
+
+    doc = results.load(GOLDEN)
+    a = an.analyze(doc)
+    cold = "encryption=on,cache=cold,page_size=4096,kdf_iter=256000,key=passphrase"
+    for s in a.summaries:
+        if (s["workload"], s["operation"], s["variant"], s["metric"]) == ("scan-like", "scan", cold, "cpu_s"):
+            s["warnings"] = s["warnings"] + [f"scan-like/scan {cold} cpu_s: too short to time, mean 0.01 is < 100x "
+                                             "the probe's resolution 0.01"]
+    rows = {(r["workload"], r["operation"], r["contender"]): r for r in render.rows(doc, a)}
+    short, other = rows[("scan-like", "scan", cold)], rows[("backup", "to-file", cold)]
+    for col in ("cpu_mean", "d_cpu", "cpu"):
+        assert render.COLUMNS[col][1](short) == "too short to time", col
+        assert render.COLUMNS[col][1](other) != "too short to time", col
+    assert render.COLUMNS["elapsed_mean"][1](short) != "too short to time"  # the elapsed time was long enough

@@ -63,6 +63,46 @@ def test_every_kind_of_drift_is_named():
     assert who == ["TLSv1.2: the order is now the client's choice (was the server's)"]
 
 
+def test_a_certificate_change_names_the_field_that_changed():
+    """issue 30 item 7: not "RSA 2048 until 2026-11-30 -> RSA 2048 until 2026-11-30"."""
+    cert = {"sha256_fingerprint": "aa" * 32, "key_type": "RSA", "key_bits": 2048, "not_after": "2026-11-30T00:00:00",
+            "serial": "1a2b", "issuer": "CN=ca", "subject": "CN=db", "signature": "sha256"}
+
+    def drift(**new):
+        return tlsbaseline.diff(_scan(certificate=cert), _scan(certificate=dict(cert, **new)))
+
+    assert drift() == []
+    assert drift(sha256_fingerprint="bb" * 32, serial="3c4d") == ["certificate changed: serial 1a2b -> 3c4d"]
+    assert drift(sha256_fingerprint="bb" * 32, issuer="CN=other ca") == [
+        "certificate changed: issuer CN=ca -> CN=other ca"]
+    assert drift(sha256_fingerprint="bb" * 32, key_type="EC prime256v1", key_bits=256, not_after="2027-01-31") == [
+        "certificate changed: key RSA 2048 -> EC prime256v1 256; expiry 2026-11-30 -> 2027-01-31"]
+    (line,) = drift(sha256_fingerprint="bb" * 32)  # nothing recorded tells them apart: the fingerprint does
+    assert line == f"certificate changed: fingerprint {'aa' * 8}... -> {'bb' * 8}..."
+    old = {k: v for k, v in cert.items() if k != "serial"}  # a baseline saved before the serial was recorded
+    (line,) = tlsbaseline.diff(_scan(certificate=old), _scan(certificate=dict(cert, sha256_fingerprint="cc")))
+    assert line == f"certificate changed: fingerprint {'aa' * 8}... -> cc"
+    assert tlsbaseline.diff(_scan(certificate=None), _scan(certificate=cert)) == ["certificate changed: now presented"]
+
+
+def test_the_scan_records_the_certificate_serial():
+    import datetime
+
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.x509.oid import NameOID
+
+    key = ec.generate_private_key(ec.SECP256R1())
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "db")])
+    now = datetime.datetime.now(datetime.timezone.utc)
+    cert = (x509.CertificateBuilder().subject_name(name).issuer_name(name).public_key(key.public_key())
+            .serial_number(0xBEEF).not_valid_before(now).not_valid_after(now + datetime.timedelta(days=30))
+            .sign(key, hashes.SHA256()))
+    got = tlsscan.certificate(cert.public_bytes(serialization.Encoding.DER))
+    assert (got["serial"], got["key_type"], got["issuer"]) == ("beef", "EC secp256r1", "CN=db")
+
+
 def test_baseline_files(tmp_path):
     path = tmp_path / "b.json"
     tlsbaseline.save(_scan(), path)

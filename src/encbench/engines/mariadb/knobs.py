@@ -351,33 +351,38 @@ def explain_tls(entry: dict, ctx: dict) -> str | None:
     return "; ".join(parts) or None
 
 
+def _startup(key: str, note: str):
+    """A startup knob's setting of a value: its variable set to what the value means (STARTUP), then the note."""
+    return lambda value: f"{BY_KEY[key].variable} = {BY_KEY[key].values.get(value, value)} {note}"
+
+
 SETTING_NOTE = ("in the server's configuration file; a startup option (a restart), MariaDB's own default OFF, "
                 "encbench's servers ON")
 KNOBS = (
     Knob("encryption_algorithm", "key management cipher", BY_KEY["encryption_algorithm"].default, (SCAN, OLTP),
          gives_up={"aes_ctr": "", "aes_cbc": ""},
-         setting="file_key_management_encryption_algorithm = AES_CTR in the server's configuration file (a startup "
-                 "option: a restart; data written under one cipher cannot be read under the other, so a server "
-                 "holding encrypted data changes it only by a dump and reload)",
+         setting=_startup("encryption_algorithm", "in the server's configuration file (a startup option: a restart; "
+                          "data written under one cipher cannot be read under the other, so a server holding "
+                          "encrypted data changes it only by a dump and reload)"),
          server_side=True, explain=explain_algorithm),
     Knob("encrypt_log", "redo log encryption", BY_KEY["encrypt_log"].default, (OLTP,),
          gives_up={"off": "the redo log (ib_logfile0) holds recent changes (row images of inserts, updates and "
                           "deletes) in plaintext until it is overwritten; `encbench leak-check --engine mariadb "
                           "--setting innodb_encrypt_log=OFF` finds them there"},
-         weakens=frozenset({"off"}), setting=f"innodb_encrypt_log = ON {SETTING_NOTE}", server_side=True,
+         weakens=frozenset({"off"}), setting=_startup("encrypt_log", SETTING_NOTE), server_side=True,
          explain=explain_written),
     Knob("encrypt_tmp_files", "temporary file encryption", BY_KEY["encrypt_tmp_files"].default, (SORTING,),
          gives_up={"off": "sort merge files and other temporary files of the server (in tmpdir) hold row data in "
                           "plaintext while a query uses them (deleted as they are made, so a scan of the "
                           "directory such as encbench leak-check does not see them; their blocks may stay on the "
                           "device)"},
-         weakens=frozenset({"off"}), setting=f"encrypt_tmp_files = ON {SETTING_NOTE}", server_side=True,
+         weakens=frozenset({"off"}), setting=_startup("encrypt_tmp_files", SETTING_NOTE), server_side=True,
          explain=explain_written),
     Knob("encrypt_binlog", "binary log encryption", BY_KEY["encrypt_binlog"].default, (OLTP,),
          gives_up={"off": "the binary log files (binlog.*) hold every committed change in plaintext, for as long as "
                           "they are kept; `encbench leak-check --engine mariadb --setting encrypt_binlog=OFF` finds "
                           "them there"},
-         weakens=frozenset({"off"}), setting=f"encrypt_binlog = ON (with log_bin) {SETTING_NOTE}", server_side=True,
+         weakens=frozenset({"off"}), setting=_startup("encrypt_binlog", f"(with log_bin) {SETTING_NOTE}"), server_side=True,
          explain=explain_written),
     Knob("tls", "TLS suite", "on", (CONNECT, CONNECT_TIME, ROUNDTRIP), gives_up=_SuiteLoss(), weakens=_Weaker(),
          setting="the client's TLS options (e.g. --ssl-cipher / the driver's cipher list; TLS 1.3 suites through the "

@@ -18,6 +18,7 @@ from __future__ import annotations
 import re
 
 from ...analysis.knob import Cost, Knob, Sweep
+from ...host.encfs import fscrypt
 from ...tls.variants import DEFAULT_TLS, TLS_RE
 
 # the key exchange groups ssl_ecdh_curve takes (OpenSSL's names), each in TLS's words, and its key share's size on
@@ -280,6 +281,9 @@ FSCRYPT_SCAN_KWORKERS = Cost("scan-eq", "kworker_cpu_s", scope=(("cache", "cold"
 FSCRYPT_OLTP = Cost("oltp", "latency_p50_ms", what="a transaction of pgbench's mix on fscrypt, part of the data out "
                                                      "of memory (median latency)")
 
+FSCRYPT_OPTIONS = {k: f"contents {c}, filenames {f}" for k, (c, f) in fscrypt.POLICIES.items()}  # fscrypt.conf's
+GOCRYPTFS_FLAGS = {"aes-gcm": "", "xchacha": " -xchacha", "aessiv": " -aessiv"}  # gocryptfs -init's flag per cipher
+
 KNOBS = (
     Knob("tls", "TLS protocol and suite", "on", (ROUNDTRIP, STORM, CONNECT),
          gives_up=_Rule(tls_gives_up), weakens=_Weaker(tls_weakens),
@@ -289,8 +293,8 @@ KNOBS = (
          explain=explain_tls),
     Knob("ecdh_curve", "key exchange group", DEFAULT_CURVE, (CONNECT, CONNECT_CPU),
          gives_up=dict(CURVE_GIVES_UP),
-         setting="ALTER SYSTEM SET ssl_ecdh_curve = 'secp384r1'; SELECT pg_reload_conf() (PostgreSQL 18: ssl_groups, "
-                 "a list)", server_side=True, explain=explain_curve),
+         setting=lambda value: f"ALTER SYSTEM SET ssl_ecdh_curve = '{value}'; SELECT pg_reload_conf() (PostgreSQL 18: "
+                               "ssl_groups, a list)", server_side=True, explain=explain_curve),
     Knob("connection", "connection per transaction or reused (a pooler)", DEFAULT_CONNECTION, (POOLED, POOLED_CLIENT),
          gives_up={"reused": "", "per-transaction": ""},
          setting="a connection pooler (PgBouncer, the driver's pool): connections opened once and reused by the "
@@ -299,14 +303,14 @@ KNOBS = (
          gives_up={"aes-gcm": "", "xchacha": "XChaCha20-Poly1305 is not a FIPS 140-approved cipher (and gocryptfs "
                                             "before 2.2 cannot mount it)",
                    "aessiv": "AES-SIV is not a FIPS 140-approved mode"},
-         setting="gocryptfs -init -xchacha (or -aessiv) when the cipher directory is made: a directory keeps its "
-                 "cipher", explain=explain_at_rest),
+         setting=lambda value: f"gocryptfs -init{GOCRYPTFS_FLAGS.get(value, '')} when the cipher directory is made: a "
+                               "directory keeps its cipher", explain=explain_at_rest),
     Knob("fscrypt_policy", "fscrypt contents mode", "aes-256-xts", (FSCRYPT_SCAN, FSCRYPT_SCAN_KWORKERS, FSCRYPT_OLTP),
          gives_up={"aes-256-xts": "", "adiantum": "Adiantum (XChaCha12 with AES-256) is not a FIPS 140-approved mode",
                    "aes-128-cbc": "a 128-bit key (AES-128-CBC-ESSIV) instead of AES-256-XTS's 256-bit one"},
          weakens=frozenset({"aes-128-cbc"}),
-         setting="fscrypt.conf's options contents / filenames (Adiantum, AES_128_CBC + AES_128_CTS) before `fscrypt "
-                 "encrypt`: a directory keeps its policy", explain=explain_at_rest),
+         setting=lambda value: f"fscrypt.conf's options: {FSCRYPT_OPTIONS.get(value, value)}, before `fscrypt encrypt`: "
+                               "a directory keeps its policy", explain=explain_at_rest),
 )
 
 

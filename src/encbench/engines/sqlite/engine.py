@@ -37,9 +37,8 @@ OLTP_COLUMNS = ("workload", "op", "variant", "rate", "d_rate", "cpu_per_unit", "
 FILES = AT_REST + ("oltp",)  # the workloads on a generated database file, plain or SQLCipher
 
 # the page HMAC and the key derivation's hash: variant value -> what SQLCipher's PRAGMAs take and read back
-HMAC = {"sha512": "HMAC_SHA512", "sha256": "HMAC_SHA256", "sha1": "HMAC_SHA1", "off": None}
-KDF_ALGORITHMS = {"sha512": "PBKDF2_HMAC_SHA512", "sha256": "PBKDF2_HMAC_SHA256", "sha1": "PBKDF2_HMAC_SHA1"}
-DEFAULT_HMAC, DEFAULT_KDF = "sha512", "sha512"
+HMAC, KDF_ALGORITHMS = sqlcipher_knobs.HMAC, sqlcipher_knobs.KDF_ALGORITHMS
+DEFAULT_HMAC, DEFAULT_KDF = sqlcipher_knobs.DEFAULT_HMAC, sqlcipher_knobs.DEFAULT_KDF
 
 VARIANT_KEYS = (
     VariantKey("encryption", "SQLCipher page encryption off (plain SQLite) or on", ("off", "on"), ("off", "on"),
@@ -120,12 +119,9 @@ def file_name(variant: Variant) -> str:
 def cipher_pragmas(variant: Variant, schema: str = "") -> list[str]:
     """The PRAGMAs (after the key) that set a variant's page size, key derivation and page HMAC."""
     at = f"{schema}." if schema else ""
-    hmac = HMAC[variant.get("hmac", DEFAULT_HMAC)]
-    return [f"PRAGMA {at}cipher_page_size = {variant.get('page_size', '4096')}",
-            f"PRAGMA {at}kdf_iter = {variant['kdf_iter']}",
-            f"PRAGMA {at}cipher_kdf_algorithm = {KDF_ALGORITHMS[variant.get('kdf_algorithm', DEFAULT_KDF)]}",
-            f"PRAGMA {at}cipher_use_hmac = {'ON' if hmac else 'OFF'}",
-            *([f"PRAGMA {at}cipher_hmac_algorithm = {hmac}"] if hmac else [])]
+    values = {"page_size": variant.get("page_size", "4096"), "kdf_iter": variant["kdf_iter"],
+              "kdf_algorithm": variant.get("kdf_algorithm", DEFAULT_KDF), "hmac": variant.get("hmac", DEFAULT_HMAC)}
+    return [p for key, value in values.items() for p in sqlcipher_knobs.PRAGMAS[key](value, at)]
 
 
 def check_cipher_settings(conn, variant: Variant, path: Path) -> dict:

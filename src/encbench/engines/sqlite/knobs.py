@@ -10,6 +10,30 @@ from __future__ import annotations
 
 from ...analysis.knob import Cost, Knob, Sweep, per_page_read_us
 
+# the page HMAC and the key derivation's hash: variant value -> what SQLCipher's PRAGMAs take and read back
+HMAC = {"sha512": "HMAC_SHA512", "sha256": "HMAC_SHA256", "sha1": "HMAC_SHA1", "off": None}
+KDF_ALGORITHMS = {"sha512": "PBKDF2_HMAC_SHA512", "sha256": "PBKDF2_HMAC_SHA256", "sha1": "PBKDF2_HMAC_SHA1"}
+DEFAULT_HMAC, DEFAULT_KDF = "sha512", "sha512"
+
+# knob -> (value, schema prefix) -> the PRAGMAs, after PRAGMA key, that set that value: what the engine runs
+# (engine.cipher_pragmas) and what `advise` prints for the value measured
+PRAGMAS = {
+    "page_size": lambda v, at="": [f"PRAGMA {at}cipher_page_size = {v}"],
+    "kdf_iter": lambda v, at="": [f"PRAGMA {at}kdf_iter = {v}"],
+    "kdf_algorithm": lambda v, at="": [f"PRAGMA {at}cipher_kdf_algorithm = {KDF_ALGORITHMS[v]}"],
+    "hmac": lambda v, at="": [f"PRAGMA {at}cipher_use_hmac = {'ON' if HMAC[v] else 'OFF'}",
+                              *([f"PRAGMA {at}cipher_hmac_algorithm = {HMAC[v]}"] if HMAC[v] else [])],
+}
+
+
+def _pragmas(key: str, after: str):
+    """A knob's setting of a value: its PRAGMAs, then what a DBA must know (`after`)."""
+    return lambda value: "; ".join(PRAGMAS[key](value)) + after
+
+
+KEY_SETTINGS = {"raw": "PRAGMA key = \"x'<64 hex digits>'\" (a raw key: no PBKDF2 at open)",
+                "passphrase": "PRAGMA key = '<passphrase>' (derived with PBKDF2 at every open)"}
+
 SCAN = Cost("scan-eq", "cpu_s", scope=(("cache", "cold"),), what="a cold full scan (every page decrypted)")
 OLTP = Cost("oltp", "cpu_us_per_transaction", what="a transaction of the oltp mix")
 OLTP_ENCRYPTED = Cost("oltp", "cpu_us_per_transaction", scope=(("encryption", "on"),),
@@ -33,13 +57,6 @@ def explain_hmac(entry: dict, ctx: dict) -> str | None:
         parts.append("this CPU has SHA-NI (SHA-256 in hardware; SHA-512 has none)" if flags.get("sha_ni")
                      else "this CPU has no SHA-NI")
     return "; ".join(parts) or None
-
-
-def explain_kdf(entry: dict, ctx: dict) -> str | None:
-    if entry.get("baseline_mean") is None:
-        return None
-    return (f"every new connection derives the key (PBKDF2) before its first query: "
-            f"{entry['baseline_mean'] * 1e3:.0f} ms at the default")
 
 
 def explain_memory(entry: dict, ctx: dict) -> str | None:
@@ -74,29 +91,28 @@ KNOBS = (
                    "sha1": "a 160-bit SHA-1 tag (SQLCipher 3's): no known forgery of HMAC-SHA1, but SHA-1 is "
                            "deprecated and some compliance regimes refuse it",
                    "sha256": "", "sha512": ""},
-         weakens=frozenset({"off", "sha1"}), setting="PRAGMA cipher_hmac_algorithm = HMAC_SHA256 (off: PRAGMA "
-                                                     "cipher_use_hmac = OFF), before the first read; a file keeps the "
-                                                     "HMAC it was written with (sqlcipher_export to change it)",
+         weakens=frozenset({"off", "sha1"}),
+         setting=_pragmas("hmac", " after PRAGMA key, before the first read; a file keeps the HMAC it was written "
+                                  "with (sqlcipher_export to change it)"),
          explain=explain_hmac),
     Knob("kdf_iter", "PBKDF2 iterations", "256000", (OPEN,),
          gives_up={v: (f"a stolen file's passphrase is {256000 // int(v)}x cheaper to guess (each guess costs "
                        f"{v} iterations instead of 256000)") for v in ("64000", "16000", "4000", "1000")},
-         weakens=_Fewer(), setting="PRAGMA kdf_iter = N after PRAGMA key (the file is written with it)",
-         explain=explain_kdf),
+         weakens=_Fewer(), setting=_pragmas("kdf_iter", " after PRAGMA key (the file is written with it)")),
     Knob("key", "key form", "passphrase", (OPEN,),
          gives_up={"raw": "no key derivation: the key must be 32 random bytes from a key manager (a passphrase used "
                           "as a raw key is as weak as the passphrase)"},
-         setting="PRAGMA key = \"x'<64 hex digits>'\" (a raw key: no PBKDF2 at open)", explain=explain_kdf),
+         setting=lambda value: KEY_SETTINGS.get(value, "")),
     Knob("kdf_algorithm", "key derivation hash", "sha512", (OPEN,),
          gives_up={"sha1": "PBKDF2-HMAC-SHA1 is cheaper per guess on GPUs than SHA-512: a stolen file's passphrase "
                            "is cheaper to guess", "sha256": "PBKDF2-HMAC-SHA256 runs well on GPUs: guesses are "
                                                             "cheaper than with SHA-512"},
-         weakens=frozenset({"sha1", "sha256"}), setting="PRAGMA cipher_kdf_algorithm = PBKDF2_HMAC_SHA256",
-         explain=explain_kdf),
+         weakens=frozenset({"sha1", "sha256"}), setting=_pragmas("kdf_algorithm", " after PRAGMA key")),
     Knob("page_size", "page size", "4096", (SCAN, OLTP),
          gives_up={"1024": "", "16384": "larger pages: more bytes read (and decrypted) per random row, more space "
                                         "for small tables", "65536": "larger pages: more bytes read per random row"},
-         setting="PRAGMA cipher_page_size = N (the file is written with it; sqlcipher_export to change it)"),
+         setting=_pragmas("page_size", " after PRAGMA key (the file is written with it; sqlcipher_export to change "
+                                           "it)")),
     # the page cache relative to the data (issue 24: "the engine's page cache size relative to the data"): pages sit
     # decrypted there, so a larger cache means fewer decryptions; compared with a quarter of the data in the cache
     Knob("memory", "page cache (share of the data)", "25%", (OLTP_ENCRYPTED,),
