@@ -53,7 +53,7 @@ class LineSpec:
 
 
 def _label_dict(label: str) -> dict[str, str]:
-    """'encryption=on,cache=cold' -> {'encryption': 'on', 'cache': 'cold'} (lab.variants.label's inverse)."""
+    """'encryption=on,cache=cold' -> {'encryption': 'on', 'cache': 'cold'} (vocab.variants.label's inverse)."""
     return dict(part.split("=", 1) for part in label.split(",") if "=" in part)
 
 

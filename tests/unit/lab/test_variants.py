@@ -1,4 +1,4 @@
-"""encbench.lab.variants: --variant filters, the matrix, and the baseline of a contender."""
+"""encbench.vocab.variants: --variant filters, the matrix, and the baseline of a contender."""
 
 from __future__ import annotations
 
