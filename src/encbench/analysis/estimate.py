@@ -12,11 +12,13 @@ size; the estimate assumes the same cipher cost per byte on the target server.
 
 from __future__ import annotations
 
+import math
 import re
 import time
 from collections.abc import Mapping, Sequence
 
 from ..errors import BadValueError, UsageError
+from .bill import TERM_KINDS, UnitCost, runs_hint
 from ..util.redact import redact
 from ..util.units import _UNITS, fmt_bytes
 
@@ -60,6 +62,13 @@ def candidates(analysis: Mapping, kind: str = "read") -> list[dict]:
 
 def pick(analysis: Mapping, workload: str | Sequence[str] | None = None, *, kind: str = "read",
          access: str | None = None) -> dict:
+    """The per-page cost entry to use (`_pick`), with the runs per side it was measured with (`runs`)."""
+    entry = _pick(analysis, workload, kind=kind, access=access)
+    return dict(entry, runs=runs_of(analysis, entry))
+
+
+def _pick(analysis: Mapping, workload: str | Sequence[str] | None = None, *, kind: str = "read",
+          access: str | None = None) -> dict:
     """The per-page cost entry to use: the workload asked for (of a list: the first the file has), else the one
     measured the way the user's workload
     reads (`access`: sequential = scan-eq, else scan-like; random = an oltp mix, the most pages read per
@@ -71,17 +80,17 @@ def pick(analysis: Mapping, workload: str | Sequence[str] | None = None, *, kind
             raise BadValueError("the result file has no per-page write cost (no warm rebuild runs with both "
                                 "encryption=off and on)", hint="run e.g. `encbench run --workload rebuild "
                                                                "--variant cache=warm` and use that file")
-        return derived[0]
+        return best_resolved(derived)
     if not derived:
         raise BadValueError("the result file has no per-page decrypt cost (no cold at-rest runs with both "
                             "encryption=off and on)",
                             hint="run e.g. `encbench run --workload scan-eq --variant cache=cold` and use that file")
     wanted = [workload] if isinstance(workload, str) else list(workload or [])  # a list: the first the file has
     if wanted:
-        chosen = [d for name in wanted for d in derived if d["workload"] == name]
+        chosen = [d for name in wanted for d in derived if _named(d, name)]
         if not chosen:
             raise BadValueError(f"the result file has no per-page cost for workload {', '.join(map(repr, wanted))}",
-                                hint=f"it has: {', '.join(sorted({d['workload'] for d in derived}))}")
+                                hint=f"it has: {', '.join(sorted({_name_of(d) for d in derived}))}")
         return chosen[0]
     if access:
         chosen = [d for d in derived if d["access"] == access]
@@ -100,16 +109,47 @@ def pick(analysis: Mapping, workload: str | Sequence[str] | None = None, *, kind
     return derived[0]
 
 
+def _named(d: dict, name: str) -> bool:
+    """`oltp` names every mix of the workload, `oltp:oltp_point_select` one mix (its script, else its operation)."""
+    wl, _, mix = name.partition(":")
+    return d["workload"] == wl and (not mix or mix in (d.get("script"), d["operation"]))
+
+
+def _name_of(d: dict) -> str:
+    return f"{d['workload']}:{d['script']}" if d.get("script") else d["workload"]
+
+
+def relative_width(d: dict) -> float:
+    """The 95% CI's half-width over the per-page cost (inf where it is not above zero or has no CI)."""
+    ci, v = d.get("per_page_cpu_ci"), d.get("per_page_cpu_s") or 0.0
+    return (ci[1] - ci[0]) / 2 / v if ci and v > 0 else math.inf
+
+
+def best_resolved(entries: list[dict]) -> dict:
+    """The best-resolved per-page cost: the narrowest CI relative to its cost, then the most pages per run."""
+    return min(entries, key=lambda d: (relative_width(d), -(d.get("pages_read") or 0)))
+
+
+def runs_of(analysis: Mapping, entry: dict) -> int | None:
+    """The runs per side behind a per-page cost: its CPU comparison's smaller side."""
+    for c in analysis.get("comparisons") or []:
+        if (c["workload"], c["operation"], c["contender"]) == (entry["workload"], entry["operation"],
+                                                               entry["contender"]):
+            return min(c.get("n_baseline") or 0, c.get("n_contender") or 0) or None
+    return None
+
+
 def unresolved(entry: dict) -> str | None:
     """Why a per-page cost is no figure to act on: not above zero, or its CI reaches zero; else None."""
     per_page, ci = entry["per_page_cpu_s"], entry.get("per_page_cpu_ci")
     where = f"{entry['workload']}/{entry['operation']} {entry['contender']}"
+    hint = runs_hint(UnitCost(per_page, tuple(ci) if ci else None, where, entry.get("runs")))
     if per_page <= 0:
         return (f"the per-page cost measured by {where} is not above zero ({per_page * 1e6:+.2f} µs"
-                f"{_ci_us(ci)}): encryption's cost is not resolved there; run more (--runs 20) or a larger --size")
+                f"{_ci_us(ci)}): encryption's cost is not resolved there; {hint}")
     if ci and ci[0] <= 0:
         return (f"the per-page cost measured by {where}, {per_page * 1e6:.2f} µs, has a 95% CI{_ci_us(ci)} that "
-                "reaches zero: not resolved; run more (--runs 20) or a larger --size")
+                f"reaches zero: not resolved; {hint}")
     return None
 
 
@@ -182,3 +222,82 @@ def live_rate(dsn: str, seconds: float, *, sleep=time.sleep) -> dict:
         reader.close()
     return {"read_bytes_per_s": max(0.0, (r1 - r0) / dt), "write_bytes_per_s": max(0.0, (w1 - w0) / dt),
             "seconds": dt, "source": source}
+
+
+# -- the bill: every term's rate (live or given) times its unit cost (issue 31) -------------------
+
+MODEL = "model: added CPU = the sum of each term's rate x its measured unit cost; includes: {inc}; leaves out: {left}"
+ALWAYS_LEFT_OUT = "work no counter separates (background threads), CPU speed differences between machines"
+
+
+def live_rates(dsn: str, seconds: float, *, all_tls: bool = False, sleep=time.sleep):
+    """Every bill term's rate, sampled from the server's own counters over `seconds` (read-only)."""
+    from ..engines import ENGINES, engine_for_dsn
+
+    engine = engine_for_dsn(dsn)
+    if engine is None:
+        schemes = " or ".join(f"{e.dsn_schemes[0]}://" for _, e in ENGINES.items() if e.dsn_schemes)
+        raise UsageError(f"--live {redact(dsn)!r} is not a {schemes} DSN")
+    sampler = engine.live_rates_reader(dsn)
+    try:
+        first = sampler.sample()
+        t0 = time.monotonic()
+        sleep(seconds)
+        last = sampler.sample()
+        return sampler.rates(first, last, time.monotonic() - t0, all_tls)
+    finally:
+        sampler.close()
+
+
+def make_bill(costs: dict, rates: dict, absent: dict, cores: int):
+    """The bill of the terms that have a rate: each its unit cost (costs: term -> UnitCost, `priced`) times its
+    rate (term -> bill.Rate); terms absent here keep their reason."""
+    from .bill import bill, term
+
+    terms = [term(name, costs.get(name), rates[name]) for name in TERM_KINDS if name in rates]
+    return bill(terms, cores, {k: v for k, v in absent.items() if k not in rates})
+
+
+def model_line(b) -> str:
+    """The estimate's first line: the terms its model includes, and what it leaves out (absent or not given)."""
+    named = {t.name for t in b.terms}
+    inc = ", ".join(TERM_KINDS[k].label for k in TERM_KINDS if k in named) or "nothing"
+    absent = [TERM_KINDS[k].label for k in TERM_KINDS if k in b.absent]
+    missing = [TERM_KINDS[k].label for k in TERM_KINDS if k not in named and k not in b.absent]
+    left = ([f"{', '.join(absent)} (absent here: see below)"] if absent else []) + \
+        ([f"{', '.join(missing)} (no rate: --rate TERM=RATE)"] if missing else []) + [ALWAYS_LEFT_OUT]
+    return MODEL.format(inc=inc, left="; ".join(left))
+
+
+_COUNT_RE = re.compile(r"^\s*(\d+(?:\.\d+)?(?:e\d+)?)\s*(?:/\s*s)?\s*$")
+
+
+def split_rate(text: str) -> tuple[str, str]:
+    """'reads=412/s' -> ('reads', '412/s'); an unknown term is one line naming the known ones."""
+    name, sep, value = str(text).partition("=")
+    if not sep or name.strip() not in TERM_KINDS or not value.strip():
+        raise BadValueError(f"--rate {text[:60]!r} is not TERM=RATE",
+                            hint=f"TERM is one of {', '.join(TERM_KINDS)}; e.g. --rate tls_handshakes=35/s")
+    return name.strip(), value.strip()
+
+
+def given_rate(name: str, text: str, option: str, page_size: int | None):
+    """A rate from the command line as a bill.Rate in the term's unit per second: bytes for byte terms, pages for
+    page terms (a byte rate over the target's page size, or a plain count), else a count."""
+    from .bill import Rate
+
+    unit = TERM_KINDS[name].unit
+    count = _COUNT_RE.match(text)
+    if unit == "page" and count:
+        return Rate(float(count.group(1)), f"given: {option} {text} pages/s")
+    if unit in ("page", "byte"):
+        value = parse_rate(text, what=option)
+        if unit == "byte":
+            return Rate(value, f"given: {option} {text}")
+        if not page_size:
+            raise BadValueError(f"{option} {text} is a byte rate and the target's page size is not known",
+                                hint="give --page-size, or the rate in pages per second")
+        return Rate(value / page_size, f"given: {option} {text} / {page_size:,} B per page")
+    if not count:
+        raise BadValueError(f"{option} {name}={text[:40]!r} is not a count per second", hint="e.g. 35/s or 35")
+    return Rate(float(count.group(1)), f"given: {option} {name}={text}")

@@ -77,6 +77,12 @@ class Engine:
 
         raise UsageError(f"engine {self.name} cannot sample a live server's read rate")
 
+    def live_rates_reader(self, dsn: str):
+        """estimate --live: a vocab.live.LiveSampler of every bill term's counter on this engine's server."""
+        from ..errors import UsageError
+
+        raise UsageError(f"engine {self.name} has no live server to sample: give its rates with --rate")
+
     def tables(self) -> tuple[Table, ...]:
         return (Table("", self.axis, self.axis_baseline, None, self.table_columns, dict(self.metric_words)),)
 

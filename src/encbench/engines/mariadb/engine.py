@@ -188,13 +188,7 @@ class MariaDBEngine(Engine):
 
     def live_io_reader(self, dsn: str) -> LiveReader:
         """Bytes InnoDB read and wrote (Innodb_data_read / _written)."""
-        my = pymysql()
-        params = parse_dsn(dsn)
-        try:
-            conn = connect_bounded(params, autocommit=True)
-        except my.err.MySQLError as e:
-            raise EngineUnavailableError(f"cannot connect to --live: {unreachable(e, where_of(params)) or first_line(e)}",
-                                         hint="check the DSN (user, password, host, port) and that the server is running") from None
+        conn = self._live_connect(dsn)
 
         def read(c):
             cur = c.cursor()
@@ -203,6 +197,22 @@ class MariaDBEngine(Engine):
             return got.get("Innodb_data_read", 0.0), got.get("Innodb_data_written", 0.0), "Innodb_data_read / _written"
 
         return LiveReader(conn, read)
+
+    def live_rates_reader(self, dsn: str):
+        """estimate --live: every bill term's counter (engines/mariadb/live.py), read-only."""
+        from . import live
+
+        return live.sampler(self._live_connect(dsn))
+
+    @staticmethod
+    def _live_connect(dsn: str):
+        my = pymysql()
+        params = parse_dsn(dsn)
+        try:
+            return connect_bounded(params, autocommit=True)
+        except my.err.MySQLError as e:
+            raise EngineUnavailableError(f"cannot connect to --live: {unreachable(e, where_of(params)) or first_line(e)}",
+                                         hint="check the DSN (user, password, host, port) and that the server is running") from None
 
     def __init__(self) -> None:
         self._servers: dict[str, maria_server.MariaServer | None] = {}

@@ -164,12 +164,7 @@ class PostgresEngine(Engine):
 
     def live_io_reader(self, dsn: str) -> LiveReader:
         """Bytes read and written by every backend: pg_stat_io (16+), else blocks x block_size."""
-        import psycopg
-
-        try:
-            conn = psycopg.connect(dsn, autocommit=True, connect_timeout=10)
-        except psycopg.Error as e:
-            raise EngineUnavailableError(f"cannot connect to --live: {redact(str(e).splitlines()[0])}") from None
+        conn = self._live_connect(dsn)
         version = int(conn.execute("SHOW server_version_num").fetchone()[0])
 
         def read(c):
@@ -183,6 +178,21 @@ class PostgresEngine(Engine):
             return float(r) * block, float(w) * block, f"pg_stat_database.blks_read x {block} B (pg_stat_bgwriter writes)"
 
         return LiveReader(conn, read)
+
+    def live_rates_reader(self, dsn: str):
+        """estimate --live: every bill term's counter (engines/postgres/live.py), read-only."""
+        from . import live
+
+        return live.sampler(self._live_connect(dsn))
+
+    @staticmethod
+    def _live_connect(dsn: str):
+        import psycopg
+
+        try:
+            return psycopg.connect(dsn, autocommit=True, connect_timeout=10)
+        except psycopg.Error as e:
+            raise EngineUnavailableError(f"cannot connect to --live: {redact(str(e).splitlines()[0])}") from None
 
     def __init__(self) -> None:
         self._servers: dict[str, pg_server.PgServer | None] = {}
