@@ -134,16 +134,18 @@ def term(name: str, cost: UnitCost | None, rate: Rate) -> Term:
         raise ValueError(f"unknown bill term {name!r}")
     label = TERM_KINDS[name].label
     why = None
-    if rate.value == 0:  # 0 x any cost is 0: the term resolves whether or not its cost did
-        pass
-    elif cost is None:
-        why = f"{label}: no measured unit cost in the files given"
-    elif cost.unresolved():
-        why = f"{label}: {cost.unresolved()}"
-    elif rate.value is None:
-        why = f"{label}: no rate ({rate.why or rate.source})"
+    parts = []
+    if rate.value is None:
+        parts.append(f"no rate ({rate.why or rate.source})")
     elif rate.value < 0:
-        why = f"{label}: the rate read is negative ({rate.value:g}/s from {rate.source}): a counter was reset"
+        parts.append(f"the rate read is negative ({rate.value:g}/s from {rate.source}): a counter was reset")
+    if rate.value != 0:  # 0 x any cost is 0: the term resolves whether or not its cost did
+        if cost is None:
+            parts.append("no measured unit cost in the files given")
+        elif cost.unresolved():
+            parts.append(cost.unresolved())
+    if parts:
+        why = f"{label}: " + "; and ".join(parts)
     return Term(name, cost.value if cost else None, tuple(cost.ci) if cost and cost.ci else None,
                 cost.source if cost else "", rate.value, rate.source, why)
 

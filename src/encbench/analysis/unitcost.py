@@ -35,6 +35,27 @@ TRANSIT = {
 }
 
 
+# term -> what measures its unit cost (a run whose file --from takes), or why nothing does yet
+HOW_TO_MEASURE = {
+    "reads": "measure it: encbench run --engine {engine} --workload scan-eq --variant cache=cold",
+    "writes": "measure it: encbench run --engine {engine} --workload rebuild --variant cache=warm",
+    "log_bytes": "no encbench lab measures the cost of a log byte apart yet (a fitted calibration is issue 31's "
+                 "next step)",
+    "temp_bytes": "measure it: encbench run --engine {engine} --workload sort (a sort spilling to temporary files); "
+                  "no per-byte cost is derived from it yet",
+    "tls_handshakes": "measure it: encbench run --engine {engine} --workload connect",
+    "tls_resumptions": "no encbench lab measures a resumed TLS session apart yet",
+    "tls_bytes": "measure it: encbench run --engine {engine} --workload bulk",
+    "tls_messages": "measure it: encbench run --engine {engine} --workload storm",
+}
+
+
+def unmeasured(name: str, engine: str) -> UnitCost:
+    """The cost of a term no file given measured: none, with what would measure it."""
+    return UnitCost(None, None, "", why=f"no measured unit cost in the files given; {HOW_TO_MEASURE[name]}"
+                    .format(engine=engine))
+
+
 @dataclass(frozen=True)
 class Setup:
     """What a cost was measured on, or what a target server runs (None: not known)."""
@@ -149,4 +170,5 @@ def _priced(name: str, cost_setup: tuple | None, target, other_setup: bool):
 def priced(costs: dict, target, *, other_setup: bool = False) -> dict:
     """term -> the UnitCost that prices it on the target (costs: term -> (UnitCost, Setup) as measured); a cost
     measured on another engine, page size or cipher is refused (IncomparableError) unless other_setup."""
-    return {name: _priced(name, cs, target, other_setup) for name, cs in costs.items()}
+    return {name: _priced(name, costs[name], target, other_setup) if name in costs else unmeasured(name, target.engine)
+            for name in TERM_KINDS}

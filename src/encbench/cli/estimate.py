@@ -25,6 +25,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="sample every term's rate from a running server's counters (postgresql:// or mysql://), "
                         "read-only")
     p.add_argument("--seconds", default="60", help="--live: how long to sample (default 60)")
+    p.add_argument("--side", default=None, choices=("at-rest", "in-transit"),
+                   help="bill one side only: at rest (pages, log, temporary files) or in transit (TLS); default both")
     p.add_argument("--all-tls", action="store_true",
                    help="price every session, byte and message as TLS (default: the share on TLS now)")
     p.add_argument("--cores", default=None, help="the server's cores (default: this machine's)")
@@ -49,6 +51,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 def cmd_estimate(args) -> int:
     from ..analysis import estimate, unitcost
+    from ..analysis.bill import TERM_KINDS
     from ..report import bill as bill_words
 
     args.source = args.sources[0]  # the file --check's model and the old per-page path read
@@ -68,6 +71,11 @@ def cmd_estimate(args) -> int:
     target = _target(args, live, files)
     costs = unitcost.priced(costs, target, other_setup=args.other_setup)  # refused: measured on another setup
     rates, absent = _rates(args, live, target)
+    if args.side:  # the other side's terms: left out on request, said on the first line
+        side = args.side.replace("-", " ")
+        rates = {k: v for k, v in rates.items() if TERM_KINDS[k].side == side}
+        absent = {k: v for k, v in absent.items() if TERM_KINDS[k].side == side}
+        absent.update({k: f"--side {args.side}" for k, kind in TERM_KINDS.items() if kind.side != side})
     b = estimate.make_bill(costs, rates, absent, cores)
     out = {"model": estimate.model_line(b), "target": target.words(), **b.to_dict(),
            "checks": _checks(args, files[0][1], _read_entry(args, files))}

@@ -41,6 +41,7 @@ def lines(b: Bill) -> list[str]:
         out.append(f"total {b.total:.3g} cores [{lo:.3g}, {hi:.3g}] = {b.share * 100:.2f}% of {b.cores} "
                    f"cores [{lo / b.cores * 100:.2f}%, {hi / b.cores * 100:.2f}%] (95% CI: delta method)")
     else:
-        out.append(f"total: NOT RESOLVED ({len(b.reasons)} term{'s' if len(b.reasons) != 1 else ''}): "
-                   + "; ".join(b.reasons))
+        names = [t.kind.label for t in b.terms if t.why]
+        out.append("total: NOT RESOLVED: " + (", ".join(names) + " (each says above what would resolve it)"
+                                              if names else "; ".join(b.reasons)))
     return out

@@ -52,7 +52,9 @@ def tls_share(first: dict, last: dict) -> float | None:
 
 def rates(first: dict, last: dict, seconds: float, all_tls: bool, f: dict) -> LiveRates:
     out = {
-        "reads": (per_second(first, last, "blks_read", seconds), "pg_stat_database.blks_read", None),
+        "reads": (per_second(first, last, "blks_read", seconds),
+                  "pg_stat_database.blks_read (from the OS cache or storage: an upper bound on the blocks a "
+                  "filesystem decrypts)", None),
         "writes": (per_second(first, last, "buffers_written", seconds),
                    "pg_stat_bgwriter buffers_checkpoint + buffers_clean + buffers_backend", None),
         "log_bytes": (per_second(first, last, "wal_bytes", seconds), "pg_stat_wal.wal_bytes", None),
