@@ -293,7 +293,7 @@ def given_rate(name: str, text: str, option: str, page_size: int | None):
     if unit in ("page", "byte"):
         value = parse_rate(text, what=option)
         if unit == "byte":
-            return Rate(value, f"given: {option} {text}")
+            return Rate(value, f"given: {option} {name + '=' if option == '--rate' else ''}{text}")
         if not page_size:
             raise BadValueError(f"{option} {text} is a byte rate and the target's page size is not known",
                                 hint="give --page-size, or the rate in pages per second")

@@ -92,7 +92,9 @@ def mismatch(measured: Setup, target: Setup) -> str | None:
 def setup_of(doc: dict, entry: Mapping | None = None) -> Setup:
     """The engine, page size and cipher a file's cost entry was measured with."""
     engine = (doc.get("engine") or {}).get("name", "?")
-    page = int(entry["page_size"]) if entry and entry.get("page_size") else (doc.get("dataset") or {}).get("page_size")
+    sizes = [v["page_size"] for v in variants_by_label(doc).values() if v.get("page_size")]
+    page = int(entry["page_size"]) if entry and entry.get("page_size") else (
+        (doc.get("dataset") or {}).get("page_size") or (int(sizes[0]) if sizes else None))
     raw = (doc.get("calibration") or {}).get("raw_cipher") or {}
     cipher = None
     if entry:
