@@ -110,8 +110,27 @@ def _entry_cost(entry: dict, path: str, what: str) -> UnitCost:
                     f"{path}: {entry['workload']}/{entry['operation']} {entry['contender']} ({what})", entry.get("runs"))
 
 
+def fitted_costs(doc: dict, analysed: Mapping, path: str) -> dict[str, tuple]:
+    """term -> (UnitCost, Setup): the read and write costs fitted at once over the file's oltp mixes (fit.py)."""
+    from . import fit
+
+    got = fit.fit(doc)
+    if got is None:
+        return {}
+    setup = setup_of(doc, (analysed.get("oltp_costs") or [None])[0])
+    where = f"{path}: fitted over {got['runs']} oltp runs in {len(got['cells'])} mixes"
+    return {term: (UnitCost(got[f"{k}_us"] / 1e6, tuple(x / 1e6 for x in got[f"{k}_ci_us"]),
+                            f"{where} (per page {'read' if k == 'read' else 'written'}, reads and writes at once)",
+                            got["runs"] // (2 * len(got["cells"])) or 1), setup)
+            for term, k in (("reads", "read"), ("writes", "write"))}
+
+
 def page_costs(doc: dict, analysed: Mapping, path: str, *, workload=None, access=None) -> dict[str, tuple]:
-    """term -> (UnitCost, Setup) for page reads and writes, where the file measured them."""
+    """term -> (UnitCost, Setup) for page reads and writes, where the file measured them: fitted over its oltp
+    mixes when it has several (unless a workload or sequential reads are asked for), else its per-page entries."""
+    fitted = fitted_costs(doc, analysed, path)
+    if fitted and not workload and access != "sequential":
+        return fitted
     out = {}
     for kind, term in (("read", "reads"), ("write", "writes")):
         if not estimate.candidates(analysed, kind):

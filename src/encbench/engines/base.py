@@ -77,6 +77,10 @@ class Engine:
 
         raise UsageError(f"engine {self.name} cannot sample a live server's read rate")
 
+    # `encbench calibrate`: --variant filters of the oltp runs the bill's read and write costs are fitted over (a
+    # read-only and a write-heavy script, two memory shares, encrypted and plain); empty: no calibration
+    calibration_variants: tuple[str, ...] = ()
+
     def live_rates_reader(self, dsn: str):
         """estimate --live: a vocab.live.LiveSampler of every bill term's counter on this engine's server."""
         from ..errors import UsageError

@@ -123,3 +123,35 @@ def test_the_cli_says_its_model_first_and_exits_24_without_a_total(tmp_path):
     res = _cli("--from", str(GOLDEN), "--rate", "tls_handshakes=35/s", "--side", "in-transit")
     assert res.returncode == 24 and "--workload connect" in res.stdout, res.stdout + res.stderr
     assert _cli("--from", str(GOLDEN), "--rate", "nonsense=3").returncode == 4
+
+
+def _mix_runs(script, memory, reads, writes, plain_us, c_read_us, c_write_us, runs=6):
+    out = []
+    for enc in ("off", "on"):
+        for i in range(runs):
+            n = 1000
+            noise = 1 + 0.004 * ((i * 7 + len(script)) % 5 - 2)
+            cpu_us = (plain_us + (c_read_us * reads + c_write_us * writes if enc == "on" else 0)) * noise
+            variant = {"encryption": enc, "script": script, "memory": memory}
+            out.append({"workload": "oltp", "variant": variant, "warmup": False,
+                        "variant_label": ",".join(f"{k}={v}" for k, v in variant.items()),
+                        "operations": [{"operation": "mix", "metrics": {"cpu_s": n * cpu_us / 1e6,
+                                                                         "pages_read": n * reads,
+                                                                         "pages_written": n * writes},
+                                        "extra": {"transactions": n}}]})
+    return out
+
+
+def test_read_and_write_costs_are_fitted_at_once_over_the_mixes():
+    from encbench.analysis import fit
+
+    truth = {"c_read_us": 14.0, "c_write_us": 40.0}
+    runs = (_mix_runs("select-only", "25%", 2.0, 0.0, 300, **truth) + _mix_runs("select-only", "10%", 4.0, 0.0, 320, **truth)
+            + _mix_runs("tpcb-like", "25%", 3.0, 4.0, 900, **truth) + _mix_runs("tpcb-like", "10%", 6.0, 4.5, 950, **truth))
+    doc = {"engine": {"name": "sqlite", "axis": "encryption", "axis_baseline": "off"}, "runs": runs}
+    got = fit.fit(doc)
+    assert got["runs"] == 48 and len(got["cells"]) == 4 and got["df"] == 48 - 6
+    assert got["read_us"] == pytest.approx(14.0, rel=0.1) and got["write_us"] == pytest.approx(40.0, rel=0.1)
+    assert got["read_ci_us"][0] < 14.0 < got["read_ci_us"][1] and got["write_ci_us"][0] < 40.0 < got["write_ci_us"][1]
+    one_mix = dict(doc, runs=_mix_runs("tpcb-like", "25%", 3.0, 4.0, 900, **truth))
+    assert fit.fit(one_mix) is None  # one cell: reads and writes cannot be told apart

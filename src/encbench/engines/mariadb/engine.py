@@ -266,6 +266,7 @@ class MariaDBEngine(Engine):
 
     # -- encbench advise (issue 24): knobs.py ----------------------------------------------
     knobs = maria_knobs.KNOBS
+    calibration_variants = ("script=oltp_point_select,oltp_read_write", "memory=100%,25%", "encryption=off,on")
 
     def advise_sweeps(self, quick: bool, options: dict) -> list:
         return maria_knobs.sweeps(quick, options, self._missing_knobs(options))

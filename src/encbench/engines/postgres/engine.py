@@ -646,6 +646,7 @@ class PostgresEngine(Engine):
 
     # -- encbench advise (issue 24): knobs.py ---------------------------------------------------------------------
     knobs = pg_knobs.KNOBS
+    calibration_variants = ("script=select-only,tpcb-like", "memory=100%,25%", "encryption=off,fscrypt")  # root
 
     def advise_sweeps(self, quick: bool, options: dict) -> list:
         """The suites; the key exchange group where the server may be reconfigured (the private server, or --dsn
