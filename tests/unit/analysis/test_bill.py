@@ -155,3 +155,18 @@ def test_read_and_write_costs_are_fitted_at_once_over_the_mixes():
     assert got["read_ci_us"][0] < 14.0 < got["read_ci_us"][1] and got["write_ci_us"][0] < 40.0 < got["write_ci_us"][1]
     one_mix = dict(doc, runs=_mix_runs("tpcb-like", "25%", 3.0, 4.0, 900, **truth))
     assert fit.fit(one_mix) is None  # one cell: reads and writes cannot be told apart
+
+
+def test_the_user_picks_the_mix_whose_cost_to_use():
+    from encbench.analysis import summary as an
+
+    sys.path.insert(0, str(Path(__file__).parent))
+    from test_oltp_costs import _doc
+
+    analysed = an.analyze(_doc())
+    got = estimate.pick(analysed, "oltp:oltp_read_only")
+    assert got["workload"] == "oltp" and got["script"] == "oltp_read_only" and got["access"] == "random"
+    assert got["runs"] == 8  # the runs per side behind it, which the hint scales from
+    with pytest.raises(errors.BadValueError, match="no per-page cost for workload 'oltp:oltp_point_select'") as e:
+        estimate.pick(analysed, "oltp:oltp_point_select")
+    assert "oltp:oltp_read_only" in e.value.hint  # the hint lists the mixes the file has
