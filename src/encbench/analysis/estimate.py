@@ -294,9 +294,9 @@ def given_rate(name: str, text: str, option: str, page_size: int | None):
         value = parse_rate(text, what=option)
         if unit == "byte":
             return Rate(value, f"given: {option} {name + '=' if option == '--rate' else ''}{text}")
-        if not page_size:
-            raise BadValueError(f"{option} {text} is a byte rate and the target's page size is not known",
-                                hint="give --page-size, or the rate in pages per second")
+        if not page_size:  # no rate, said on its term (a cost refused for another setup is said first)
+            return Rate(None, f"given: {option} {text}", "a byte rate, and the target's page size is not known: "
+                                                         "give --page-size, or the rate in pages per second")
         return Rate(value / page_size, f"given: {option} {text} / {page_size:,} B per page")
     if not count:
         raise BadValueError(f"{option} {name}={text[:40]!r} is not a count per second", hint="e.g. 35/s or 35")

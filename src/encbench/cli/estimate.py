@@ -51,7 +51,6 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 def cmd_estimate(args) -> int:
     from ..analysis import estimate, unitcost
-    from ..analysis.bill import TERM_KINDS
     from ..report import bill as bill_words
 
     args.source = args.sources[0]  # the file --check's model and the old per-page path read
@@ -69,13 +68,9 @@ def cmd_estimate(args) -> int:
     costs = _costs(args, files)
     live = estimate.live_rates(args.live, _seconds(args), all_tls=args.all_tls) if args.live else None
     target = _target(args, live, files)
-    costs = unitcost.priced(costs, target, other_setup=args.other_setup)  # refused: measured on another setup
-    rates, absent = _rates(args, live, target)
-    if args.side:  # the other side's terms: left out on request, said on the first line
-        side = args.side.replace("-", " ")
-        rates = {k: v for k, v in rates.items() if TERM_KINDS[k].side == side}
-        absent = {k: v for k, v in absent.items() if TERM_KINDS[k].side == side}
-        absent.update({k: f"--side {args.side}" for k, kind in TERM_KINDS.items() if kind.side != side})
+    rates, absent = _sided(args.side, *_rates(args, live, target))
+    # the costs of the terms billed, each refused when measured on another setup (unless --other-setup)
+    costs = unitcost.priced({k: v for k, v in costs.items() if k in rates}, target, other_setup=args.other_setup)
     b = estimate.make_bill(costs, rates, absent, cores)
     out = {"model": estimate.model_line(b), "target": target.words(), **b.to_dict(),
            "checks": _checks(args, files[0][1], _read_entry(args, files))}
@@ -91,6 +86,19 @@ def cmd_estimate(args) -> int:
             print(line)
         _print_checks(out["checks"])
     return 0 if b.resolved else errors.EXIT_NO_ESTIMATE
+
+
+def _sided(side: str | None, rates: dict, absent: dict) -> tuple[dict, dict]:
+    """--side: the other side's terms left out on request (absent, said on the first line)."""
+    from ..analysis.bill import TERM_KINDS
+
+    if not side:
+        return rates, absent
+    kept = side.replace("-", " ")
+    rates = {k: v for k, v in rates.items() if TERM_KINDS[k].side == kept}
+    absent = {k: v for k, v in absent.items() if TERM_KINDS[k].side == kept}
+    absent.update({k: f"--side {side}" for k, kind in TERM_KINDS.items() if kind.side != kept})
+    return rates, absent
 
 
 def _cores(args) -> int:
