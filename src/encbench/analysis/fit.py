@@ -20,6 +20,7 @@ import math
 import numpy as np
 
 from ..util.tdist import t_ppf
+from .summary import baseline_for, table_for
 
 WORKLOAD = "oltp"
 METHOD = ("ordinary least squares over every run: server CPU per transaction = a per-cell plain cost + (encrypted) x "
@@ -28,13 +29,16 @@ METHOD = ("ordinary least squares over every run: server CPU per transaction = a
 
 def _rows(doc: dict) -> list[tuple[str, bool, float, float, float]]:
     """(cell, encrypted, cpu µs, reads, writes) per measured oltp run, per transaction."""
-    axis, base = doc["engine"].get("axis", "encryption"), doc["engine"].get("axis_baseline", "off")
+    table = table_for(doc["engine"], WORKLOAD)
+    axis, base = table["axis"], table["axis_baseline"]
     out = []
     for run in doc["runs"]:
         if run.get("warmup") or run["workload"] != WORKLOAD:
             continue
         variant = run["variant"]
-        cell = ",".join(f"{k}={v}" for k, v in sorted(variant.items()) if k != axis)
+        # an encrypted run's cell is its plain baseline's (keys only the encrypted side has, e.g. kdf_iter, drop)
+        plain = baseline_for(variant, doc["engine"], WORKLOAD) if variant.get(axis) not in (None, base) else variant
+        cell = ",".join(f"{k}={v}" for k, v in sorted((plain or variant).items()) if k != axis)
         for op in run.get("operations", []):
             m, n = op.get("metrics", {}), (op.get("extra") or {}).get("transactions")
             if not n or "cpu_s" not in m or "pages_read" not in m:

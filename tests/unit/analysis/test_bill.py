@@ -132,7 +132,8 @@ def _mix_runs(script, memory, reads, writes, plain_us, c_read_us, c_write_us, ru
             n = 1000
             noise = 1 + 0.004 * ((i * 7 + len(script)) % 5 - 2)
             cpu_us = (plain_us + (c_read_us * reads + c_write_us * writes if enc == "on" else 0)) * noise
-            variant = {"encryption": enc, "script": script, "memory": memory}
+            variant = {"encryption": enc, "script": script, "memory": memory, **({"kdf_iter": "4000"} if enc == "on"
+                                                                                  else {})}
             out.append({"workload": "oltp", "variant": variant, "warmup": False,
                         "variant_label": ",".join(f"{k}={v}" for k, v in variant.items()),
                         "operations": [{"operation": "mix", "metrics": {"cpu_s": n * cpu_us / 1e6,
@@ -148,7 +149,10 @@ def test_read_and_write_costs_are_fitted_at_once_over_the_mixes():
     truth = {"c_read_us": 14.0, "c_write_us": 40.0}
     runs = (_mix_runs("select-only", "25%", 2.0, 0.0, 300, **truth) + _mix_runs("select-only", "10%", 4.0, 0.0, 320, **truth)
             + _mix_runs("tpcb-like", "25%", 3.0, 4.0, 900, **truth) + _mix_runs("tpcb-like", "10%", 6.0, 4.5, 950, **truth))
-    doc = {"engine": {"name": "sqlite", "axis": "encryption", "axis_baseline": "off"}, "runs": runs}
+    keys = [{"name": k, "applies_when": [["encryption", "on"]] if k == "kdf_iter" else []}
+            for k in ("encryption", "kdf_iter", "script", "memory")]
+    doc = {"engine": {"name": "sqlite", "axis": "encryption", "axis_baseline": "off", "variant_keys": keys},
+           "runs": runs}
     got = fit.fit(doc)
     assert got["runs"] == 48 and len(got["cells"]) == 4 and got["df"] == 48 - 6
     assert got["read_us"] == pytest.approx(14.0, rel=0.1) and got["write_us"] == pytest.approx(40.0, rel=0.1)
