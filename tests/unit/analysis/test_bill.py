@@ -174,3 +174,4 @@ def test_the_user_picks_the_mix_whose_cost_to_use():
     with pytest.raises(errors.BadValueError, match="no per-page cost for workload 'oltp:oltp_point_select'") as e:
         estimate.pick(analysed, "oltp:oltp_point_select")
     assert "oltp:oltp_read_only" in e.value.hint  # the hint lists the mixes the file has
+
