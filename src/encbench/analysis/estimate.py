@@ -288,16 +288,17 @@ def given_rate(name: str, text: str, option: str, page_size: int | None):
 
     unit = TERM_KINDS[name].unit
     count = _COUNT_RE.match(text)
+    given = f"given: {option} {name + '=' if option == '--rate' else ''}{text}"
     if unit == "page" and count:
-        return Rate(float(count.group(1)), f"given: {option} {text} pages/s")
+        return Rate(float(count.group(1)), f"{given} (pages per second)")
     if unit in ("page", "byte"):
         value = parse_rate(text, what=option)
         if unit == "byte":
-            return Rate(value, f"given: {option} {name + '=' if option == '--rate' else ''}{text}")
+            return Rate(value, given)
         if not page_size:  # no rate, said on its term (a cost refused for another setup is said first)
-            return Rate(None, f"given: {option} {text}", "a byte rate, and the target's page size is not known: "
+            return Rate(None, given, "a byte rate, and the target's page size is not known: "
                                                          "give --page-size, or the rate in pages per second")
-        return Rate(value / page_size, f"given: {option} {text} / {page_size:,} B per page")
+        return Rate(value / page_size, f"{given} / {page_size:,} B per page")
     if not count:
         raise BadValueError(f"{option} {name}={text[:40]!r} is not a count per second", hint="e.g. 35/s or 35")
-    return Rate(float(count.group(1)), f"given: {option} {name}={text}")
+    return Rate(float(count.group(1)), given)
