@@ -69,7 +69,7 @@ def test_live_bill_of_a_postgres_server_changes_nothing(encbench):
         with psycopg.connect(**server.conninfo(), sslmode="disable", autocommit=True) as c:
             c.execute("CREATE TABLE big AS SELECT i, repeat('x', 200) AS v FROM generate_series(1, 100000) i")
         before = pg_state(server)
-        conn = psycopg.connect(**server.conninfo(), sslmode="disable", autocommit=True)
+        conn = psycopg.connect(**server.conninfo(), sslmode="require", autocommit=True)  # seen by the polls
 
         def work():  # reads past shared_buffers, an update (WAL), a new TLS session
             conn.execute("SELECT count(*) FROM big").fetchone()

@@ -242,9 +242,13 @@ def live_rates(dsn: str, seconds: float, *, all_tls: bool = False, sleep=time.sl
     try:
         first = sampler.sample()
         t0 = time.monotonic()
-        sleep(seconds)
+        while (left := seconds - (time.monotonic() - t0)) > 0:
+            sampler.watch()
+            sleep(min(sampler.WATCH_S, max(left, 0.0)))
         last = sampler.sample()
-        return sampler.rates(first, last, time.monotonic() - t0, all_tls)
+        out = sampler.rates(first, last, time.monotonic() - t0, all_tls)
+        out.facts.pop("seen", None)
+        return out
     finally:
         sampler.close()
 

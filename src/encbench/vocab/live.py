@@ -23,17 +23,26 @@ class LiveRates:
 
 
 class LiveSampler:
-    """`sample()` -> counter name -> value so far; `rates(first, last, seconds, all_tls)` -> LiveRates; `facts`
-    the server's setup read once at connect; `close()`. Every statement it runs is a read."""
+    """`sample()` -> counter name -> value so far; `watch()`, called every WATCH_S in between: what only a look at
+    the moment shows (the sessions connected and whether each is on TLS), kept in `seen`; `rates(first, last,
+    seconds, all_tls)` -> LiveRates; `facts` the server's setup read once at connect; `close()`. Every statement
+    it runs is a read."""
 
-    def __init__(self, conn, sample: Callable, rates: Callable, facts: dict):
-        self.conn, self._sample, self._rates, self.facts = conn, sample, rates, facts
+    WATCH_S = 0.2
+
+    def __init__(self, conn, sample: Callable, rates: Callable, facts: dict, watch: Callable | None = None):
+        self.conn, self._sample, self._rates, self.facts, self._watch = conn, sample, rates, facts, watch
+        self.seen: dict = {}
 
     def sample(self) -> dict[str, float]:
         return self._sample(self.conn)
 
+    def watch(self) -> None:
+        if self._watch is not None:
+            self._watch(self.conn, self.seen)
+
     def rates(self, first: dict, last: dict, seconds: float, all_tls: bool) -> LiveRates:
-        return self._rates(first, last, seconds, all_tls, self.facts)
+        return self._rates(first, last, seconds, all_tls, dict(self.facts, seen=self.seen))
 
     def close(self) -> None:
         self.conn.close()

@@ -11,12 +11,18 @@ from encbench.engines.postgres import live as pg_live
 
 def test_the_live_samplers_turn_counters_into_rates_and_absent_terms():
     pg_facts = {"engine": "postgres", "version": "15.18 (Debian)", "page_size": 8192, "cipher": None, "ssl": True}
-    first = {"blks_read": 100, "temp_bytes": 0, "sessions": 10, "buffers_written": 5, "wal_bytes": 1000,
-             "clients": 4, "tls_clients": 2}
-    last = dict(first, blks_read=300, sessions=30, wal_bytes=5000, clients=4, tls_clients=2)
-    got = pg_live.rates(first, last, 2.0, False, pg_facts)
+    first = {"blks_read": 100, "temp_bytes": 0, "sessions": 10, "buffers_written": 5, "wal_bytes": 1000, "now": 1000.0}
+    last = dict(first, blks_read=300, sessions=30, wal_bytes=5000, now=1002.0)
+    # seen by the polls: a long-lived plain session, and four new ones in the window, three on TLS
+    seen = {(1, 500.0): False, (2, 1000.1): True, (3, 1000.5): True, (4, 1001.0): False, (5, 1001.5): True}
+    got = pg_live.rates(first, last, 2.0, False, dict(pg_facts, seen=seen))
     assert got.rates["reads"][0] == 100 and got.rates["log_bytes"][0] == 2000 and got.rates["temp_bytes"][0] == 0
-    assert got.rates["tls_handshakes"][0] == pytest.approx(10 * 0.5)  # new sessions x the share on TLS
+    assert got.rates["tls_handshakes"][0] == pytest.approx(10 * 0.75)  # new sessions x the new ones' share on TLS
+    assert "4 sessions seen starting in the window" in got.rates["tls_handshakes"][1]
+    only_old = pg_live.rates(first, last, 2.0, False, dict(pg_facts, seen={(1, 500.0): True, (2, 600.0): False}))
+    assert only_old.rates["tls_handshakes"][0] == pytest.approx(10 * 0.5)  # none new: every session seen
+    unseen = pg_live.rates(first, last, 2.0, False, pg_facts).rates["tls_handshakes"]
+    assert unseen[0] is None and "--all-tls" in unseen[2]
     assert got.rates["tls_bytes"][0] is None and "--rate tls_bytes" in got.rates["tls_bytes"][2]
     assert set(got.absent) == {"tls_resumptions"}
     assert pg_live.rates(first, last, 2.0, True, pg_facts).rates["tls_handshakes"][0] == 10  # --all-tls
