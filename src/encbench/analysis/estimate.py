@@ -1,13 +1,14 @@
-"""`encbench estimate`: the CPU that at-rest encryption would add to a server (seed 003).
+"""`encbench estimate`: the pieces of the encryption bill that are not the bill itself (analysis/bill.py).
 
-Encryption at rest costs about a fixed amount of CPU per page read from storage, so:
+- the per-page cost entries of an analysis (`candidates`, `pick`: the one asked for, measured the way the user's
+  workload reads, or the best-resolved write row) and why one is no figure (`unresolved`, with the runs that would
+  resolve it from the spread it was measured with);
+- the rates: given on the command line (`parse_rate`, `given_rate`) or sampled from a live server's own counters
+  (`live_rates`: each engine's sampler, engines/*/live.py);
+- the bill of the terms that have a rate (`make_bill`) and its first line (`model_line`).
 
-    added CPU (cores) = read rate (bytes/s) / page size (bytes/page) x CPU per page (s/page)
-
-with the per-page cost (and its bootstrap CI) taken from a result file's cold encrypted
-vs cold plain runs (`derived`). The read rate is given (`--read-rate 25MB/s`) or sampled
-from a live server (`--live DSN`). The measured cost is per page of the measured engine's
-size; the estimate assumes the same cipher cost per byte on the target server.
+A per-page cost is measured on one engine, page size and cipher (analysis/unitcost.py): the estimate prices a
+server with it only when the target matches, unless told (`--other-setup`).
 """
 
 from __future__ import annotations
@@ -153,75 +154,8 @@ def unresolved(entry: dict) -> str | None:
     return None
 
 
-def estimate(entry: dict, read_rate: float, cores: int, *, source: str) -> dict:
-    if read_rate < 0:
-        raise BadValueError("the read rate is negative", hint="give a rate >= 0")
-    if cores < 1:
-        raise BadValueError("--cores must be at least 1")
-    if not entry.get("page_size"):
-        raise BadValueError(f"the per-page cost of {entry['workload']} has no page size recorded",
-                            hint="measure it again with this version of encbench")
-    page = int(entry["page_size"])
-    per_page = entry["per_page_cpu_s"]
-    ci = entry.get("per_page_cpu_ci")
-    why = unresolved(entry)
-    if why:
-        return {"read_rate_bytes_per_s": read_rate, "rate_source": source, "page_size": page, "cores": cores,
-                "resolved": False, "why": why, "added_cores": None, "added_cores_ci": None, "share_of_server": None,
-                "share_ci": None, "per_page_cpu_s": per_page, "per_page_cpu_ci": ci, "access": entry.get("access"),
-                "from": f"{entry['workload']}/{entry['operation']} {entry['contender']} vs {entry['baseline']}"}
-    pages_per_s = read_rate / page
-    added = pages_per_s * per_page  # CPU-seconds per second = cores busy
-    added_ci = [pages_per_s * x for x in ci] if ci else None
-    out = {
-        "read_rate_bytes_per_s": read_rate, "rate_source": source, "page_size": page,
-        "pages_per_s": pages_per_s, "per_page_cpu_s": per_page, "per_page_cpu_ci": ci,
-        "added_cores": added, "added_cores_ci": added_ci, "cores": cores,
-        "share_of_server": added / cores, "share_ci": [x / cores for x in added_ci] if added_ci else None,
-        "from": f"{entry['workload']}/{entry['operation']} {entry['contender']} vs {entry['baseline']}",
-        "assumption": f"the same decrypt cost per byte as measured ({per_page * 1e6:.2f} µs per {page}-byte page)",
-        "resolved": True, "access": entry.get("access", "sequential"),
-    }
-    out["formula"] = (f"{fmt_bytes(read_rate)}/s / {page:,} B per page = {pages_per_s:,.0f} pages/s; "
-                      f"x {per_page * 1e6:.2f} µs per page{_ci_us(ci)} = {added:.4f} CPU-seconds per second"
-                      f"{_ci_plain(added_ci, '{:.4f}')} = {added * 100:.2f}% of one core = "
-                      f"{added / cores * 100:.2f}% of {cores} cores{_ci_pct(out['share_ci'])}")
-    return out
-
-
 def _ci_us(ci) -> str:
     return f" [{ci[0] * 1e6:.2f}, {ci[1] * 1e6:.2f}]" if ci else ""
-
-
-def _ci_plain(ci, fmt) -> str:
-    return f" [{fmt.format(ci[0])}, {fmt.format(ci[1])}]" if ci else ""
-
-
-def _ci_pct(ci) -> str:
-    return f" [{ci[0] * 100:.2f}%, {ci[1] * 100:.2f}%]" if ci else ""
-
-
-# -- a live server's physical read rate ------------------------------------------------------
-
-def live_rate(dsn: str, seconds: float, *, sleep=time.sleep) -> dict:
-    """Bytes per second the server read from (and wrote to) storage over `seconds`."""
-    from ..engines import ENGINES, engine_for_dsn
-
-    engine = engine_for_dsn(dsn)
-    if engine is None:
-        schemes = " or ".join(f"{e.dsn_schemes[0]}://" for _, e in ENGINES.items() if e.dsn_schemes)
-        raise UsageError(f"--live {redact(dsn)!r} is not a {schemes} DSN")
-    reader = engine.live_io_reader(dsn)
-    try:
-        r0, w0, source = reader()
-        t0 = time.monotonic()
-        sleep(seconds)
-        r1, w1, _ = reader()
-        dt = time.monotonic() - t0
-    finally:
-        reader.close()
-    return {"read_bytes_per_s": max(0.0, (r1 - r0) / dt), "write_bytes_per_s": max(0.0, (w1 - w0) / dt),
-            "seconds": dt, "source": source}
 
 
 # -- the bill: every term's rate (live or given) times its unit cost (issue 31) -------------------

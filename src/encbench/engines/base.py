@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ..vocab.session import LiveReader, PrepareContext, Session, Table
+from ..vocab.session import PrepareContext, Session, Table
 from ..vocab.variants import Variant, VariantKey
 
-__all__ = ["Engine", "LiveReader", "PrepareContext", "Session", "Table"]
+__all__ = ["Engine", "PrepareContext", "Session", "Table"]
 
 
 class Engine:
@@ -70,12 +70,6 @@ class Engine:
         from ..errors import UsageError
 
         raise UsageError(f"engine {self.name} has no server to scan")
-
-    def live_io_reader(self, dsn: str):
-        """estimate --live: a callable giving (bytes read, bytes written, source) so far, with close()."""
-        from ..errors import UsageError
-
-        raise UsageError(f"engine {self.name} cannot sample a live server's read rate")
 
     # `encbench calibrate`: --variant filters of the oltp runs the bill's read and write costs are fitted over (a
     # read-only and a write-heavy script, two memory shares, encrypted and plain); empty: no calibration

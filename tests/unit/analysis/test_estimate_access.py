@@ -37,10 +37,9 @@ def test_an_unresolved_or_negative_cost_is_no_figure():
     negative = dict(base, per_page_cpu_s=-1.5e-6, per_page_cpu_ci=[-4e-6, 1e-6])
     spans = dict(base, per_page_cpu_s=2e-6, per_page_cpu_ci=[-0.5e-6, 4.5e-6])
     for entry in (negative, spans):
-        out = estimate.estimate(entry, 25e6, 2, source="given")
-        assert out["resolved"] is False and out["added_cores"] is None and "not resolved" in out["why"], out
-    ok = estimate.estimate(dict(base, per_page_cpu_s=2e-6, per_page_cpu_ci=[1e-6, 3e-6]), 25e6, 2, source="given")
-    assert ok["resolved"] and ok["added_cores"] > 0
+        why = estimate.unresolved(entry)
+        assert "not resolved" in why and "runs per side would resolve it" in why and "--runs 20" not in why, why
+    assert estimate.unresolved(dict(base, per_page_cpu_s=2e-6, per_page_cpu_ci=[1e-6, 3e-6])) is None
 
 
 def test_the_cli_checks_the_scans_against_a_mix(tmp_path):

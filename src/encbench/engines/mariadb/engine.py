@@ -50,7 +50,7 @@ from . import server as maria_server
 from . import state as maria_state
 from .. import wire
 from ..local import restore_journal
-from ..base import Engine, LiveReader, PrepareContext, Session, Table
+from ..base import Engine, PrepareContext, Session, Table
 from ..concurrent import check_sessions_fit
 from .client import connect_bounded, first_line, pymysql, unreachable, where_of
 from .session import HASH_FUNCTIONS, RT_ROWS, MariaSession, check_table, copy_rows
@@ -185,18 +185,6 @@ class MariaDBEngine(Engine):
 
     def start_scan_server(self, settings: dict):
         return maria_server.start(settings, base=maria_server.BENCH, tls=True)
-
-    def live_io_reader(self, dsn: str) -> LiveReader:
-        """Bytes InnoDB read and wrote (Innodb_data_read / _written)."""
-        conn = self._live_connect(dsn)
-
-        def read(c):
-            cur = c.cursor()
-            cur.execute("SHOW GLOBAL STATUS WHERE Variable_name IN ('Innodb_data_read', 'Innodb_data_written')")
-            got = {k: float(v) for k, v in cur.fetchall()}
-            return got.get("Innodb_data_read", 0.0), got.get("Innodb_data_written", 0.0), "Innodb_data_read / _written"
-
-        return LiveReader(conn, read)
 
     def live_rates_reader(self, dsn: str):
         """estimate --live: every bill term's counter (engines/mariadb/live.py), read-only."""
