@@ -76,10 +76,18 @@ def cmd_estimate(args) -> int:
            "checks": _checks(args, files[0][1], _read_entry(args, files))}
     if live:
         out["live"] = {"seconds": live.seconds, "facts": {k: v for k, v in live.facts.items()}}
+    rejected = [c for c in out["checks"] if c.get("error_ci_pct") and not c["error_ci_pct"][0] <= 0 <= c["error_ci_pct"][1]]
+    if rejected:  # said at the top: the figure below is no prediction of that mix's whole cost
+        c = max(rejected, key=lambda c: abs(c["error_pct"]))
+        out["warning"] = (f"warning: checked against a real mix ({c['mix']}, below), the per-page read model is off by "
+                          f"{c['error_pct']:+.0f}% [{c['error_ci_pct'][0]:+.0f}, {c['error_ci_pct'][1]:+.0f}]: the bill "
+                          "prices only the terms it lists")
     if args.json:
         print(json.dumps(out, indent=1))
     else:
         print(out["model"])
+        if rejected:
+            print(out["warning"])
         print(f"target: {out['target']}" + (f"; rates sampled for {live.seconds:.1f} s from the live server"
                                             if live else "; rates given"))
         for line in bill_words.lines(b):

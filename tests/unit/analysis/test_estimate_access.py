@@ -52,6 +52,11 @@ def test_the_cli_checks_the_scans_against_a_mix(tmp_path):
     assert res.returncode == 0, res.stderr
     (check,) = json.loads(res.stdout)["checks"]
     assert check["error_pct"] == pytest.approx(-78, abs=3) and check["misses"], check
+    res = subprocess.run([sys.executable, "-m", "encbench.cli", "estimate", "--from", str(scans), "--check", str(oltp),
+                          "--read-rate", "25MB/s"], capture_output=True, text=True, timeout=60)
+    lines = res.stdout.splitlines()  # the model, then the check's verdict on it, before any figure (issue 30.4)
+    assert res.returncode == 0 and lines[0].startswith("model: ") and lines[1].startswith("warning: ") \
+        and "off by -78%" in lines[1], res.stdout + res.stderr
     res = subprocess.run([sys.executable, "-m", "encbench.cli", "estimate", "--from", str(oltp), "--read-rate",
                           "25MB/s", "--access", "random"], capture_output=True, text=True, timeout=60)
     assert res.returncode == 0 and "20." in res.stdout and "cores" in res.stdout, res.stdout + res.stderr
