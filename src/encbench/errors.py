@@ -135,6 +135,7 @@ EXIT_DRIFT = 14  # tls-scan --baseline: the server's TLS differs from the baseli
 EXIT_GATE = 17  # compare --fail-if: B is significantly worse than A by more than allowed
 EXIT_SELFTEST = 18  # selftest: more A/A false positives than the 95% CIs promise
 EXIT_GATE_UNRESOLVED = 23  # compare --fail-if: no row over the limit, but some not resolved at it (more runs)
+EXIT_NO_ESTIMATE = 24  # estimate: a term of the bill (a unit cost or a rate) is not resolved: no total
 
 EXIT_CODES = {
     0: "success",
@@ -163,5 +164,7 @@ EXIT_CODES = {
     StoreSchemaError.exit_code: "history store of a newer schema than this encbench knows",
     EXIT_GATE_UNRESOLVED: "compare --fail-if: no row shown over the limit, but some not resolved at it (more runs "
                           "would tell)",
+    EXIT_NO_ESTIMATE: "estimate: no total: a term's unit cost or rate is not resolved (the output names it and "
+                      "what would resolve it)",
     EXIT_INTERRUPTED: "interrupted (Ctrl-C); results so far kept",
 }

@@ -4,13 +4,10 @@ files and live against real servers under a read load."""
 from __future__ import annotations
 
 import json
-import threading
 from pathlib import Path
 
 import pytest
 
-from encbench.engines.mariadb import server as maria_server
-from encbench.engines.postgres import server as pg_server
 from integration_helpers import assert_one_line_error, same_build_runs, scale_encrypted
 
 pytestmark = pytest.mark.integration
@@ -130,90 +127,20 @@ def test_estimate_from_results(encbench, tmp_path):
     res = encbench("estimate", "--from", str(GOLDEN), "--read-rate", "25MB/s", "--cores", "4", "--json")
     assert res.returncode == 0, str(res)
     out = json.loads(res.stdout)
-    assert out["added_cores"] == pytest.approx(25e6 / out["page_size"] * out["per_page_cpu_s"])
+    (reads,) = out["terms"]
+    assert out["added_cores"] == pytest.approx(25e6 / 4096 * reads["unit_cost_s"])
     assert out["share_ci"][0] < out["share_of_server"] < out["share_ci"][1]
     res = encbench("estimate", "--from", str(GOLDEN), "--read-rate", "25MB/s", "--cores", "4")
-    assert "formula:" in res.stdout and "pages/s" in res.stdout
+    assert res.stdout.startswith("model: ") and "page reads 6,104/s x " in res.stdout and "of 4 cores" in res.stdout
     assert_one_line_error(encbench("estimate", "--from", str(GOLDEN), "--read-rate=-3MB/s"), 4)
     assert_one_line_error(encbench("estimate", "--from", str(GOLDEN)), 2)
-    line = assert_one_line_error(encbench("estimate", "--from", str(GOLDEN), "--read-rate", "1MB/s",
-                                          "--write-rate", "1MB/s"), 4)
-    assert "no per-page write cost" in line  # the golden file has no warm rebuild
+    res = encbench("estimate", "--from", str(GOLDEN), "--read-rate", "1MB/s", "--write-rate", "1MB/s")
+    assert res.returncode == 24 and "total: NOT RESOLVED: page writes" in res.stdout, str(res)  # no warm rebuild
     assert_one_line_error(encbench("estimate", "--from", str(tmp_path / "none.json"), "--read-rate", "1MB/s"), 6)
     doc = json.loads(GOLDEN.read_text())
     doc["runs"] = [r for r in doc["runs"] if r["variant"].get("cache") != "cold"]  # no cold runs: no per-page cost
     doc["derived"] = []
     no_cost = tmp_path / "nocost.json"
     no_cost.write_text(json.dumps(doc))
-    assert "no per-page" in assert_one_line_error(encbench("estimate", "--from", str(no_cost), "--read-rate", "1MB/s"), 4)
-
-
-def _load(stop: threading.Event, query) -> threading.Thread:
-    def loop():
-        while not stop.is_set():
-            query()
-
-    t = threading.Thread(target=loop, daemon=True)
-    t.start()
-    return t
-
-
-def test_live_postgres_under_read_load(encbench):
-    try:
-        pg_server.find_bindir()
-    except Exception:  # noqa: BLE001
-        pytest.skip("PostgreSQL server binaries not installed")
-    import psycopg
-
-    server = pg_server.start(settings={"shared_buffers": "16MB"})
-    stop = threading.Event()
-    try:
-        with psycopg.connect(**server.conninfo(), sslmode="disable", autocommit=True) as c:
-            c.execute("CREATE TABLE big AS SELECT i, repeat('x', 200) AS v FROM generate_series(1, 200000) i")
-        conn = psycopg.connect(**server.conninfo(), sslmode="disable", autocommit=True)
-        t = _load(stop, lambda: conn.execute("SELECT count(*) FROM big").fetchone())
-        dsn = f"postgresql://postgres:{server.password}@127.0.0.1:{server.port}/postgres"
-        res = encbench("estimate", "--from", str(GOLDEN), "--live", dsn, "--seconds", "2", "--cores", "2", "--json")
-        stop.set()
-        t.join()
-        conn.close()
-        assert res.returncode == 0, str(res)
-        out = json.loads(res.stdout)
-        assert out["live"]["read_bytes_per_s"] > 1e6 and out["added_cores"] > 0  # the scans read from the OS
-        assert server.password not in res.stdout
-    finally:
-        stop.set()
-        server.stop()
-
-
-def test_live_mariadb_under_read_load(encbench):
-    try:
-        maria_server.binaries()
-    except Exception:  # noqa: BLE001
-        pytest.skip("MariaDB server binaries not installed")
-    server = maria_server.start(base=maria_server.BENCH, buffer_pool_mb=32)
-    stop = threading.Event()
-    try:
-        conn = server.connect()
-        cur = conn.cursor()
-        cur.execute("CREATE DATABASE d")
-        cur.execute("CREATE TABLE d.big (id INT PRIMARY KEY, v VARCHAR(255)) ENGINE=InnoDB")
-        for lo in range(1, 300001, 50000):
-            cur.execute(f"INSERT INTO d.big SELECT seq, REPEAT('x', 200) FROM d.seq_{lo}_to_{lo + 49999}")
-
-        def scan():
-            cur.execute("SELECT COUNT(*), SUM(LENGTH(v)) FROM d.big")
-            cur.fetchall()
-
-        t = _load(stop, scan)  # 60+ MB through a 32 MB buffer pool with O_DIRECT: physical reads
-        h = server.handle
-        dsn = f"mysql://{maria_server.BENCH_USER}:{h.password}@127.0.0.1:{h.port}/"
-        res = encbench("estimate", "--from", str(GOLDEN), "--live", dsn, "--seconds", "2", "--json")
-        stop.set()
-        t.join()
-        conn.close()
-        assert res.returncode == 0, str(res)
-        assert json.loads(res.stdout)["live"]["read_bytes_per_s"] > 1e6
-    finally:
-        stop.set()
-        server.stop()
+    res = encbench("estimate", "--from", str(no_cost), "--read-rate", "1MB/s")
+    assert res.returncode == 24 and "--workload scan-eq" in res.stdout, str(res)  # no cost: what would measure it

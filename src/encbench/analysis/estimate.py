@@ -1,22 +1,25 @@
-"""`encbench estimate`: the CPU that at-rest encryption would add to a server (seed 003).
+"""`encbench estimate`: the pieces of the encryption bill that are not the bill itself (analysis/bill.py).
 
-Encryption at rest costs about a fixed amount of CPU per page read from storage, so:
+- the per-page cost entries of an analysis (`candidates`, `pick`: the one asked for, measured the way the user's
+  workload reads, or the best-resolved write row) and why one is no figure (`unresolved`, with the runs that would
+  resolve it from the spread it was measured with);
+- the rates: given on the command line (`parse_rate`, `given_rate`) or sampled from a live server's own counters
+  (`live_rates`: each engine's sampler, engines/*/live.py);
+- the bill of the terms that have a rate (`make_bill`) and its first line (`model_line`).
 
-    added CPU (cores) = read rate (bytes/s) / page size (bytes/page) x CPU per page (s/page)
-
-with the per-page cost (and its bootstrap CI) taken from a result file's cold encrypted
-vs cold plain runs (`derived`). The read rate is given (`--read-rate 25MB/s`) or sampled
-from a live server (`--live DSN`). The measured cost is per page of the measured engine's
-size; the estimate assumes the same cipher cost per byte on the target server.
+A per-page cost is measured on one engine, page size and cipher (analysis/unitcost.py): the estimate prices a
+server with it only when the target matches, unless told (`--other-setup`).
 """
 
 from __future__ import annotations
 
+import math
 import re
 import time
 from collections.abc import Mapping, Sequence
 
 from ..errors import BadValueError, UsageError
+from .bill import TERM_KINDS, UnitCost, runs_hint
 from ..util.redact import redact
 from ..util.units import _UNITS, fmt_bytes
 
@@ -60,6 +63,13 @@ def candidates(analysis: Mapping, kind: str = "read") -> list[dict]:
 
 def pick(analysis: Mapping, workload: str | Sequence[str] | None = None, *, kind: str = "read",
          access: str | None = None) -> dict:
+    """The per-page cost entry to use (`_pick`), with the runs per side it was measured with (`runs`)."""
+    entry = _pick(analysis, workload, kind=kind, access=access)
+    return dict(entry, runs=runs_of(analysis, entry))
+
+
+def _pick(analysis: Mapping, workload: str | Sequence[str] | None = None, *, kind: str = "read",
+          access: str | None = None) -> dict:
     """The per-page cost entry to use: the workload asked for (of a list: the first the file has), else the one
     measured the way the user's workload
     reads (`access`: sequential = scan-eq, else scan-like; random = an oltp mix, the most pages read per
@@ -71,17 +81,17 @@ def pick(analysis: Mapping, workload: str | Sequence[str] | None = None, *, kind
             raise BadValueError("the result file has no per-page write cost (no warm rebuild runs with both "
                                 "encryption=off and on)", hint="run e.g. `encbench run --workload rebuild "
                                                                "--variant cache=warm` and use that file")
-        return derived[0]
+        return best_resolved(derived)
     if not derived:
         raise BadValueError("the result file has no per-page decrypt cost (no cold at-rest runs with both "
                             "encryption=off and on)",
                             hint="run e.g. `encbench run --workload scan-eq --variant cache=cold` and use that file")
     wanted = [workload] if isinstance(workload, str) else list(workload or [])  # a list: the first the file has
     if wanted:
-        chosen = [d for name in wanted for d in derived if d["workload"] == name]
+        chosen = [d for name in wanted for d in derived if _named(d, name)]
         if not chosen:
             raise BadValueError(f"the result file has no per-page cost for workload {', '.join(map(repr, wanted))}",
-                                hint=f"it has: {', '.join(sorted({d['workload'] for d in derived}))}")
+                                hint=f"it has: {', '.join(sorted({_name_of(d) for d in derived}))}")
         return chosen[0]
     if access:
         chosen = [d for d in derived if d["access"] == access]
@@ -100,85 +110,133 @@ def pick(analysis: Mapping, workload: str | Sequence[str] | None = None, *, kind
     return derived[0]
 
 
+def _named(d: dict, name: str) -> bool:
+    """`oltp` names every mix of the workload, `oltp:oltp_point_select` one mix (its script, else its operation)."""
+    wl, _, mix = name.partition(":")
+    return d["workload"] == wl and (not mix or mix in (d.get("script"), d["operation"]))
+
+
+def _name_of(d: dict) -> str:
+    return f"{d['workload']}:{d['script']}" if d.get("script") else d["workload"]
+
+
+def relative_width(d: dict) -> float:
+    """The 95% CI's half-width over the per-page cost (inf where it is not above zero or has no CI)."""
+    ci, v = d.get("per_page_cpu_ci"), d.get("per_page_cpu_s") or 0.0
+    return (ci[1] - ci[0]) / 2 / v if ci and v > 0 else math.inf
+
+
+def best_resolved(entries: list[dict]) -> dict:
+    """The best-resolved per-page cost: the narrowest CI relative to its cost, then the most pages per run."""
+    return min(entries, key=lambda d: (relative_width(d), -(d.get("pages_read") or 0)))
+
+
+def runs_of(analysis: Mapping, entry: dict) -> int | None:
+    """The runs per side behind a per-page cost: its CPU comparison's smaller side."""
+    for c in analysis.get("comparisons") or []:
+        if (c["workload"], c["operation"], c["contender"]) == (entry["workload"], entry["operation"],
+                                                               entry["contender"]):
+            return min(c.get("n_baseline") or 0, c.get("n_contender") or 0) or None
+    return None
+
+
 def unresolved(entry: dict) -> str | None:
     """Why a per-page cost is no figure to act on: not above zero, or its CI reaches zero; else None."""
     per_page, ci = entry["per_page_cpu_s"], entry.get("per_page_cpu_ci")
     where = f"{entry['workload']}/{entry['operation']} {entry['contender']}"
+    hint = runs_hint(UnitCost(per_page, tuple(ci) if ci else None, where, entry.get("runs")))
     if per_page <= 0:
         return (f"the per-page cost measured by {where} is not above zero ({per_page * 1e6:+.2f} µs"
-                f"{_ci_us(ci)}): encryption's cost is not resolved there; run more (--runs 20) or a larger --size")
+                f"{_ci_us(ci)}): encryption's cost is not resolved there; {hint}")
     if ci and ci[0] <= 0:
         return (f"the per-page cost measured by {where}, {per_page * 1e6:.2f} µs, has a 95% CI{_ci_us(ci)} that "
-                "reaches zero: not resolved; run more (--runs 20) or a larger --size")
+                f"reaches zero: not resolved; {hint}")
     return None
-
-
-def estimate(entry: dict, read_rate: float, cores: int, *, source: str) -> dict:
-    if read_rate < 0:
-        raise BadValueError("the read rate is negative", hint="give a rate >= 0")
-    if cores < 1:
-        raise BadValueError("--cores must be at least 1")
-    if not entry.get("page_size"):
-        raise BadValueError(f"the per-page cost of {entry['workload']} has no page size recorded",
-                            hint="measure it again with this version of encbench")
-    page = int(entry["page_size"])
-    per_page = entry["per_page_cpu_s"]
-    ci = entry.get("per_page_cpu_ci")
-    why = unresolved(entry)
-    if why:
-        return {"read_rate_bytes_per_s": read_rate, "rate_source": source, "page_size": page, "cores": cores,
-                "resolved": False, "why": why, "added_cores": None, "added_cores_ci": None, "share_of_server": None,
-                "share_ci": None, "per_page_cpu_s": per_page, "per_page_cpu_ci": ci, "access": entry.get("access"),
-                "from": f"{entry['workload']}/{entry['operation']} {entry['contender']} vs {entry['baseline']}"}
-    pages_per_s = read_rate / page
-    added = pages_per_s * per_page  # CPU-seconds per second = cores busy
-    added_ci = [pages_per_s * x for x in ci] if ci else None
-    out = {
-        "read_rate_bytes_per_s": read_rate, "rate_source": source, "page_size": page,
-        "pages_per_s": pages_per_s, "per_page_cpu_s": per_page, "per_page_cpu_ci": ci,
-        "added_cores": added, "added_cores_ci": added_ci, "cores": cores,
-        "share_of_server": added / cores, "share_ci": [x / cores for x in added_ci] if added_ci else None,
-        "from": f"{entry['workload']}/{entry['operation']} {entry['contender']} vs {entry['baseline']}",
-        "assumption": f"the same decrypt cost per byte as measured ({per_page * 1e6:.2f} µs per {page}-byte page)",
-        "resolved": True, "access": entry.get("access", "sequential"),
-    }
-    out["formula"] = (f"{fmt_bytes(read_rate)}/s / {page:,} B per page = {pages_per_s:,.0f} pages/s; "
-                      f"x {per_page * 1e6:.2f} µs per page{_ci_us(ci)} = {added:.4f} CPU-seconds per second"
-                      f"{_ci_plain(added_ci, '{:.4f}')} = {added * 100:.2f}% of one core = "
-                      f"{added / cores * 100:.2f}% of {cores} cores{_ci_pct(out['share_ci'])}")
-    return out
 
 
 def _ci_us(ci) -> str:
     return f" [{ci[0] * 1e6:.2f}, {ci[1] * 1e6:.2f}]" if ci else ""
 
 
-def _ci_plain(ci, fmt) -> str:
-    return f" [{fmt.format(ci[0])}, {fmt.format(ci[1])}]" if ci else ""
+# -- the bill: every term's rate (live or given) times its unit cost (issue 31) -------------------
+
+MODEL = "model: added CPU = the sum of each term's rate x its measured unit cost; includes: {inc}; leaves out: {left}"
+ALWAYS_LEFT_OUT = "work no counter separates (background threads), CPU speed differences between machines"
 
 
-def _ci_pct(ci) -> str:
-    return f" [{ci[0] * 100:.2f}%, {ci[1] * 100:.2f}%]" if ci else ""
-
-
-# -- a live server's physical read rate ------------------------------------------------------
-
-def live_rate(dsn: str, seconds: float, *, sleep=time.sleep) -> dict:
-    """Bytes per second the server read from (and wrote to) storage over `seconds`."""
+def live_rates(dsn: str, seconds: float, *, all_tls: bool = False, sleep=time.sleep):
+    """Every bill term's rate, sampled from the server's own counters over `seconds` (read-only)."""
     from ..engines import ENGINES, engine_for_dsn
 
     engine = engine_for_dsn(dsn)
     if engine is None:
         schemes = " or ".join(f"{e.dsn_schemes[0]}://" for _, e in ENGINES.items() if e.dsn_schemes)
         raise UsageError(f"--live {redact(dsn)!r} is not a {schemes} DSN")
-    reader = engine.live_io_reader(dsn)
+    sampler = engine.live_rates_reader(dsn)
     try:
-        r0, w0, source = reader()
+        first = sampler.sample()
         t0 = time.monotonic()
-        sleep(seconds)
-        r1, w1, _ = reader()
-        dt = time.monotonic() - t0
+        while (left := seconds - (time.monotonic() - t0)) > 0:
+            sampler.watch()
+            sleep(min(sampler.WATCH_S, max(left, 0.0)))
+        last = sampler.sample()
+        out = sampler.rates(first, last, time.monotonic() - t0, all_tls)
+        out.facts.pop("seen", None)
+        return out
     finally:
-        reader.close()
-    return {"read_bytes_per_s": max(0.0, (r1 - r0) / dt), "write_bytes_per_s": max(0.0, (w1 - w0) / dt),
-            "seconds": dt, "source": source}
+        sampler.close()
+
+
+def make_bill(costs: dict, rates: dict, absent: dict, cores: int):
+    """The bill of the terms that have a rate: each its unit cost (costs: term -> UnitCost, `priced`) times its
+    rate (term -> bill.Rate); terms absent here keep their reason."""
+    from .bill import bill, term
+
+    terms = [term(name, costs.get(name), rates[name]) for name in TERM_KINDS if name in rates]
+    return bill(terms, cores, {k: v for k, v in absent.items() if k not in rates})
+
+
+def model_line(b) -> str:
+    """The estimate's first line: the terms its model includes, and what it leaves out (absent or not given)."""
+    named = {t.name for t in b.terms}
+    inc = ", ".join(TERM_KINDS[k].label for k in TERM_KINDS if k in named) or "nothing"
+    absent = [TERM_KINDS[k].label for k in TERM_KINDS if k in b.absent]
+    missing = [TERM_KINDS[k].label for k in TERM_KINDS if k not in named and k not in b.absent]
+    left = ([f"{', '.join(absent)} (absent here: see below)"] if absent else []) + \
+        ([f"{', '.join(missing)} (no rate: --rate TERM=RATE)"] if missing else []) + [ALWAYS_LEFT_OUT]
+    return MODEL.format(inc=inc, left="; ".join(left))
+
+
+_COUNT_RE = re.compile(r"^\s*(\d+(?:\.\d+)?(?:e\d+)?)\s*(?:/\s*s)?\s*$")
+
+
+def split_rate(text: str) -> tuple[str, str]:
+    """'reads=412/s' -> ('reads', '412/s'); an unknown term is one line naming the known ones."""
+    name, sep, value = str(text).partition("=")
+    if not sep or name.strip() not in TERM_KINDS or not value.strip():
+        raise BadValueError(f"--rate {text[:60]!r} is not TERM=RATE",
+                            hint=f"TERM is one of {', '.join(TERM_KINDS)}; e.g. --rate tls_handshakes=35/s")
+    return name.strip(), value.strip()
+
+
+def given_rate(name: str, text: str, option: str, page_size: int | None):
+    """A rate from the command line as a bill.Rate in the term's unit per second: bytes for byte terms, pages for
+    page terms (a byte rate over the target's page size, or a plain count), else a count."""
+    from .bill import Rate
+
+    unit = TERM_KINDS[name].unit
+    count = _COUNT_RE.match(text)
+    given = f"given: {option} {name + '=' if option == '--rate' else ''}{text}"
+    if unit == "page" and count:
+        return Rate(float(count.group(1)), f"{given} (pages per second)")
+    if unit in ("page", "byte"):
+        value = parse_rate(text, what=option)
+        if unit == "byte":
+            return Rate(value, given)
+        if not page_size:  # no rate, said on its term (a cost refused for another setup is said first)
+            return Rate(None, given, "a byte rate, and the target's page size is not known: "
+                                                         "give --page-size, or the rate in pages per second")
+        return Rate(value / page_size, f"{given} / {page_size:,} B per page")
+    if not count:
+        raise BadValueError(f"{option} {name}={text[:40]!r} is not a count per second", hint="e.g. 35/s or 35")
+    return Rate(float(count.group(1)), given)

@@ -218,7 +218,7 @@ def per_page_entries(entries: list[dict]) -> list[dict]:
         if e["added_cpu_us_per_page_read"] is None:
             continue
         ci = e["added_cpu_us_per_page_read_ci"]
-        out.append({"workload": WORKLOAD, "operation": e["operation"], "baseline": e["baseline"],
+        out.append({"workload": WORKLOAD, "operation": e["operation"], "baseline": e["baseline"], "script": e.get("script"),
                     "contender": e["contender"], "page_size": e["page_size"], "pages_read": e["pages_read_per_txn"],
                     "pages_basis": "pages_read per transaction", "added_cpu_s": e["added_cpu_us_per_txn"] / 1e6,
                     "added_cpu_ci": [x / 1e6 for x in e["added_cpu_us_per_txn_ci"]]

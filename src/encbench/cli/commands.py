@@ -9,7 +9,7 @@ import argparse
 from dataclasses import dataclass
 from typing import Callable
 
-from . import advise, atrest, cleanup, compare, estimate, history, leakcheck, list as list_cmd, report, run, selftest, show, tlsscan
+from . import advise, atrest, calibrate, cleanup, compare, estimate, history, leakcheck, list as list_cmd, report, run, selftest, show, tlsscan
 
 
 @dataclass(frozen=True)
@@ -57,9 +57,15 @@ COMMANDS: tuple[Command, ...] = (
     Command("report", "one self-contained HTML file from result files (tables, plots, flame graphs)",
             report.add_arguments, report.cmd_report,
             examples=('encbench report sqlite.json mariadb.json -o report.html',), page='report.md'),
-    Command("estimate", "the CPU at-rest encryption would add to a server, from a measured per-page cost",
+    Command("calibrate", "fit the read and write unit costs of the encryption bill over designed oltp mixes",
+            calibrate.add_arguments, calibrate.cmd_calibrate, takes_argv=True,
+            examples=('encbench calibrate --engine sqlite --quick -o calibration.json',),
+            page='estimate.md'),
+    Command("estimate", "the encryption bill of a server: each term's rate (read live, or given) x its measured "
+                        "unit cost, with its confidence interval",
             estimate.add_arguments, estimate.cmd_estimate,
             examples=('encbench estimate --from mariadb.json --read-rate 40MB/s --cores 8',
+                      'encbench estimate --from pg-tls.json --live postgresql://user@db1/app --seconds 60',
                       'encbench estimate --from mariadb.json --check oltp.json'),
             page='estimate.md'),
     Command("advise", "which setting makes encryption cheaper, by how much, at what loss of protection (sweeps or "

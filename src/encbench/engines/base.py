@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ..vocab.session import LiveReader, PrepareContext, Session, Table
+from ..vocab.session import PrepareContext, Session, Table
 from ..vocab.variants import Variant, VariantKey
 
-__all__ = ["Engine", "LiveReader", "PrepareContext", "Session", "Table"]
+__all__ = ["Engine", "PrepareContext", "Session", "Table"]
 
 
 class Engine:
@@ -80,11 +80,15 @@ class Engine:
 
         raise UsageError(f"engine {self.name} has no server to scan")
 
-    def live_io_reader(self, dsn: str):
-        """estimate --live: a callable giving (bytes read, bytes written, source) so far, with close()."""
+    # `encbench calibrate`: --variant filters of the oltp runs the bill's read and write costs are fitted over (a
+    # read-only and a write-heavy script, two memory shares, encrypted and plain); empty: no calibration
+    calibration_variants: tuple[str, ...] = ()
+
+    def live_rates_reader(self, dsn: str):
+        """estimate --live: a vocab.live.LiveSampler of every bill term's counter on this engine's server."""
         from ..errors import UsageError
 
-        raise UsageError(f"engine {self.name} cannot sample a live server's read rate")
+        raise UsageError(f"engine {self.name} has no live server to sample: give its rates with --rate")
 
     def tables(self) -> tuple[Table, ...]:
         return (Table("", self.axis, self.axis_baseline, None, self.table_columns, dict(self.metric_words)),)

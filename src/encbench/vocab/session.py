@@ -62,19 +62,6 @@ class Session:
         raise NotImplementedError
 
 
-class LiveReader:
-    """estimate --live: `reader()` -> (bytes read, bytes written, source) so far, over one connection."""
-
-    def __init__(self, conn, fn: Callable):
-        self.conn, self.fn = conn, fn
-
-    def __call__(self):
-        return self.fn(self.conn)
-
-    def close(self):
-        self.conn.close()
-
-
 @dataclass(frozen=True)
 class Table:
     """One side-by-side table of a report: the workloads whose cost of one setting (the axis) it shows.

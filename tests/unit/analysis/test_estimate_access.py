@@ -37,10 +37,9 @@ def test_an_unresolved_or_negative_cost_is_no_figure():
     negative = dict(base, per_page_cpu_s=-1.5e-6, per_page_cpu_ci=[-4e-6, 1e-6])
     spans = dict(base, per_page_cpu_s=2e-6, per_page_cpu_ci=[-0.5e-6, 4.5e-6])
     for entry in (negative, spans):
-        out = estimate.estimate(entry, 25e6, 2, source="given")
-        assert out["resolved"] is False and out["added_cores"] is None and "not resolved" in out["why"], out
-    ok = estimate.estimate(dict(base, per_page_cpu_s=2e-6, per_page_cpu_ci=[1e-6, 3e-6]), 25e6, 2, source="given")
-    assert ok["resolved"] and ok["added_cores"] > 0
+        why = estimate.unresolved(entry)
+        assert "not resolved" in why and "runs per side would resolve it" in why and "--runs 20" not in why, why
+    assert estimate.unresolved(dict(base, per_page_cpu_s=2e-6, per_page_cpu_ci=[1e-6, 3e-6])) is None
 
 
 def test_the_cli_checks_the_scans_against_a_mix(tmp_path):
@@ -53,6 +52,11 @@ def test_the_cli_checks_the_scans_against_a_mix(tmp_path):
     assert res.returncode == 0, res.stderr
     (check,) = json.loads(res.stdout)["checks"]
     assert check["error_pct"] == pytest.approx(-78, abs=3) and check["misses"], check
+    res = subprocess.run([sys.executable, "-m", "encbench.cli", "estimate", "--from", str(scans), "--check", str(oltp),
+                          "--read-rate", "25MB/s"], capture_output=True, text=True, timeout=60)
+    lines = res.stdout.splitlines()  # the model, then the check's verdict on it, before any figure (issue 30.4)
+    assert res.returncode == 0 and lines[0].startswith("model: ") and lines[1].startswith("warning: ") \
+        and "off by -78%" in lines[1], res.stdout + res.stderr
     res = subprocess.run([sys.executable, "-m", "encbench.cli", "estimate", "--from", str(oltp), "--read-rate",
                           "25MB/s", "--access", "random"], capture_output=True, text=True, timeout=60)
     assert res.returncode == 0 and "20." in res.stdout and "cores" in res.stdout, res.stdout + res.stderr

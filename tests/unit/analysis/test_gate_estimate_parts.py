@@ -163,15 +163,18 @@ ENTRY = {"workload": "scan-eq", "operation": "scan", "contender": "on", "baselin
 
 
 def test_seed_003_arithmetic():
-    # 25 MB/s of 4 KB pages at 8.5 µs each on 4 cores
-    out = estimate.estimate(ENTRY, 25e6, 4, source="given")
-    assert out["pages_per_s"] == pytest.approx(25e6 / 4096)
-    assert out["added_cores"] == pytest.approx(25e6 / 4096 * 8.5e-6)  # 0.0519 cores
-    assert out["share_of_server"] == pytest.approx(25e6 / 4096 * 8.5e-6 / 4)
-    assert out["share_ci"] == pytest.approx([25e6 / 4096 * 8.1e-6 / 4, 25e6 / 4096 * 9.1e-6 / 4])
-    assert "6,104 pages/s" in out["formula"] and "8.50 µs" in out["formula"]
-    with pytest.raises(BadValueError):
-        estimate.estimate(ENTRY, 25e6, 0, source="given")
+    # 25 MB/s of 4 KB pages at 8.5 µs each on 4 cores: one term of the bill
+    from encbench.analysis import bill
+
+    rate = estimate.given_rate("reads", "25MB/s", "--read-rate", 4096)
+    cost = bill.UnitCost(ENTRY["per_page_cpu_s"], tuple(ENTRY["per_page_cpu_ci"]), "test", 6)
+    out = bill.bill([bill.term("reads", cost, rate)], 4)
+    assert rate.value == pytest.approx(25e6 / 4096) and "--read-rate 25MB/s" in rate.source
+    assert out.total == pytest.approx(25e6 / 4096 * 8.5e-6)  # 0.0519 cores
+    assert out.share == pytest.approx(25e6 / 4096 * 8.5e-6 / 4)
+    assert out.terms[0].cores_ci == pytest.approx((25e6 / 4096 * 8.1e-6, 25e6 / 4096 * 9.1e-6))
+    with pytest.raises(ValueError):
+        bill.bill([], 0)
 
 
 def test_pick_prefers_scan_eq_and_refuses_files_without_cost():
@@ -184,23 +187,37 @@ def test_pick_prefers_scan_eq_and_refuses_files_without_cost():
         estimate.pick({"derived": []})
 
 
-def test_live_rate_with_a_fake_reader(monkeypatch):
-    values = iter([(1000.0, 10.0, "fake"), (1000.0 + 5e6, 10.0 + 1e6, "fake")])
+def test_live_rates_with_a_fake_sampler(monkeypatch):
+    from encbench.vocab.live import LiveRates
+
+    readings = iter([{"blks_read": 1000.0}, {"blks_read": 6000.0}])
+    watched = []
 
     class Fake:
-        def __call__(self):
-            return next(values)
+        WATCH_S = 0.5
+        facts = {"engine": "postgres", "page_size": 8192, "cipher": None}
+
+        def sample(self):
+            return next(readings)
+
+        def watch(self):
+            watched.append(1)
+
+        def rates(self, first, last, seconds, all_tls):
+            return LiveRates({"reads": ((last["blks_read"] - first["blks_read"]) / seconds, "fake", None)}, {},
+                             dict(self.facts, seen={}), seconds)
 
         def close(self):
             pass
 
-    monkeypatch.setattr(PostgresEngine, "live_io_reader", lambda self, dsn: Fake())
-    clock = iter([0.0, 2.0])
+    monkeypatch.setattr(PostgresEngine, "live_rates_reader", lambda self, dsn: Fake())
+    clock = iter([0.0, 0.0, 1.0, 2.0, 2.0])
     monkeypatch.setattr(estimate.time, "monotonic", lambda: next(clock))
-    out = estimate.live_rate("postgresql://x@y/z", 2.0, sleep=lambda s: None)
-    assert out["read_bytes_per_s"] == pytest.approx(2.5e6) and out["write_bytes_per_s"] == pytest.approx(5e5)
+    out = estimate.live_rates("postgresql://x@y/z", 2.0, sleep=lambda s: None)
+    assert out.rates["reads"][0] == pytest.approx(2500.0) and "seen" not in out.facts
+    assert len(watched) == 2  # polled between the two readings
     with pytest.raises(UsageError):
-        estimate.live_rate("http://nope", 1.0, sleep=lambda s: None)
+        estimate.live_rates("http://nope", 1.0, sleep=lambda s: None)
 
 
 def test_write_side_needs_a_warm_rebuild():

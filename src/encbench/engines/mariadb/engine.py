@@ -51,7 +51,7 @@ from . import server as maria_server
 from . import state as maria_state
 from .. import wire
 from ..local import restore_journal
-from ..base import Engine, LiveReader, PrepareContext, Session, Table
+from ..base import Engine, PrepareContext, Session, Table
 from ..concurrent import check_sessions_fit
 from .client import connect_bounded, first_line, pymysql, unreachable, where_of
 from .session import HASH_FUNCTIONS, RT_ROWS, MariaSession, check_table, copy_rows
@@ -186,23 +186,21 @@ class MariaDBEngine(Engine):
     def check_dsn(self, dsn: str, what: str = "--dsn") -> None:
         parse_dsn(dsn, what)
 
-    def live_io_reader(self, dsn: str) -> LiveReader:
-        """Bytes InnoDB read and wrote (Innodb_data_read / _written)."""
+    def live_rates_reader(self, dsn: str):
+        """estimate --live: every bill term's counter (engines/mariadb/live.py), read-only."""
+        from . import live
+
+        return live.sampler(self._live_connect(dsn))
+
+    @staticmethod
+    def _live_connect(dsn: str):
         my = pymysql()
         params = parse_dsn(dsn, "--live")
         try:
-            conn = connect_bounded(params, autocommit=True)
+            return connect_bounded(params, autocommit=True)
         except my.err.MySQLError as e:
             raise EngineUnavailableError(f"cannot connect to --live: {unreachable(e, where_of(params)) or first_line(e)}",
                                          hint="check the DSN (user, password, host, port) and that the server is running") from None
-
-        def read(c):
-            cur = c.cursor()
-            cur.execute("SHOW GLOBAL STATUS WHERE Variable_name IN ('Innodb_data_read', 'Innodb_data_written')")
-            got = {k: float(v) for k, v in cur.fetchall()}
-            return got.get("Innodb_data_read", 0.0), got.get("Innodb_data_written", 0.0), "Innodb_data_read / _written"
-
-        return LiveReader(conn, read)
 
     def __init__(self) -> None:
         self._servers: dict[str, maria_server.MariaServer | None] = {}
@@ -256,6 +254,7 @@ class MariaDBEngine(Engine):
 
     # -- encbench advise (issue 24): knobs.py ----------------------------------------------
     knobs = maria_knobs.KNOBS
+    calibration_variants = ("script=oltp_point_select,oltp_read_write", "memory=100%,25%", "encryption=off,on")
 
     def advise_sweeps(self, quick: bool, options: dict) -> list:
         return maria_knobs.sweeps(quick, options, self._missing_knobs(options))

@@ -41,7 +41,7 @@ from . import pgbench
 from . import server as pg_server
 from . import state as pg_state
 from .. import wire
-from ..base import Engine, LiveReader, PrepareContext, Session, Table
+from ..base import Engine, PrepareContext, Session, Table
 from ..concurrent import check_sessions_fit
 from .client import connect_admin, first_line
 from .session import HASH_FUNCTIONS, RT_ROWS, PgSession
@@ -168,28 +168,21 @@ class PostgresEngine(Engine):
     def client_offers(self, tls: str) -> bool:
         return client.offers(tls)
 
-    def live_io_reader(self, dsn: str) -> LiveReader:
-        """Bytes read and written by every backend: pg_stat_io (16+), else blocks x block_size."""
+    def live_rates_reader(self, dsn: str):
+        """estimate --live: every bill term's counter (engines/postgres/live.py), read-only."""
+        from . import live
+
+        return live.sampler(self._live_connect(dsn))
+
+    @staticmethod
+    def _live_connect(dsn: str):
         import psycopg
 
-        self.check_dsn(dsn, "--live")
+        _parse_dsn(client.psycopg(), dsn, "--live")
         try:
-            conn = psycopg.connect(dsn, autocommit=True, connect_timeout=10)
+            return psycopg.connect(dsn, autocommit=True, connect_timeout=10)
         except psycopg.Error as e:
             raise EngineUnavailableError(f"cannot connect to --live: {redact(str(e).splitlines()[0])}") from None
-        version = int(conn.execute("SHOW server_version_num").fetchone()[0])
-
-        def read(c):
-            if version >= 160000:  # pg_stat_io: reads and writes in bytes, every backend type
-                r, w = c.execute("SELECT coalesce(sum(reads * op_bytes), 0), coalesce(sum(writes * op_bytes), 0) "
-                                 "FROM pg_stat_io").fetchone()
-                return float(r), float(w), "pg_stat_io reads/writes x op_bytes"
-            block = int(c.execute("SHOW block_size").fetchone()[0])
-            r = c.execute("SELECT coalesce(sum(blks_read), 0) FROM pg_stat_database").fetchone()[0]
-            w = c.execute("SELECT buffers_checkpoint + buffers_clean + buffers_backend FROM pg_stat_bgwriter").fetchone()[0]
-            return float(r) * block, float(w) * block, f"pg_stat_database.blks_read x {block} B (pg_stat_bgwriter writes)"
-
-        return LiveReader(conn, read)
 
     def __init__(self) -> None:
         self._servers: dict[str, pg_server.PgServer | None] = {}
@@ -643,6 +636,7 @@ class PostgresEngine(Engine):
 
     # -- encbench advise (issue 24): knobs.py ---------------------------------------------------------------------
     knobs = pg_knobs.KNOBS
+    calibration_variants = ("script=select-only,tpcb-like", "memory=100%,25%", "encryption=off,fscrypt")  # root
 
     def advise_sweeps(self, quick: bool, options: dict) -> list:
         """The suites; the key exchange group where the server may be reconfigured (the private server, or --dsn

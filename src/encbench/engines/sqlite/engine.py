@@ -442,6 +442,7 @@ class SQLiteEngine(Engine):
     )
     profile_in_process = True
     knobs = sqlcipher_knobs.KNOBS
+    calibration_variants = ("script=select-only,tpcb-like", "memory=100%,25%", "encryption=off,on")
 
     def advise_sweeps(self, quick: bool, options: dict) -> list:
         return sqlcipher_knobs.sweeps(quick)

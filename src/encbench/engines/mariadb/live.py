@@ -1,0 +1,85 @@
+"""estimate --live on MariaDB: the rate of each term of the encryption bill from SHOW GLOBAL STATUS, and the setup
+from SHOW GLOBAL VARIABLES, read-only (SHOW only: no SET, no FLUSH).
+
+- page reads: Innodb_buffer_pool_reads (pages read from storage into the buffer pool: each decrypted once);
+- page writes: Innodb_pages_written;
+- log bytes: Innodb_os_log_written (redo), plus Binlog_bytes_written where a binary log is written;
+- temporary file bytes: absent (MariaDB counts temporary files made, not their bytes);
+- new TLS sessions: Ssl_finished_accepts less Ssl_session_cache_hits (full handshakes); resumptions:
+  Ssl_session_cache_hits;
+- bytes over TLS: Bytes_sent + Bytes_received, times the share of connections made over TLS since the server
+  started (Ssl_finished_accepts / Connections); messages: two per statement (Questions: a request and a result),
+  times the same share.
+"""
+
+from __future__ import annotations
+
+from ...vocab.live import LiveRates, LiveSampler, per_second
+
+STATUS = ("Innodb_buffer_pool_reads", "Innodb_pages_written", "Innodb_os_log_written", "Binlog_bytes_written",
+          "Ssl_finished_accepts", "Ssl_session_cache_hits", "Bytes_sent", "Bytes_received", "Questions",
+          "Connections")
+VARIABLES = ("innodb_page_size", "log_bin", "have_ssl", "version", "file_key_management_encryption_algorithm",
+             "innodb_encrypt_log", "encrypt_binlog")
+OWN_STATEMENTS = 1  # this sampler's SHOW GLOBAL STATUS, counted in Questions
+
+
+def _show(conn, what: str, names) -> dict[str, str]:
+    cur = conn.cursor()
+    cur.execute(f"SHOW GLOBAL {what} WHERE Variable_name IN ({', '.join(['%s'] * len(names))})", tuple(names))
+    return {k: v for k, v in cur.fetchall()}
+
+
+def facts(conn) -> dict:
+    v = _show(conn, "VARIABLES", VARIABLES)
+    algo = v.get("file_key_management_encryption_algorithm")  # absent: the key management plugin is not loaded
+    return {"engine": "mariadb", "version": v.get("version", "?"), "page_size": int(v.get("innodb_page_size", 16384)),
+            "cipher": algo, "log_bin": v.get("log_bin") == "ON", "ssl": v.get("have_ssl") == "YES",
+            "encrypt_log": v.get("innodb_encrypt_log"), "encrypt_binlog": v.get("encrypt_binlog")}
+
+
+def sample(conn) -> dict[str, float]:
+    return {k: float(v) for k, v in _show(conn, "STATUS", STATUS).items()}
+
+
+def _tls(first: dict, last: dict, seconds: float, all_tls: bool) -> dict:
+    def rate(name):
+        return per_second(first, last, name, seconds)
+
+    resumed = rate("Ssl_session_cache_hits")
+    if all_tls:
+        share, word = 1.0, "every connection priced as TLS (--all-tls)"
+        full = rate("Connections") - resumed
+    else:
+        share = last["Ssl_finished_accepts"] / last["Connections"] if last.get("Connections") else 0.0
+        word = f"x {share:.0%} of connections on TLS since the server started (Ssl_finished_accepts / Connections)"
+        full = rate("Ssl_finished_accepts") - resumed
+    statements = rate("Questions") - OWN_STATEMENTS / seconds
+    return {"tls_handshakes": (full, "Ssl_finished_accepts - Ssl_session_cache_hits" if not all_tls
+                               else "Connections - Ssl_session_cache_hits (--all-tls)", None),
+            "tls_resumptions": (resumed, "Ssl_session_cache_hits", None),
+            "tls_bytes": ((rate("Bytes_sent") + rate("Bytes_received")) * share,
+                          f"Bytes_sent + Bytes_received {word}", None),
+            "tls_messages": (2 * statements * share, f"2 x Questions (a request and a result each) {word}", None)}
+
+
+def rates(first: dict, last: dict, seconds: float, all_tls: bool, f: dict) -> LiveRates:
+    log = per_second(first, last, "Innodb_os_log_written", seconds)
+    log_source = "Innodb_os_log_written (redo)"
+    if f["log_bin"]:
+        log += per_second(first, last, "Binlog_bytes_written", seconds)
+        log_source += " + Binlog_bytes_written"
+    out = {"reads": (per_second(first, last, "Innodb_buffer_pool_reads", seconds), "Innodb_buffer_pool_reads", None),
+           "writes": (per_second(first, last, "Innodb_pages_written", seconds), "Innodb_pages_written", None),
+           "log_bytes": (log, log_source, None)}
+    absent = {"temp_bytes": "MariaDB counts temporary files made (Created_tmp_files), not their bytes"}
+    if f["ssl"] or all_tls:
+        out.update(_tls(first, last, seconds, all_tls))
+    else:
+        absent.update({k: "have_ssl is not YES on this server (--all-tls prices TLS for every connection)"
+                       for k in ("tls_handshakes", "tls_resumptions", "tls_bytes", "tls_messages")})
+    return LiveRates(out, absent, f, seconds)
+
+
+def sampler(conn) -> LiveSampler:
+    return LiveSampler(conn, sample, rates, facts(conn))

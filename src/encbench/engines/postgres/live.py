@@ -1,0 +1,94 @@
+"""estimate --live on PostgreSQL: the rate of each term of the encryption bill from the server's own statistics
+views, read-only (SELECT and SHOW only: no setting, no reset, no table).
+
+- page reads: pg_stat_database.blks_read (blocks read by backends from the OS or storage);
+- page writes: pg_stat_bgwriter buffers_checkpoint + buffers_clean + buffers_backend (every dirty block written);
+- log bytes: pg_stat_wal.wal_bytes;
+- temporary file bytes: pg_stat_database.temp_bytes;
+- new TLS sessions: pg_stat_database.sessions, times the share on TLS of the sessions seen starting in the window
+  (pg_stat_activity and pg_stat_ssl polled every 0.2 s; else of every session seen);
+- resumptions: absent (PostgreSQL turns TLS session caching and tickets off: every TLS session is a full handshake);
+- bytes and messages over TLS: PostgreSQL 15 counts neither; given with --rate tls_bytes=... / tls_messages=....
+
+At rest, PostgreSQL has no encryption of its own: the at-rest terms price a filesystem (fscrypt, gocryptfs) that
+encrypts the data directory, whose reads, writes, WAL and temporary files all pass through it.
+"""
+
+from __future__ import annotations
+
+from ...vocab.live import LiveRates, LiveSampler, per_second
+
+_COUNTERS = (
+    ("blks_read", "SELECT coalesce(sum(blks_read), 0) FROM pg_stat_database"),
+    ("temp_bytes", "SELECT coalesce(sum(temp_bytes), 0) FROM pg_stat_database"),
+    ("sessions", "SELECT coalesce(sum(sessions), 0) FROM pg_stat_database"),
+    ("buffers_written", "SELECT buffers_checkpoint + buffers_clean + buffers_backend FROM pg_stat_bgwriter"),
+    ("wal_bytes", "SELECT wal_bytes FROM pg_stat_wal"),
+    ("now", "SELECT extract(epoch FROM now())"),
+)
+# every client session (other than this one) connected now, with its start and whether it is on TLS
+WATCH = ("SELECT a.pid, extract(epoch FROM a.backend_start), coalesce(s.ssl, false) FROM pg_stat_activity a "
+         "LEFT JOIN pg_stat_ssl s USING (pid) WHERE a.backend_type = 'client backend' AND a.pid <> pg_backend_pid()")
+NO_COUNTER = ("PostgreSQL {v} counts no bytes or messages sent to clients: give the rate with --rate {name}=RATE "
+              "(e.g. from the host's network counters)")
+
+
+def facts(conn) -> dict:
+    def show(name):
+        return conn.execute(f"SHOW {name}").fetchone()[0]
+
+    return {"engine": "postgres", "version": show("server_version"), "page_size": int(show("block_size")),
+            "cipher": None, "ssl": show("ssl") == "on"}
+
+
+def sample(conn) -> dict[str, float]:
+    return {name: float(conn.execute(sql).fetchone()[0] or 0) for name, sql in _COUNTERS}
+
+
+def watch(conn, seen: dict) -> None:
+    for pid, start, ssl in conn.execute(WATCH).fetchall():
+        seen[(pid, float(start))] = bool(ssl)
+
+
+def tls_share(first: dict, seen: dict) -> tuple[float | None, str]:
+    """The share of sessions on TLS: of those seen starting in the window (pg_stat_ssl polled), else of every one
+    seen connected; None when none was."""
+    new = [ssl for (_, start), ssl in seen.items() if start >= first["now"]]
+    pool, which = (new, "sessions seen starting in the window") if new else (list(seen.values()), "sessions seen")
+    if not pool:
+        return None, ""
+    return sum(pool) / len(pool), f"{len(pool)} {which}"
+
+
+def rates(first: dict, last: dict, seconds: float, all_tls: bool, f: dict) -> LiveRates:
+    out = {
+        "reads": (per_second(first, last, "blks_read", seconds),
+                  "pg_stat_database.blks_read (from the OS cache or storage: an upper bound on the blocks a "
+                  "filesystem decrypts)", None),
+        "writes": (per_second(first, last, "buffers_written", seconds),
+                   "pg_stat_bgwriter buffers_checkpoint + buffers_clean + buffers_backend", None),
+        "log_bytes": (per_second(first, last, "wal_bytes", seconds), "pg_stat_wal.wal_bytes", None),
+        "temp_bytes": (per_second(first, last, "temp_bytes", seconds), "pg_stat_database.temp_bytes", None),
+    }
+    absent = {"tls_resumptions": "PostgreSQL turns TLS session caching and tickets off: every TLS session is a "
+                                 "full handshake"}
+    if not f["ssl"] and not all_tls:
+        absent.update({k: "ssl=off on this server (--all-tls prices TLS for every session)"
+                       for k in ("tls_handshakes", "tls_bytes", "tls_messages")})
+        return LiveRates(out, absent, f, seconds)
+    share, pool = (1.0, "") if all_tls else tls_share(first, f.get("seen") or {})
+    word = "every session priced as TLS (--all-tls)" if all_tls else (
+        f"x {share:.0%} on TLS of {pool} (pg_stat_ssl, every {LiveSampler.WATCH_S:g} s)" if share is not None else "")
+    sessions = per_second(first, last, "sessions", seconds)
+    if share is None:
+        out["tls_handshakes"] = (None, "pg_stat_database.sessions", "no client session was seen to read the "
+                                 "share on TLS from pg_stat_ssl; --all-tls prices every session as TLS")
+    else:
+        out["tls_handshakes"] = (sessions * share, f"pg_stat_database.sessions {word}", None)
+    for name in ("tls_bytes", "tls_messages"):
+        out[name] = (None, "no counter", NO_COUNTER.format(v=f["version"].split()[0], name=name))
+    return LiveRates(out, absent, f, seconds)
+
+
+def sampler(conn) -> LiveSampler:
+    return LiveSampler(conn, sample, rates, facts(conn), watch)

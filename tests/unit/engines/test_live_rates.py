@@ -1,0 +1,45 @@
+"""estimate --live (issue 31): each server engine's sampler turns two readings of its counters into the rate of
+every bill term, and names the terms that do not apply (absent, never zero)."""
+
+from __future__ import annotations
+
+import pytest
+
+from encbench.engines.mariadb import live as maria_live
+from encbench.engines.postgres import live as pg_live
+
+
+def test_the_live_samplers_turn_counters_into_rates_and_absent_terms():
+    pg_facts = {"engine": "postgres", "version": "15.18 (Debian)", "page_size": 8192, "cipher": None, "ssl": True}
+    first = {"blks_read": 100, "temp_bytes": 0, "sessions": 10, "buffers_written": 5, "wal_bytes": 1000, "now": 1000.0}
+    last = dict(first, blks_read=300, sessions=30, wal_bytes=5000, now=1002.0)
+    # seen by the polls: a long-lived plain session, and four new ones in the window, three on TLS
+    seen = {(1, 500.0): False, (2, 1000.1): True, (3, 1000.5): True, (4, 1001.0): False, (5, 1001.5): True}
+    got = pg_live.rates(first, last, 2.0, False, dict(pg_facts, seen=seen))
+    assert got.rates["reads"][0] == 100 and got.rates["log_bytes"][0] == 2000 and got.rates["temp_bytes"][0] == 0
+    assert got.rates["tls_handshakes"][0] == pytest.approx(10 * 0.75)  # new sessions x the new ones' share on TLS
+    assert "4 sessions seen starting in the window" in got.rates["tls_handshakes"][1]
+    only_old = pg_live.rates(first, last, 2.0, False, dict(pg_facts, seen={(1, 500.0): True, (2, 600.0): False}))
+    assert only_old.rates["tls_handshakes"][0] == pytest.approx(10 * 0.5)  # none new: every session seen
+    unseen = pg_live.rates(first, last, 2.0, False, pg_facts).rates["tls_handshakes"]
+    assert unseen[0] is None and "--all-tls" in unseen[2]
+    assert got.rates["tls_bytes"][0] is None and "--rate tls_bytes" in got.rates["tls_bytes"][2]
+    assert set(got.absent) == {"tls_resumptions"}
+    assert pg_live.rates(first, last, 2.0, True, pg_facts).rates["tls_handshakes"][0] == 10  # --all-tls
+    off = pg_live.rates(first, last, 2.0, False, dict(pg_facts, ssl=False))
+    assert {"tls_handshakes", "tls_bytes", "tls_messages", "tls_resumptions"} == set(off.absent)
+
+    m_facts = {"engine": "mariadb", "version": "10.11", "page_size": 16384, "cipher": "aes_ctr", "log_bin": False,
+               "ssl": True}
+    a = {"Innodb_buffer_pool_reads": 0, "Innodb_pages_written": 0, "Innodb_os_log_written": 0,
+         "Binlog_bytes_written": 0, "Ssl_finished_accepts": 50, "Ssl_session_cache_hits": 0, "Bytes_sent": 0,
+         "Bytes_received": 0, "Questions": 0, "Connections": 100}
+    b = dict(a, Innodb_buffer_pool_reads=40, Innodb_os_log_written=8000, Binlog_bytes_written=999,
+             Ssl_finished_accepts=70, Ssl_session_cache_hits=4, Bytes_sent=4000, Questions=21, Connections=140)
+    got = maria_live.rates(a, b, 4.0, False, m_facts)
+    assert got.rates["reads"][0] == 10 and got.rates["log_bytes"][0] == 2000  # no binary log: redo only
+    assert got.rates["tls_handshakes"][0] == pytest.approx((20 - 4) / 4) and got.rates["tls_resumptions"][0] == 1
+    assert got.rates["tls_bytes"][0] == pytest.approx(1000 * 0.5)  # x 70 / 140 connections on TLS
+    assert got.rates["tls_messages"][0] == pytest.approx(2 * (21 - 1) / 4 * 0.5)  # less this sampler's statement
+    assert set(got.absent) == {"temp_bytes"}
+    assert maria_live.rates(a, b, 4.0, False, dict(m_facts, log_bin=True)).rates["log_bytes"][0] == (8000 + 999) / 4
