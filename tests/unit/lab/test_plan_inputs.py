@@ -50,5 +50,5 @@ def test_estimate_live_reads_its_dsn_in_one_line_before_connecting(dsn, words):
     from encbench.analysis import estimate
 
     with pytest.raises(BadValueError) as e:
-        estimate.live_rate(dsn, 0.1, sleep=lambda s: pytest.fail("sampled"))
+        estimate.live_rates(dsn, 0.1, sleep=lambda s: pytest.fail("sampled"))
     assert words in e.value.one_line() and "topsecret" not in e.value.one_line()
