@@ -29,6 +29,7 @@ from ...errors import BadValueError, EngineUnavailableError
 from ..local.server import keep_log, last_log_line, run_tool, start_on_free_port, unprivileged_user
 from .client import connect_bounded
 from ...lab import leftovers
+from ...util import owners
 
 INSTALL_HINT = "install it with: apt-get install mariadb-server mariadb-backup"
 START_TIMEOUT_S = 60
@@ -185,11 +186,14 @@ class Handle:
         if self.data_root:  # named on the command line: a dead run's server is found (and stopped) by the
             args.append(f"--datadir={self.datadir}")  # encfs ledger's teardown of the filesystem it holds
         if not self.wrapper:
-            return subprocess.Popen(args, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+            proc = subprocess.Popen(args, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                                     stderr=subprocess.DEVNULL, start_new_session=True)
-        with open(self.logfile, "ab") as log:  # valgrind's own words go to the server's log
-            return subprocess.Popen(args, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=log,
-                                    start_new_session=True)
+        else:
+            with open(self.logfile, "ab") as log:  # valgrind's own words go to the server's log
+                proc = subprocess.Popen(args, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=log,
+                                        start_new_session=True)
+        owners.spawned(proc.pid, "MariaDB server" + (" under valgrind" if self.wrapper else ""), self.root)
+        return proc
 
     def wait_ready(self, proc: subprocess.Popen | None) -> tuple[bool, str]:
         import pymysql
@@ -314,7 +318,7 @@ def start(settings: dict | None = None, *, base: dict | None = None, buffer_pool
         if not given.is_file() or not os.access(given, os.R_OK):
             raise BadValueError(f"key file {given} is missing or unreadable",
                                 hint="give file_key_management_filename a readable file of lines '1;<64 hex digits>'")
-    root = leftovers.claim_server_dir(tempfile.mkdtemp(prefix="encbench-maria-"))  # encbench cleanup after a kill
+    root = leftovers.server_dir("encbench-maria-")  # owned before it exists: reclaimed after a kill
     handle = Handle(root=str(root), port=0, user=list(user) if user else None, mariadbd=bins["mariadbd"],
                     password=secrets.token_urlsafe(18), settings=conf,
                     data_root=str(Path(data_root) / f"mariadb-{root.name}") if data_root else "")
@@ -331,6 +335,7 @@ def start(settings: dict | None = None, *, base: dict | None = None, buffer_pool
                                                      cache_sim=bool(meter.get("cache_sim")),
                                                      options=maria_meter.SERVER_OPTIONS)
         if data_root:
+            owners.add({"kind": "dir", "path": handle.data_root})
             Path(handle.data_root).mkdir(mode=0o700)
         handle.tmpdir.mkdir(mode=0o700)
         fd = os.open(handle.keyfile, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)

@@ -24,6 +24,7 @@ from pathlib import Path
 from ..local import certs
 from ...errors import EngineUnavailableError
 from ...lab import leftovers
+from ...util import owners
 from ..local.server import keep_log, last_log_line, log_tail, run_tool, start_on_free_port, unprivileged_user, wait_ready
 
 INSTALL_HINT = "install them with: apt-get install postgresql (Debian/Ubuntu), or measure an existing server with --dsn"
@@ -148,9 +149,12 @@ class PgServer:
 
     def _spawn(self) -> None:
         log = open(self.logfile, "ab")
-        self.proc = subprocess.Popen(self.args, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                     start_new_session=True, **_as_user(self.user))
-        log.close()
+        try:
+            self.proc = subprocess.Popen(self.args, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                         start_new_session=True, **_as_user(self.user))
+        finally:
+            log.close()
+        owners.spawned(self.proc.pid, "PostgreSQL server" + (" under valgrind" if self.meter_dir else ""), self.root)
 
     def handle(self) -> dict:
         """What another process (a worker) needs to restart this server: plain data (restart_handle)."""
@@ -324,14 +328,13 @@ def start(*, keep: bool = False, settings: dict | None = None, data_parent: Path
     if meter:
         valgrind.find()  # exit 10 with the apt-get line, before anything is made
     user = unprivileged_user("postgres")
-    root = leftovers.claim_server_dir(tempfile.mkdtemp(prefix="encbench-pg-", dir=root_parent))  # cleanup after a kill
+    root = leftovers.server_dir("encbench-pg-", root_parent)  # owned before it exists: reclaimed after a kill
     server = PgServer(bindir=bindir, root=root, port=0, password=secrets.token_urlsafe(24), user=user, keep=False,
                       cgroup=cgroup)
     atexit.register(server.stop)
     try:
         if data_parent is not None:
-            pgdata = tempfile.mkdtemp(prefix="encbench-pgdata-", dir=data_parent)
-            server.data_parent = leftovers.claim_server_dir(pgdata)
+            server.data_parent = leftovers.server_dir("encbench-pgdata-", data_parent)
             os.chmod(server.data_parent, 0o700)
             if user:
                 os.chown(server.data_parent, user[1], user[2])

@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import functools
 import sys
-import tempfile
 from pathlib import Path
 from types import ModuleType
 
@@ -157,8 +156,9 @@ def workdir(prefix: str) -> Path:
     as another user (postgres, mysql). It holds this process's owner record: what a killed run leaves of it is
     removed by the next run or `encbench cleanup` once empty (its mounts are the ledger's to tear down)."""
     from ...lab import leftovers
+    from ...util import owners
 
-    d = Path(tempfile.mkdtemp(prefix=prefix))
+    d = owners.make_dir(prefix)  # in the command's owner record before it exists
     d.chmod(0o755)
     leftovers.write_owner(d, leftovers.me())
     return d

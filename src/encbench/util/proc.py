@@ -1,0 +1,140 @@
+"""Process life, in one place: is a process alive (its pid AND its start time, so a reused pid is never taken for
+it), the owner of a record (this process, or a dead or live one), stopping processes by escalating signals, and
+killing a child on error.
+
+Owner records (util/owners, lab/leftovers, host/memcg, host/encfs/ledger) all hold `me()`: {"pid", "start"}. An
+owner is dead when no process has its pid, when the process with its pid is a zombie, or when that process
+started at another time (the pid was reused): only then is what it left reclaimed. A record without a start time
+(never written by this version) is dead only when its pid is gone: a live pid cannot be told apart from the owner.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import time
+from typing import Iterable
+
+import psutil
+
+START_TOLERANCE_S = 1.0  # psutil's start time is boot time + clock ticks: the same process reads the same to 0.01 s
+STOP_SIGNALS = (signal.SIGTERM, signal.SIGKILL)
+
+
+def start_time(pid: int) -> float | None:
+    """When process `pid` started (seconds since the epoch), or None when there is no such process."""
+    try:
+        return psutil.Process(pid).create_time()
+    except (psutil.Error, ValueError, OverflowError):
+        return None
+
+
+def running(pid: int) -> bool:
+    """A process with this pid exists and has not ended (a zombie has: its parent may not be us)."""
+    try:
+        with open(f"/proc/{int(pid)}/stat", "rb") as f:
+            state = f.read().rsplit(b")", 1)[1].split()[0]
+    except (OSError, IndexError, ValueError):
+        return False
+    return state not in (b"Z", b"X")
+
+
+def alive(pid: int, start: float | None = None) -> bool:
+    """Process `pid` runs and, when `start` is given, is the one that started then (not a reused pid)."""
+    if not running(pid):
+        return False
+    if start is None:
+        return True
+    started = start_time(pid)
+    return started is not None and abs(started - start) < START_TOLERANCE_S
+
+
+def me() -> dict:
+    """This process as an owner record holds it."""
+    return {"pid": os.getpid(), "start": start_time(os.getpid())}
+
+
+def owner_pid(owner) -> int | None:
+    """The pid of a well-formed owner record ({"pid": int, "start": number or None}), else None."""
+    if not isinstance(owner, dict) or not isinstance(owner.get("pid"), int) or isinstance(owner.get("pid"), bool):
+        return None
+    return owner["pid"] if owner["pid"] > 0 else None
+
+
+def owner_alive(owner) -> bool:
+    """Is the owner of a record still running (pid + start time)? A malformed record counts as alive: what
+    cannot be read is never reclaimed."""
+    pid = owner_pid(owner)
+    if pid is None:
+        return True
+    start = owner.get("start")
+    return alive(pid, start if isinstance(start, (int, float)) and not isinstance(start, bool) else None)
+
+
+def owner_dead(owner) -> bool:
+    """What a reclaimer asks: a well-formed record of another process that is gone (never this process's)."""
+    pid = owner_pid(owner)
+    return pid is not None and pid != os.getpid() and not owner_alive(owner)
+
+
+def process(pid: int, start: float | None = None) -> psutil.Process | None:
+    """The psutil handle of process `pid` if it runs and (given `start`) is that one; it then refuses to signal a
+    later process that reuses the pid."""
+    if not alive(pid, start):
+        return None
+    try:
+        return psutil.Process(pid)
+    except psutil.Error:
+        return None
+
+
+def _running(p: psutil.Process) -> bool:
+    try:
+        return p.is_running() and p.status() != psutil.STATUS_ZOMBIE
+    except psutil.Error:
+        return False
+
+
+def stop(procs: Iterable[psutil.Process], timeout: float, signals: tuple = STOP_SIGNALS) -> list[psutil.Process]:
+    """Send each signal in turn (SIGTERM, then SIGKILL) to the processes still running, waiting up to `timeout`
+    after each; the processes still running at the end. A pid that was reused is never signalled (psutil checks
+    the start time)."""
+    left = [p for p in procs if _running(p)]
+    for sig in signals:
+        if not left:
+            break
+        for p in left:
+            try:
+                p.send_signal(sig)
+            except psutil.Error:  # gone already, or not ours to signal: the wait below tells
+                pass
+        deadline = time.monotonic() + timeout
+        while left and time.monotonic() < deadline:
+            left = [p for p in left if _running(p)]
+            if left:
+                time.sleep(0.02)
+    return [p for p in left if _running(p)]
+
+
+def stop_pid(pid: int, timeout: float, signals: tuple = STOP_SIGNALS, start: float | None = None) -> bool:
+    """stop() of one pid (with its start time when known); True when it no longer runs."""
+    p = process(pid, start)
+    return p is None or not stop([p], timeout, signals)
+
+
+def kill_and_reap(proc: subprocess.Popen | None, timeout: float = 0.0) -> None:
+    """A child started with subprocess that must not outlive an error: wait up to `timeout` for it to end,
+    then SIGKILL it, and reap it (no zombie)."""
+    if proc is None or proc.poll() is not None:
+        return
+    try:
+        proc.wait(timeout)
+        return
+    except subprocess.TimeoutExpired:
+        pass
+    try:
+        proc.kill()
+    except OSError:
+        pass
+    proc.wait()
