@@ -201,12 +201,14 @@ def mounts_under(directory: Path) -> list[str]:
     return [m for m in points if _inside(m, Path(os.path.normpath(str(directory))))]
 
 
-def reclaim_servers(base: Path | None = None, term_wait: float = SERVER_STOP_TIMEOUT_S) -> list[dict]:
+def reclaim_servers(base: Path | None = None, term_wait: float = SERVER_STOP_TIMEOUT_S, skip=frozenset()) -> list[dict]:
     """Stop and remove the private servers of dead runs: one row per directory taken,
     {"dir", "owner_pid", "stopped": [pids], "removed": bool, "problems": [...]}. A directory without an
     owner record, or whose owner is alive, is never touched."""
     rows = []
     for d in _server_candidates(base):
+        if str(d) in skip:
+            continue
         owner = read_owner(d)
         if owner is None or not proc.owner_dead(owner):
             continue

@@ -204,8 +204,9 @@ def _cgroups(out: Reclaimed) -> None:
         out.problems += row["problems"]
 
 
-def _legacy_servers(out: Reclaimed) -> None:
-    rows = leftovers.reclaim_servers(term_wait=TERM_WAIT_S)
+def _legacy_servers(out: Reclaimed, planned: list[Plan]) -> None:
+    skip = {d for p in planned for d in p.dirs}  # the owner records' own: removed with the rest of their record
+    rows = leftovers.reclaim_servers(term_wait=TERM_WAIT_S, skip=skip)
     out.rows["servers"] = rows
     for row in rows:
         phrase = f"server directory {row['dir']}"
@@ -234,7 +235,7 @@ def reclaim(data_dir: Path | None = None) -> Reclaimed:
         out.rows["owners"] = plans
         stop_processes(plans, out)
 
-    steps = (("processes", owned), ("servers", lambda: _legacy_servers(out)), ("filesystems", lambda: _filesystems(out)),
+    steps = (("processes", owned), ("servers", lambda: _legacy_servers(out, plans)), ("filesystems", lambda: _filesystems(out)),
              ("paths", lambda: remove_paths(plans, out)), ("directories", lambda: _directories(out, data_dir)),
              ("memory cgroups", lambda: _cgroups(out)))
     for name, step in steps:
