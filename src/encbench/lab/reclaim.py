@@ -42,6 +42,10 @@ class Plan:
     processes: list[dict]
     dirs: list[str]
     files: list[str]
+    # what carrying it out did (encbench cleanup reports each)
+    stopped: list[tuple[int, str]] = field(default_factory=list)
+    removed: list[str] = field(default_factory=list)
+    problems: list[str] = field(default_factory=list)
 
 
 def _absolute(path) -> bool:
@@ -91,28 +95,28 @@ def _describe(p: psutil.Process) -> str:
         return "?"
 
 
-def _processes_of(p: Plan, table: list[psutil.Process]) -> list[tuple[psutil.Process, str]]:
+def _processes_of(p: Plan, table: list[psutil.Process]) -> list[tuple[psutil.Process, str, bool]]:
     """The plan's processes still running: the recorded ones (same start time), then those running from its
-    directories; each with what it is."""
-    found: dict[int, tuple[psutil.Process, str]] = {}
+    directories; each with what it is (its record's words, else its name) and whether it was recorded."""
+    found: dict[int, tuple[psutil.Process, str, bool]] = {}
     for item in p.processes:
         handle = proc.process(item["pid"], item.get("start") if isinstance(item.get("start"), (int, float)) else None)
         if handle is not None and item.get("start") is not None and handle.pid != os.getpid():
-            found.setdefault(handle.pid, (handle, str(item.get("what") or "process")))
+            found.setdefault(handle.pid, (handle, str(item.get("what") or "process"), True))
     dirs = [Path(d) for d in p.dirs]
     for other in table:
         if other.pid not in found and any(leftovers.points_into(other.info.get("cmdline") or [], d) for d in dirs):
-            found[other.pid] = (other, "")
+            found[other.pid] = (other, _describe(other), False)
     return list(found.values())
 
 
-def _phrases_of_processes(named: list[tuple[psutil.Process, str]]) -> list[str]:
-    phrases = [f"{what} pid {p.pid}" for p, what in named if what]
-    rest = [p for p, what in named if not what]
+def _phrases_of_processes(named: list[tuple[psutil.Process, str, bool]]) -> list[str]:
+    phrases = [f"{what} pid {p.pid}" for p, what, recorded in named if recorded]
+    rest = [(p, what) for p, what, recorded in named if not recorded]
     if rest:
-        names = sorted({_describe(p) for p in rest})
+        names = sorted({what for _, what in rest})
         phrases.append(f"{len(rest)} {'other ' if phrases else ''}process{'es' if len(rest) > 1 else ''} "
-                       f"({', '.join(names)}: pid {', '.join(str(p.pid) for p in rest)})")
+                       f"({', '.join(names)}: pid {', '.join(str(p.pid) for p, _ in rest)})")
     return phrases
 
 
@@ -121,13 +125,15 @@ def stop_processes(plans: list[Plan], out: Reclaimed, wait: float = TERM_WAIT_S)
         return
     table = [p for p in psutil.process_iter(["cmdline"]) if p.pid != os.getpid()]
     per_plan = [(p, _processes_of(p, table)) for p in plans]
-    everything = [handle for _, named in per_plan for handle, _ in named]
+    everything = [handle for _, named in per_plan for handle, _, _ in named]
     still = {p.pid for p in proc.stop(everything, wait)}
     for p, named in per_plan:
-        for phrase in _phrases_of_processes([(h, w) for h, w in named if h.pid not in still]):
+        p.stopped = [(h.pid, w) for h, w, _ in named if h.pid not in still]
+        for phrase in _phrases_of_processes([n for n in named if n[0].pid not in still]):
             out.add(p.owner_pid, phrase)
-        if left := [h.pid for h, _ in named if h.pid in still]:
-            out.problems.append(f"pid {', '.join(map(str, left))} of the run with pid {p.owner_pid} still running")
+        if left := [h.pid for h, _, _ in named if h.pid in still]:
+            p.problems.append(f"pid {', '.join(map(str, left))} of the run with pid {p.owner_pid} still running")
+            out.problems.append(p.problems[-1])
 
 
 # -- 4: directories and files ---------------------------------------------------------------------------------
@@ -170,8 +176,9 @@ def remove_paths(plans: list[Plan], out: Reclaimed) -> None:
             out.add(p.owner_pid, f"director{'y' if len(dirs) == 1 else 'ies'} {', '.join(dirs)}")
         if files:
             out.add(p.owner_pid, f"file{'' if len(files) == 1 else 's'} {', '.join(files)}")
+        p.removed, p.problems = dirs + files, p.problems + problems
         out.problems += problems
-        if not problems:
+        if not p.problems:
             p.record.unlink(missing_ok=True)
 
 
