@@ -43,6 +43,9 @@ def _main(argv: list[str], debug: bool) -> int:
         finally:
             owners.finish()  # cleaned up (normal end, error or interrupt): nothing of ours is left to reclaim
     except errors.EncbenchError as e:
+        if interrupts.STOP.is_set():  # a signal to the whole group ended a tool or client this error reports
+            print("encbench: interrupted", file=sys.stderr)
+            return errors.EXIT_INTERRUPTED
         print(f"encbench: error: {redact(e.one_line())}", file=sys.stderr)
         return e.exit_code
     except KeyboardInterrupt:

@@ -374,7 +374,7 @@ def execute(config: RunConfig, *, on_progress: Callable[[str, int, int], None] =
         e.result_written = started
         raise
     except EncbenchError as e:
-        if interrupts.stopped(settle=0):  # what failed was stopped by the signal: an interruption
+        if interrupts.stopped():  # what failed was stopped by the signal (a set-up tool in the group): interrupted
             doc["status"] = "interrupted"
             stop = KeyboardInterrupt()
             stop.result_written = started
