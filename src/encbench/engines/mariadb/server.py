@@ -17,7 +17,6 @@ import atexit
 import os
 import secrets
 import shutil
-import signal
 import subprocess
 import tempfile
 import time
@@ -30,6 +29,7 @@ from ..local.server import keep_log, last_log_line, run_tool, start_on_free_port
 from .client import connect_bounded
 from ...lab import leftovers
 from ...util import owners
+from ...util.proc import running, stop_pid
 
 INSTALL_HINT = "install it with: apt-get install mariadb-server mariadb-backup"
 START_TIMEOUT_S = 60
@@ -89,15 +89,6 @@ def binaries() -> dict[str, str]:
     if missing:
         raise EngineUnavailableError(f"MariaDB server binaries not found ({', '.join(missing)})", hint=INSTALL_HINT)
     return found
-
-
-def _alive(pid: int) -> bool:
-    """Running (a zombie, which holds no port or file, counts as gone)."""
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as f:
-            return f.read().rsplit(b")", 1)[1].split()[0] != b"Z"
-    except OSError:
-        return False
 
 
 @dataclass
@@ -170,7 +161,7 @@ class Handle:
             pid = int(self.pidfile.read_text().strip())
         except (OSError, ValueError):
             return None
-        return pid if _alive(pid) else None
+        return pid if running(pid) else None  # a zombie, which holds no port or file, counts as gone
 
     def connect(self, **extra):
         """root over the private socket (authenticated by the socket's owner: no password)."""
@@ -212,22 +203,8 @@ class Handle:
     def shutdown(self) -> None:
         """A normal shutdown (SIGTERM), waited for; a kill when it hangs."""
         pid = self.pid()
-        if pid is None:
-            return
-        try:
-            os.kill(pid, signal.SIGTERM)
-        except ProcessLookupError:
-            return
-        deadline = time.monotonic() + self.stop_timeout
-        while _alive(pid) and time.monotonic() < deadline:
-            time.sleep(0.02)
-        if _alive(pid):
-            try:
-                os.kill(pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
-            while _alive(pid):
-                time.sleep(0.02)
+        if pid is not None:
+            stop_pid(pid, self.stop_timeout)  # SIGTERM, then SIGKILL
 
     def restart(self) -> float:
         """Shut down and start again: an empty buffer pool (no dump/load). Returns the seconds it took."""

@@ -25,6 +25,7 @@ from ..local import certs
 from ...errors import EngineUnavailableError
 from ...lab import leftovers
 from ...util import owners
+from ...util.proc import running, stop_pid
 from ..local.server import keep_log, last_log_line, log_tail, run_tool, start_on_free_port, unprivileged_user, wait_ready
 
 INSTALL_HINT = "install them with: apt-get install postgresql (Debian/Ubuntu), or measure an existing server with --dsn"
@@ -237,7 +238,7 @@ def postmaster_pid(datadir: Path) -> int | None:
         pid = int((Path(datadir) / "postmaster.pid").read_text().split("\n", 1)[0])
     except (OSError, ValueError):
         return None
-    return pid if _alive(pid) else None
+    return pid if running(pid) else None  # a zombie has stopped (its parent may not be us)
 
 
 def _affinity(pid: int | None) -> set[int] | None:
@@ -249,32 +250,11 @@ def _affinity(pid: int | None) -> set[int] | None:
         return None
 
 
-def _alive(pid: int) -> bool:
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as f:
-            state = f.read().rsplit(b")", 1)[1].split()[0]
-    except (OSError, IndexError):
-        return False
-    return state not in (b"Z", b"X")  # a zombie has stopped (its parent may not be us)
-
-
 def shutdown(datadir: Path, timeout: float = STOP_TIMEOUT_S) -> None:
     """Fast shutdown (SIGINT) of whatever postmaster runs on `datadir`, waited for; SIGKILL when it hangs."""
-    import time
-
     pid = postmaster_pid(datadir)
-    if pid is None:
-        return
-    for sig in (signal.SIGINT, signal.SIGKILL):
-        try:
-            os.kill(pid, sig)
-        except ProcessLookupError:
-            return
-        deadline = time.monotonic() + timeout
-        while _alive(pid) and time.monotonic() < deadline:
-            time.sleep(0.01)
-        if not _alive(pid):
-            return
+    if pid is not None:
+        stop_pid(pid, timeout, signals=(signal.SIGINT, signal.SIGKILL))
 
 
 def restart_handle(handle: dict, conninfo: dict) -> float:
