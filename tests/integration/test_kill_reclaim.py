@@ -2,7 +2,7 @@
 
 SIGKILL (to the main process, or to its whole process group) of a SQLite run, a PostgreSQL and a MariaDB private
 server run, a metered (`--meter instructions`) PostgreSQL run, a PostgreSQL oltp run with a memory share (its memory
-cgroup, as root) and an `advise --quick`: the private servers (own sessions), their valgrind processes and cgroups
+cgroup, as root) and, with ENCBENCH_TEST_KILL_ADVISE=1, an `advise --quick`: the private servers (own sessions), their valgrind processes and cgroups
 outlive the kill. The next encbench invocation finds them through the killed runs' owner records, stops and removes
 them, and names what it reclaimed in one stderr line; afterwards no process, mount, memory cgroup, loop device,
 vgdb pipe, scratch directory or owner record of the killed runs is left.
@@ -52,7 +52,10 @@ KILLED = {
     "oltp-memory": (("run", "--engine", "postgres", "--workload", "oltp", "--quick", "--variant", "memory=25%",
                      "--variant", "tls=off", "--param", "seconds=1", "--runs", "30", "--warmups", "0"),
                     HAVE_PG and ROOT and memcg.unavailable() is None, True),
-    "advise": (("advise", "--quick", "--size", "2MB", "--warmups", "0", "--runs", "3"), True, False),
+    # an advise --quick (a run per sweep: the SQLite run's machinery) killed the same way was reclaimed alike, in
+    # 30 s of this test's time on a loaded 2-core machine: left out to keep the test short
+    "advise": (("advise", "--quick", "--size", "2MB", "--warmups", "0", "--runs", "3"),
+               os.environ.get("ENCBENCH_TEST_KILL_ADVISE") == "1", False),
 }
 
 
