@@ -244,3 +244,23 @@ def test_sigterm_to_the_group_is_an_interruption(private_tmp, tmp_path_factory):
         assert not _wait_session_empty(p.pid, 5), f"try {k}: processes of its session outlive it"
         assert not scratch_dirs(data) and not list(tmp.glob("pymp-*")) and owners.records(tmp) == []
         assert not list(tmp.rglob("vgdb-pipe-*"))
+
+
+@pytest.mark.skipif(shutil.which("valgrind") is None, reason="valgrind not installed")
+def test_valgrind_as_encbench_runs_it_makes_no_vgdb_pipes(tmp_path):
+    """valgrind's gdbserver FIFOs (vgdb-pipe-*) are made in $TMPDIR and stay when the process is killed: the command
+    line encbench uses asks for none."""
+    from encbench.host import valgrind
+
+    p = subprocess.Popen(valgrind.callgrind_argv(str(tmp_path / "cg.%p"), cache_sim=False) + ["sleep", "60"],
+                         env=dict(os.environ, TMPDIR=str(tmp_path)), stdout=subprocess.DEVNULL,
+                         stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 60
+        while not list(tmp_path.glob("cg.*")) and time.monotonic() < deadline:  # callgrind is up (its output file)
+            time.sleep(0.05)
+        time.sleep(0.5)
+    finally:
+        p.kill()
+        p.wait()
+    assert not list(tmp_path.glob("vgdb-pipe-*")), sorted(tmp_path.glob("vgdb-pipe-*"))
