@@ -100,8 +100,10 @@ def _processes_of(p: Plan, table: list[psutil.Process]) -> list[tuple[psutil.Pro
     directories; each with what it is (its record's words, else its name) and whether it was recorded."""
     found: dict[int, tuple[psutil.Process, str, bool]] = {}
     for item in p.processes:
-        handle = proc.process(item["pid"], item.get("start") if isinstance(item.get("start"), (int, float)) else None)
-        if handle is not None and item.get("start") is not None and handle.pid != os.getpid():
+        start, ticks = (v if isinstance(v, (int, float)) and not isinstance(v, bool) else None
+                        for v in (item.get("start"), item.get("since_boot")))
+        handle = proc.process(item["pid"], start, ticks)
+        if handle is not None and start is not None and handle.pid != os.getpid():
             found.setdefault(handle.pid, (handle, str(item.get("what") or "process"), True))
     dirs = [Path(d) for d in p.dirs]
     for other in table:

@@ -118,8 +118,7 @@ def file_to_make(path: str | Path) -> Path:
 def spawned(pid: int, what: str, directory_: str | Path | None = None) -> None:
     """Record a process just started (its pid and start time: a reused pid is never taken for it): `what` it is
     ("PostgreSQL server"), and the directory it runs from."""
-    add({"kind": "process", "pid": int(pid), "start": proc.start_time(pid), "what": what,
-         "dir": str(directory_) if directory_ else None})
+    add({"kind": "process", **proc.identity(int(pid)), "what": what, "dir": str(directory_) if directory_ else None})
 
 
 def finish() -> None:

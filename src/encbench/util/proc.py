@@ -2,10 +2,13 @@
 it), the owner of a record (this process, or a dead or live one), stopping processes by escalating signals, and
 killing a child on error.
 
-Owner records (util/owners, lab/leftovers, host/memcg, host/encfs/ledger) all hold `me()`: {"pid", "start"}. An
-owner is dead when no process has its pid, when the process with its pid is a zombie, or when that process
-started at another time (the pid was reused): only then is what it left reclaimed. A record without a start time
-(never written by this version) is dead only when its pid is gone: a live pid cannot be told apart from the owner.
+Owner records (util/owners, lab/leftovers, host/memcg, host/encfs/ledger) all hold `me()`: {"pid", "start",
+"since_boot"}. An owner is dead when no process has its pid, when the process with its pid is a zombie, or when that
+process started at another time (the pid was reused): only then is what it left reclaimed. "start" is seconds since
+the epoch (the kernel's boot time, whole seconds that move when the clock is set, plus the start in clock ticks
+since boot): it tells a process of an earlier boot, within START_TOLERANCE_S. "since_boot" is the start in clock
+ticks since boot, exact: two reads of one process agree to the tick, whatever the clock did. A record without a start
+time (never written by this version) is dead only when its pid is gone: a live pid cannot be told apart from it.
 """
 
 from __future__ import annotations
@@ -18,7 +21,8 @@ from typing import Iterable
 
 import psutil
 
-START_TOLERANCE_S = 1.0  # psutil's start time is boot time + clock ticks: the same process reads the same to 0.01 s
+START_TOLERANCE_S = 2.0  # "start" = boot time (whole seconds, moved by clock changes: +-1 s) + ticks since boot
+TICK_TOLERANCE_S = 0.005  # "since_boot": the same process reads the same number of ticks (0.01 s each)
 STOP_SIGNALS = (signal.SIGTERM, signal.SIGKILL)
 
 
@@ -28,6 +32,21 @@ def start_time(pid: int) -> float | None:
         return psutil.Process(pid).create_time()
     except (psutil.Error, ValueError, OverflowError):
         return None
+
+
+def since_boot(pid: int) -> float | None:
+    """When process `pid` started, in seconds since boot (/proc/PID/stat's starttime in clock ticks: exact, never
+    moved by the clock), or None when there is no such process."""
+    try:
+        with open(f"/proc/{int(pid)}/stat", "rb") as f:
+            ticks = int(f.read().rsplit(b")", 1)[1].split()[19])  # field 22; fields 1-2 are before ")"
+        return ticks / os.sysconf("SC_CLK_TCK")
+    except (OSError, IndexError, ValueError):
+        return None
+
+
+def _number(value) -> float | None:
+    return value if isinstance(value, (int, float)) and not isinstance(value, bool) else None
 
 
 def running(pid: int) -> bool:
@@ -40,19 +59,30 @@ def running(pid: int) -> bool:
     return state not in (b"Z", b"X")
 
 
-def alive(pid: int, start: float | None = None) -> bool:
-    """Process `pid` runs and, when `start` is given, is the one that started then (not a reused pid)."""
+def alive(pid: int, start: float | None = None, ticks: float | None = None) -> bool:
+    """Process `pid` runs and, when `start` (and `ticks`: seconds since boot) is given, is the one that started then
+    (not a reused pid)."""
     if not running(pid):
         return False
-    if start is None:
-        return True
-    started = start_time(pid)
-    return started is not None and abs(started - start) < START_TOLERANCE_S
+    if start is not None:
+        started = start_time(pid)
+        if started is None or abs(started - start) >= START_TOLERANCE_S:
+            return False
+    if ticks is not None:
+        now = since_boot(pid)
+        if now is None or abs(now - ticks) >= TICK_TOLERANCE_S:
+            return False
+    return True
+
+
+def identity(pid: int) -> dict:
+    """What an owner record keeps of a process: its pid and start time, two ways (see the module's docstring)."""
+    return {"pid": pid, "start": start_time(pid), "since_boot": since_boot(pid)}
 
 
 def me() -> dict:
     """This process as an owner record holds it."""
-    return {"pid": os.getpid(), "start": start_time(os.getpid())}
+    return identity(os.getpid())
 
 
 def owner_pid(owner) -> int | None:
@@ -68,8 +98,7 @@ def owner_alive(owner) -> bool:
     pid = owner_pid(owner)
     if pid is None:
         return True
-    start = owner.get("start")
-    return alive(pid, start if isinstance(start, (int, float)) and not isinstance(start, bool) else None)
+    return alive(pid, _number(owner.get("start")), _number(owner.get("since_boot")))
 
 
 def owner_dead(owner) -> bool:
@@ -78,10 +107,10 @@ def owner_dead(owner) -> bool:
     return pid is not None and pid != os.getpid() and not owner_alive(owner)
 
 
-def process(pid: int, start: float | None = None) -> psutil.Process | None:
-    """The psutil handle of process `pid` if it runs and (given `start`) is that one; it then refuses to signal a
-    later process that reuses the pid."""
-    if not alive(pid, start):
+def process(pid: int, start: float | None = None, ticks: float | None = None) -> psutil.Process | None:
+    """The psutil handle of process `pid` if it runs and (given `start`, `ticks`) is that one; it then refuses to
+    signal a later process that reuses the pid."""
+    if not alive(pid, start, ticks):
         return None
     try:
         return psutil.Process(pid)

@@ -30,7 +30,7 @@ def sleeper():
 
 def test_this_process_is_alive_with_its_own_start_time():
     me = proc.me()
-    assert me["pid"] == os.getpid() and isinstance(me["start"], float)
+    assert me["pid"] == os.getpid() and isinstance(me["start"], float) and isinstance(me["since_boot"], float)
     assert proc.alive(os.getpid()) and proc.alive(os.getpid(), me["start"])
     assert proc.owner_alive(me) and not proc.owner_dead(me)  # never this process's own record
 
@@ -44,6 +44,18 @@ def test_a_live_pid_with_another_start_time_is_dead(sleeper):
         assert not proc.alive(sleeper.pid, other)
         assert not proc.owner_alive(reused) and proc.owner_dead(reused)
         assert proc.process(sleeper.pid, other) is None  # never signalled as the recorded one
+
+
+def test_the_start_in_ticks_since_boot_decides_where_the_clock_moved(sleeper):
+    """The epoch start time moves with the clock (the kernel's boot time is whole seconds, recomputed when the clock
+    is set): a record 1 s off but with the same start in ticks since boot is the same process; a record with the
+    same epoch start but other ticks is a reused pid."""
+    me = proc.identity(sleeper.pid)
+    assert isinstance(me["since_boot"], float) and proc.owner_alive(me)
+    assert proc.owner_alive(dict(me, start=me["start"] + 1.0)) and proc.owner_alive(dict(me, start=me["start"] - 1.0))
+    assert proc.owner_dead(dict(me, since_boot=me["since_boot"] - 0.5))
+    assert proc.owner_dead(dict(me, since_boot=me["since_boot"] + 0.02))
+    assert proc.owner_dead(dict(me, start=me["start"] - 3600))  # an earlier boot's process with these ticks
 
 
 def test_a_gone_pid_and_a_zombie_are_dead():
