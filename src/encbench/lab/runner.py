@@ -270,6 +270,14 @@ SERVER_GONE = ("server closed the connection unexpectedly", "terminating connect
                "Lost connection to", "server has gone away", "Connection refused", "connection is lost")
 
 
+def _interruption(doc: dict, started: bool) -> KeyboardInterrupt:
+    """A failure a signal caused, as the interruption it is (the file's status, whether it was written)."""
+    doc["status"] = "interrupted"
+    stop = KeyboardInterrupt()
+    stop.result_written = started
+    return stop
+
+
 def execute(config: RunConfig, *, on_progress: Callable[[str, int, int], None] = lambda *a: None) -> dict:
     """Run the whole plan. The result file is up to date after every run, whatever happens."""
     reclaim.claim(config.data_dir, pymp=True)  # undo what killed runs left (one line); mark what this one would leave
@@ -375,10 +383,7 @@ def execute(config: RunConfig, *, on_progress: Callable[[str, int, int], None] =
         raise
     except EncbenchError as e:
         if interrupts.stopped():  # what failed was stopped by the signal (a set-up tool in the group): interrupted
-            doc["status"] = "interrupted"
-            stop = KeyboardInterrupt()
-            stop.result_written = started
-            raise stop from None
+            raise _interruption(doc, started) from None
         doc["status"] = "failed"
         died = p.engine.failure_detail(setup, config.data_dir) if setup is not None else []
         if died:  # a private server died: its log kept (path in the one line), its last lines in the file
