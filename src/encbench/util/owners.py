@@ -74,7 +74,7 @@ def _write() -> None:
 def add(item: dict) -> None:
     """Write `item` into this command's record (a no-op where recording is not enabled)."""
     with _lock:
-        if not enabled():
+        if not enabled() or item in _state["record"]["items"]:
             return
         _state["record"]["items"].append(item)
         _write()
