@@ -2,8 +2,8 @@
 one stderr line ("encbench: reclaimed what a killed run (pid N) left: PostgreSQL server pid M, memory cgroup X,
 directories A, B").
 
-Every command that makes things (run, advise, leak-check, tls-scan, selftest, estimate --live: cli/commands's
-`reclaims`) calls `claim()` first. Only what a DEAD owner left is taken (util/proc: pid and process start time, so a
+Every command that makes things (run, advise, leak-check, tls-scan, selftest: cli/commands's `makes`) calls
+`claim()` first (cli/app), and the runner again before it starts its forkserver. Only what a DEAD owner left is taken (util/proc: pid and process start time, so a
 live command's servers, or a process that reused a dead owner's pid, are never touched). In order:
 
 1. the commands' owner records (util/owners): each recorded process that is still the one recorded (start time),
@@ -36,7 +36,7 @@ TERM_WAIT_S = 20  # a dead run's server: SIGTERM (a clean shutdown; under valgri
 
 @dataclass
 class Plan:
-    """One dead command's record: its processes (newest first), directories (deepest, i.e. newest, first), files."""
+    """One dead command's record: its processes (newest first), directories (deepest first), files."""
     record: Path
     owner_pid: int
     processes: list[dict]
@@ -64,8 +64,9 @@ def plan(records: list[tuple[Path, dict]], dead=proc.owner_dead) -> list[Plan]:
         if not dead(record.get("owner")):
             continue
         items = [i for i in reversed(record.get("items") or []) if isinstance(i, dict)]
-        paths = lambda kind: list(dict.fromkeys(os.path.normpath(i["path"]) for i in items  # noqa: E731
-                                                if i.get("kind") == kind and _absolute(i.get("path"))))
+        paths = lambda kind: sorted({os.path.normpath(i["path"]) for i in items  # noqa: E731
+                                     if i.get("kind") == kind and _absolute(i.get("path"))},
+                                    key=lambda p: (-p.count("/"), p))
         out.append(Plan(path, record["owner"]["pid"], [i for i in items if i.get("kind") == "process" and _pid_item(i)],
                         paths("dir"), paths("file")))
     return out

@@ -74,7 +74,7 @@ def test_plan_takes_only_dead_owners(temp, sleepers):
     assert [(p.record.name, p.owner_pid) for p in reclaim.plan(records)] == [("a", gone), ("c", reused.pid)]
 
 
-def test_plan_undoes_the_newest_first_and_only_absolute_paths():
+def test_plan_stops_the_newest_process_first_removes_the_deepest_directory_first_and_only_absolute_paths():
     items = [{"kind": "dir", "path": "/t/outer"}, {"kind": "process", "pid": 10, "start": 1.0, "what": "A"},
              {"kind": "dir", "path": "/t/outer/inner/"}, {"kind": "file", "path": "/t/k"},
              {"kind": "process", "pid": 11, "start": 2.0, "what": "B"}, {"kind": "dir", "path": "relative"},
@@ -82,7 +82,7 @@ def test_plan_undoes_the_newest_first_and_only_absolute_paths():
              {"kind": "dir", "path": "/t/outer"}, "junk", {"kind": "mystery", "path": "/etc"}]
     [p] = reclaim.plan([(Path("r"), {"owner": {"pid": 7}, "items": items})], dead=lambda owner: True)
     assert [i["pid"] for i in p.processes] == [11, 10]
-    assert p.dirs == ["/t/outer", "/t/outer/inner"]  # each once, newest first: inner before outer
+    assert p.dirs == ["/t/outer/inner", "/t/outer"]  # each once, the deepest first
     assert p.files == ["/t/k"]
 
 
