@@ -154,17 +154,10 @@ class MeteredWorkers:
 
     def close(self) -> None:
         """EOF to the server: it exits (its children with it); killed when it does not."""
-        import subprocess
-
         if self.ctrl is not None:
             self.ctrl.close()
             self.ctrl = None
-        if self.proc is not None:
-            try:
-                self.proc.wait(STOP_GRACE_S * 3)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
+        proc.kill_and_reap(self.proc, STOP_GRACE_S * 3)
 
 
 # -- the server (under valgrind) ----------------------------------------------------------------

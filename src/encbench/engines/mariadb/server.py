@@ -29,7 +29,7 @@ from ..local.server import keep_log, last_log_line, run_tool, start_on_free_port
 from .client import connect_bounded
 from ...lab import leftovers
 from ...util import owners
-from ...util.proc import running, stop_pid
+from ...util.proc import kill_and_reap, running, stop_pid
 
 INSTALL_HINT = "install it with: apt-get install mariadb-server mariadb-backup"
 START_TIMEOUT_S = 60
@@ -214,8 +214,7 @@ class Handle:
         try:
             ok, last = self.wait_ready(proc)
         except BaseException:  # stopped while it starts (SIGTERM to the worker): before its pid file exists
-            proc.kill()
-            proc.wait()
+            kill_and_reap(proc)
             raise
         if not ok:
             raise EngineUnavailableError(f"the private MariaDB server did not restart: {last}")
@@ -250,9 +249,7 @@ class MariaServer:
             return
         self.handle.shutdown()
         proc, self.proc = self.proc, None
-        if proc is not None and proc.poll() is None:
-            proc.kill()
-            proc.wait()
+        kill_and_reap(proc)
         shutil.rmtree(self.handle.root, ignore_errors=True)
         if self.handle.data_root:
             shutil.rmtree(self.handle.data_root, ignore_errors=True)
