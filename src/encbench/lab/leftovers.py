@@ -19,7 +19,6 @@ Process life (alive, stop by escalating signals) is util/proc's.
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
 import tempfile
@@ -29,7 +28,7 @@ import psutil
 
 from ..util import owners, proc
 
-OWNER_FILE = ".encbench-owner"
+OWNER_FILE = owners.OWNER_FILE
 PATTERNS = ("scratch-*",)  # in the data directory
 TEMP_PATTERNS = ("pymp-*",)  # in the temporary directory
 # in the temporary directory: a run's filesystems' working directory (host/encfs.workdir). What is in it is the
@@ -38,27 +37,8 @@ SHELL_PATTERNS = ("encbench-maria-fs-*", "encbench-pg-fs-*")
 
 
 me = proc.me
-
-
-def write_owner(directory: Path, owner: dict) -> None:
-    """Record the owner in the directory (atomic, never over an existing record)."""
-    target = Path(directory) / OWNER_FILE
-    if target.exists():
-        return
-    tmp = target.with_name(f"{OWNER_FILE}.{os.getpid()}")
-    try:
-        tmp.write_text(json.dumps(owner))
-        os.replace(tmp, target)
-    except OSError:
-        tmp.unlink(missing_ok=True)
-
-
-def read_owner(directory: Path) -> dict | None:
-    try:
-        owner = json.loads((Path(directory) / OWNER_FILE).read_text())
-    except (OSError, ValueError):
-        return None
-    return owner if proc.owner_pid(owner) is not None else None
+write_owner = owners.write_owner_file
+read_owner = owners.read_owner_file
 
 
 def alive(owner: dict) -> bool:

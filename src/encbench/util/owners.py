@@ -29,6 +29,7 @@ from ..errors import BadValueError
 from . import files, proc
 
 PREFIX = "encbench-owners-"
+OWNER_FILE = ".encbench-owner"  # the owner file inside a directory (lab/leftovers' scans find it)
 _lock = threading.Lock()
 _state: dict = {"pid": None, "record": None}
 
@@ -91,6 +92,27 @@ def forget(path: str | Path) -> None:
         if len(kept) != len(items):
             _state["record"]["items"] = kept
             _write()
+
+
+def write_owner_file(directory: str | Path, owner: dict) -> None:
+    """Record the owner in the directory itself (atomic, never over an existing record)."""
+    target = Path(directory) / OWNER_FILE
+    if target.exists():
+        return
+    tmp = target.with_name(f"{OWNER_FILE}.{os.getpid()}")
+    try:
+        tmp.write_text(json.dumps(owner))
+        os.replace(tmp, target)
+    except OSError:
+        tmp.unlink(missing_ok=True)
+
+
+def read_owner_file(directory: str | Path) -> dict | None:
+    try:
+        owner = json.loads((Path(directory) / OWNER_FILE).read_text())
+    except (OSError, ValueError):
+        return None
+    return owner if proc.owner_pid(owner) is not None else None
 
 
 def make_dir(prefix: str, parent: str | Path | None = None, mode: int = 0o700) -> Path:
