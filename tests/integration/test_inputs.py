@@ -238,12 +238,13 @@ def test_free_space_is_checked_before_generating(encbench, small_fs, tmp_path):
 
 _INTERRUPT_EARLY = """
 import os, signal, sys
-from encbench.lab import leftovers
-claim = leftovers.claim
-def interrupted_claim(data_dir):  # runner.execute's first step: a real SIGTERM lands before it measures anything
-    os.kill(os.getpid(), signal.SIGTERM)
-    return claim(data_dir)
-leftovers.claim = interrupted_claim
+from encbench.lab import reclaim
+claim = reclaim.claim
+def interrupted_claim(data_dir, **kw):  # runner.execute's first step: a real SIGTERM lands before it measures anything
+    if kw.get("pymp"):
+        os.kill(os.getpid(), signal.SIGTERM)
+    return claim(data_dir, **kw)
+reclaim.claim = interrupted_claim
 sys.argv = ["encbench", *sys.argv[1:]]
 from encbench.cli.app import entry
 entry()

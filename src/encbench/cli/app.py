@@ -7,9 +7,11 @@ Every user error is an EncbenchError: one line on stderr, a distinct exit code
 from __future__ import annotations
 
 import sys
+from pathlib import Path
 
 from .. import errors
-from ..util import interrupts
+from ..lab import reclaim
+from ..util import interrupts, owners
 from ..util.redact import redact
 from .commands import BY_NAME
 from .parser import build_parser
@@ -31,8 +33,19 @@ def _main(argv: list[str], debug: bool) -> int:
         if args.command is None:
             build_parser().print_help()
             return 0
-        return BY_NAME[args.command](args, argv)
+        command = BY_NAME[args.command]
+        if not command.makes:
+            return command(args, argv)
+        reclaim.claim(_data_dir(args))  # what killed commands left: stopped, removed, named in one line
+        owners.enable()  # from here on, what this command makes is recorded before it exists
+        try:
+            return command(args, argv)
+        finally:
+            owners.finish()  # cleaned up (normal end, error or interrupt): nothing of ours is left to reclaim
     except errors.EncbenchError as e:
+        if interrupts.STOP.is_set():  # a signal to the whole group ended a tool or client this error reports
+            print("encbench: interrupted", file=sys.stderr)
+            return errors.EXIT_INTERRUPTED
         print(f"encbench: error: {redact(e.one_line())}", file=sys.stderr)
         return e.exit_code
     except KeyboardInterrupt:
@@ -49,6 +62,15 @@ def _main(argv: list[str], debug: bool) -> int:
         print(f"encbench: internal error: {type(e).__name__}: {redact(str(e))} (re-run with --debug for a traceback)",
               file=sys.stderr)
         return 1
+
+
+def _data_dir(args) -> Path | None:
+    """The data directory whose scratch-* directories a killed run may have left (None: the command has none)."""
+    if not hasattr(args, "data_dir"):
+        return None
+    from .defaults import data_dir_default
+
+    return Path(args.data_dir) if args.data_dir else data_dir_default()
 
 
 def entry() -> None:

@@ -1,8 +1,9 @@
-"""`encbench cleanup`: remove what killed runs left of the filesystems encbench made (host/encfs), of
-the private servers it started (lab/leftovers.reclaim_servers), of their working directories
-(lab/leftovers.reclaim: `scratch-*` in the data directory, `pymp-*` and the filesystems' directories
-in the temporary directory) and of the memory cgroups those servers ran in (host/memcg: removed once the
-servers are stopped).
+"""`encbench cleanup`: remove what killed runs left (lab/reclaim, as every command that makes things does at its
+start, here with one line per part): what their owner records name (util/owners: processes, directories, files), the
+filesystems encbench made (host/encfs), the private servers it started (lab/leftovers.reclaim_servers), their working
+directories (lab/leftovers.reclaim: `scratch-*` in the data directory, `pymp-*` and the filesystems' directories in
+the temporary directory) and the memory cgroups those servers ran in (host/memcg: removed once the servers are
+stopped).
 
 Only what the ledger or an owner record in a directory names, and only for runs whose process is
 gone (pid + start time): a live run's mounts, servers and directories, any mount encbench did not
@@ -42,23 +43,28 @@ def cmd_cleanup(args) -> int:
     if os.geteuid() != 0:  # the ledger, the mounts and the loop devices are root's
         raise FilesystemUnavailableError(f"cleanup needs root (running as uid {os.geteuid()})",
                                          hint="run encbench cleanup as root")
-    from ..host import memcg
-    from ..lab import leftovers
+    from ..lab import reclaim
     from .defaults import data_dir_default
 
-    servers = leftovers.reclaim_servers()
-    done = ledger.reclaim()
-    directories = [{"dir": str(d), "owner_pid": pid}  # after the ledger: it empties the filesystems' directories
-                   for d, pid in leftovers.reclaim(Path(args.data_dir) if args.data_dir else data_dir_default())]
-    groups = memcg.reclaim()  # after the servers and filesystems: a group goes once nothing runs in it
+    # in order: processes, servers, filesystems, the records' paths, directories, memory cgroups (lab/reclaim)
+    done = reclaim.reclaim(Path(args.data_dir) if args.data_dir else data_dir_default())
+    servers, groups = done.rows.get("servers", []), done.rows.get("memory_cgroups", [])
+    owned = [{"owner_pid": p.owner_pid, "record": str(p.record), "stopped": [pid for pid, _ in p.stopped],
+              "removed": p.removed, "problems": p.problems} for p in done.rows.get("owners", [])]
+    directories = [{"dir": str(d), "owner_pid": pid} for d, pid in done.rows.get("directories", [])] + [
+        {"dir": d, "owner_pid": p["owner_pid"]} for p in owned for d in p["removed"]]
     live = [r["id"] for r in ledger.records() if _is_live(r)]
     rows = [{"id": r["id"], "kind": r.get("kind"), "owner_pid": r["owner"].get("pid"), "workdir": r["workdir"],
-             "removed": not problems, "problems": problems} for r, problems in done]
+             "removed": not problems, "problems": problems} for r, problems in done.rows.get("filesystems", [])]
     if args.json:
         print(json.dumps({"reclaimed": rows, "live_kept": live, "servers": servers, "directories": directories,
-                          "memory_cgroups": groups},
-                         indent=1))
+                          "memory_cgroups": groups, "owner_records": owned}, indent=1))
     else:
+        for p in done.rows.get("owners", []):
+            for pid, what in p.stopped:
+                print(f"{what} pid {pid} (dead pid {p.owner_pid}): stopped")
+            for problem in p.problems:
+                print(f"owner record {p.record} (dead pid {p.owner_pid}): INCOMPLETE: {problem}")
         for row in servers:
             print(_server_line(row))
         for row in directories:
@@ -76,7 +82,7 @@ def cmd_cleanup(args) -> int:
               + (f"; directories: {len(directories)} removed" if directories else "")
               + (f"; memory cgroups: {sum(r['removed'] for r in groups)} removed, "
                  f"{sum(not r['removed'] for r in groups)} incomplete" if groups else ""))
-    if any(not r["removed"] for r in rows + servers + groups):
+    if any(not r["removed"] for r in rows + servers + groups) or any(p["problems"] for p in owned):
         raise FilesystemUnavailableError("some leftovers could not be removed (listed above)",
                                          hint="stop what still uses them and run encbench cleanup again")
     return 0
@@ -89,10 +95,10 @@ def _server_line(row: dict) -> str:
 
 
 def _is_live(record: dict) -> bool:
-    from ..lab import leftovers
+    from ..util import proc
 
     owner = record.get("owner") or {}
-    return isinstance(owner.get("pid"), int) and owner["pid"] != os.getpid() and leftovers.alive(owner)
+    return proc.owner_pid(owner) is not None and owner["pid"] != os.getpid() and proc.owner_alive(owner)
 
 
 def _forget_journal(which: str, as_json: bool) -> int:

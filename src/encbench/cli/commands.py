@@ -23,6 +23,9 @@ class Command:
     # the page of docs/ to read
     examples: tuple[str, ...] = ()
     page: str = "README.md"
+    # the command makes things (servers, directories, mounts, cgroups): it first reclaims what killed commands left
+    # (lab/reclaim.claim, one stderr line) and keeps an owner record of its own (util/owners)
+    makes: bool = False
 
     def __call__(self, args: argparse.Namespace, argv: list[str]) -> int:
         return self.handler(args, argv) if self.takes_argv else self.handler(args)
@@ -30,7 +33,7 @@ class Command:
 
 COMMANDS: tuple[Command, ...] = (
     Command("run", "run benchmarks (no arguments: the embedded default suite)",
-            run.add_arguments, run.cmd_run, takes_argv=True,
+            run.add_arguments, run.cmd_run, takes_argv=True, makes=True,
             examples=('encbench run --quick',
                       'encbench run --engine postgres --dsn postgresql://bench@db1:5432/app --workload roundtrip'),
             page='run.md'),
@@ -45,12 +48,12 @@ COMMANDS: tuple[Command, ...] = (
             atrest.add_arguments, atrest.cmd_atrest,
             examples=('encbench atrest sqlite.json mariadb.json pg.json',), page='atrest.md'),
     Command("leak-check", "does plaintext reach the disk although encryption at rest is on?",
-            leakcheck.add_arguments, leakcheck.cmd_leak_check, takes_argv=True,
+            leakcheck.add_arguments, leakcheck.cmd_leak_check, takes_argv=True, makes=True,
             examples=('encbench leak-check --engine mariadb',
                       'encbench leak-check --engine postgres --dsn postgresql://bench@db1:5432/app --posture'),
             page='leak-check.md'),
     Command("tls-scan", "what TLS a database server accepts (protocols, suites, groups, certificate)",
-            tlsscan.add_arguments, tlsscan.cmd_tls_scan, takes_argv=True,
+            tlsscan.add_arguments, tlsscan.cmd_tls_scan, takes_argv=True, makes=True,
             examples=('encbench tls-scan postgresql://bench@db1:5432/app',
                       'encbench tls-scan db1:3306/mariadb --measure --top 3'),
             page='tls-scan.md'),
@@ -69,11 +72,11 @@ COMMANDS: tuple[Command, ...] = (
                       'encbench estimate --from mariadb.json --check oltp.json'),
             page='estimate.md'),
     Command("advise", "which setting makes encryption cheaper, by how much, at what loss of protection (sweeps or "
-                      "result files)", advise.add_arguments, advise.cmd_advise, takes_argv=True,
+                      "result files)", advise.add_arguments, advise.cmd_advise, takes_argv=True, makes=True,
             examples=('encbench advise --quick', 'encbench advise --engine mariadb --json'), page='advise.md'),
     Command("selftest", "an A/A check of this machine (about a minute): false positives, noise "
                         "floor, cold cache, CPU placement",
-            selftest.add_arguments, selftest.cmd_selftest, takes_argv=True,
+            selftest.add_arguments, selftest.cmd_selftest, takes_argv=True, makes=True,
             examples=('encbench selftest',), page='selftest.md'),
     Command("history", "what --store recorded (run, tls-scan, leak-check): the runs, and a figure's trend over time",
             history.add_arguments, history.cmd_history,

@@ -10,13 +10,13 @@ from __future__ import annotations
 
 import argparse
 import json
-import tempfile
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
 from .. import errors
+from ..util import owners
 from ..report import prometheus
 from .common import parse_settings
 from .history import add_store_argument, check_store, record
@@ -260,7 +260,7 @@ def cmd_leak_check(args, argv: list[str] | None = None) -> int:
         if name not in engine.options:
             raise errors.UsageError(f"engine {engine.name} takes no --{name.rstrip('s')}",
                                     hint=f"its options: {', '.join(engine.options) or 'none'}")
-    with tempfile.TemporaryDirectory(prefix="encbench-leak-") as work:
+    with owners.temporary_dir("encbench-leak-") as work:  # owned: reclaimed after a kill
         report = engine.leak_check(dict(options, allow_flush_logs=True) if args.allow_flush_logs else options,
                                    Path(work))
     if args.json:

@@ -28,10 +28,10 @@ import re
 import shutil
 import subprocess
 import sys
-import tempfile
 from pathlib import Path
 
 from . import valgrind
+from ..util import owners
 from .rawcipher import parse_openssl_speed
 
 PROBE_SECONDS = 1
@@ -63,7 +63,7 @@ def held_caps(timeout: float = 120) -> str | None:
     if not tool:
         return None
     try:
-        done = subprocess.run([valgrind.find(), "--tool=none", "-q", tool, "info", "-cpusettings"],
+        done = subprocess.run([valgrind.find(), "--tool=none", "-q", valgrind.NO_VGDB, tool, "info", "-cpusettings"],
                               capture_output=True, text=True, timeout=timeout)
     except (OSError, subprocess.SubprocessError, Exception):
         return None
@@ -100,7 +100,7 @@ def _perf_hot(data: Path, library: str) -> list[str]:
 
 def _native(argv: list[str], library: str, env: dict, perf: bool) -> tuple[float | None, list[str]]:
     """(MB/s, hot code) of one native run of a probe; the hot code with perf only."""
-    with tempfile.TemporaryDirectory(prefix="encbench-cpugap-") as tmp:
+    with owners.temporary_dir("encbench-cpugap-") as tmp:  # owned: reclaimed after a kill
         data = Path(tmp) / "perf.data"
         cmd = (["perf", "record", "-q", "-F", "999", "-o", str(data), "--"] if perf else []) + argv
         try:
@@ -114,7 +114,7 @@ def _under_valgrind(argv: list[str], library: str, env: dict) -> list[tuple[str,
     """(object, function, share of the library's instructions) of the probe under callgrind, largest first."""
     from ..profiling import callgrind
 
-    with tempfile.TemporaryDirectory(prefix="encbench-cpugap-") as tmp:
+    with owners.temporary_dir("encbench-cpugap-") as tmp:  # owned: reclaimed after a kill
         try:
             subprocess.run(valgrind.callgrind_argv(f"{tmp}/cg.%p", cache_sim=False) + argv, capture_output=True,
                            text=True, timeout=600, env=env)

@@ -25,8 +25,7 @@ import sys
 import time
 from pathlib import Path
 
-from ..lab import leftovers
-from ..util import files
+from ..util import files, proc
 
 STATE_DIR = Path(os.environ.get("ENCBENCH_MEMCG_STATE", "/var/lib/encbench/memcg"))
 PREFIX = "encbench-"
@@ -210,7 +209,7 @@ def create(tag: str) -> Group:
         raise OSError("no cgroup v1 memory controller")
     rid = f"{tag}-{secrets.token_hex(4)}"
     path = parent / f"{PREFIX}{rid}"
-    record = _write_record({"id": rid, "path": str(path), "owner": leftovers.me(), "created": time.time()})
+    record = _write_record({"id": rid, "path": str(path), "owner": proc.me(), "created": time.time()})
     try:
         path.mkdir()
     except BaseException:
@@ -224,7 +223,7 @@ def reclaim() -> list[dict]:
     rows = []
     for rec_path, r in records():
         owner = r["owner"]
-        if owner["pid"] == os.getpid() or leftovers.alive(owner):
+        if not proc.owner_dead(owner):
             continue
         path = Path(r["path"])
         if path.name.startswith(PREFIX) and path.exists():

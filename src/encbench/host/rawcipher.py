@@ -444,9 +444,9 @@ def page_instructions(page_size: int, engine_lib: str, pages: int = INSTRUCTION_
     from ..profiling import callgrind
     from . import valgrind
     import sys
-    import tempfile
+    from ..util import owners
 
-    with tempfile.TemporaryDirectory(prefix="encbench-rawinstr-") as tmp:
+    with owners.temporary_dir("encbench-rawinstr-") as tmp:  # owned: reclaimed after a kill
         argv = valgrind.callgrind_argv(f"{tmp}/cg.%p", cache_sim=False, options=("--collect-atstart=no",))
         argv += [sys.executable, "-m", "encbench.host.rawcipher", "instructions", str(page_size), engine_lib,
                  str(pages)]

@@ -66,11 +66,17 @@ def supported_machine() -> bool:
     return platform.machine() in ("x86_64", "AMD64")
 
 
+# valgrind's gdbserver is on by default: each process under valgrind makes three vgdb-pipe-* FIFOs in $TMPDIR, which
+# stay when it is killed (and even after a clean interrupt). Nothing here debugs a process: none are made.
+NO_VGDB = "--vgdb=no"
+
+
 def callgrind_argv(out_pattern: str, *, cache_sim: bool, options: tuple[str, ...] = (), log_file: str | None = None
                    ) -> list[str]:
-    """valgrind's part of a command line: callgrind, one output file per process (%p) and dump, no per-instruction
-    detail (function and line costs are enough), the cache simulation when asked, and the caller's options."""
-    argv = [find(), "--tool=callgrind", "-q", f"--callgrind-out-file={out_pattern}", "--dump-instr=no",
+    """valgrind's part of a command line: callgrind, no gdbserver (no vgdb-pipe-* files), one output file per
+    process (%p) and dump, no per-instruction detail (function and line costs are enough), the cache simulation
+    when asked, and the caller's options."""
+    argv = [find(), "--tool=callgrind", "-q", NO_VGDB, f"--callgrind-out-file={out_pattern}", "--dump-instr=no",
             f"--cache-sim={'yes' if cache_sim else 'no'}"]
     if log_file:
         argv.append(f"--log-file={log_file}")
@@ -152,7 +158,7 @@ def simulated_cpu_features(timeout: float = 120) -> list[str] | None:
     it cannot be run."""
     code = "import json; from encbench.host.valgrind import cpu_features; print(json.dumps(cpu_features()))"
     try:
-        done = subprocess.run([find(), "--tool=none", "-q", sys.executable, "-c", code], capture_output=True,
+        done = subprocess.run([find(), "--tool=none", "-q", NO_VGDB, sys.executable, "-c", code], capture_output=True,
                               text=True, timeout=timeout, env=dict(os.environ, PYTHONPATH=_src_path()))
         return json.loads(done.stdout.strip().splitlines()[-1])
     except (OSError, subprocess.SubprocessError, ValueError, IndexError, EngineUnavailableError):

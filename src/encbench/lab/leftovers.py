@@ -9,23 +9,26 @@ such directory whose owner is gone (a filesystems' directory only once the encfs
 emptied it), leave the others alone (a live run, or a directory of another program without
 our record), and say what they reclaimed.
 
-Who writes the record: `claim()` (called by runner.execute first) for the pymp directory,
-which it creates ahead of the forkserver; the runner for the scratch directory, as soon as
-it makes it; host/encfs.workdir for a filesystems' directory.
+Who writes the record: `claim_pymp()` (called by runner.execute first, through lab/reclaim.claim) for the pymp
+directory, which it creates ahead of the forkserver; the runner for the scratch directory, as soon as it makes it;
+host/encfs.workdir for a filesystems' directory. Each of them is also in the command's own owner record
+(util/owners), written before the directory is made: lab/reclaim takes what a killed command left from there first,
+and this module's scan finds the rest (a directory of an older version, or one `encbench cleanup --data-dir` names).
+Process life (alive, stop by escalating signals) is util/proc's.
 """
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
-import sys
 import tempfile
 from pathlib import Path
 
 import psutil
 
-OWNER_FILE = ".encbench-owner"
+from ..util import owners, proc
+
+OWNER_FILE = owners.OWNER_FILE
 PATTERNS = ("scratch-*",)  # in the data directory
 TEMP_PATTERNS = ("pymp-*",)  # in the temporary directory
 # in the temporary directory: a run's filesystems' working directory (host/encfs.workdir). What is in it is the
@@ -33,47 +36,14 @@ TEMP_PATTERNS = ("pymp-*",)  # in the temporary directory
 SHELL_PATTERNS = ("encbench-maria-fs-*", "encbench-pg-fs-*")
 
 
-def _start_time(pid: int) -> float | None:
-    try:
-        return psutil.Process(pid).create_time()
-    except (psutil.Error, ValueError):
-        return None
-
-
-def me() -> dict:
-    return {"pid": os.getpid(), "start": _start_time(os.getpid())}
-
-
-def write_owner(directory: Path, owner: dict) -> None:
-    """Record the owner in the directory (atomic, never over an existing record)."""
-    target = Path(directory) / OWNER_FILE
-    if target.exists():
-        return
-    tmp = target.with_name(f"{OWNER_FILE}.{os.getpid()}")
-    try:
-        tmp.write_text(json.dumps(owner))
-        os.replace(tmp, target)
-    except OSError:
-        tmp.unlink(missing_ok=True)
-
-
-def read_owner(directory: Path) -> dict | None:
-    try:
-        owner = json.loads((Path(directory) / OWNER_FILE).read_text())
-    except (OSError, ValueError):
-        return None
-    if not isinstance(owner, dict) or not isinstance(owner.get("pid"), int):
-        return None
-    return owner
+me = proc.me
+write_owner = owners.write_owner_file
+read_owner = owners.read_owner_file
 
 
 def alive(owner: dict) -> bool:
     """The recorded process still runs (same pid and the same start time: not a reused pid)."""
-    started = _start_time(owner["pid"])
-    if started is None:
-        return False
-    recorded = owner.get("start")
-    return not isinstance(recorded, (int, float)) or abs(started - recorded) < 1.0
+    return proc.owner_alive(owner)
 
 
 def _glob_dirs(base: Path, patterns) -> list[Path]:
@@ -86,9 +56,10 @@ def _glob_dirs(base: Path, patterns) -> list[Path]:
     return found
 
 
-def _candidates(data_dir: Path) -> list[Path]:
+def _candidates(data_dir: Path | None) -> list[Path]:
     temp = Path(tempfile.gettempdir())
-    return _glob_dirs(Path(data_dir), PATTERNS) + _glob_dirs(temp, TEMP_PATTERNS) + _glob_dirs(temp, SHELL_PATTERNS)
+    return (_glob_dirs(Path(data_dir), PATTERNS) if data_dir is not None else []) + _glob_dirs(temp, TEMP_PATTERNS) \
+        + _glob_dirs(temp, SHELL_PATTERNS)
 
 
 def _only_the_record(directory: Path) -> bool:
@@ -98,12 +69,12 @@ def _only_the_record(directory: Path) -> bool:
         return False
 
 
-def reclaim(data_dir: Path) -> list[tuple[Path, int]]:
-    """Remove what dead runs left; [(directory, owner pid)] of what was removed."""
+def reclaim(data_dir: Path | None) -> list[tuple[Path, int]]:
+    """Remove what dead runs left (data_dir None: only the temporary directory's); [(directory, owner pid)]."""
     removed = []
     for d in _candidates(data_dir):
         owner = read_owner(d)
-        if owner is None or owner["pid"] == os.getpid() or alive(owner):
+        if owner is None or not proc.owner_dead(owner):
             continue
         if any(d.match(p) for p in SHELL_PATTERNS) and not _only_the_record(d):
             continue  # its filesystems first (the ledger); the next reclaim takes the empty directory
@@ -113,25 +84,18 @@ def reclaim(data_dir: Path) -> list[tuple[Path, int]]:
     return removed
 
 
-def _claim_pymp_dir(owner: dict) -> None:
-    """Create multiprocessing's temporary directory now (the forkserver puts its socket there) and
-    record us as its owner; multiprocessing removes it, record included, at a normal exit."""
+def reclaim_temp() -> list[tuple[Path, int]]:
+    return reclaim(None)
+
+
+def claim_pymp() -> None:
+    """Create multiprocessing's temporary directory now (the forkserver puts its socket there), record us as its
+    owner in it and in the command's owner record; multiprocessing removes it, record included, at a normal exit."""
     import multiprocessing.util
 
-    write_owner(Path(multiprocessing.util.get_temp_dir()), owner)
-
-
-def claim(data_dir: Path) -> list[tuple[Path, int]]:
-    """At the start of a run: reclaim what dead runs left (one stderr line), then mark what this run
-    will leave if it is killed: its pymp directory now (the runner marks its scratch directory)."""
-    removed = reclaim(data_dir)
-    if removed:
-        pids = sorted({pid for _, pid in removed})
-        print(f"encbench: reclaimed {len(removed)} director{'y' if len(removed) == 1 else 'ies'} left by dead "
-              f"run{'s' if len(pids) > 1 else ''} (pid {', '.join(map(str, pids))}): "
-              + ", ".join(str(d) for d, _ in removed), file=sys.stderr)
-    _claim_pymp_dir(me())
-    return removed
+    d = Path(multiprocessing.util.get_temp_dir())
+    write_owner(d, me())
+    owners.add({"kind": "dir", "path": str(d)})
 
 
 # -- private servers (engines/*/server.py) a killed run left ---------------------------------------
@@ -149,9 +113,16 @@ def claim_server_dir(directory: Path) -> Path:
     return Path(directory)
 
 
+def server_dir(prefix: str, parent: Path | None = None) -> Path:
+    """A new private server directory: in the command's owner record before it exists, then with its own owner
+    file (what `encbench cleanup` finds)."""
+    return claim_server_dir(owners.make_dir(prefix, parent))
+
+
 def release_server_dir(directory: Path) -> None:
-    """A server kept on purpose (--keep): no owner record, so cleanup never takes it."""
+    """A server kept on purpose (--keep): no owner record, so neither the next command nor cleanup takes it."""
     (Path(directory) / OWNER_FILE).unlink(missing_ok=True)
+    owners.forget(directory)
 
 
 def _inside(path: str, directory: Path) -> bool:
@@ -177,31 +148,16 @@ def points_into(cmdline: list[str], directory: Path) -> bool:
 def server_processes(directory: Path) -> list[psutil.Process]:
     """The processes (not this one) whose command line points into `directory`."""
     found = []
-    for proc in psutil.process_iter(["cmdline"]):
-        cmdline = proc.info.get("cmdline") or []
-        if proc.pid != os.getpid() and points_into(cmdline, directory):
-            found.append(proc)
+    for p in psutil.process_iter(["cmdline"]):
+        cmdline = p.info.get("cmdline") or []
+        if p.pid != os.getpid() and points_into(cmdline, directory):
+            found.append(p)
     return found
 
 
 def stop_processes(procs: list[psutil.Process], timeout: float = SERVER_STOP_TIMEOUT_S) -> list[psutil.Process]:
     """SIGTERM, wait up to `timeout`, then SIGKILL and wait again; the processes that still run afterwards."""
-    alive_ = procs
-    for send in (psutil.Process.terminate, psutil.Process.kill):
-        for p in alive_:
-            try:
-                send(p)
-            except psutil.Error:  # gone already, or not ours to signal: wait_procs tells
-                pass
-        _, alive_ = psutil.wait_procs(alive_, timeout=timeout)
-    return [p for p in alive_ if _running(p)]
-
-
-def _running(proc: psutil.Process) -> bool:
-    try:
-        return proc.is_running() and proc.status() != psutil.STATUS_ZOMBIE
-    except psutil.Error:
-        return False
+    return proc.stop(procs, timeout)
 
 
 def _server_candidates(base: Path | None = None) -> list[Path]:
@@ -215,7 +171,7 @@ def _server_candidates(base: Path | None = None) -> list[Path]:
     return sorted({p for p in found if not any(p.match(n) for n in SERVER_NOT)})
 
 
-def _mounts_under(directory: Path) -> list[str]:
+def mounts_under(directory: Path) -> list[str]:
     """Mount points inside `directory` (rmtree would descend into them)."""
     try:
         lines = Path("/proc/self/mounts").read_text().splitlines()
@@ -225,19 +181,21 @@ def _mounts_under(directory: Path) -> list[str]:
     return [m for m in points if _inside(m, Path(os.path.normpath(str(directory))))]
 
 
-def reclaim_servers(base: Path | None = None) -> list[dict]:
+def reclaim_servers(base: Path | None = None, term_wait: float = SERVER_STOP_TIMEOUT_S, skip=frozenset()) -> list[dict]:
     """Stop and remove the private servers of dead runs: one row per directory taken,
     {"dir", "owner_pid", "stopped": [pids], "removed": bool, "problems": [...]}. A directory without an
     owner record, or whose owner is alive, is never touched."""
     rows = []
     for d in _server_candidates(base):
+        if str(d) in skip:
+            continue
         owner = read_owner(d)
-        if owner is None or owner["pid"] == os.getpid() or alive(owner):
+        if owner is None or not proc.owner_dead(owner):
             continue
         problems = []
         procs = server_processes(d)
-        left = stop_processes(procs)
-        mounts = _mounts_under(d)
+        left = stop_processes(procs, term_wait)
+        mounts = mounts_under(d)
         if left:
             problems.append("still running: pid " + ", ".join(str(p.pid) for p in left))
         elif mounts:

@@ -32,7 +32,7 @@ from pathlib import Path
 
 from ..errors import EngineUnavailableError, RunFailedError
 from ..host import valgrind
-from ..util import interrupts
+from ..util import interrupts, owners, proc
 
 START_TIMEOUT_S = 180  # importing encbench under valgrind: ~3 s of CPU, far more on a loaded machine
 POLL_S = 0.05
@@ -54,14 +54,6 @@ def _recv_exactly(sock: socket.socket, n: int, timeout: float) -> bytes:
     finally:
         sock.settimeout(None)
     return data
-
-
-def _alive(pid: int) -> bool:
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as f:
-            return f.read().rsplit(b")", 1)[1].split()[0] not in (b"Z", b"X")
-    except (OSError, IndexError):
-        return False
 
 
 class MeteredWorkers:
@@ -89,6 +81,7 @@ class MeteredWorkers:
         with open(self.log, "ab") as log:
             self.proc = subprocess.Popen(argv, pass_fds=[theirs.fileno()], stdin=subprocess.DEVNULL,
                                          stdout=subprocess.DEVNULL, stderr=log, env=env)
+        owners.spawned(self.proc.pid, "worker server under valgrind", self.dir)
         theirs.close()
         self.ctrl = mine
         timeout = valgrind.start_timeout(START_TIMEOUT_S)
@@ -134,48 +127,37 @@ class MeteredWorkers:
                 if interrupts.STOP.is_set():
                     self._stop(pid)
                     raise KeyboardInterrupt
-                if not _alive(pid) and not parent.poll(0):
-                    raise RunFailedError("the worker under valgrind died without a result",
-                                         hint=f"valgrind's log: {self._keep_log() or self.log}")
+                if not proc.running(pid) and not parent.poll(0):
+                    raise self._died()
             try:
                 return parent.recv()
             except EOFError:
-                raise RunFailedError("the worker under valgrind died without a result",
-                                     hint=f"valgrind's log: {self._keep_log() or self.log}") from None
+                raise self._died() from None
         finally:
             parent.close()
             self._stop(pid, grace=STOP_GRACE_S)
+
+    def _died(self) -> BaseException:
+        """A child that ended without a result: an interruption when the group's signal ended it, else a failure."""
+        if interrupts.stopped():
+            return KeyboardInterrupt()
+        return RunFailedError("the worker under valgrind died without a result",
+                              hint=f"valgrind's log: {self._keep_log() or self.log}")
 
     @staticmethod
     def _stop(pid: int, grace: float = 0.0) -> None:
         """Wait up to `grace` s for the child to end, then SIGTERM it (a clean exit), then SIGKILL."""
         deadline = time.monotonic() + grace
-        while _alive(pid) and time.monotonic() < deadline:
+        while proc.running(pid) and time.monotonic() < deadline:
             time.sleep(0.01)
-        for sig, wait in ((signal.SIGTERM, STOP_GRACE_S), (signal.SIGKILL, 5)):
-            if not _alive(pid):
-                return
-            try:
-                os.kill(pid, sig)
-            except ProcessLookupError:
-                return
-            deadline = time.monotonic() + wait
-            while _alive(pid) and time.monotonic() < deadline:
-                time.sleep(0.01)
+        proc.stop_pid(pid, STOP_GRACE_S)
 
     def close(self) -> None:
         """EOF to the server: it exits (its children with it); killed when it does not."""
-        import subprocess
-
         if self.ctrl is not None:
             self.ctrl.close()
             self.ctrl = None
-        if self.proc is not None:
-            try:
-                self.proc.wait(STOP_GRACE_S * 3)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
+        proc.kill_and_reap(self.proc, STOP_GRACE_S * 3)
 
 
 # -- the server (under valgrind) ----------------------------------------------------------------

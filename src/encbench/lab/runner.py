@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import multiprocessing
 import shutil
-import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -16,12 +15,13 @@ from typing import Callable
 
 from .. import __version__
 from ..analysis import summary as analysis
-from ..util import interrupts
+from ..util import interrupts, owners
 from . import leftovers
 from . import meter as meters
 from . import meterfork
 from . import placement
 from . import precision
+from . import reclaim
 from . import results
 from . import resultschema
 from . import runctx
@@ -240,11 +240,11 @@ def run_in_fresh_process(ctx, spec: dict) -> dict:
                 proc.terminate()
                 raise KeyboardInterrupt
             if not proc.is_alive() and not receiver.poll(0):
-                raise RunFailedError(f"the worker process died (exit code {proc.exitcode}) without a result")
+                raise _died(proc)
         try:
             kind, payload = receiver.recv()
         except EOFError:
-            raise RunFailedError(f"the worker process died (exit code {proc.exitcode}) without a result") from None
+            raise _died(proc) from None
     finally:
         proc.join(STOP_GRACE_S)
         if proc.is_alive():
@@ -252,6 +252,14 @@ def run_in_fresh_process(ctx, spec: dict) -> dict:
             proc.join()
         receiver.close()
     return outcome(kind, payload)
+
+
+def _died(proc) -> BaseException:
+    """A worker that ended without a result: an interruption when a signal to the whole group ended it (the
+    forkserver killed with it says exit code 255), else a failed run."""
+    if interrupts.stopped():
+        return KeyboardInterrupt()
+    return RunFailedError(f"the worker process died (exit code {proc.exitcode}) without a result")
 
 
 def outcome(kind: str, payload) -> dict:
@@ -269,17 +277,25 @@ SERVER_GONE = ("server closed the connection unexpectedly", "terminating connect
                "Lost connection to", "server has gone away", "Connection refused", "connection is lost")
 
 
+def _interruption(doc: dict, started: bool) -> KeyboardInterrupt:
+    """A failure a signal caused, as the interruption it is (the file's status, whether it was written)."""
+    doc["status"] = "interrupted"
+    stop = KeyboardInterrupt()
+    stop.result_written = started
+    return stop
+
+
 def execute(config: RunConfig, *, on_progress: Callable[[str, int, int], None] = lambda *a: None) -> dict:
     """Run the whole plan. The result file is up to date after every run, whatever happens."""
-    leftovers.claim(config.data_dir)  # remove what killed runs left; mark what this one would leave
+    reclaim.claim(config.data_dir, pymp=True)  # undo what killed runs left (one line); mark what this one would leave
     budget = precision.Budget(config.precision, config.max_time_s)  # the clock starts here: the user's wait
     p = plan(config)
     p.engine.check_available()
     results.check_writable(config.output)
     config.data_dir.mkdir(parents=True, exist_ok=True)
     doc = new_document(config, p, environment.collect(p.engine.versions(), config.data_dir))
-    scratch = Path(tempfile.mkdtemp(prefix="scratch-", dir=config.data_dir))
-    leftovers.write_owner(scratch, leftovers.me())  # reclaimable by the next run if this one is killed
+    scratch = owners.make_dir("scratch-", config.data_dir)  # in the owner record before it exists
+    leftovers.write_owner(scratch, leftovers.me())  # and its own record (encbench cleanup --data-dir)
     setup = None
     workers = None  # --meter instructions, an engine in the worker: the fork server under valgrind (meterfork)
     started = False  # the file is first written once measuring can start: a configuration error leaves none
@@ -334,7 +350,11 @@ def execute(config: RunConfig, *, on_progress: Callable[[str, int, int], None] =
                                         run_in_fresh_process(ctx, spec))
                     if metered:
                         meters.check_counted(out, f"run {i + 1} ({item['workload']} {label(item['variant'])})")
-                except (EncbenchError, KeyboardInterrupt):
+                except KeyboardInterrupt:
+                    raise
+                except EncbenchError:
+                    if interrupts.stopped():  # a client or the server's worker killed by the group's signal
+                        raise KeyboardInterrupt from None
                     raise
                 except Exception as e:
                     raise RunFailedError(f"run {i + 1} ({item['workload']} {label(item['variant'])}) failed: "
@@ -372,6 +392,8 @@ def execute(config: RunConfig, *, on_progress: Callable[[str, int, int], None] =
         e.result_written = started
         raise
     except EncbenchError as e:
+        if interrupts.stopped():  # what failed was stopped by the signal (a set-up tool in the group): interrupted
+            raise _interruption(doc, started) from None
         doc["status"] = "failed"
         died = p.engine.failure_detail(setup, config.data_dir) if setup is not None else []
         if died:  # a private server died: its log kept (path in the one line), its last lines in the file

@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Callable, Sequence
 
 from ..engines import DEFAULT_ENGINE
+from ..util import owners
 from ..vocab.variants import PLACEBO, flagged, judged
 
 PLACEBO_VALUES = ("a", "b")
@@ -428,7 +429,7 @@ def run(settings: Settings, *, progress: Callable[[str], None] = lambda msg: Non
     from ..analysis import compare
     from . import runner
 
-    work = Path(settings.keep_dir) if settings.keep_dir else Path(tempfile.mkdtemp(prefix="encbench-selftest-"))
+    work = Path(settings.keep_dir) if settings.keep_dir else owners.make_dir("encbench-selftest-")
     try:
         docs, seconds = [], []
         t0 = cpu_times()

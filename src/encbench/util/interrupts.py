@@ -13,6 +13,7 @@ import contextlib
 import signal
 import sys
 import threading
+import time
 
 STOP = threading.Event()
 _deferring = 0
@@ -61,6 +62,22 @@ def deferred():
         yield
     finally:
         _deferring -= 1
+
+
+# How long a failure that a signal may have caused waits for that signal. A signal to the whole process group (timeout
+# -s TERM, systemd, a CI runner) reaches a worker, its clients and the forkserver too: the runner can see a worker die
+# before its own handler has run (the handler runs in the main thread, between two bytecodes; systemd signals the
+# processes one by one).
+SETTLE_S = 1.0
+
+
+def stopped(settle: float = SETTLE_S) -> bool:
+    """After a failure a signal may have caused (a worker that died without a result, a client killed): was this
+    process signalled? Waits up to `settle` s for the handler (sleep is interrupted by the signal, the handler runs)."""
+    deadline = time.monotonic() + settle
+    while not STOP.is_set() and time.monotonic() < deadline:
+        time.sleep(0.02)
+    return STOP.is_set()
 
 
 def raise_if_stopped() -> None:

@@ -269,7 +269,7 @@ def test_pg_state_quotes_role_names_in_grants():
 def test_a_postmaster_that_is_exiting_is_not_running():
     """test_pg_server_log failed 1 in 5: a SIGKILLed postmaster had closed its socket (clients refused) but its stat
     still said 'S'; the exiting flag (PF_EXITING, stat field 9) tells it is dying."""
-    from encbench.engines.postgres.server import stat_running
+    from encbench.util.proc import stat_running
 
     line = b"123 (postgres) S 1 123 123 0 -1 %d 0 0 0 0 1 2 0 0 20 0 1 0 100 0 0"
     assert stat_running(line % 0x400000)

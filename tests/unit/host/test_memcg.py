@@ -11,7 +11,7 @@ import sys
 import pytest
 
 from encbench.host import memcg
-from encbench.lab import leftovers
+from encbench.util import proc
 
 MOUNTS = """sysfs /sys sysfs rw 0 0
 cgroup /sys/fs/cgroup/blkio cgroup rw,nosuid,blkio 0 0
@@ -60,7 +60,7 @@ def test_a_dead_runs_group_is_removed_once_empty_a_live_ones_never(tmp_path, mon
     (busy / "cgroup.procs").write_text("4242\n")  # a group still holding a process: rmdir fails, kept
     _record(state, empty, dead.pid)
     _record(state, busy, dead.pid + 100000)  # no such process: dead
-    _record(state, live, os.getppid(), leftovers._start_time(os.getppid()))  # pytest's parent: alive
+    _record(state, live, os.getppid(), proc.start_time(os.getppid()))  # pytest's parent: alive
     rows = {r["path"]: r for r in memcg.reclaim()}
     assert rows[str(empty)]["removed"] and not empty.exists()
     assert not rows[str(busy)]["removed"] and busy.exists() and "4242" in rows[str(busy)]["problems"][0]

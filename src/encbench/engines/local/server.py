@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Callable
 
 from ...errors import EngineUnavailableError, UsageError
+from ...util.proc import kill_and_reap
 from . import ports
 
 
@@ -129,9 +130,7 @@ def start_on_free_port(launch: Callable[[int], subprocess.Popen],
         ok, last = wait(proc)
         if ok:
             return proc, ""
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
+        kill_and_reap(proc)
         if not port_taken(last):
             break
     return None, last

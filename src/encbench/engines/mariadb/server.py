@@ -17,7 +17,6 @@ import atexit
 import os
 import secrets
 import shutil
-import signal
 import subprocess
 import tempfile
 import time
@@ -29,6 +28,8 @@ from ...errors import BadValueError, EngineUnavailableError
 from ..local.server import keep_log, last_log_line, run_tool, start_on_free_port, unprivileged_user
 from .client import connect_bounded
 from ...lab import leftovers
+from ...util import owners
+from ...util.proc import kill_and_reap, running, stop_pid
 
 INSTALL_HINT = "install it with: apt-get install mariadb-server mariadb-backup"
 START_TIMEOUT_S = 60
@@ -88,15 +89,6 @@ def binaries() -> dict[str, str]:
     if missing:
         raise EngineUnavailableError(f"MariaDB server binaries not found ({', '.join(missing)})", hint=INSTALL_HINT)
     return found
-
-
-def _alive(pid: int) -> bool:
-    """Running (a zombie, which holds no port or file, counts as gone)."""
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as f:
-            return f.read().rsplit(b")", 1)[1].split()[0] != b"Z"
-    except OSError:
-        return False
 
 
 @dataclass
@@ -169,7 +161,7 @@ class Handle:
             pid = int(self.pidfile.read_text().strip())
         except (OSError, ValueError):
             return None
-        return pid if _alive(pid) else None
+        return pid if running(pid) else None  # a zombie, which holds no port or file, counts as gone
 
     def connect(self, **extra):
         """root over the private socket (authenticated by the socket's owner: no password)."""
@@ -185,11 +177,14 @@ class Handle:
         if self.data_root:  # named on the command line: a dead run's server is found (and stopped) by the
             args.append(f"--datadir={self.datadir}")  # encfs ledger's teardown of the filesystem it holds
         if not self.wrapper:
-            return subprocess.Popen(args, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+            proc = subprocess.Popen(args, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                                     stderr=subprocess.DEVNULL, start_new_session=True)
-        with open(self.logfile, "ab") as log:  # valgrind's own words go to the server's log
-            return subprocess.Popen(args, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=log,
-                                    start_new_session=True)
+        else:
+            with open(self.logfile, "ab") as log:  # valgrind's own words go to the server's log
+                proc = subprocess.Popen(args, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=log,
+                                        start_new_session=True)
+        owners.spawned(proc.pid, "MariaDB server" + (" under valgrind" if self.wrapper else ""), self.root)
+        return proc
 
     def wait_ready(self, proc: subprocess.Popen | None) -> tuple[bool, str]:
         import pymysql
@@ -208,22 +203,8 @@ class Handle:
     def shutdown(self) -> None:
         """A normal shutdown (SIGTERM), waited for; a kill when it hangs."""
         pid = self.pid()
-        if pid is None:
-            return
-        try:
-            os.kill(pid, signal.SIGTERM)
-        except ProcessLookupError:
-            return
-        deadline = time.monotonic() + self.stop_timeout
-        while _alive(pid) and time.monotonic() < deadline:
-            time.sleep(0.02)
-        if _alive(pid):
-            try:
-                os.kill(pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
-            while _alive(pid):
-                time.sleep(0.02)
+        if pid is not None:
+            stop_pid(pid, self.stop_timeout)  # SIGTERM, then SIGKILL
 
     def restart(self) -> float:
         """Shut down and start again: an empty buffer pool (no dump/load). Returns the seconds it took."""
@@ -233,8 +214,7 @@ class Handle:
         try:
             ok, last = self.wait_ready(proc)
         except BaseException:  # stopped while it starts (SIGTERM to the worker): before its pid file exists
-            proc.kill()
-            proc.wait()
+            kill_and_reap(proc)
             raise
         if not ok:
             raise EngineUnavailableError(f"the private MariaDB server did not restart: {last}")
@@ -269,9 +249,7 @@ class MariaServer:
             return
         self.handle.shutdown()
         proc, self.proc = self.proc, None
-        if proc is not None and proc.poll() is None:
-            proc.kill()
-            proc.wait()
+        kill_and_reap(proc)
         shutil.rmtree(self.handle.root, ignore_errors=True)
         if self.handle.data_root:
             shutil.rmtree(self.handle.data_root, ignore_errors=True)
@@ -314,7 +292,7 @@ def start(settings: dict | None = None, *, base: dict | None = None, buffer_pool
         if not given.is_file() or not os.access(given, os.R_OK):
             raise BadValueError(f"key file {given} is missing or unreadable",
                                 hint="give file_key_management_filename a readable file of lines '1;<64 hex digits>'")
-    root = leftovers.claim_server_dir(tempfile.mkdtemp(prefix="encbench-maria-"))  # encbench cleanup after a kill
+    root = leftovers.server_dir("encbench-maria-")  # owned before it exists: reclaimed after a kill
     handle = Handle(root=str(root), port=0, user=list(user) if user else None, mariadbd=bins["mariadbd"],
                     password=secrets.token_urlsafe(18), settings=conf,
                     data_root=str(Path(data_root) / f"mariadb-{root.name}") if data_root else "")
@@ -331,6 +309,7 @@ def start(settings: dict | None = None, *, base: dict | None = None, buffer_pool
                                                      cache_sim=bool(meter.get("cache_sim")),
                                                      options=maria_meter.SERVER_OPTIONS)
         if data_root:
+            owners.add({"kind": "dir", "path": handle.data_root})
             Path(handle.data_root).mkdir(mode=0o700)
         handle.tmpdir.mkdir(mode=0o700)
         fd = os.open(handle.keyfile, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)

@@ -24,6 +24,8 @@ from pathlib import Path
 from ..local import certs
 from ...errors import EngineUnavailableError
 from ...lab import leftovers
+from ...util import owners
+from ...util.proc import running, stop_pid
 from ..local.server import keep_log, last_log_line, log_tail, run_tool, start_on_free_port, unprivileged_user, wait_ready
 
 INSTALL_HINT = "install them with: apt-get install postgresql (Debian/Ubuntu), or measure an existing server with --dsn"
@@ -148,9 +150,12 @@ class PgServer:
 
     def _spawn(self) -> None:
         log = open(self.logfile, "ab")
-        self.proc = subprocess.Popen(self.args, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                     start_new_session=True, **_as_user(self.user))
-        log.close()
+        try:
+            self.proc = subprocess.Popen(self.args, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                         start_new_session=True, **_as_user(self.user))
+        finally:
+            log.close()
+        owners.spawned(self.proc.pid, "PostgreSQL server" + (" under valgrind" if self.meter_dir else ""), self.root)
 
     def handle(self) -> dict:
         """What another process (a worker) needs to restart this server: plain data (restart_handle)."""
@@ -233,7 +238,7 @@ def postmaster_pid(datadir: Path) -> int | None:
         pid = int((Path(datadir) / "postmaster.pid").read_text().split("\n", 1)[0])
     except (OSError, ValueError):
         return None
-    return pid if _alive(pid) else None
+    return pid if running(pid) else None  # a zombie has stopped (its parent may not be us)
 
 
 def _affinity(pid: int | None) -> set[int] | None:
@@ -245,46 +250,11 @@ def _affinity(pid: int | None) -> set[int] | None:
         return None
 
 
-PF_EXITING = 0x4  # the kernel's task flag: do_exit has begun (set before the process closes its sockets)
-
-
-def _alive(pid: int) -> bool:
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as f:
-            return stat_running(f.read())
-    except OSError:
-        return False
-
-
-def stat_running(stat: bytes) -> bool:
-    """/proc/PID/stat says the process runs: not a zombie (its parent may not be us) and not exiting. A killed
-    postmaster closes its listening socket while it exits and only then becomes a zombie: in between, a client is
-    refused ("the server went away") while the state letter still reads as running, so the exiting flag counts."""
-    try:
-        fields = stat.rsplit(b")", 1)[1].split()
-        state, flags = fields[0], int(fields[6])
-    except (IndexError, ValueError):
-        return False
-    return state not in (b"Z", b"X") and not flags & PF_EXITING
-
-
 def shutdown(datadir: Path, timeout: float = STOP_TIMEOUT_S) -> None:
     """Fast shutdown (SIGINT) of whatever postmaster runs on `datadir`, waited for; SIGKILL when it hangs."""
-    import time
-
     pid = postmaster_pid(datadir)
-    if pid is None:
-        return
-    for sig in (signal.SIGINT, signal.SIGKILL):
-        try:
-            os.kill(pid, sig)
-        except ProcessLookupError:
-            return
-        deadline = time.monotonic() + timeout
-        while _alive(pid) and time.monotonic() < deadline:
-            time.sleep(0.01)
-        if not _alive(pid):
-            return
+    if pid is not None:
+        stop_pid(pid, timeout, signals=(signal.SIGINT, signal.SIGKILL))
 
 
 def restart_handle(handle: dict, conninfo: dict) -> float:
@@ -338,14 +308,13 @@ def start(*, keep: bool = False, settings: dict | None = None, data_parent: Path
     if meter:
         valgrind.find()  # exit 10 with the apt-get line, before anything is made
     user = unprivileged_user("postgres")
-    root = leftovers.claim_server_dir(tempfile.mkdtemp(prefix="encbench-pg-", dir=root_parent))  # cleanup after a kill
+    root = leftovers.server_dir("encbench-pg-", root_parent)  # owned before it exists: reclaimed after a kill
     server = PgServer(bindir=bindir, root=root, port=0, password=secrets.token_urlsafe(24), user=user, keep=False,
                       cgroup=cgroup)
     atexit.register(server.stop)
     try:
         if data_parent is not None:
-            pgdata = tempfile.mkdtemp(prefix="encbench-pgdata-", dir=data_parent)
-            server.data_parent = leftovers.claim_server_dir(pgdata)
+            server.data_parent = leftovers.server_dir("encbench-pgdata-", data_parent)
             os.chmod(server.data_parent, 0o700)
             if user:
                 os.chown(server.data_parent, user[1], user[2])

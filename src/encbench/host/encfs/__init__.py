@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import functools
 import sys
-import tempfile
 from pathlib import Path
 from types import ModuleType
 
@@ -106,7 +105,7 @@ def reclaim():
 
 
 def reclaim_quietly() -> list:
-    """reclaim(), with one stderr line when it removed something (as lab/leftovers.claim does)."""
+    """reclaim(), with one stderr line when it removed something (as lab/reclaim.claim does)."""
     done = ledger.reclaim()
     if done:
         pids = sorted({r["owner"].get("pid") for r, _ in done}, key=str)
@@ -156,19 +155,19 @@ def workdir(prefix: str) -> Path:
     """A new directory in the temporary directory to make a run's filesystems in, searchable by a server running
     as another user (postgres, mysql). It holds this process's owner record: what a killed run leaves of it is
     removed by the next run or `encbench cleanup` once empty (its mounts are the ledger's to tear down)."""
-    from ...lab import leftovers
+    from ...util import owners, proc
 
-    d = Path(tempfile.mkdtemp(prefix=prefix))
+    d = owners.make_dir(prefix)  # in the command's owner record before it exists
     d.chmod(0o755)
-    leftovers.write_owner(d, leftovers.me())
+    owners.write_owner_file(d, proc.me())
     return d
 
 
 def remove_workdir(directory: Path) -> None:
     """Remove a `workdir` once its filesystems are destroyed (OSError when something is still in it)."""
-    from ...lab import leftovers
+    from ...util import owners
 
-    (Path(directory) / leftovers.OWNER_FILE).unlink(missing_ok=True)
+    (Path(directory) / owners.OWNER_FILE).unlink(missing_ok=True)
     Path(directory).rmdir()
 
 

@@ -1,7 +1,7 @@
 """The ledger of the filesystems encbench makes, and the one teardown every path goes through.
 
 Before a kind creates anything (image, loop device, mount, key, daemon) it writes a record:
-owner (pid + process start time, as lab/leftovers.py does for scratch directories), kind, its
+owner (pid + process start time: util/proc), kind, its
 own working directory (`encfs-<kind>-<random>`), image, key directory, and each mount it will
 make with the source that mount must have. `teardown(record)` undoes all of it from the record
 alone: stop stray processes whose command line names the record's paths (a gocryptfs or mkfs
@@ -31,8 +31,7 @@ from pathlib import Path
 
 import psutil
 
-from ...lab import leftovers
-from ...util import filelock, files
+from ...util import filelock, files, proc
 from . import base
 
 STATE_DIR = Path(os.environ.get("ENCBENCH_ENCFS_STATE", "/var/lib/encbench/encfs"))
@@ -62,7 +61,7 @@ def new_record(kind: str, workdir: Path) -> dict:
     own = Path(workdir).resolve() / f"encfs-{rid}"
     root = key_root()
     keys = root / rid if root else own / "keys"
-    record = {"id": rid, "kind": kind, "owner": leftovers.me(), "created": time.time(),
+    record = {"id": rid, "kind": kind, "owner": proc.me(), "created": time.time(),
               "workdir": str(own), "image": str(own / "fs.img"), "keydir": str(keys), "mounts": []}
     _write(record)
     own.mkdir(mode=0o755)  # a server running as another user (postgres) must reach its data below
@@ -151,7 +150,7 @@ def _strays(record: dict) -> list[psutil.Process]:
 
 def _stop_strays(record: dict) -> list[int]:
     procs = _strays(record)
-    leftovers.stop_processes(procs, timeout=STRAY_TERM_WAIT_S)
+    proc.stop(procs, STRAY_TERM_WAIT_S)
     return [p.pid for p in procs]
 
 
@@ -259,7 +258,7 @@ def reclaim() -> list[tuple[dict, list[str]]]:
     with locked():
         for r in records():
             owner = r.get("owner") or {}
-            if owner.get("pid") == os.getpid() or (isinstance(owner.get("pid"), int) and leftovers.alive(owner)):
+            if not proc.owner_dead(owner):
                 continue
             done.append((r, teardown(r)))
         _sweep_temporaries()
@@ -270,5 +269,5 @@ def _sweep_temporaries() -> None:
     """A record half-written by a process killed inside _write (`.<id>.json.<pid>`) is deleted once its pid is gone."""
     for tmp in STATE_DIR.glob(".*.json.*"):
         pid = tmp.name.rpartition(".")[2]
-        if pid.isdigit() and int(pid) != os.getpid() and not psutil.pid_exists(int(pid)):
+        if pid.isdigit() and int(pid) != os.getpid() and not proc.running(int(pid)):
             tmp.unlink(missing_ok=True)
