@@ -129,6 +129,13 @@ class StoreSchemaError(StoreUnavailableError):
     exit_code = 22
 
 
+class NotMeteredError(EncbenchError):
+    """compare --fail-if on a count (instructions): a file holds no instruction counts (it was not run with --meter
+    instructions), which no number of runs can give it."""
+
+    exit_code = 24
+
+
 EXIT_INTERRUPTED = 130
 EXIT_LEAK = 13  # leak-check: plaintext found on disk
 EXIT_DRIFT = 14  # tls-scan --baseline: the server's TLS differs from the baseline
@@ -163,5 +170,7 @@ EXIT_CODES = {
     StoreSchemaError.exit_code: "history store of a newer schema than this encbench knows",
     EXIT_GATE_UNRESOLVED: "compare --fail-if: no row shown over the limit, but some not resolved at it (more runs "
                           "would tell)",
+    NotMeteredError.exit_code: "compare --fail-if 'instructions...': a file holds no instruction counts (run it with "
+                               "--meter instructions)",
     EXIT_INTERRUPTED: "interrupted (Ctrl-C); results so far kept",
 }

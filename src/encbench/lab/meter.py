@@ -83,6 +83,16 @@ def verdict_metrics(workload) -> tuple[str, ...]:
 
 
 OPEN_VERDICT = ("instructions",)
+# what callgrind counts (probes/instructions): the same work gives the same count, so a verdict on them needs only
+# the runs that show it repeats (analysis/stats.exact_contrast); a count per unit of a fixed-duration run
+# (instructions_per_query) repeats only when the run's fixed costs are small: its runs' spread decides
+_COUNTED = ("instructions", "l1_misses", "ll_misses", "l1i_misses", "l1d_read_misses", "l1d_write_misses",
+            "ll_instr_misses", "ll_read_misses", "ll_write_misses")
+
+
+def is_count(metric: str) -> bool:
+    """Is this metric an exact count (instructions, cache misses, instructions per unit), not a timed figure?"""
+    return metric in _COUNTED or metric.startswith("instructions_per_")
 TIMES_NOTE = ("--meter instructions: every time and CPU time in this file is valgrind's (its simulated CPU runs "
               "20-50x slower than this one): recorded, never judged; the verdicts rest on instruction counts")
 
