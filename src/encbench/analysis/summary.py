@@ -195,6 +195,7 @@ def comparisons(doc: dict, groups, margin_pct: float = stats.DEFAULT_MARGIN_PCT)
     """
     engine, variants = doc["engine"], variants_by_label(doc)
     reference = placebo_reference(list(variants.values()))
+    confidence = verdict_confidence(doc)
     out = []
     for (wl, op, vl), metrics in groups.items():
         twin_of = placebo_twin(variants[vl], reference)  # a placebo twin: A/A, against its reference only
@@ -211,7 +212,8 @@ def comparisons(doc: dict, groups, margin_pct: float = stats.DEFAULT_MARGIN_PCT)
         for metric in COMPARED_METRICS:
             if metric not in metrics or metric not in base:
                 continue
-            est = stats.ratio_ci(base[metric], metrics[metric], exact=meter.is_count(metric))
+            est = stats.ratio_ci(base[metric], metrics[metric], exact=meter.is_count(metric),
+                                 confidence=confidence)
             c = {
                 "workload": wl, "operation": op, "metric": metric,
                 "baseline": label(base_variant), "contender": vl,
@@ -221,11 +223,20 @@ def comparisons(doc: dict, groups, margin_pct: float = stats.DEFAULT_MARGIN_PCT)
                 "excluded": est.excluded, "method": est.method,
                 **({"verdict_basis": basis.index(metric)} if metric in basis else {}),
                 **({"exact": True} if est.exact else {}),
+                **({"confidence": confidence} if confidence != stats.CONFIDENCE else {}),
                 **({"placebo": True} if twin_of is not None else {}),
                 **({"withheld": withheld} if withheld else {}),
             }
             out.append(dict(c, **judged(c, margin_pct)))
     return out
+
+
+def verdict_confidence(doc: dict) -> float:
+    """The confidence of the file's verdicts: 95%, or a sequential run's per-look level (lab/precision.Sequential,
+    stored as config.sequential.confidence: `run --quick`, `--budget`)."""
+    seq = (doc.get("config") or {}).get("sequential") or {}
+    level = seq.get("confidence") if isinstance(seq, dict) else None
+    return float(level) if isinstance(level, (int, float)) and 0.5 < level < 1 else stats.CONFIDENCE
 
 
 def basis_of(comps: list[dict]) -> list[dict]:

@@ -49,9 +49,9 @@ def check(meter: str, engine, workloads: list, options: dict, probes: list[str],
         raise BadValueError(f"--meter instructions cannot count {', '.join(refused)} on {engine.name}{why}",
                             hint=f"workloads it can: {', '.join(engine.metered_workloads)}")
     if adaptive:
-        raise BadValueError("--precision and --max-time add rounds until the elapsed and CPU intervals narrow, and "
-                            "under valgrind those measure the simulation; a count is as exact after --runs runs",
-                            hint="drop --precision/--max-time, or use --meter time")
+        raise BadValueError("--precision, --max-time and --budget add rounds until the elapsed and CPU intervals "
+                            "narrow, and under valgrind those measure the simulation; a count is as exact after "
+                            "--runs runs", hint="drop --precision/--max-time/--budget, or use --meter time")
     if any(p.partition("=")[0].strip() == "profile" for p in params):
         raise BadValueError("--profile samples with perf, which cannot sample a process under valgrind",
                             hint="drop --profile: --meter instructions says where the instructions go itself")

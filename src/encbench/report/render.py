@@ -634,13 +634,17 @@ def header_lines(doc: dict, analysis: an.Analysis | None = None) -> list[str]:
         data = "data: -"
     params = "; ".join(f"{wl}: " + ", ".join(f"{k}={v}" for k, v in meta["params"].items())
                        for wl, meta in doc.get("workloads", {}).items() if meta.get("params"))
+    level = an.verdict_confidence(doc)
     lines = [
         f"encbench {doc['encbench_version']} - engine {doc['engine']['name']} ({versions})",
         f"CPU {env['cpu']['model']}, {env['cpu']['logical_cores']} cores, flags {flags}; kernel {env['kernel']}",
         f"{data}; {runs} measured runs + {warm} warmups (each a fresh process and connection), status {doc['status']}",
         f"{'; '.join(_axis_line(t) for t in _tables(doc))}; Δ = contender vs baseline, "
-        f"ratio of trimmed geometric means with a Yuen-Welch t 95% CI",
-        f"verdicts: 'costs' / 'saves' = the 95% CI excludes 0%; 'no cost' = the 90% CI lies within ±{_margin(analysis):g}% "
+        f"ratio of trimmed geometric means with a Yuen-Welch t {level:.0%} CI" + (
+            " (every [95% CI] below is at this level: a sequential run's verdicts, --quick/--budget)"
+            if level != stats.CONFIDENCE else ""),
+        f"verdicts: 'costs' / 'saves' = the {level:.0%} CI excludes 0%; 'no cost' = the {2 * level - 1:.0%} CI lies "
+        f"within ±{_margin(analysis):g}% "
         f"(equivalence shown by two one-sided tests); 'inconclusive' = neither, run longer; none below "
         f"{stats.MIN_RUNS} runs per side" + (f" ({stats.EXACT_MIN_RUNS} for a count whose runs repeat within "
                                              f"{stats.EXACT_TOLERANCE:.1%}: bounded, no t-interval)"
