@@ -123,3 +123,23 @@ def test_quick_alone_asks_the_engines_question_and_with_a_workload_is_a_smoke_ru
     assert seen["run --engine postgres --quick"] == (["roundtrip"], ["tls=off,on", "clients=1"], 6, True, 150.0)
     assert seen["run --quick --workload dml"] == (["dml"], [], 3, False, None)
     assert seen["run --budget 90s --workload dml"] == (["dml"], [], 6, True, 90.0)
+
+
+def test_advise_budget_shares_what_is_left_and_skips_what_no_longer_fits(monkeypatch, tmp_path):
+    from encbench.analysis.knob import Sweep
+    from encbench.lab import advise, runner
+
+    clock, seen, said = Clock(0.0), [], []
+
+    def execute(config):
+        seen.append((config.budget_s, config.sequential))
+        clock.t += 50.0  # each sweep takes 50 s
+        return {}
+
+    monkeypatch.setattr(runner, "execute", execute)
+    sweeps = [Sweep(f"s{i}", f"knob{i}", ("scan-eq",), ("cache=warm",)) for i in range(3)]
+    settings = advise.Settings(engine="sqlite", runs=6, warmups=0, size_bytes=1, seed=42, data_dir=tmp_path,
+                               out_dir=tmp_path, budget_s=105.0)
+    out = advise.run(settings, sweeps, progress=said.append, clock=clock)
+    assert [s for s, _ in seen] == [pytest.approx(35.0), pytest.approx(27.5)] and all(q for _, q in seen)
+    assert len(out) == 2 and said[-1] == "budget spent: 1 sweep(s) not run (knob2)"
