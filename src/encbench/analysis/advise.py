@@ -19,10 +19,12 @@ figure is a comparison of runs in the files.
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
 from . import stats
 from .knob import Cost, Knob  # noqa: F401 (the engines declare their knobs with these)
 from .summary import collect, variants_by_label
+from ..lab import meter
 from .words import metric_word
 from ..lab.variants import label
 
@@ -58,9 +60,11 @@ def pairs(doc: dict, knob: Knob, groups: dict) -> list[tuple[str, str, str, str,
 def _entry(knob: Knob, cost: Cost, groups: dict, wl: str, op: str, base_l: str, cont_l: str, v: dict,
            source: str) -> dict | None:
     base, cont = groups.get((wl, op, base_l), {}), groups.get((wl, op, cont_l), {})
+    if "instructions" in base and "instructions" in cont:  # --meter instructions: the count, not valgrind's times
+        cost = replace(cost, metric="instructions")
     if cost.metric not in base or cost.metric not in cont:
         return None
-    est = stats.ratio_ci(base[cost.metric], cont[cost.metric])
+    est = stats.ratio_ci(base[cost.metric], cont[cost.metric], exact=meter.is_count(cost.metric))
     j = stats.judge_estimate(est, word=metric_word(cost.metric))
     return {"key": knob.key, "knob": knob.label, "value": v[knob.key], "default": knob.default,
             "workload": wl, "operation": op, "metric": cost.metric, "what": cost.what or f"{wl}/{op}",
