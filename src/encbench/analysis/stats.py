@@ -37,9 +37,10 @@ OUTLIER_MIN_RELATIVE = 0.005
 TRIM = 0.2  # Yuen's trimmed means: 20% of the runs dropped from each end (one of 5-9 runs, two of 10-14)
 # An exact count (instructions under --meter instructions) repeats from run to run: judged from as few runs as show
 # it repeats. A side repeats when each of its runs is within EXACT_TOLERANCE of the others (largest / smallest - 1);
-# measured: SQLite's worker at most 0.014% over 44 groups of runs, a private PostgreSQL server's backend 0.0X%
-# (docs/meter.md). Two such runs per side then bound the ratio (exact_contrast) without a t-interval: a t with 1
-# degree of freedom would widen a spread of 0.01% into one that hides a 1% change.
+# measured: SQLite's worker at most 0.014% over 44 groups of runs; a private PostgreSQL server's storm within 0.1%
+# in 9 of 12 groups (up to 0.26%), its roundtrip up to 0.64% (those are judged as timed figures: docs/meter.md). Two
+# repeating runs per side then bound the ratio (exact_contrast) without a t-interval: a t with 1 degree of freedom
+# would widen a spread of 0.01% into one that hides a 1% change.
 EXACT_TOLERANCE = 0.001
 EXACT_MIN_RUNS = 2
 EXACT_MARGIN_PCT = 0.5  # an exact count's "no cost" margin: at most this (a 1% change it resolves is a cost)
