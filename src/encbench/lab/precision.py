@@ -35,6 +35,7 @@ MIN_RUNS = 6  # per variant: the verdict minimum
 LOOKS = (6, 8, 11, 15, 20)  # --quick / --budget: runs per variant at which the verdicts are looked at
 SEQUENTIAL_ALPHA = 0.05  # the error rate of a sequential verdict, over all its looks
 RESOLVED, BUDGET_SPENT, LAST_LOOK = "resolved", "budget spent", "not resolved at the last look"
+NOTHING = "nothing compared"  # a workload without a contender and its baseline: more rounds would not give a verdict
 
 
 @dataclass(frozen=True)
@@ -173,6 +174,9 @@ class Budget:
         for wl, n in done.items():
             if wl in self.outcomes:
                 continue
+            if n >= self.sequential.looks[0] and wl not in codes:
+                self.outcomes[wl] = {"stopped": NOTHING, "runs": n}
+                continue
             if self.sequential.is_look(n) and (resolved(codes.get(wl, [])) or n >= self.sequential.looks[-1]):
                 self.outcomes[wl] = {"stopped": RESOLVED if resolved(codes.get(wl, [])) else LAST_LOOK, "runs": n}
                 continue
@@ -277,6 +281,8 @@ def sequential_lines(p: dict) -> list[str]:
     for wl, o in (seq.get("outcomes") or {}).items():
         if o["stopped"] == RESOLVED:
             out.append(f"  {wl}: resolved after {o['runs']} runs per variant")
+        elif o["stopped"] == NOTHING:
+            out.append(f"  {wl}: nothing compared (no contender beside its baseline) after {o['runs']} runs")
         else:
             out.append(f"  {wl}: not resolved: {o['stopped']} after {o['runs']} runs per variant (run longer: "
                        f"--budget, or without --quick)")

@@ -143,3 +143,9 @@ def test_advise_budget_shares_what_is_left_and_skips_what_no_longer_fits(monkeyp
     out = advise.run(settings, sweeps, progress=said.append, clock=clock)
     assert [s for s, _ in seen] == [pytest.approx(35.0), pytest.approx(27.5)] and all(q for _, q in seen)
     assert len(out) == 2 and said[-1] == "budget spent: 1 sweep(s) not run (knob2)"
+
+
+def test_a_workload_with_nothing_to_compare_stops_at_the_first_look():
+    b = budget()
+    assert b.next_sequential({}, {"w": 6}, {"w": 1.0}) == []
+    assert b.outcomes["w"] == {"stopped": precision.NOTHING, "runs": 6}
