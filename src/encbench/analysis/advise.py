@@ -70,7 +70,10 @@ def _entry(knob: Knob, cost: Cost, groups: dict, wl: str, op: str, base_l: str, 
             "workload": wl, "operation": op, "metric": cost.metric, "what": cost.what or f"{wl}/{op}",
             "baseline": base_l, "contender": cont_l, "ratio": est.value, "ci": list(est.ci) if est.ci else None,
             "n": min(est.n_baseline, est.n_contender), "verdict": j.verdict, "verdict_text": j.text,
-            "baseline_mean": stats.summarize(base[cost.metric]).mean if base[cost.metric] else None,
+            # a time at the default (an explanation's figure); a count is no time: baseline_count instead
+            "baseline_mean": stats.summarize(base[cost.metric]).mean if base[cost.metric]
+            and not meter.is_count(cost.metric) else None,
+            **({"baseline_count": stats.summarize(base[cost.metric]).mean} if meter.is_count(cost.metric) else {}),
             "gives_up": knob.gives_up.get(v[knob.key], ""), "weakens": v[knob.key] in knob.weakens,
             "setting": knob.setting, "server_side": knob.server_side, "file": source}
 
