@@ -247,14 +247,14 @@ def document(rows_: list[dict], budget: Budget, runs_per_variant: dict[str, int]
 def lines(doc: dict, *, limit: int = 8) -> list[str]:
     """Plain lines for the terminal: the precision reached and the rows that did not get there."""
     p = doc.get("precision")
-    if not p or not p.get("rows"):
+    if not p or not (p.get("rows") or p.get("sequential")):  # a sequential run says how it ended, even with no runs
         return []
     runs = p.get("runs_per_variant") or {}
     span = sorted(set(runs.values()))
     runs_text = (f"{span[0]}" if len(span) == 1 else f"{span[0]}-{span[-1]}") + " runs per variant" if span else ""
     widest = p.get("widest_points")
     head = (f"precision: widest CI ±{widest:.1f} points" if widest is not None else "precision: no CI yet")
-    head += f" over {len(p['rows'])} elapsed/CPU comparisons, {runs_text}, {p['elapsed_s']:.0f} s"
+    head += f" over {len(p['rows'])} elapsed/CPU comparisons, {runs_text or 'no measured run'}, {p['elapsed_s']:.0f} s"
     if p.get("sequential"):
         return [head + f" ({p.get('stopped_because')})"] + sequential_lines(p)
     if p.get("target_points") is None:

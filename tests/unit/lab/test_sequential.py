@@ -149,3 +149,13 @@ def test_a_workload_with_nothing_to_compare_stops_at_the_first_look():
     b = budget()
     assert b.next_sequential({}, {"w": 6}, {"w": 1.0}) == []
     assert b.outcomes["w"] == {"stopped": precision.NOTHING, "runs": 6}
+
+
+def test_a_budget_spent_before_the_first_run_still_says_so():
+    b = budget(None)
+    b.outcomes["scan-eq"] = {"stopped": BUDGET_SPENT, "runs": 0}
+    b.stopped_because = BUDGET_SPENT
+    lines = precision.lines({"precision": precision.document([], b, {})})
+    assert lines[0].startswith("precision: no CI yet over 0 elapsed/CPU comparisons, no measured run, ")
+    assert lines[1] == ("  scan-eq: not resolved: budget spent after 0 runs per variant (run longer: --budget, or "
+                        "without --quick)")
