@@ -32,7 +32,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--quick", action="store_true",
                    help="alone: the engine's own question (SQLite: a cold scan; PostgreSQL: TLS on queries; MariaDB: "
                         "TDE on a cold scan) on small data, run until its verdict resolves or --budget (default "
-                        f"{QUICK_BUDGET}) is spent; with --workload or --variant: a smoke run ({QUICK_RUNS} runs, "
+                        f"{QUICK_BUDGET}) is spent; with --workload, --variant or --runs: a smoke run ({QUICK_RUNS} runs, "
                         f"no verdict); with --meter instructions: every workload, {METER_QUICK_RUNS} runs per side")
     add_margin_argument(p)
     p.add_argument("--precision", default=None, metavar="P%",
@@ -153,7 +153,7 @@ def cmd_run(args, argv: list[str]) -> int:
     max_time = precision.parse_duration(args.max_time) if args.max_time else None
     metered = args.meter != "time"
     # --quick alone: the engine's own question, run until its verdicts resolve; --budget: any run so
-    question = (args.quick and not metered and engine.quick_workloads and not (
+    question = (args.quick and not metered and engine.quick_workloads and args.runs is None and not (
         args.workload or args.variant or args.sessions or args.function or args.rows or args.method or args.parallel))
     sequential = bool(question) or args.budget is not None
     budget = precision.parse_duration(args.budget, what="--budget") if args.budget else (

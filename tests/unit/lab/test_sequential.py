@@ -159,3 +159,21 @@ def test_a_budget_spent_before_the_first_run_still_says_so():
     assert lines[0].startswith("precision: no CI yet over 0 elapsed/CPU comparisons, no measured run, ")
     assert lines[1] == ("  scan-eq: not resolved: budget spent after 0 runs per variant (run longer: --budget, or "
                         "without --quick)")
+
+
+def test_quick_with_runs_is_a_smoke_run(monkeypatch):
+    from encbench.cli import run as run_cli
+    from encbench.cli.parser import build_parser
+    from encbench.lab import runner
+
+    seen = []
+
+    def stop(config):
+        seen.append(config)
+        raise SystemExit(0)
+
+    monkeypatch.setattr(runner, "plan", stop)
+    argv = ["run", "--quick", "--runs", "1", "--warmups", "0"]
+    with pytest.raises(SystemExit):
+        run_cli.cmd_run(build_parser().parse_args(argv), argv)
+    assert seen[0].runs == 1 and not seen[0].sequential and seen[0].budget_s is None
