@@ -23,13 +23,14 @@ from dataclasses import replace
 
 from . import stats
 from .knob import Cost, Knob  # noqa: F401 (the engines declare their knobs with these)
-from .summary import collect, variants_by_label
+from .summary import collect, variants_by_label, verdict_confidence
 from ..lab import meter
 from .words import metric_word
 from ..lab.variants import label
 
 METHOD = ("each value against the knob's default, all other settings equal, in the same result file: ratio of trimmed "
-          "geometric means of the runs with a Yuen-Welch 95% CI; saves/costs = the CI excludes no change, no "
+          "geometric means of the runs with a Yuen-Welch 95% CI (99% for sweeps run under --budget: run.md); "
+          "saves/costs = the CI excludes no change, no "
           f"difference = the 90% CI within ±{stats.DEFAULT_MARGIN_PCT:g}% (two one-sided tests); ranked: savings that "
           "give up nothing by size, then savings that weaken protection, then the rest, never ranked")
 SAVES, WEAKER_SAVES, COSTS_MORE, NOT_RESOLVED, NO_DIFFERENCE = (
@@ -58,13 +59,14 @@ def pairs(doc: dict, knob: Knob, groups: dict) -> list[tuple[str, str, str, str,
 
 
 def _entry(knob: Knob, cost: Cost, groups: dict, wl: str, op: str, base_l: str, cont_l: str, v: dict,
-           source: str) -> dict | None:
+           source: str, confidence: float = stats.CONFIDENCE) -> dict | None:
     base, cont = groups.get((wl, op, base_l), {}), groups.get((wl, op, cont_l), {})
     if "instructions" in base and "instructions" in cont:  # --meter instructions: the count, not valgrind's times
         cost = replace(cost, metric="instructions")
     if cost.metric not in base or cost.metric not in cont:
         return None
-    est = stats.ratio_ci(base[cost.metric], cont[cost.metric], exact=meter.is_count(cost.metric))
+    est = stats.ratio_ci(base[cost.metric], cont[cost.metric], exact=meter.is_count(cost.metric),
+                         confidence=confidence)  # a sweep run under --budget: its sequential level
     j = stats.judge_estimate(est, word=metric_word(cost.metric))
     return {"key": knob.key, "knob": knob.label, "value": v[knob.key], "default": knob.default,
             "workload": wl, "operation": op, "metric": cost.metric, "what": cost.what or f"{wl}/{op}",
@@ -101,7 +103,7 @@ def advise(docs: list[tuple[str, dict]], knobs: tuple[Knob, ...], context: dict 
                 for rank, cost in enumerate(knob.costs):
                     if cost.workload != wl or (cost.operation and cost.operation != op) or not _matches(v, cost.scope):
                         continue
-                    e = _entry(knob, cost, groups, wl, op, base_l, cont_l, v, source)
+                    e = _entry(knob, cost, groups, wl, op, base_l, cont_l, v, source, verdict_confidence(doc))
                     if e:
                         found.setdefault((knob.key, e["value"]), []).append(dict(e, cost_rank=rank))
     out = []
