@@ -108,6 +108,23 @@ def _default_workloads(engine, variant_filters: list[str]) -> list[str]:
     return default
 
 
+def _question(args, engine, metered: bool) -> bool:
+    """--quick alone (no --workload, --variant, --runs or option naming a workload): the engine's own question
+    (Engine.quick_workloads, quick_variants), run until its verdicts resolve (lab/precision.Sequential)."""
+    return bool(args.quick and not metered and engine.quick_workloads and args.runs is None and not (
+        args.workload or args.variant or args.sessions or args.function or args.rows or args.method or args.parallel))
+
+
+def _print_plan(planned, budget_s: float | None) -> None:
+    """A sequential run's plan, first on stderr: what is measured, the rule, the budget."""
+    from ..lab import precision
+    from ..lab.variants import label
+
+    workloads = {wl: [label(v) for v in vs] for wl, vs in planned.by_workload.items()}
+    print("encbench: " + precision.plan_text(workloads, budget_s, precision.Sequential()), file=sys.stderr,
+          flush=True)
+
+
 KEY_FILE_MAX_BYTES = 64 * 2**10  # a passphrase; a larger file is no key file
 
 
@@ -152,10 +169,8 @@ def cmd_run(args, argv: list[str]) -> int:
     target = precision.parse_points(args.precision) if args.precision else None
     max_time = precision.parse_duration(args.max_time) if args.max_time else None
     metered = args.meter != "time"
-    # --quick alone: the engine's own question, run until its verdicts resolve; --budget: any run so
-    question = (args.quick and not metered and engine.quick_workloads and args.runs is None and not (
-        args.workload or args.variant or args.sessions or args.function or args.rows or args.method or args.parallel))
-    sequential = bool(question) or args.budget is not None
+    question = _question(args, engine, metered)
+    sequential = question or args.budget is not None  # until the verdicts resolve
     budget = precision.parse_duration(args.budget, what="--budget") if args.budget else (
         precision.parse_duration(QUICK_BUDGET) if sequential else None)
     adaptive = target is not None or max_time is not None or sequential
@@ -211,9 +226,7 @@ def cmd_run(args, argv: list[str]) -> int:
     err = console(stderr=True)
     found = _file_state(output)
     if sequential and (args.progress in ("lines", "bar") or (args.progress == "auto" and err.is_terminal)):
-        print("encbench: " + precision.plan_text({wl: [runner.label(v) for v in vs] for wl, vs in
-                                                  planned.by_workload.items()}, budget, precision.Sequential()),
-              file=sys.stderr, flush=True)
+        _print_plan(planned, budget)
     try:
         doc = _run_with_progress(config, err, args.progress)
     except KeyboardInterrupt as e:
