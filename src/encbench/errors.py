@@ -129,6 +129,13 @@ class StoreSchemaError(StoreUnavailableError):
     exit_code = 22
 
 
+class NotMeteredError(EncbenchError):
+    """compare --fail-if on a count (instructions): a file holds no instruction counts (it was not run with --meter
+    instructions), which no number of runs can give it."""
+
+    exit_code = 25
+
+
 EXIT_INTERRUPTED = 130
 EXIT_LEAK = 13  # leak-check: plaintext found on disk
 EXIT_DRIFT = 14  # tls-scan --baseline: the server's TLS differs from the baseline
@@ -166,5 +173,7 @@ EXIT_CODES = {
                           "would tell)",
     EXIT_NO_ESTIMATE: "estimate: no total: a term's unit cost or rate is not resolved (the output names it and "
                       "what would resolve it)",
+    NotMeteredError.exit_code: "compare --fail-if 'instructions...': a file holds no instruction counts (run it with "
+                               "--meter instructions)",
     EXIT_INTERRUPTED: "interrupted (Ctrl-C); results so far kept",
 }

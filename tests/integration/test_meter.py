@@ -78,6 +78,17 @@ def test_sqlite_is_counted_in_its_worker(encbench, tmp_path, nothing_left):
     assert show.returncode == 0, str(show)
     assert "CPU-model gap: valgrind's simulated CPU" in show.stdout
     assert "mean instructions" in show.stdout and "Where the instructions go" in show.stdout
+    # issue 30 item 11: 2 runs per side of an exact count give verdicts, and a second run of the same build passes a
+    # 1% gate on them (it used to be "NOT RESOLVED: 0 of 0 comparisons", exit 23)
+    counted = [c for c in doc["comparisons"] if c["metric"] == "instructions" and "verdict_basis" in c]
+    assert counted and all(c.get("exact") and c["verdict"] == "costs" for c in counted), counted
+    assert "too few runs" not in show.stdout
+    again = tmp_path / "s2.json"
+    res = encbench("run", "--meter", "instructions", "--quick", "--workload", "scan-eq", "--variant", "cache=cold",
+                   "--data-dir", str(tmp_path / "data"), "-o", str(again), timeout=TIMEOUT)
+    assert res.returncode == 0, str(res)
+    gate = encbench("compare", str(out), str(again), "--fail-if", "instructions>1%")
+    assert gate.returncode == 0 and "gate: passed" in gate.stdout, str(gate)
 
 
 @needs_pg

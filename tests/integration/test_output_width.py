@@ -171,6 +171,7 @@ def test_quick_run_fits_and_shows_progress(cli_env, sandbox, tmp_path):
     check_fits(out, 100, len(expected_rows(cli_env, sandbox, out_file)), short_verdicts(out_file))
     shown = ANSI.sub("", err)
     assert "ETA" in shown and re.search(r"\d+/\d+", shown)  # the bar: runs done of planned, an ETA
-    assert re.search(r"scan-eq encryption=", shown)  # the run in progress
+    assert re.search(r"scan-like encryption=", shown)  # the run in progress: --quick's question, a cold scan
+    assert "plan: scan-like" in shown  # the plan first (issue 30 item 1)
     rc, out80, _ = in_terminal(["show", str(out_file)], 80, cli_env, sandbox)
     assert rc == 0 and all(cell_len(line) <= 80 for line in plain_lines(out80) if line[:1] in BOX)

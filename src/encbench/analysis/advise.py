@@ -19,17 +19,20 @@ figure is a comparison of runs in the files.
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 from pathlib import Path
 
 from . import stats
 from .knob import Cost, Knob  # noqa: F401 (the engines declare their knobs with these)
-from .summary import collect, variants_by_label
+from .summary import collect, variants_by_label, verdict_confidence
+from ..lab import meter
 from .words import metric_word
 from ..util.units import fmt_number, fmt_seconds
 from ..vocab.variants import label
 
 METHOD = ("each value against the knob's default, all other settings equal, in the same result file: ratio of trimmed "
-          "geometric means of the runs with a Yuen-Welch 95% CI; saves/costs = the CI excludes no change, no "
+          "geometric means of the runs with a Yuen-Welch 95% CI (99% for sweeps run under --budget: run.md); "
+          "saves/costs = the CI excludes no change, no "
           f"difference = the 90% CI within ±{stats.DEFAULT_MARGIN_PCT:g}% (two one-sided tests); ranked: savings that "
           "give up nothing by size, then savings that weaken protection, then the rest, never ranked")
 SAVES, WEAKER_SAVES, COSTS_MORE, NOT_RESOLVED, NO_DIFFERENCE = (
@@ -58,17 +61,23 @@ def pairs(doc: dict, knob: Knob, groups: dict) -> list[tuple[str, str, str, str,
 
 
 def _entry(knob: Knob, cost: Cost, groups: dict, wl: str, op: str, base_l: str, cont_l: str, v: dict,
-           source: str) -> dict | None:
+           source: str, confidence: float = stats.CONFIDENCE) -> dict | None:
     base, cont = groups.get((wl, op, base_l), {}), groups.get((wl, op, cont_l), {})
+    if "instructions" in base and "instructions" in cont:  # --meter instructions: the count, not valgrind's times
+        cost = replace(cost, metric="instructions")
     if cost.metric not in base or cost.metric not in cont:
         return None
-    est = stats.ratio_ci(base[cost.metric], cont[cost.metric])
+    est = stats.ratio_ci(base[cost.metric], cont[cost.metric], exact=meter.is_count(cost.metric),
+                         confidence=confidence)  # a sweep run under --budget: its sequential level
     j = stats.judge_estimate(est, word=metric_word(cost.metric))
     return {"key": knob.key, "knob": knob.label, "value": v[knob.key], "default": knob.default,
             "workload": wl, "operation": op, "metric": cost.metric, "what": cost.what or f"{wl}/{op}",
             "baseline": base_l, "contender": cont_l, "ratio": est.value, "ci": list(est.ci) if est.ci else None,
             "n": min(est.n_baseline, est.n_contender), "verdict": j.verdict, "verdict_text": j.text,
-            "baseline_mean": stats.summarize(base[cost.metric]).mean if base[cost.metric] else None,
+            # a time at the default (an explanation's figure); a count is no time: baseline_count instead
+            "baseline_mean": stats.summarize(base[cost.metric]).mean if base[cost.metric]
+            and not meter.is_count(cost.metric) else None,
+            **({"baseline_count": stats.summarize(base[cost.metric]).mean} if meter.is_count(cost.metric) else {}),
             "baseline_ci": list(stats.mean_ci(base[cost.metric]) or []) or None,
             "baseline_n": len(base[cost.metric]),
             "gives_up": knob.gives_up.get(v[knob.key], ""), "weakens": v[knob.key] in knob.weakens,
@@ -98,7 +107,7 @@ def advise(docs: list[tuple[str, dict]], knobs: tuple[Knob, ...], context: dict 
                 for rank, cost in enumerate(knob.costs):
                     if cost.workload != wl or (cost.operation and cost.operation != op) or not _matches(v, cost.scope):
                         continue
-                    e = _entry(knob, cost, groups, wl, op, base_l, cont_l, v, source)
+                    e = _entry(knob, cost, groups, wl, op, base_l, cont_l, v, source, verdict_confidence(doc))
                     if e:
                         found.setdefault((knob.key, e["value"]), []).append(dict(e, cost_rank=rank))
     out = []

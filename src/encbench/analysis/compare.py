@@ -19,6 +19,7 @@ from . import gate
 from . import stats
 from ..drivers.client_share import saturated_runs
 from ..errors import IncomparableError
+from ..lab import meter
 from ..util.units import fmt_seconds
 
 METRICS = (("wall_s", "elapsed"), ("cpu_s", "CPU"))
@@ -51,11 +52,22 @@ def differences(a: dict, b: dict) -> tuple[list[str], list[str]]:
     return blocking, info
 
 
+def _metrics(a: dict, b: dict, workload: str, operation: str) -> tuple[tuple[str, str], ...]:
+    """(metric, word) compared across the files: elapsed and CPU; with both files metered (--meter instructions)
+    also the counts their verdicts rest on (instructions; a fixed-duration workload's instructions per query)."""
+    if not (meter.is_metered(a) and meter.is_metered(b)):
+        return METRICS
+    counted = meter.OPEN_VERDICT if (workload, operation) == an.OPEN else tuple(
+        dict.fromkeys(an.verdict_metrics(a, workload) + an.verdict_metrics(b, workload)))
+    return METRICS + tuple((m, an.metric_word(m)) for m in counted if meter.is_count(m))
+
+
 def _floor_of(floor: dict | None, kind: str, metric: str) -> tuple[float, str]:
-    """(floor_pct, where it comes from) for a comparison kind and metric."""
+    """(floor_pct, where it comes from) for a comparison kind and metric. A count has no drift between invocations
+    (the same work, the same count: lab/meter.is_count): no default floor."""
     if floor and metric in floor.get(kind, {}):
         return floor[kind][metric], floor["path"]
-    if kind == "absolute":
+    if kind == "absolute" and not meter.is_count(metric):
         return gate.DEFAULT_ABSOLUTE_FLOOR_PCT, "default"
     return 0.0, "none"
 
@@ -75,7 +87,7 @@ def _row(key: tuple[str, str, str], metric: str, word: str, kind: str, est: stat
         "baseline": "A", "contender": "B", "n_a": est.n_baseline, "n_b": est.n_contender, **extra,
         "ratio": est.value, "ci": list(est.ci) if est.ci else None, "significant": est.significant,
         "ci90": list(est.ci90) if est.ci90 else None, "se_log": est.se, "df": est.df, "excluded": est.excluded,
-        "method": est.method, "floor_pct": floor_pct, "floor_source": source,
+        "method": est.method, "floor_pct": floor_pct, "floor_source": source, **({"exact": True} if est.exact else {}),
         "verdict": verdict, "verdict_text": text, "equivalence": None if withheld else j.equivalence,
         **({"withheld": withheld} if withheld else {}),
     }
@@ -130,12 +142,14 @@ def compare(a: dict, b: dict, *, force: bool = False, margin_pct: float = stats.
         if key not in gb:
             continue
         wl, op, vl = key
-        for metric, word in METRICS:
+        compared = _metrics(a, b, wl, op)
+        for metric, word in compared:
             va, vb = ga[key].get(metric), gb[key].get(metric)
             if not va or not vb:
                 continue
-            rows.append(_row(key, metric, word, "absolute", stats.ratio_ci(va, vb), margin_pct=margin_pct,
-                             floor=floor, mean_a=_mean(va), mean_b=_mean(vb), **_per(ga[key]),
+            est = stats.ratio_ci(va, vb, exact=meter.is_count(metric))
+            rows.append(_row(key, metric, word, "absolute", est, margin_pct=margin_pct,
+                             floor=floor, mean_a=_mean(va), mean_b=_mean(vb), **_per(ga[key], metric),
                              withheld=_withheld((f"A {vl}", ga[key]), (f"B {vl}", gb[key]))))
         if (wl, op) == an.OPEN:  # key derivation over a sub-millisecond plain open: a ratio in the hundreds whose
             continue             # denominator is noise; the absolute rows above judge the open's own time
@@ -143,16 +157,17 @@ def compare(a: dict, b: dict, *, force: bool = False, margin_pct: float = stats.
         base_key = (wl, op, an.label(base_variant)) if base_variant is not None else None
         if base_key is None or base_key not in ga or base_key not in gb:
             continue
-        for metric, word in METRICS:
+        for metric, word in compared:
             groups = [ga[base_key].get(metric), ga[key].get(metric), gb[base_key].get(metric), gb[key].get(metric)]
             if not all(groups):
                 continue
-            est = stats.ratio_of_ratios_ci(*groups)
+            est = stats.ratio_of_ratios_ci(*groups, exact=meter.is_count(metric))
             over_a, over_b = stats.ratio_ci(groups[0], groups[1]).value, stats.ratio_ci(groups[2], groups[3]).value
             rows.append(_row(key, metric, word, "overhead", est, margin_pct=margin_pct, floor=floor,
                              withheld=_withheld((f"A {base_key[2]}", ga[base_key]), (f"A {vl}", ga[key]),
                                                 (f"B {base_key[2]}", gb[base_key]), (f"B {vl}", gb[key])),
-                             baseline_variant=base_key[2], overhead_a=over_a, overhead_b=over_b, **_per(ga[key]),
+                             baseline_variant=base_key[2], overhead_a=over_a, overhead_b=over_b,
+                             **_per(ga[key], metric),
                              n_a=min(len(stats.finite(g)[0]) for g in groups[:2]),
                              n_b=min(len(stats.finite(g)[0]) for g in groups[2:]),
                              mean_a=_mean(ga[key][metric]), mean_b=_mean(gb[key][metric])))
@@ -163,9 +178,10 @@ def compare(a: dict, b: dict, *, force: bool = False, margin_pct: float = stats.
             "margin_pct": margin_pct, "noise_floor": floor}
 
 
-def _per(group: dict) -> dict:
-    """A row's `per` (its times are per query: a fixed-duration workload), or nothing."""
-    return {"per": group["_per"]} if "_per" in group else {}
+def _per(group: dict, metric: str) -> dict:
+    """A row's `per` (its times are per query: a fixed-duration workload), or nothing (a count per unit says its
+    unit in its name)."""
+    return {"per": group["_per"]} if "_per" in group and metric in dict(METRICS) else {}
 
 
 def _pct(r: dict) -> str:

@@ -33,7 +33,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from . import stats
-from ..errors import BadValueError, ResultFileError, SchemaVersionError, UnknownNameError, UsageError
+from ..errors import BadValueError, NotMeteredError, ResultFileError, SchemaVersionError, UnknownNameError, UsageError
+from ..lab import meter
 
 # condition name -> (comparison kind, metric)
 METRICS = {
@@ -64,6 +65,11 @@ class Condition:
         """The ratio B / A (or overhead B / overhead A) above which the condition is broken."""
         return (1 + self.percent / 100) * (1 + floor_pct / 100)
 
+    def applies(self, metric: str) -> bool:
+        """Does this condition test a comparison of `metric`? `instructions` also tests a fixed-duration workload's
+        instructions per unit (per query: its total grows with the time it runs)."""
+        return metric == self.metric or (self.metric == "instructions" and metric.startswith("instructions_per_"))
+
     def exceeded(self, ratio: float) -> bool:
         change = round((ratio - 1) * 100, 9)  # 1.2 - 1 is 0.19999...: compare what the user reads
         return change >= self.percent if self.op == ">=" else change > self.percent
@@ -79,6 +85,18 @@ def parse(text: str) -> Condition:
         raise UnknownNameError(f"--fail-if: unknown metric {name!r}", hint=f"valid: {', '.join(METRICS)}")
     kind, metric = METRICS[name]
     return Condition(text.strip(), metric, op, float(value), kind)
+
+
+def require_counts(conditions: list[Condition], files: dict[str, dict]) -> None:
+    """A condition on a count (`instructions`, `instructions_overhead`) needs both files counted (`run --meter
+    instructions`): a file without counts is refused (NotMeteredError, 24), since no number of runs gives it one."""
+    counted = [c.text for c in conditions if meter.is_count(c.metric)]
+    missing = [path for path, doc in files.items() if not meter.is_metered(doc)]
+    if counted and missing:
+        raise NotMeteredError(f"--fail-if {counted[0]!r}: {' and '.join(missing)} "
+                              f"{'holds' if len(missing) == 1 else 'hold'} no instruction counts",
+                              hint="run with --meter instructions (encbench run --meter instructions ...), or gate "
+                                   "timed figures: --fail-if 'overhead>5%'")
 
 
 def parse_margin(text: str | None) -> float:
@@ -115,6 +133,23 @@ def runs_to_resolve(c: dict, threshold: float, alpha: float = ALPHA) -> int | No
     return max(n + 1, math.ceil(n * (z * se / distance) ** 2))
 
 
+def _p_values(c: dict, threshold: float) -> tuple[float | None, float | None]:
+    """(p over, p within) of a comparison against a threshold ratio: the one-sided t-tests; for an exact count's
+    bound (stats.exact_contrast) 0 or 1, as its bound lies wholly above (below) the threshold or not."""
+    if c.get("exact") and c.get("ci"):
+        low, high = c["ci"]
+        return (0.0 if low > threshold else 1.0), (0.0 if high < threshold else 1.0)
+    p = stats.p_above(c["ratio"], c.get("se_log"), c.get("df"), threshold)
+    return p, None if p is None else 1.0 - p
+
+
+def _test_words(x: dict, p: float, n: int) -> str:
+    """How a row's outcome was shown: the test's p, or an exact count's bound."""
+    if x["comparison"].get("exact"):
+        return "an exact count: its bound lies wholly on that side"
+    return f"one-sided p = {p:.2g}, Holm over {n} tests"
+
+
 def cases(conditions: list[Condition], comparisons: list[dict], *, alpha: float = ALPHA) -> list[dict]:
     """Each condition on each comparison it applies to, in order: {condition, comparison, p, p_within, state,
     runs_needed, line}.
@@ -126,13 +161,12 @@ def cases(conditions: list[Condition], comparisons: list[dict], *, alpha: float 
     out = []
     for cond in conditions:
         for c in comparisons:
-            if c["metric"] != cond.metric or c.get("kind", "absolute") != cond.kind:
+            if not cond.applies(c["metric"]) or c.get("kind", "absolute") != cond.kind:
                 continue
             p = p_in = None
             threshold = cond.threshold(c.get("floor_pct") or 0)
             if c.get("verdict") not in UNJUDGED:
-                p = stats.p_above(c["ratio"], c.get("se_log"), c.get("df"), threshold)
-                p_in = None if p is None else 1.0 - p
+                p, p_in = _p_values(c, threshold)
             x = {"condition": cond, "comparison": c, "p": p, "p_within": p_in, "state": NOT_RESOLVED,
                  "runs_needed": None, "unjudged": p is None}
             if p is None:
@@ -152,11 +186,11 @@ def cases(conditions: list[Condition], comparisons: list[dict], *, alpha: float 
         if bad:
             x["state"] = OVER
             x["line"] = (f"{cond.text}: {measured}, worse by more than {cond.percent:g}%{beyond} "
-                         f"(one-sided p = {x['p']:.2g}, Holm over {len(tests)} tests)")
+                         f"({_test_words(x, x['p'], len(tests))})")
         elif fine:
             x["state"] = WITHIN
-            x["line"] = (f"{cond.text}: {measured}, within {cond.percent:g}%{beyond} (one-sided p = "
-                         f"{x['p_within']:.2g}, Holm over {len(tests)} tests)")
+            x["line"] = (f"{cond.text}: {measured}, within {cond.percent:g}%{beyond} "
+                         f"({_test_words(x, x['p_within'], len(tests))})")
         else:
             x["runs_needed"] = runs_to_resolve(c, cond.threshold(floor), alpha)
             need = (f"about {x['runs_needed']} runs per side would resolve it (from the measured spread)"

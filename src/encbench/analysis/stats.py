@@ -35,6 +35,15 @@ OUTLIER_Z = 3.5
 # should chase; a time that moves 0.5% is no outlier either
 OUTLIER_MIN_RELATIVE = 0.005
 TRIM = 0.2  # Yuen's trimmed means: 20% of the runs dropped from each end (one of 5-9 runs, two of 10-14)
+# An exact count (instructions under --meter instructions) repeats from run to run: judged from as few runs as show
+# it repeats. A side repeats when each of its runs is within EXACT_TOLERANCE of the others (largest / smallest - 1);
+# measured: SQLite's worker at most 0.014% over 44 groups of runs; a private PostgreSQL server's storm within 0.1%
+# in 9 of 12 groups (up to 0.26%), its roundtrip up to 0.64% (those are judged as timed figures: docs/meter.md). Two
+# repeating runs per side then bound the ratio (exact_contrast) without a t-interval: a t with 1 degree of freedom
+# would widen a spread of 0.01% into one that hides a 1% change.
+EXACT_TOLERANCE = 0.001
+EXACT_MIN_RUNS = 2
+EXACT_MARGIN_PCT = 0.5  # an exact count's "no cost" margin: at most this (a 1% change it resolves is a cost)
 
 # the verdict of one comparison: a small, stable enum (docs/RESULTS.md)
 COSTS, SAVES, NO_COST, INCONCLUSIVE, TOO_FEW_RUNS, NO_ESTIMATE, WITHHELD = (
@@ -42,6 +51,8 @@ COSTS, SAVES, NO_COST, INCONCLUSIVE, TOO_FEW_RUNS, NO_ESTIMATE, WITHHELD = (
 VERDICTS = (COSTS, SAVES, NO_COST, INCONCLUSIVE, TOO_FEW_RUNS, NO_ESTIMATE, WITHHELD)  # withheld: a saturated client
 
 LOG_T = "ratio of 20%-trimmed geometric means, Yuen-Welch t-interval on log values"
+EXACT = ("exact count: every run of each side within 0.1% of its others; the interval bounds the ratio of any "
+         "further runs (each side's range widened by that tolerance), no t-interval")
 MEAN_T = "ratio of means, Welch t-interval by the delta method (some values are zero or negative)"
 
 
@@ -101,6 +112,7 @@ class Estimate:
     method: str = ""
     se: float | None = None
     df: float | None = None
+    exact: bool = False  # an exact count's bound (exact_contrast), not a t-interval: se and df are None
 
     @property
     def half_width(self) -> float | None:
@@ -155,8 +167,39 @@ def _part(arr: np.ndarray, log_values: bool, trim: float) -> _Part | None:
     return _Part(math.log(m), var, n - 1)
 
 
+def repeats(values: Sequence[float], tolerance: float = EXACT_TOLERANCE) -> bool:
+    """Do these runs repeat, as an exact count does: at least EXACT_MIN_RUNS values, all finite and positive, the
+    largest within `tolerance` of the smallest?"""
+    arr, bad = finite(values)
+    return (not bad and arr.size >= EXACT_MIN_RUNS and bool((arr > 0).all())
+            and float(arr.max()) <= float(arr.min()) * (1 + tolerance))
+
+
+def exact_contrast(groups: Sequence[tuple[Sequence[float], int]], *,
+                   tolerance: float = EXACT_TOLERANCE) -> Estimate | None:
+    """exp(sum of coef x log centre) for groups that each repeat (`repeats`), with a bound in place of a CI; None
+    when a group does not repeat (then it is judged as a timed figure: log_contrast's t-interval, MIN_RUNS runs).
+
+    Each group's runs lie within `tolerance` of one another, so any further run of it lies in [max / (1 + tol),
+    min x (1 + tol)]; the interval is the contrast of those ranges (its low end from each group's low or high side,
+    as its coefficient's sign says). It holds at any confidence level: ci and ci90 are the same bound."""
+    arrays = [(finite(v)[0], c) for v, c in groups]
+    if not arrays or not all(repeats(arr, tolerance) for arr, _ in arrays):
+        return None
+    widen = math.log1p(tolerance)
+    d = sum(c * float(np.log(arr).mean()) for arr, c in arrays)
+    ranges = [(math.log(float(arr.max())) - widen, math.log(float(arr.min())) + widen) for arr, _ in arrays]
+    lo = sum(c * (low if c > 0 else high) for (low, high), (_, c) in zip(ranges, arrays))
+    hi = sum(c * (high if c > 0 else low) for (low, high), (_, c) in zip(ranges, arrays))
+    value, ci = math.exp(d), (math.exp(lo), math.exp(hi))
+    n_base = min((arr.size for arr, c in arrays if c < 0), default=0)
+    n_cont = min((arr.size for arr, c in arrays if c > 0), default=0)
+    return Estimate(value, ci, bool(ci[0] > 1.0 or ci[1] < 1.0), 1.0, ci90=ci, n_baseline=n_base,
+                    n_contender=n_cont, method=EXACT, exact=True)
+
+
 def log_contrast(groups: Sequence[tuple[Sequence[float], int]], *, confidence: float = CONFIDENCE,
-                 trim: float = TRIM) -> Estimate:
+                 trim: float = TRIM, exact: bool = False) -> Estimate:
     """exp(sum of coef x log centre) over independent groups, with a Welch-Satterthwaite t-interval.
 
     `groups` are (values, coefficient) pairs, e.g. [(baseline, -1), (contender, +1)] for a
@@ -164,8 +207,11 @@ def log_contrast(groups: Sequence[tuple[Sequence[float], int]], *, confidence: f
     positive, the centre of a group is the `trim`-trimmed mean of its log values with
     Yuen's variance (from the winsorized variance; trim=0 is Welch's t on logs): one slow
     run among six moves neither the estimate nor the interval much. Otherwise it is the log
-    of the plain mean (delta method); a non-positive mean gives no estimate.
+    of the plain mean (delta method); a non-positive mean gives no estimate. `exact` (a count): when every group
+    repeats, exact_contrast's bound instead.
     """
+    if exact and (bound := exact_contrast(groups)) is not None:
+        return bound
     cleaned = [(finite(v), c) for v, c in groups]
     excluded = sum(bad for (_, bad), _ in cleaned)
     arrays = [(arr, c) for (arr, _), c in cleaned]
@@ -207,25 +253,27 @@ def ratio_ci(
     confidence: float = CONFIDENCE,
     n_resamples: int | None = None,
     seed: int = 0,
+    exact: bool = False,
 ) -> Estimate:
     """contender / baseline: the ratio of trimmed geometric means with a Yuen-Welch t-interval on logs.
 
     The runs are not paired. Not significant when the CI spans 1. `n_resamples` and `seed`
     are accepted for older callers and ignored: the interval is analytic and deterministic.
-    With a zero or negative value on either side, the ratio of means (delta method).
+    With a zero or negative value on either side, the ratio of means (delta method). `exact`: the metric is a
+    count; when both sides repeat, exact_contrast's bound.
     """
     del n_resamples, seed
-    return log_contrast([(baseline, -1), (contender, +1)], confidence=confidence)
+    return log_contrast([(baseline, -1), (contender, +1)], confidence=confidence, exact=exact)
 
 
 def ratio_of_ratios_ci(base_a: Sequence[float], cont_a: Sequence[float], base_b: Sequence[float],
-                       cont_b: Sequence[float], *, confidence: float = CONFIDENCE) -> Estimate:
+                       cont_b: Sequence[float], *, confidence: float = CONFIDENCE, exact: bool = False) -> Estimate:
     """(cont_b / base_b) / (cont_a / base_a): an overhead in file B against the same overhead in file A.
 
     A drift of the machine between the two invocations that slows baseline and contender
     alike cancels; the interval comes from all four groups' runs.
     """
-    return log_contrast([(cont_b, +1), (base_b, -1), (cont_a, -1), (base_a, +1)], confidence=confidence)
+    return log_contrast([(cont_b, +1), (base_b, -1), (cont_a, -1), (base_a, +1)], confidence=confidence, exact=exact)
 
 
 def p_above(value: float | None, se: float | None, df: float | None, threshold_ratio: float) -> float | None:
@@ -308,7 +356,7 @@ def ci_text(ci) -> str:
 
 def judge(ratio: float | None, ci, ci90, n_baseline: int, n_contender: int, *, word: str = "",
           margin_pct: float = DEFAULT_MARGIN_PCT, floor_pct: float = 0.0, higher_is_better: bool = False,
-          min_runs: int = MIN_RUNS, excluded: int = 0) -> Judgement:
+          min_runs: int = MIN_RUNS, excluded: int = 0, exact: bool = False) -> Judgement:
     """The three-way verdict on a ratio (plus the two cases that give none).
 
     - costs / saves: the 95% CI lies entirely beyond no change (beyond the noise floor, if any);
@@ -317,7 +365,12 @@ def judge(ratio: float | None, ci, ci90, n_baseline: int, n_contender: int, *, w
       lies within ±margin (widened by the noise floor, if any);
     - inconclusive: neither, the interval is too wide: run longer;
     - too_few_runs: fewer than `min_runs` finite runs on a side; no_estimate: no ratio or CI.
+
+    `exact`: the interval is an exact count's bound (exact_contrast): EXACT_MIN_RUNS runs per side suffice, and the
+    margin is at most EXACT_MARGIN_PCT (a change the count resolves is not called "no cost").
     """
+    if exact:
+        min_runs, margin_pct = EXACT_MIN_RUNS, min(margin_pct, EXACT_MARGIN_PCT)
     w = f" {word}" if word else ""
     dropped = f" ({excluded} non-finite value(s) excluded)" if excluded else ""
     n = min(n_baseline, n_contender)
@@ -351,7 +404,8 @@ def judge(ratio: float | None, ci, ci90, n_baseline: int, n_contender: int, *, w
 
 
 def judge_estimate(est: Estimate, **kw) -> Judgement:
-    return judge(est.value, est.ci, est.ci90, est.n_baseline, est.n_contender, excluded=est.excluded, **kw)
+    return judge(est.value, est.ci, est.ci90, est.n_baseline, est.n_contender, excluded=est.excluded,
+                 exact=est.exact, **kw)
 
 
 # --- outliers and warnings ------------------------------------------------------------------

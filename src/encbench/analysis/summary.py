@@ -154,8 +154,10 @@ def summaries(groups) -> list[dict]:
             resolution = m.resolution if m else None
             if metric.startswith("cpu_") and metric != "cpu_resolution_s" and metrics.get("cpu_resolution_s"):
                 resolution = max(metrics["cpu_resolution_s"])
+            exact = meter.is_count(metric) and stats.repeats(values)  # a count that repeats: 2 runs show it
             warn = stats.warnings_for(values, label=f"{wl}/{op} {vl} {metric}",
-                                      resolution=resolution if metric.endswith("_s") else None)
+                                      resolution=resolution if metric.endswith("_s") else None,
+                                      min_runs=stats.EXACT_MIN_RUNS if exact else stats.MIN_RUNS)
             if s is None:  # every value was NaN or Inf: nothing to summarize, the warning says so
                 s = stats.Summary(0, None, None, None, None, None)
             out.append({"workload": wl, "operation": op, "variant": vl, "metric": metric,
@@ -183,7 +185,7 @@ def judged(c: dict, margin_pct: float = stats.DEFAULT_MARGIN_PCT, word: str | No
         return {"verdict": stats.WITHHELD, "verdict_text": c["withheld"], "equivalence": None}
     j = stats.judge(c["ratio"], c["ci"], c.get("ci90"), c.get("n_baseline", 0), c.get("n_contender", 0), word=word,
                     margin_pct=margin_pct, higher_is_better=c["metric"] in HIGHER_IS_BETTER,
-                    excluded=c.get("excluded", 0))
+                    excluded=c.get("excluded", 0), exact=bool(c.get("exact")))
     return {"verdict": j.verdict, "verdict_text": j.text, "equivalence": j.equivalence}
 
 
@@ -199,6 +201,7 @@ def comparisons(doc: dict, groups, margin_pct: float = stats.DEFAULT_MARGIN_PCT)
     """
     engine, variants = doc["engine"], variants_by_label(doc)
     reference = placebo_reference(list(variants.values()))
+    confidence = verdict_confidence(doc)
     out = []
     for (wl, op, vl), metrics in groups.items():
         twin_of = placebo_twin(variants[vl], reference)  # a placebo twin: A/A, against its reference only
@@ -215,7 +218,8 @@ def comparisons(doc: dict, groups, margin_pct: float = stats.DEFAULT_MARGIN_PCT)
         for metric in COMPARED_METRICS:
             if metric not in metrics or metric not in base:
                 continue
-            est = stats.ratio_ci(base[metric], metrics[metric])
+            est = stats.ratio_ci(base[metric], metrics[metric], exact=meter.is_count(metric),
+                                 confidence=confidence)
             c = {
                 "workload": wl, "operation": op, "metric": metric,
                 "baseline": label(base_variant), "contender": vl,
@@ -224,11 +228,21 @@ def comparisons(doc: dict, groups, margin_pct: float = stats.DEFAULT_MARGIN_PCT)
                 "ci90": list(est.ci90) if est.ci90 else None, "se_log": est.se, "df": est.df,
                 "excluded": est.excluded, "method": est.method,
                 **({"verdict_basis": basis.index(metric)} if metric in basis else {}),
+                **({"exact": True} if est.exact else {}),
+                **({"confidence": confidence} if confidence != stats.CONFIDENCE else {}),
                 **({"placebo": True} if twin_of is not None else {}),
                 **({"withheld": withheld} if withheld else {}),
             }
             out.append(dict(c, **judged(c, margin_pct)))
     return out
+
+
+def verdict_confidence(doc: dict) -> float:
+    """The confidence of the file's verdicts: 95%, or a sequential run's per-look level (lab/precision.Sequential,
+    stored as config.sequential.confidence: `run --quick`, `--budget`)."""
+    seq = (doc.get("config") or {}).get("sequential") or {}
+    level = seq.get("confidence") if isinstance(seq, dict) else None
+    return float(level) if isinstance(level, (int, float)) and 0.5 < level < 1 else stats.CONFIDENCE
 
 
 def basis_of(comps: list[dict]) -> list[dict]:

@@ -31,7 +31,23 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="--dsn: server-side knobs may change too, journaled and restored byte for byte (as `run`)")
     p.add_argument("--setting", action="append", default=[], metavar="NAME=VALUE",
                    help="a private server's setting (as `run`)")
+    p.add_argument("--budget", default=None, metavar="DURATION",
+                   help="time the sweeps may take, e.g. 10m: each sweep gets an equal share of what is left and runs "
+                        "until its verdicts resolve within it (6 runs per variant at least); sweeps that no longer "
+                        "fit are not run, and said so")
     p.add_argument("--json", action="store_true", help="the ranked entries as JSON")
+
+
+def _budget(args) -> float | None:
+    """--budget in seconds (checked), or None; with --runs below the 6 a sequential verdict starts from: refused."""
+    if args.budget is None:
+        return None
+    from ..lab import precision
+
+    if args.runs is not None and str(args.runs).strip().isdigit() and int(args.runs) < precision.MIN_RUNS:
+        raise errors.BadValueError(f"--runs {args.runs} is below the {precision.MIN_RUNS} runs per variant a verdict "
+                                   "needs with --budget", hint=f"use --runs {precision.MIN_RUNS} or more")
+    return precision.parse_duration(args.budget, what="--budget")
 
 
 def cmd_advise(args, argv: list[str]) -> int:
@@ -43,9 +59,9 @@ def cmd_advise(args, argv: list[str]) -> int:
 
     skipped: list[str] = []
     if args.sources:
-        if args.engine or args.dsn or args.quick:
-            raise errors.UsageError("--from ranks existing result files: --engine, --dsn and --quick run sweeps",
-                                    hint="drop them, or drop --from")
+        if args.engine or args.dsn or args.quick or args.budget:
+            raise errors.UsageError("--from ranks existing result files: --engine, --dsn, --quick and --budget run "
+                                    "sweeps", hint="drop them, or drop --from")
         docs = []
         for src in args.sources:
             results.check_readable(src)
@@ -69,7 +85,8 @@ def cmd_advise(args, argv: list[str]) -> int:
             warmups=parse_count(args.warmups, what="--warmups", maximum=100),
             size_bytes=parse_size(args.size or (QUICK_SIZE if args.quick else DEFAULT_SIZE)), seed=DEFAULT_SEED,
             data_dir=defaults.data_dir(args.data_dir), out_dir=out_dir, quick=args.quick, options=options,
-            command=report.command_line(argv), data_dir_given=bool(args.data_dir))
+            command=report.command_line(argv), data_dir_given=bool(args.data_dir),
+            budget_s=_budget(args))
         sweeps_lab.check(settings, sweeps)  # every name and value checked before anything runs
         made = _sweeps_dir(out_dir)
         results.check_writable(sweeps_lab.path_of(settings, sweeps[0]))

@@ -17,8 +17,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--fail-if", action="append", default=[], metavar="COND",
                    help="regression gate, e.g. 'overhead>5%%' (the encryption overhead, B's against A's), "
                         "'elapsed>10%%' or 'cpu>=10%%' (the same variant's time, beyond the noise floor), "
-                        "'instructions>1%%' (--meter instructions): exit 17 when a row is shown worse than that, "
-                        "23 when none is but some cannot be resolved at that limit (repeatable)")
+                        "'instructions>1%%' (--meter instructions; 24 when a file holds no counts): exit 17 when a "
+                        "row is shown worse than that, 23 when none is but some cannot be resolved at that limit "
+                        "(repeatable)")
     p.add_argument("--noise-floor", default=None, metavar="FILE",
                    help="the between-invocation noise floor written by `encbench selftest --save-floor FILE` "
                         "(default: a conservative ±25%% for absolute elapsed/CPU)")
@@ -43,6 +44,7 @@ def cmd_compare(args) -> int:
     floor = gate.load_floor(args.noise_floor) if args.noise_floor else None
     results.check_readable(args.a), results.check_readable(args.b)
     a, b = results.load(args.a), results.load(args.b)
+    gate.require_counts(conditions, {args.a: a, args.b: b})  # no instruction counts: no run count can help (24)
     with results.reading(args.a, args.b):
         out = compare.compare(a, b, force=args.force, margin_pct=margin, floor=floor)
         verdict = gate.evaluate(conditions, out["comparisons"]) if conditions else None

@@ -9,7 +9,8 @@ from pathlib import Path
 DEFAULT_SIZE = "48MB"
 DEFAULT_RUNS = 6  # the verdict minimum (stats.MIN_RUNS); with the warm repeats it keeps ~75-120 s on 2 cores
 QUICK_SIZE = "6MB"
-QUICK_RUNS = 3
+QUICK_RUNS = 3  # --quick with --workload or --variant: a smoke run (--quick alone runs until its verdicts resolve)
+QUICK_BUDGET = "150s"  # --quick's time budget (--budget changes it): the whole run, data preparation included
 DEFAULT_SEED = 42
 # --meter instructions: a count is exact at any size and valgrind runs 20-50x slower, so the data is smaller and
 # nothing is warmed up (every run is a fresh process: a warmup would count the same again)

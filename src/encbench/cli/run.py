@@ -13,7 +13,7 @@ from ..report import prometheus
 from .common import add_margin_argument, console, margin_pct, parse_settings, workloads
 from . import defaults
 from .defaults import (DEFAULT_RUNS, DEFAULT_SEED, DEFAULT_SIZE, METER_QUICK_RUNS, METER_QUICK_SIZE, METER_SIZE,
-                       METER_WARMUPS, QUICK_RUNS, QUICK_SIZE, data_dir_default)
+                       METER_WARMUPS, QUICK_BUDGET, QUICK_RUNS, QUICK_SIZE, data_dir_default)
 from .history import add_store_argument, check_store, record
 
 
@@ -29,7 +29,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                                                    f"--meter instructions {METER_WARMUPS})")
     p.add_argument("--size", default=None, help=f"data size, e.g. 50MB, 1GB (default {DEFAULT_SIZE}, --quick {QUICK_SIZE}; "
                                                 f"--meter instructions {METER_SIZE}, with --quick {METER_QUICK_SIZE})")
-    p.add_argument("--quick", action="store_true", help="smoke run: small data, few runs")
+    p.add_argument("--quick", action="store_true",
+                   help="alone: the engine's own question (SQLite: a cold scan; PostgreSQL: TLS on queries; MariaDB: "
+                        "TDE on a cold scan) on small data, run until its verdict resolves or --budget (default "
+                        f"{QUICK_BUDGET}) is spent; with --workload, --variant or --runs: a smoke run ({QUICK_RUNS} runs, "
+                        f"no verdict); with --meter instructions: every workload, {METER_QUICK_RUNS} runs per side")
     add_margin_argument(p)
     p.add_argument("--precision", default=None, metavar="P%",
                    help="after the planned runs, add rounds until every elapsed/CPU comparison's CI is within "
@@ -37,6 +41,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--max-time", default=None, metavar="DURATION",
                    help="time budget of the whole run, e.g. 120s or 5m: rounds are added until it is used "
                         "(or --precision is reached)")
+    p.add_argument("--budget", default=None, metavar="DURATION",
+                   help="time the whole run may take, e.g. 3m: each workload runs 6 runs per variant, then more (up "
+                        "to 20) until its verdicts resolve, and no round starts that would end after the budget")
     p.add_argument("--meter", choices=("time", "instructions", "instructions+cache"), default="time",
                    help="what each operation is measured by: time (default: clocks and CPU time) or instructions, "
                         "counted exactly by valgrind's callgrind (20-50x slower; a 1%% change shows on a noisy "
@@ -101,6 +108,23 @@ def _default_workloads(engine, variant_filters: list[str]) -> list[str]:
     return default
 
 
+def _question(args, engine, metered: bool) -> bool:
+    """--quick alone (no --workload, --variant, --runs or option naming a workload): the engine's own question
+    (Engine.quick_workloads, quick_variants), run until its verdicts resolve (lab/precision.Sequential)."""
+    return bool(args.quick and not metered and engine.quick_workloads and args.runs is None and not (
+        args.workload or args.variant or args.sessions or args.function or args.rows or args.method or args.parallel))
+
+
+def _print_plan(planned, budget_s: float | None) -> None:
+    """A sequential run's plan, first on stderr: what is measured, the rule, the budget."""
+    from ..lab import precision
+    from ..vocab.variants import label
+
+    workloads = {wl: [label(v) for v in vs] for wl, vs in planned.by_workload.items()}
+    print("encbench: " + precision.plan_text(workloads, budget_s, precision.Sequential()), file=sys.stderr,
+          flush=True)
+
+
 KEY_FILE_MAX_BYTES = 64 * 2**10  # a passphrase; a larger file is no key file
 
 
@@ -144,14 +168,19 @@ def cmd_run(args, argv: list[str]) -> int:
     engine = ENGINES.get(engine_name)
     target = precision.parse_points(args.precision) if args.precision else None
     max_time = precision.parse_duration(args.max_time) if args.max_time else None
-    adaptive = target is not None or max_time is not None
     metered = args.meter != "time"
+    question = _question(args, engine, metered)
+    sequential = question or args.budget is not None  # until the verdicts resolve
+    budget = precision.parse_duration(args.budget, what="--budget") if args.budget else (
+        precision.parse_duration(QUICK_BUDGET) if sequential else None)
+    adaptive = target is not None or max_time is not None or sequential
     quick_runs = METER_QUICK_RUNS if metered else QUICK_RUNS
     runs = parse_positive_int(args.runs or (precision.MIN_RUNS if adaptive else quick_runs if args.quick
                                             else DEFAULT_RUNS), what="--runs", maximum=1000)
     if adaptive and runs < precision.MIN_RUNS:
         raise errors.BadValueError(f"--runs {runs} is below the {precision.MIN_RUNS} runs per variant a verdict needs "
-                                   "with --precision/--max-time", hint=f"use --runs {precision.MIN_RUNS} or more")
+                                   "with --precision/--max-time/--budget (and --quick alone)",
+                                   hint=f"use --runs {precision.MIN_RUNS} or more")
     warmups = parse_count(args.warmups or str(METER_WARMUPS if metered else 1), what="--warmups", maximum=100)
     size = parse_size(args.size or ((METER_QUICK_SIZE if args.quick else METER_SIZE) if metered else
                                     (QUICK_SIZE if args.quick else DEFAULT_SIZE)))
@@ -170,6 +199,8 @@ def cmd_run(args, argv: list[str]) -> int:
                                                               ("method", args.method)) if v]
     params = list(args.param) + [f"{k}={v}" for k, v in (("hash_rows", args.rows), ("profile", args.profile and 1),
                                                           ("parallel", args.parallel and 1)) if v]
+    if question:
+        args.workload, variants = list(engine.quick_workloads), list(engine.quick_variants)
     if args.method and not args.workload:
         args.workload = ["column"]  # --method names its workload (with --sessions too: the column's sweep)
     if (args.sessions or args.function or args.rows or args.parallel or (args.profile and "hash" in engine.workloads)) \
@@ -185,15 +216,17 @@ def cmd_run(args, argv: list[str]) -> int:
         regenerate=args.regenerate, key=key, key_source=key_source, quick=args.quick,
         command=report.command_line(argv),
         params=params, engine_options=engine_options,
-        precision=target, max_time_s=max_time, pin=args.pin,
+        precision=target, max_time_s=max_time, pin=args.pin, budget_s=budget, sequential=sequential,
         meter="instructions" if metered else "time", cache_sim=args.meter == "instructions+cache",
     )
-    runner.plan(config)  # every name and value checked before anything is created
+    planned = runner.plan(config)  # every name and value checked before anything is created
     check_store(args)
     results.check_writable(output, create_parent=not args.output)  # only the default directory is created
     prometheus.check_path(args.prometheus)
     err = console(stderr=True)
     found = _file_state(output)
+    if sequential and (args.progress in ("lines", "bar") or (args.progress == "auto" and err.is_terminal)):
+        _print_plan(planned, budget)
     try:
         doc = _run_with_progress(config, err, args.progress)
     except KeyboardInterrupt as e:
@@ -251,8 +284,9 @@ class RunClock:
     """An honest ETA: the measured pace (the time since the first run started over the runs done) times the
     runs left; none before a run is done (data generation and calibration are no pace)."""
 
-    def __init__(self, now=time.monotonic):
+    def __init__(self, now=time.monotonic, budget_s: float | None = None):
         self.now, self.first, self.done, self.total = now, None, 0, 0
+        self.started, self.budget_s = now(), budget_s  # --quick / --budget: rounds follow until resolved
 
     def update(self, done: int, total: int, measuring: bool) -> None:
         if measuring and self.first is None:
@@ -269,7 +303,12 @@ class RunClock:
         if eta is None:
             return "ETA after the first run"
         minutes, seconds = divmod(int(round(eta)), 60)
-        return f"ETA {minutes}:{seconds:02d}" if minutes else f"ETA {seconds} s"
+        text = f"ETA {minutes}:{seconds:02d}" if minutes else f"ETA {seconds} s"
+        if self.budget_s is not None:  # a sequential run: the planned runs, then rounds while a verdict is open
+            from ..lab.precision import clock_text
+
+            text += f" (then rounds until resolved: at most {clock_text(self.budget_s - (self.now() - self.started))})"
+        return text
 
 
 def _run_with_progress(config, err, mode: str = "auto") -> dict:
@@ -284,7 +323,7 @@ def _run_with_progress(config, err, mode: str = "auto") -> dict:
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
     from rich.table import Column
 
-    clock = RunClock()
+    clock = RunClock(budget_s=config.budget_s)
     with Progress(TextColumn("{task.description}", table_column=Column(no_wrap=True, overflow="ellipsis", ratio=1)),
                   BarColumn(bar_width=20), MofNCompleteColumn(), TimeElapsedColumn(), TextColumn("{task.fields[eta]}"),
                   console=err, transient=True, expand=True) as progress:
@@ -303,7 +342,7 @@ class PlainProgress:
 
     def __init__(self, config, *, every_s: float = 10.0, now=time.monotonic, out=None):
         self.config, self.every_s, self.now, self.out = config, every_s, now, out
-        self.clock, self.workload, self.last = RunClock(now), None, None
+        self.clock, self.workload, self.last = RunClock(now, getattr(config, "budget_s", None)), None, None
 
     def update(self, msg: str, done: int, total: int) -> None:
         measuring = _is_run(msg, self.config)

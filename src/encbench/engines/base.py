@@ -19,6 +19,10 @@ class Engine:
     workloads: tuple[str, ...] = ()  # each served by session_class (workloads/capabilities.py checks it)
     session_class: type[Session] = Session  # what open_session returns: its methods say which workloads it can serve
     default_workloads: tuple[str, ...] | None = None  # what `run` measures without --workload (None: all)
+    # `run --quick` (issue 30): the one or two workloads, and the variant filters, that answer the engine's own
+    # question (run until their verdicts resolve or the budget is spent: lab/precision.Sequential); () = the defaults
+    quick_workloads: tuple[str, ...] = ()
+    quick_variants: tuple[str, ...] = ()
     options: tuple[str, ...] = ()  # engine options it accepts (dsn, keep, allow_reconfigure)
     table_columns: tuple[str, ...] | None = None  # report.COLUMNS names; None: the at-rest default
     metric_words: dict[str, str] = {}  # verdict wording, e.g. {"cpu_s": "server CPU"}

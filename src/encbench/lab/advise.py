@@ -8,6 +8,7 @@ advise keeps what it measured and leaves servers, mounts and keys as `run` does.
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
@@ -30,9 +31,10 @@ class Settings:
     key_source: str = "default"
     command: str = ""
     data_dir_given: bool = True
+    budget_s: float | None = None  # --budget: the whole advise; each sweep gets an equal share of what is left
 
 
-def config(settings: Settings, sweep: Sweep):
+def config(settings: Settings, sweep: Sweep, budget_s: float | None = None):
     from . import runner
     from ..probes import DEFAULT_PROBES
 
@@ -42,7 +44,8 @@ def config(settings: Settings, sweep: Sweep):
         seed=settings.seed, output=path_of(settings, sweep), data_dir=settings.data_dir, probes=list(DEFAULT_PROBES),
         key=settings.key, key_source=settings.key_source, quick=settings.quick,
         command=f"{settings.command} (sweep {sweep.name})", params=list(sweep.params),
-        engine_options=dict(settings.options), data_dir_given=settings.data_dir_given)
+        engine_options=dict(settings.options), data_dir_given=settings.data_dir_given,
+        budget_s=budget_s, sequential=budget_s is not None)
 
 
 def path_of(settings: Settings, sweep: Sweep) -> Path:
@@ -57,15 +60,26 @@ def check(settings: Settings, sweeps: list[Sweep]) -> None:
         runner.plan(config(settings, sweep))
 
 
-def run(settings: Settings, sweeps: list[Sweep], *,
-        progress: Callable[[str], None] = lambda msg: None) -> list[tuple[str, dict]]:
+def run(settings: Settings, sweeps: list[Sweep], *, progress: Callable[[str], None] = lambda msg: None,
+        clock: Callable[[], float] = time.monotonic) -> list[tuple[str, dict]]:
     """Every sweep, one after the other: (result file, document) of each."""
     from . import runner
 
     out = []
+    start = clock()
     for i, sweep in enumerate(sweeps, 1):
+        share = None
+        if settings.budget_s is not None:  # --budget: an equal share of what is left to each sweep still to run
+            share = (settings.budget_s - (clock() - start)) / (len(sweeps) - i + 1)
+            if share < MIN_SWEEP_S:
+                left = ", ".join(s.knob for s in sweeps[i - 1:])
+                progress(f"budget spent: {len(sweeps) - i + 1} sweep(s) not run ({left})")
+                break
         progress(f"sweep {i} of {len(sweeps)}: {sweep.knob} ({', '.join(sweep.workloads)}; "
-                 f"{' '.join(sweep.variants)})")
-        doc = runner.execute(config(settings, sweep))
+                 f"{' '.join(sweep.variants)})" + (f", budget {share:.0f} s" if share is not None else ""))
+        doc = runner.execute(config(settings, sweep, share))
         out.append((str(path_of(settings, sweep)), doc))
     return out
+
+
+MIN_SWEEP_S = 10.0  # --budget: a sweep is not started with less than this left for it

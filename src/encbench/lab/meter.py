@@ -49,9 +49,9 @@ def check(meter: str, engine, workloads: list, options: dict, probes: list[str],
         raise BadValueError(f"--meter instructions cannot count {', '.join(refused)} on {engine.name}{why}",
                             hint=f"workloads it can: {', '.join(engine.metered_workloads)}")
     if adaptive:
-        raise BadValueError("--precision and --max-time add rounds until the elapsed and CPU intervals narrow, and "
-                            "under valgrind those measure the simulation; a count is as exact after --runs runs",
-                            hint="drop --precision/--max-time, or use --meter time")
+        raise BadValueError("--precision, --max-time and --budget add rounds until the elapsed and CPU intervals "
+                            "narrow, and under valgrind those measure the simulation; a count is as exact after "
+                            "--runs runs", hint="drop --precision/--max-time/--budget, or use --meter time")
     if any(p.partition("=")[0].strip() == "profile" for p in params):
         raise BadValueError("--profile samples with perf, which cannot sample a process under valgrind",
                             hint="drop --profile: --meter instructions says where the instructions go itself")
@@ -83,6 +83,16 @@ def verdict_metrics(workload) -> tuple[str, ...]:
 
 
 OPEN_VERDICT = ("instructions",)
+# what callgrind counts (probes/instructions): the same work gives the same count, so a verdict on them needs only
+# the runs that show it repeats (analysis/stats.exact_contrast); a count per unit of a fixed-duration run
+# (instructions_per_query) repeats only when the run's fixed costs are small: its runs' spread decides
+_COUNTED = ("instructions", "l1_misses", "ll_misses", "l1i_misses", "l1d_read_misses", "l1d_write_misses",
+            "ll_instr_misses", "ll_read_misses", "ll_write_misses")
+
+
+def is_count(metric: str) -> bool:
+    """Is this metric an exact count (instructions, cache misses, instructions per unit), not a timed figure?"""
+    return metric in _COUNTED or metric.startswith("instructions_per_")
 TIMES_NOTE = ("--meter instructions: every time and CPU time in this file is valgrind's (its simulated CPU runs "
               "20-50x slower than this one): recorded, never judged; the verdicts rest on instruction counts")
 

@@ -9,6 +9,13 @@ key derivation against almost nothing: hundreds of times, whose points mean litt
 `Budget` is the stopping rule: after the planned rounds, another round of a workload is added
 while one of its rows is wider than the target and the round, at the pace measured so far,
 still ends before the deadline. The clock is injected so the rule is testable without waiting.
+
+`Sequential` (`run --quick`, `--budget`) runs each workload until its verdicts resolve or the budget is spent: a
+group-sequential rule with planned looks at LOOKS runs per variant (at least 6) and the 5% error rate split equally
+over them (Bonferroni: each look's verdicts at 99%), so that stopping at the first look where every row of the
+workload is resolved (costs, saves or no cost) keeps the stated error rate; the result file's verdicts are judged at
+that level (config.sequential). A workload still unresolved at the last look, or whose next round would overrun the
+budget, stops there and says so: not resolved.
 """
 
 from __future__ import annotations
@@ -25,6 +32,51 @@ from ..vocab.variants import label
 HEADLINE = (("wall_s", "elapsed"), ("cpu_s", "CPU"))
 DEFAULT_CAP_S = 600.0  # --precision without --max-time: never more than this
 MIN_RUNS = 6  # per variant: the verdict minimum
+LOOKS = (6, 8, 11, 15, 20)  # --quick / --budget: runs per variant at which the verdicts are looked at
+SEQUENTIAL_ALPHA = 0.05  # the error rate of a sequential verdict, over all its looks
+RESOLVED, BUDGET_SPENT, LAST_LOOK = "resolved", "budget spent", "not resolved at the last look"
+NOTHING = "nothing compared"  # a workload without a contender and its baseline: more rounds would not give a verdict
+
+
+@dataclass(frozen=True)
+class Sequential:
+    """The sequential rule: verdicts looked at after `looks` runs per variant, each look at alpha / len(looks)."""
+
+    looks: tuple[int, ...] = LOOKS
+    alpha: float = SEQUENTIAL_ALPHA
+
+    @property
+    def confidence(self) -> float:
+        return 1 - self.alpha / len(self.looks)
+
+    def is_look(self, n: int) -> bool:
+        return n in self.looks or n >= self.looks[-1]
+
+    def describe(self) -> dict:
+        return {"looks": list(self.looks), "alpha": self.alpha, "confidence": self.confidence,
+                "method": f"group-sequential, Bonferroni: {self.alpha:.0%} split over {len(self.looks)} planned looks "
+                          f"at {', '.join(map(str, self.looks))} runs per variant; each look's verdicts at "
+                          f"{self.confidence:.0%}; a workload stops at the first look where all its rows are resolved"}
+
+
+def row_codes(doc: dict) -> dict[str, list[str]]:
+    """Each workload's row verdicts (stats.VERDICTS), judged at the file's verdict confidence (config.sequential):
+    one per (operation, contender), the connection open and placebo twins left out."""
+    groups = analysis.collect(doc)
+    comps = analysis.comparisons(doc, groups)
+    rows: dict[tuple[str, str, str], list[dict]] = {}
+    for c in comps:
+        if (c["workload"], c["operation"]) != analysis.OPEN and not c.get("placebo"):
+            rows.setdefault((c["workload"], c["operation"], c["contender"]), []).append(c)
+    out: dict[str, list[str]] = {}
+    for (wl, _, _), cs in rows.items():
+        out.setdefault(wl, []).append(analysis.row_code(cs))
+    return out
+
+
+def resolved(codes: list[str]) -> bool:
+    """Is every row of a workload resolved (costs, saves, no cost; withheld: more runs would not change it)?"""
+    return bool(codes) and all(c in (stats.COSTS, stats.SAVES, stats.NO_COST, stats.WITHHELD) for c in codes)
 
 
 def targeted(doc: dict, workload: str) -> tuple[tuple[str, str], ...]:
@@ -95,6 +147,8 @@ class Budget:
     clock: Callable[[], float] = time.monotonic
     start: float = field(default=None)  # type: ignore[assignment]
     stopped_because: str | None = None
+    sequential: Sequential | None = None  # --quick / --budget: until the verdicts resolve (next_sequential)
+    outcomes: dict = field(default_factory=dict)  # sequential: workload -> {"stopped": why, "runs": n}
 
     def __post_init__(self) -> None:
         if self.start is None:
@@ -102,7 +156,40 @@ class Budget:
 
     @property
     def adaptive(self) -> bool:
-        return self.target is not None or self.max_time_s is not None
+        return self.target is not None or self.max_time_s is not None or self.sequential is not None
+
+    def fits(self, cost_s: float) -> bool:
+        """Does work of this cost, started now, end before the deadline? (Always, without a time limit.)"""
+        return self.max_time_s is None or self.clock() + cost_s <= self.deadline
+
+    def next_sequential(self, codes: dict[str, list[str]], done: dict[str, int],
+                        round_cost_s: dict[str, float]) -> list[str]:
+        """The workloads to give one more round under the sequential rule; [] when every one has stopped.
+
+        At a look (Sequential.is_look) a workload whose rows are all resolved stops ("resolved"), as does one at the
+        last look ("not resolved at the last look"); between looks, and at a look that did not resolve, it gets
+        another round if that round, at its measured cost, ends before the deadline, else it stops ("budget
+        spent")."""
+        now, chosen = self.clock(), []
+        for wl, n in done.items():
+            if wl in self.outcomes:
+                continue
+            if n >= self.sequential.looks[0] and wl not in codes:
+                self.outcomes[wl] = {"stopped": NOTHING, "runs": n}
+                continue
+            if self.sequential.is_look(n) and (resolved(codes.get(wl, [])) or n >= self.sequential.looks[-1]):
+                self.outcomes[wl] = {"stopped": RESOLVED if resolved(codes.get(wl, [])) else LAST_LOOK, "runs": n}
+                continue
+            cost = round_cost_s.get(wl, 0.0)
+            if self.max_time_s is not None and now + cost > self.deadline:
+                self.outcomes[wl] = {"stopped": BUDGET_SPENT, "runs": n}
+                continue
+            chosen.append(wl)
+            now += cost
+        if not chosen:
+            states = {o["stopped"] for o in self.outcomes.values()}
+            self.stopped_because = RESOLVED if states == {RESOLVED} else ", ".join(sorted(states)) or "fixed"
+        return chosen
 
     @property
     def deadline(self) -> float:
@@ -144,6 +231,7 @@ def document(rows_: list[dict], budget: Budget, runs_per_variant: dict[str, int]
                      reached=reached(r, target)) for r in rows_]
     return {
         "target_points": target,
+        **({"sequential": dict(budget.sequential.describe(), outcomes=budget.outcomes)} if budget.sequential else {}),
         "max_time_s": budget.max_time_s,
         "elapsed_s": round(budget.elapsed(), 3),
         "stopped_because": budget.stopped_because,
@@ -159,14 +247,16 @@ def document(rows_: list[dict], budget: Budget, runs_per_variant: dict[str, int]
 def lines(doc: dict, *, limit: int = 8) -> list[str]:
     """Plain lines for the terminal: the precision reached and the rows that did not get there."""
     p = doc.get("precision")
-    if not p or not p.get("rows"):
+    if not p or not (p.get("rows") or p.get("sequential")):  # a sequential run says how it ended, even with no runs
         return []
     runs = p.get("runs_per_variant") or {}
     span = sorted(set(runs.values()))
     runs_text = (f"{span[0]}" if len(span) == 1 else f"{span[0]}-{span[-1]}") + " runs per variant" if span else ""
     widest = p.get("widest_points")
     head = (f"precision: widest CI ±{widest:.1f} points" if widest is not None else "precision: no CI yet")
-    head += f" over {len(p['rows'])} elapsed/CPU comparisons, {runs_text}, {p['elapsed_s']:.0f} s"
+    head += f" over {len(p['rows'])} elapsed/CPU comparisons, {runs_text or 'no measured run'}, {p['elapsed_s']:.0f} s"
+    if p.get("sequential"):
+        return [head + f" ({p.get('stopped_because')})"] + sequential_lines(p)
     if p.get("target_points") is None:
         return [head + f" ({p.get('stopped_because')})"]
     missed = [r for r in p["rows"] if r["reached"] is False]
@@ -182,6 +272,51 @@ def lines(doc: dict, *, limit: int = 8) -> list[str]:
     if len(missed) > limit:
         out.append(f"  ... and {len(missed) - limit} more (doc[\"precision\"][\"rows\"] in the result file)")
     return out
+
+
+def sequential_lines(p: dict) -> list[str]:
+    """--quick / --budget: per workload, how it ended (resolved after N runs, budget spent, last look), and the rule."""
+    seq = p["sequential"]
+    out = []
+    for wl, o in (seq.get("outcomes") or {}).items():
+        if o["stopped"] == RESOLVED:
+            out.append(f"  {wl}: resolved after {o['runs']} runs per variant")
+        elif o["stopped"] == NOTHING:
+            out.append(f"  {wl}: nothing compared (no contender beside its baseline) after {o['runs']} runs")
+        else:
+            out.append(f"  {wl}: not resolved: {o['stopped']} after {o['runs']} runs per variant (run longer: "
+                       f"--budget, or without --quick)")
+    out.append(f"  verdicts at {seq['confidence']:.0%}: {seq['method']}")
+    return out
+
+
+def plan_text(workloads: dict[str, list[str]], budget_s: float | None, sequential: Sequential) -> str:
+    """The plan a sequential run prints first: what is measured, the rule, the budget."""
+    what = "; ".join(f"{wl} ({' vs '.join(vs)})" for wl, vs in workloads.items())
+    cap = f", within a budget of {clock_text(budget_s)}" if budget_s else ""
+    return (f"plan: {what}: {sequential.looks[0]} runs per variant, then more (up to {sequential.looks[-1]}) until "
+            f"the verdict resolves{cap}; the time estimate follows the first round")
+
+
+def estimate_text(round_cost_s: dict[str, float], done: dict[str, int], sequential: Sequential,
+                  remaining_s: float | None) -> str:
+    """After a workload's first round: the time its minimum and its maximum take at this machine's measured pace."""
+    parts = []
+    for wl, cost in round_cost_s.items():
+        left = max(0, sequential.looks[0] - done.get(wl, 0))
+        parts.append(f"{wl}: a round takes {cost:.1f} s here, {sequential.looks[0]} runs per variant about "
+                     f"{clock_text(cost * left)} more, {sequential.looks[-1]} about "
+                     f"{clock_text(cost * max(0, sequential.looks[-1] - done.get(wl, 0)))}")
+    left = f"; budget left {clock_text(remaining_s)}" if remaining_s is not None else ""
+    return "estimate: " + "; ".join(parts) + left
+
+
+def clock_text(seconds: float | None) -> str:
+    """75 -> '1:15', 42 -> '42 s'."""
+    if seconds is None:
+        return "-"
+    minutes, secs = divmod(int(round(max(0.0, seconds))), 60)
+    return f"{minutes}:{secs:02d}" if minutes else f"{secs} s"
 
 
 _DURATION_UNITS = {"": 1.0, "s": 1.0, "sec": 1.0, "m": 60.0, "min": 60.0, "h": 3600.0}

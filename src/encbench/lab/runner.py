@@ -61,6 +61,8 @@ class RunConfig:
     data_dir_given: bool = True  # False: data_dir is the default one (--data-dir not given)
     meter: str = meters.TIME  # --meter: time, or instructions (counted by valgrind: lab/meter.py)
     cache_sim: bool = False  # --meter instructions: callgrind's cache simulation too (L1 / last-level misses)
+    budget_s: float | None = None  # --budget (--quick: its default): no round starts that would end after it
+    sequential: bool = False  # --quick / --budget: rounds until each workload's verdicts resolve (precision.Sequential)
 
     def public(self) -> dict:
         return {
@@ -70,6 +72,8 @@ class RunConfig:
             "key_source": self.key_source, "command": self.command, "params": self.params,
             "engine_options": {k: redact(v) if isinstance(v, str) else v for k, v in self.engine_options.items()},
             "precision_points": self.precision, "max_time_s": self.max_time_s, "pin": self.pin,
+            **({"budget_s": self.budget_s} if self.budget_s is not None else {}),
+            **({"sequential": precision.Sequential().describe()} if self.sequential else {}),
             **({"meter": self.meter, "cache_sim": self.cache_sim} if self.meter != meters.TIME else {}),
         }
 
@@ -106,7 +110,7 @@ def plan(config: RunConfig) -> Plan:
         capabilities.require(engine, wl, WORKLOADS)  # listed by the engine, and its session serves it
         workloads.append(wl)
     meters.check(config.meter, engine, workloads, config.engine_options, config.probes, config.params,
-                 adaptive=config.precision is not None or config.max_time_s is not None)
+                 adaptive=config.precision is not None or config.max_time_s is not None or config.sequential)
     keys = with_placebo(engine.variant_keys)  # `placebo` is every engine's (variants.py)
     filters = parse_filters(config.variant_filters, keys)
     keys = engine.plan_keys(keys, filters, [wl.name for wl in workloads], config.engine_options)
@@ -154,6 +158,27 @@ def round_costs(doc: dict, p: Plan) -> dict[str, float]:
                      and isinstance(r.get("context"), dict) and "duration_s" in r["context"]]
         out[wl] = len(vs) * sum(durations) / len(durations) if durations else 0.0
     return out
+
+
+def starts_round(item: dict, p: Plan) -> bool:
+    """Is this planned item the first run of a measured round of its workload?"""
+    if item["warmup"]:
+        return False
+    order = p.by_workload[item["workload"]] if item["round"] % 2 == 0 else p.by_workload[item["workload"]][::-1]
+    return item["variant"] == order[0]
+
+
+def announce_estimate(doc: dict, p: Plan, budget: precision.Budget, on_progress: Callable, item: dict) -> None:
+    """--quick / --budget: after a workload's first measured round, the time its runs take at this machine's pace."""
+    if budget.sequential is None or item["warmup"] or item["round"] != 0:
+        return
+    order = p.by_workload[item["workload"]]
+    if item["variant"] != order[-1]:
+        return
+    wl = item["workload"]
+    remaining = budget.deadline - budget.clock() if budget.max_time_s is not None else None
+    on_progress(precision.estimate_text({wl: round_costs(doc, p)[wl]}, {wl: 1}, budget.sequential, remaining),
+                len(doc["runs"]), len(p.items))
 
 
 def new_document(config: RunConfig, p: Plan, env: dict) -> dict:
@@ -288,7 +313,8 @@ def _interruption(doc: dict, started: bool) -> KeyboardInterrupt:
 def execute(config: RunConfig, *, on_progress: Callable[[str, int, int], None] = lambda *a: None) -> dict:
     """Run the whole plan. The result file is up to date after every run, whatever happens."""
     reclaim.claim(config.data_dir, pymp=True)  # undo what killed runs left (one line); mark what this one would leave
-    budget = precision.Budget(config.precision, config.max_time_s)  # the clock starts here: the user's wait
+    budget = precision.Budget(config.precision, config.max_time_s or config.budget_s,  # the clock starts here
+                              sequential=precision.Sequential() if config.sequential else None)
     p = plan(config)
     p.engine.check_available()
     results.check_writable(config.output)
@@ -366,10 +392,15 @@ def execute(config: RunConfig, *, on_progress: Callable[[str, int, int], None] =
                 results.write_atomic(config.output, doc)
 
         for item in p.items:
+            if config.budget_s is not None and starts_round(item, p) and not budget.fits(round_costs(doc, p)[
+                    item["workload"]]):
+                break  # --budget bounds the planned rounds too: the rule below says which workloads stopped
             one(item)
-        while True:  # --precision / --max-time: more rounds where a comparison is still too wide
-            chosen = budget.next_round(precision.rows(doc), round_costs(doc, p))
-            if not chosen:
+            announce_estimate(doc, p, budget, on_progress, item)
+        while True:  # --precision / --max-time: more rounds where a comparison is still too wide; --quick/--budget:
+            chosen = (budget.next_sequential(precision.row_codes(doc), measured_rounds(doc, p), round_costs(doc, p))
+                      if budget.sequential else budget.next_round(precision.rows(doc), round_costs(doc, p)))
+            if not chosen:  # more rounds until each workload's verdicts resolve
                 break
             done = measured_rounds(doc, p)
             extra = [item for wl in chosen for item in round_items(p, wl, done[wl])]

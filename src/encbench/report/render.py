@@ -12,6 +12,7 @@ from rich.table import Table
 from ..analysis import summary as an
 from ..analysis import columncost, headline, instrattr, oltpcost, stats
 from ..engines import engine_named
+from ..lab import meter
 from ..profiling import profiler
 from ..util.redact import command_line as redact_command_line
 from ..util.units import fmt_bytes, fmt_change, fmt_count, fmt_number, fmt_percent, fmt_seconds
@@ -600,7 +601,9 @@ def warning_lines(analysis: an.Analysis, limit: int = 6, doc: dict | None = None
     analysis = an.Analysis.of(analysis)
     shown = _warned(analysis)
     names = _row_names(doc, analysis)
-    few = sorted({s["n"] for s in shown if s["n"] < stats.MIN_RUNS})
+    few = sorted({s["n"] for s in shown if s["n"] < stats.MIN_RUNS  # a count that repeats needs 2 (stats.repeats)
+                  and not (meter.is_count(s["metric"]) and s["n"] >= stats.EXACT_MIN_RUNS
+                           and not any("too few" in w for w in s["warnings"]))})
     out = [f"only {', '.join(map(str, few))} run(s) per variant: too few for a verdict (it takes "
            f"{stats.MIN_RUNS} per side); use --runs 10"] if few else []
     by_cause: dict[int, dict[str, set[str]]] = defaultdict(lambda: defaultdict(set))  # cause -> row -> metrics
@@ -650,15 +653,21 @@ def header_lines(doc: dict, analysis: an.Analysis | None = None) -> list[str]:
         data = "data: -"
     params = "; ".join(f"{wl}: " + ", ".join(f"{k}={v}" for k, v in meta["params"].items())
                        for wl, meta in doc.get("workloads", {}).items() if meta.get("params"))
+    level = an.verdict_confidence(doc)
     lines = [
         f"encbench {doc['encbench_version']} - engine {doc['engine']['name']} ({versions})",
         f"CPU {env['cpu']['model']}, {env['cpu']['logical_cores']} cores, flags {flags}; kernel {env['kernel']}",
         f"{data}; {runs} measured runs + {warm} warmups (each a fresh process and connection), status {doc['status']}",
         f"{'; '.join(_axis_line(t) for t in _tables(doc))}; Δ = contender vs baseline, "
-        f"ratio of trimmed geometric means with a Yuen-Welch t 95% CI",
-        f"verdicts: 'costs' / 'saves' = the 95% CI excludes 0%; 'no cost' = the 90% CI lies within ±{_margin(analysis):g}% "
+        f"ratio of trimmed geometric means with a Yuen-Welch t {level:.0%} CI" + (
+            " (every [95% CI] below is at this level: a sequential run's verdicts, --quick/--budget)"
+            if level != stats.CONFIDENCE else ""),
+        f"verdicts: 'costs' / 'saves' = the {level:.0%} CI excludes 0%; 'no cost' = the {2 * level - 1:.0%} CI lies "
+        f"within ±{_margin(analysis):g}% "
         f"(equivalence shown by two one-sided tests); 'inconclusive' = neither, run longer; none below "
-        f"{stats.MIN_RUNS} runs per side",
+        f"{stats.MIN_RUNS} runs per side" + (f" ({stats.EXACT_MIN_RUNS} for a count whose runs repeat within "
+                                             f"{stats.EXACT_TOLERANCE:.1%}: bounded, no t-interval)"
+                                             if doc.get("meter") else ""),
     ]
     if params:
         lines.append(f"workload settings: {params}")

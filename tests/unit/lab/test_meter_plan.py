@@ -87,7 +87,7 @@ def test_precision_rounds_are_refused_under_the_meter(tmp_path):
     for kw in ({"precision": 3.0}, {"max_time_s": 60.0}):
         with pytest.raises(BadValueError) as e:
             runner.plan(_config(tmp_path, **kw))
-        assert "--precision and --max-time" in str(e.value)
+        assert "--precision, --max-time and --budget" in str(e.value)
 
 
 def test_the_instructions_probe_needs_the_meter_and_perf_is_refused(tmp_path):

@@ -156,6 +156,8 @@ class MariaDBEngine(Engine):
     variant_keys = VARIANT_KEYS
     workloads = AT_REST + IN_TRANSIT + ("hash", "column") + OLTP + SORT
     default_workloads = AT_REST + IN_TRANSIT
+    # --quick: TDE: a cold scan, every page read from disk decrypted
+    quick_workloads, quick_variants = ("scan-like",), ("cache=cold",)
     session_class = MariaSession
     profile_categories = (("mariadb", r"mariadbd|mysqld", r""),)
     options = ("dsn", "keep", "allow_reconfigure", "wait_interval", "settings")

@@ -123,6 +123,8 @@ class PostgresEngine(Engine):
     axis, axis_baseline = "tls", "off"
     workloads = IN_TRANSIT + atrest.AT_REST + ("hash", "column", OLTP)
     default_workloads = IN_TRANSIT
+    # --quick: TLS: queries on one connection, plain against TLS as negotiated
+    quick_workloads, quick_variants = ("roundtrip",), ("tls=off,on", "clients=1")
     session_class = PgSession
     profile_categories = (("postgres", r"postgres", r""),)
     options = ("dsn", "keep", "allow_reconfigure", "wait_interval", "settings")

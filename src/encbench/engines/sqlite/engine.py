@@ -428,6 +428,8 @@ class SQLiteEngine(Engine):
     variant_keys = (*VARIANT_KEYS, column_lab.method_key())
     workloads = (*AT_REST, "column", "oltp")
     default_workloads = AT_REST  # the column lab on request: --workload column, --method or --variant method=
+    # --quick: at rest: a cold scan, every page read decrypted
+    quick_workloads, quick_variants = ("scan-like",), ("cache=cold",)
     session_class = SQLiteSession
     label = "SQLite/SQLCipher"
     at_rest_names = {"on": "SQLCipher"}
