@@ -42,3 +42,10 @@ def test_every_command_time_in_a_shell_block_is_in_the_table():
                 if not any(p == rel and w.split("\n")[0] in line for p, w in quoted):
                     missing.append(f"{rel}: {line.strip()}")
     assert not missing, "times quoted beside a command that bench/doc_times.py does not measure:\n" + "\n".join(missing)
+
+
+def test_a_range_holds_what_lies_in_it_widened_by_the_goal():
+    judge = _bench().judge
+    assert judge((40, 150), 100)[1] == "within" and judge((40, 150), 180)[1] == "within"
+    assert judge((40, 150), 200)[1] == "longer" and judge((40, 150), 20)[1] == "shorter"
+    assert judge(120, 150) == (1.25, "within") and judge(120, 300)[1] == "longer"
