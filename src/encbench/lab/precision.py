@@ -156,34 +156,6 @@ def document(rows_: list[dict], budget: Budget, runs_per_variant: dict[str, int]
     }
 
 
-def lines(doc: dict, *, limit: int = 8) -> list[str]:
-    """Plain lines for the terminal: the precision reached and the rows that did not get there."""
-    p = doc.get("precision")
-    if not p or not p.get("rows"):
-        return []
-    runs = p.get("runs_per_variant") or {}
-    span = sorted(set(runs.values()))
-    runs_text = (f"{span[0]}" if len(span) == 1 else f"{span[0]}-{span[-1]}") + " runs per variant" if span else ""
-    widest = p.get("widest_points")
-    head = (f"precision: widest CI ±{widest:.1f} points" if widest is not None else "precision: no CI yet")
-    head += f" over {len(p['rows'])} elapsed/CPU comparisons, {runs_text}, {p['elapsed_s']:.0f} s"
-    if p.get("target_points") is None:
-        return [head + f" ({p.get('stopped_because')})"]
-    missed = [r for r in p["rows"] if r["reached"] is False]
-    head += (f"; target ±{p['target_points']:g} points: reached by {len(p['rows']) - len(missed)} of "
-             f"{len(p['rows'])} ({p.get('stopped_because')})")
-    out = [head]
-    missed.sort(key=lambda r: -(r["half_width_points"] if r["half_width_points"] is not None else float("inf")))
-    for r in missed[:limit]:
-        hw = "no CI" if r["half_width_points"] is None else f"±{r['half_width_points']:.1f} points"
-        word = dict(HEADLINE).get(r["metric"], r["metric"])
-        out.append(f"  not reached: {r['workload']}/{r['operation']} {r['contender']} {word}: {hw} "
-                   f"({r['n_baseline']}/{r['n_contender']} runs)")
-    if len(missed) > limit:
-        out.append(f"  ... and {len(missed) - limit} more (doc[\"precision\"][\"rows\"] in the result file)")
-    return out
-
-
 _DURATION_UNITS = {"": 1.0, "s": 1.0, "sec": 1.0, "m": 60.0, "min": 60.0, "h": 3600.0}
 
 

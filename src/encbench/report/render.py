@@ -680,6 +680,9 @@ SECTIONS = (
     ("Notes", "Notes", lambda doc, a: a.notes),
     ("Warnings", "Warnings", lambda doc, a: warning_lines(a, doc=doc)),
 )
+# the title of Analysis.context (precision, placement, run context) in Markdown and the HTML report; the terminal
+# prints its lines last, without a title
+CONTEXT_TITLE = "Run context"
 # what `show --detail` adds after them
 DETAIL_SECTIONS = (
     ("Every warning (per row, side and metric)", "Every warning", lambda doc, a: warning_detail_lines(a)),
@@ -721,6 +724,8 @@ def render_text(doc: dict, analysis: an.Analysis, console: Console, detail: bool
         _print_section(console, title, lines(doc, analysis))
     if doc["config"].get("command"):
         console.print(f"Reproduce: {doc['config']['command']}", highlight=False, soft_wrap=not console.is_terminal)
+    for line in analysis.context or []:  # precision, placement, run context: wrapped at a terminal's width
+        console.print(line, highlight=False, markup=False, soft_wrap=not console.is_terminal)
 
 
 def _print_long(console: Console, t: dict, shown: list[dict]) -> None:
@@ -769,6 +774,8 @@ def render_markdown(doc: dict, analysis: an.Analysis, detail: bool = False) -> s
         lines = section(doc, analysis)
         if lines:
             out += ["", f"## {title}", ""] + [f"- {line}" for line in lines]
+    if analysis.context:
+        out += ["", f"## {CONTEXT_TITLE}", ""] + [f"- {line.strip()}" for line in analysis.context]
     if doc["config"].get("command"):
         out += ["", f"Reproduce: `{doc['config']['command']}`"]
     return "\n".join(out) + "\n"
