@@ -139,9 +139,21 @@ def _ctx(prefix: str):
 
 def _reads(d: dict) -> str:
     if "read_bytes" not in d:
-        return "-"
+        return f"{fmt_count(d['pages_read'])} pg" if "pages_read" in d else "-"  # the engine's own count alone
     pages = f" ({fmt_count(d['pages_read'])} pg)" if "pages_read" in d else ""
     return f"{fmt_bytes(d['read_bytes'])}{pages}"
+
+
+PER_TRANSACTION_READS = "pages_read_per_transaction"  # a transaction mix's physical reads (the summary's figure)
+
+
+def _reads_cell(r: dict) -> str:
+    """Read from storage: a transaction mix's page reads per transaction, as its summary and oltp_costs state them
+    (the means of the runs' pages_read / transactions); else each side's bytes and pages."""
+    a, b = r["base"].get(PER_TRANSACTION_READS), r["cont"].get(PER_TRANSACTION_READS)
+    if a is not None or b is not None:
+        return " → ".join("-" if x is None else f"{x:.2f}" for x in (a, b)) + " per transaction"
+    return _pair(r, _reads)
 
 
 RATES = (("qps", "q/s"), ("tps", "txn/s"), ("mb_per_s", "MB/s"), ("connections_per_s", "conn/s"), ("rows_per_s", "rows/s"))
@@ -233,7 +245,7 @@ COLUMNS = {
     "d_client_cpu": ("Δ client CPU", lambda r: _ratio(r, "client_cpu_s")),
     "ctx": ("ctx sw vol/invol", lambda r: _pair(r, _ctx(""))),
     "server_ctx": ("server ctx sw vol/invol", lambda r: _pair(r, _ctx(""))),
-    "reads": ("read from storage (pages)", lambda r: _pair(r, _reads)),
+    "reads": ("read from storage (pages)", _reads_cell),
     "sent": ("server bytes sent", lambda r: _pair(r, _sent)),
     "rate": ("throughput (mean)", lambda r: _pair(r, _rate)),
     "d_rate": ("Δ throughput", _d_rate),
