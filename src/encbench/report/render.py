@@ -714,8 +714,8 @@ def render_text(doc: dict, analysis: an.Analysis, console: Console, detail: bool
     """The summary, the header, the compact tables (with `detail` every column, a block per row), the sections."""
     analysis = an.Analysis.of(analysis)
     _print_section(console, SUMMARY[0], SUMMARY[2](doc, analysis, detail))
-    for line in header_lines(doc, analysis):
-        console.print(line, highlight=False)
+    for line in header_lines(doc, analysis):  # prose: wrapped at a terminal's width, whole in a pipe
+        console.print(line, highlight=False, soft_wrap=not console.is_terminal)
     for t, shown in _shown_tables(doc, analysis):
         if detail:
             _print_long(console, t, shown)
