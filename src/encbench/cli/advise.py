@@ -88,6 +88,7 @@ def cmd_advise(args, argv: list[str]) -> int:
                           **({"not_measured": skipped} if skipped else {})}, indent=1, default=str))
         return 0
     out = console()  # a terminal wraps each line at its width; a pipe keeps it whole
-    for line in advise.report_lines(entries, [src for src, _ in docs]) + [f"  not measured: {note}" for note in skipped]:
+    lines = advise.report_lines(entries, [src for src, _ in docs]) + [f"  not measured: {note}" for note in skipped]
+    for line in lines:
         out.print(line, highlight=False, markup=False, soft_wrap=not out.is_terminal)
     return 0

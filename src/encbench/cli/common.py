@@ -9,7 +9,8 @@ import sys
 
 def columns() -> int | None:
     """The width tables are made for: a terminal's own (None: rich reads it, or COLUMNS); in a pipe or a file
-    COLUMNS when it is a width, else 100 (util/columns). Prose lines stay whole in a pipe (soft_wrap): grep finds them."""
+    COLUMNS when it is a width, else 100 (util/columns). Prose lines stay whole in a pipe (soft_wrap): grep finds
+    them."""
     from ..util.columns import pipe_columns
 
     return None if sys.stdout.isatty() else pipe_columns()
