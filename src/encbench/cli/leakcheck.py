@@ -179,9 +179,9 @@ def posture_all(targets: list[PostureTarget], jobs: int) -> list[PostureOutcome]
 
 
 def posture_table(outcomes: list[PostureOutcome]) -> list[str]:
-    rows = [("target", "engine", "plaintext", "key management / TDE", "verdict")]
+    rows = [("target", "engine", "plaintext", "verdict", "key management / TDE")]  # the free text last: it may wrap
     rows += [(o.target.label, o.target.engine.name, "-" if o.report is None else str(o.plaintext_places),
-              o.key_management or "-", o.verdict) for o in outcomes]
+              o.verdict, o.key_management or "-") for o in outcomes]
     lines = fit(rows, output_width())
     for o in outcomes:
         if o.error:

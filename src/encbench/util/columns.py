@@ -32,8 +32,9 @@ def output_width() -> int:
 def fit(rows: list[tuple[str, ...]], width: int, indent: str = "") -> list[str]:
     """Rows of cells as columns two spaces apart, each line within `width`: every cell but the last is padded to its
     column; the last wraps at its spaces, its next lines under its column, or (when the columns before it leave it
-    fewer than MIN_LAST) on lines of their own, indented four more. When the first column alone leaves too little
-    (a long target name), it stands on its own line and the other cells follow under it, indented four."""
+    fewer than MIN_LAST) on lines of their own, indented four more. When a row does not fit and the columns before
+    the last leave it too little (a long target name), each row's first cell stands on its own line and the other
+    cells follow under it, indented four."""
     return [line for lines in _fit_rows(rows, width, indent) for line in lines]
 
 
@@ -41,7 +42,7 @@ def _fit_rows(rows: list[tuple[str, ...]], width: int, indent: str) -> list[list
     """fit's lines, grouped by row."""
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]) - 1)] if rows else []
     lead = len(indent) + sum(w + 2 for w in widths)
-    if len(widths) > 1 and lead + MIN_LAST > width:
+    if len(widths) > 1 and lead + MIN_LAST > width and any(lead + len(r[-1]) > width for r in rows):
         tails = _fit_rows([r[1:] for r in rows], width, indent + "    ")
         return [[(indent + r[0]).rstrip()] + tail for r, tail in zip(rows, tails)]
     out = []
