@@ -29,7 +29,8 @@ def precision_lines(doc: dict, *, limit: int = SHOWN_MISSES) -> list[str]:
     runs_text = (f"{span[0]}" if len(span) == 1 else f"{span[0]}-{span[-1]}") + " runs per variant" if span else ""
     widest = p.get("widest_points")
     head = (f"precision: widest CI ±{widest:.1f} points" if widest is not None else "precision: no CI yet")
-    head += f" over {len(p['rows'])} elapsed/CPU comparisons, {runs_text}, {p['elapsed_s']:.0f} s"
+    elapsed = f", {p['elapsed_s']:.0f} s" if p.get("elapsed_s") is not None else ""
+    head += f" over {len(p['rows'])} elapsed/CPU comparisons, {runs_text}{elapsed}"
     if p.get("target_points") is None:
         return [head + f" ({p.get('stopped_because')})"]
     missed = [r for r in p["rows"] if r["reached"] is False]
@@ -56,14 +57,17 @@ def run_context_lines(doc: dict, *, limit: int = SHOWN_FLAGGED) -> list[str]:
     s = doc.get("run_context")
     if not s or not s.get("runs"):
         return out
-    steal = "-" if s["max_steal_pct"] is None else f"{s['max_steal_pct']:.1f}%"
-    other = "-" if s["median_other_load_cores"] is None else f"{s['median_other_load_cores']:.2f}"
-    out.append(f"run context: {len(s['flagged_runs'])} of {s['runs']} runs flagged; steal at most {steal}, "
+    steal = "-" if s.get("max_steal_pct") is None else f"{s['max_steal_pct']:.1f}%"
+    other = "-" if s.get("median_other_load_cores") is None else f"{s['median_other_load_cores']:.2f}"
+    flagged = s.get("flagged_runs") or []
+    out.append(f"run context: {len(flagged)} of {s['runs']} runs flagged; steal at most {steal}, "
                f"other processes' load median {other} cores")
-    for i in s["flagged_runs"][:limit]:
-        run = doc["runs"][i]
+    runs = doc.get("runs") or []
+    for i in [i for i in flagged if i < len(runs)][:limit]:  # an index past the runs (an edited file): not shown
+        run = runs[i]
+        flags = (run.get("context") or {}).get("flags") or []
         out.append(f"  run {i + 1} ({run['workload']} {run['variant_label']}{', warmup' if run.get('warmup') else ''}):"
-                   f" {'; '.join(run['context']['flags'])}")
-    if len(s["flagged_runs"]) > limit:
-        out.append(f"  ... and {len(s['flagged_runs']) - limit} more (runs[].context in the result file)")
+                   f" {'; '.join(flags)}")
+    if len(flagged) > limit:
+        out.append(f"  ... and {len(flagged) - limit} more (runs[].context in the result file)")
     return out
