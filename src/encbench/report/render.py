@@ -166,6 +166,14 @@ def _rate(d: dict) -> str:
     return "-"
 
 
+def _rate_pair(r: dict) -> str:
+    """The compact table's throughput: '2,100 → 2,217 q/s' (one unit for both sides: it fits 100 columns)."""
+    for key, unit in RATES:
+        if key in r["base"] and key in r["cont"]:
+            return f"{r['base'][key]:,.0f} → {r['cont'][key]:,.0f} {unit}"
+    return _pair(r, _rate)
+
+
 def _d_rate(r: dict) -> str:
     for key, _ in RATES:
         if key in r["comparisons"]:
@@ -263,6 +271,7 @@ COLUMNS = {
     "server_cpu_mean": ("mean server CPU", _seconds_pair("cpu_s")),
     "client_cpu_mean": ("mean client CPU", _seconds_pair("client_cpu_s")),
     "elapsed_mean": ("mean elapsed", _seconds_pair("wall_s")),
+    "rate_mean": ("mean throughput", _rate_pair),
     "verdict_short": ("verdict", lambda r: r["verdict_short"]),
     # --meter instructions: the count (per unit for a fixed-duration workload), whatever the engine declares
     "instructions_mean": ("mean instructions", lambda r: _pair(r, _instructions)),
@@ -292,7 +301,7 @@ def columns(table: dict, shown: list[dict] | None = None) -> list[str]:
 # that the table declares a Δ column for: (metric, its Δ column as engines declare it, the compact means column).
 HEADLINE = (("cpu_s", "d_cpu", "cpu_mean"), ("cpu_s", "d_server_cpu", "server_cpu_mean"),
             ("client_cpu_s", "d_client_cpu", "client_cpu_mean"), ("wall_s", "d_elapsed", "elapsed_mean"),
-            *((rate, "d_rate", "rate") for rate, _ in RATES),
+            *((rate, "d_rate", "rate_mean") for rate, _ in RATES),
             *((f"cpu_us_per_{u}", "d_server_per_unit", "server_per_unit") for u in PER_UNIT_CPU),
             *((f"cpu_us_per_{u}", "d_cpu_per_unit", "cpu_per_unit") for u in PER_UNIT_CPU),
             ("instructions", "d_instructions", "instructions_mean"),

@@ -134,3 +134,40 @@ def test_fit_wraps_the_last_cell_under_its_column():
     assert lines[-1] == "ccc  d   short"
     narrow = columns.fit([("x" * 30, "long text " * 5)], 40)  # the columns leave it under 20: lines of its own
     assert narrow[0] == "x" * 30 and all(x.startswith("    ") for x in narrow[1:]) and all(len(x) <= 40 for x in narrow)
+
+
+def _roundtrip_doc() -> dict:
+    """A PostgreSQL roundtrip run with clients 1 and 2: the compact table that wrapped its throughput at 100."""
+    from encbench.workloads import WORKLOADS
+
+    runs, variants = [], []
+    for tls in ("off", "on", "TLSv1.2:ECDHE-RSA-AES256-GCM-SHA384"):  # several contenders: each named (tls#1)
+        for clients, qps in (("1", 2100.0), ("2", 7645.0)):
+            variants.append({"tls": tls, "clients": clients})
+            for i in range(6):
+                q = qps * (1.0 if tls == "off" else 1.1) * (1 + 0.01 * (i % 5))
+                runs.append({"workload": "roundtrip", "variant": variants[-1], "variant_label": f"tls={tls},clients={clients}",
+                             "warmup": False, "operations": [{"operation": "select-by-pk",
+                                                               "metrics": {"wall_s": 1.0, "cpu_s": 0.5 * (1 + 0.01 * i)},
+                                                               "extra": {"queries": int(q), "qps": q}}]})
+    return {"runs": runs, "environment": {"cpu": {"logical_cores": 2, "model": "test", "flags": {}}, "kernel": "x"},
+            "engine": {"name": "postgres", "axis": "tls", "axis_baseline": "off", "variants": variants,
+                       "variant_keys": [{"name": "tls", "applies_when": []}, {"name": "clients", "applies_when": []}],
+                       "table_columns": ["workload", "op", "variant", "server_cpu", "d_server_cpu", "server_per_unit",
+                                         "d_server_per_unit", "rate", "d_rate", "verdict"],
+                       "metric_words": {"cpu_s": "server CPU"}},
+            "workloads": {"roundtrip": WORKLOADS.get("roundtrip").describe()},
+            "config": {"command": None, "size_bytes": 0}, "encbench_version": "test", "status": "complete",
+            "schema_version": 1}
+
+
+def test_a_throughput_table_fits_100_columns_one_line_a_row():
+    """show of a real PostgreSQL --quick run wrapped its roundtrip rows at 100 ('7,645 q/s → 9,306 q/s'): the means
+    now share their unit, as the times do."""
+    doc = _roundtrip_doc()
+    a = an.analyze(doc)
+    rows = [r for _, shown in render._shown_tables(doc, a) for r in shown]
+    lines = _table_lines(_rich(100, lambda c: render.render_text(doc, a, c)))
+    assert all(cell_len(x) <= 100 for x in lines)
+    assert sum(x.startswith("│") for x in lines) == len(rows) == 4, lines
+    assert all(x.count("q/s") == 1 and "→" in x for x in lines if x.startswith("│")), lines
