@@ -175,3 +175,37 @@ def test_quick_run_fits_and_shows_progress(cli_env, sandbox, tmp_path):
     assert "plan: scan-like" in shown  # the plan first (issue 30 item 1)
     rc, out80, _ = in_terminal(["show", str(out_file)], 80, cli_env, sandbox)
     assert rc == 0 and all(cell_len(line) <= 80 for line in plain_lines(out80) if line[:1] in BOX)
+
+
+# -- issue 30 item 6: compare, advise, and the tables in a pipe ---------------------------------------------------
+
+@pytest.mark.parametrize("columns", [100, 80])
+def test_compare_fits_the_terminal(columns, cli_env, sandbox):
+    """compare's table was about 200 columns wide whatever the terminal: now every line fits, one per row at 100."""
+    rc, out, err = in_terminal(["compare", str(GOLDEN), str(GOLDEN)], columns, cli_env, sandbox)
+    assert rc == 0, err
+    lines = plain_lines(out)
+    wide = [line for line in lines if cell_len(line) > columns]
+    assert not wide, wide[:3]
+    if columns == 100:
+        res = subprocess.run(encbench_command() + ["compare", str(GOLDEN), str(GOLDEN), "--json"], cwd=sandbox,
+                             env=cli_env, capture_output=True, text=True, timeout=120)
+        assert len(table_rows(lines)) == len(json.loads(res.stdout)["comparisons"])  # no row wraps
+
+
+def test_advise_fits_the_terminal(cli_env, sandbox):
+    rc, out, err = in_terminal(["advise", "--from", str(GOLDEN)], 80, cli_env, sandbox)
+    assert rc == 0, err
+    lines = [line for line in plain_lines(out) if line]
+    assert lines and all(cell_len(line) <= 80 for line in lines), lines
+
+
+@pytest.mark.parametrize("command", ["show", "compare"])
+def test_tables_fit_columns_in_a_pipe(command, cli_env, sandbox):
+    """In a pipe the tables are made for COLUMNS (100 when unset; they were 200 wide); prose lines stay whole."""
+    args = [command, str(GOLDEN)] + ([str(GOLDEN)] if command == "compare" else [])
+    res = subprocess.run(encbench_command() + args, cwd=sandbox, env=dict(cli_env, COLUMNS="80"), capture_output=True,
+                         text=True, timeout=120)
+    assert res.returncode == 0, res.stderr
+    table = [line for line in res.stdout.splitlines() if line[:1] in BOX]
+    assert table and all(cell_len(line) <= 80 for line in table), max(table, key=cell_len)

@@ -116,7 +116,7 @@ def test_compare_same_data(encbench, happy, second):
     res = encbench("compare", str(a), str(b))
     assert res.returncode == 0, str(res)
     assert "Traceback" not in res.stdout + res.stderr
-    for word in ("scan-eq", "verdict", "B vs A", "cache=cold"):
+    for word in ("scan-eq", "verdict", "B vs A", "variant: encryption, cache", "on, cold"):  # keys named once
         assert word in res.stdout, str(res)
     # scan-like is only in A
     assert "in one file only" in res.stdout
@@ -165,3 +165,32 @@ def test_compare_different_size_forced(encbench, second, other_size):
 def test_compare_missing_file(encbench, happy, tmp_path):
     res = encbench("compare", str(happy[2]), str(tmp_path / "nope.json"))
     assert_one_line_error(res, 6)
+
+
+def test_report_carries_what_show_detail_prints(encbench, happy, tmp_path):
+    """issue 29 item 4: on a real run, every line of show --detail's notes, warnings and closing lines (precision,
+    placement, run context, flagged runs) is an item of the HTML report; the charts show the rows' lead metrics."""
+    import html
+    import re
+
+    _, doc, path = happy
+    shown = encbench("show", str(path), "--detail")
+    out = tmp_path / "r.html"
+    made = encbench("report", str(path), "-o", str(out))
+    assert shown.returncode == 0 and made.returncode == 0, str(shown) + str(made)
+    lines = shown.stdout.splitlines()
+    titles = ("Notes", "Warnings", "Every warning (per row, side and metric)")
+    wanted, section = [], None
+    for line in lines:
+        section = line if line in titles else (None if line and not line.startswith(" ") else section)
+        if section and line.startswith("  - "):
+            wanted.append(line[4:])
+    closing = lines[next(i for i, x in enumerate(lines) if x.startswith("Reproduce: ")) + 1:]
+    assert any(x.startswith("run context: ") for x in closing) and any(x.startswith("placement: ") for x in closing)
+    wanted += [x for x in closing if x.strip()]
+    page = out.read_text()
+    items = {" ".join(html.unescape(re.sub(r"<[^>]+>", "", x)).split()) for x in re.findall(r"<li>(.*?)</li>", page, re.S)}
+    missing = [x for x in wanted if " ".join(x.split()) not in items]
+    assert not missing, missing
+    leads = {c["metric"] for c in doc["comparisons"] if c.get("verdict_basis") == 0 and c["workload"] != "(open)"}
+    assert set(re.findall(r'class="plot overhead" data-metric="([^"]+)"', page)) == leads

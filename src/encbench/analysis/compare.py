@@ -231,15 +231,71 @@ def _cells(r: dict) -> list[str]:
             r["verdict_text"]]
 
 
+# the terminal's tables, one per kind and metric, made to fit 100 columns: the row, the values of the keys its variants
+# differ in (named once, in the header), the means (or overheads) of A and B in one cell, the change, the verdict in a
+# few words (the whole sentence: --format markdown, --json)
+TABLE_TITLES = {"absolute": "{word}: B / A of the same variant", "overhead": "{word} overhead: B's encryption overhead "
+                                                                         "over A's"}
+SHORT_VERDICTS = {stats.COSTS: "costs", stats.SAVES: "saves", stats.INCONCLUSIVE: "inconclusive",
+                  stats.TOO_FEW_RUNS: "too few runs", stats.NO_ESTIMATE: "no estimate",
+                  stats.WITHHELD: "no verdict: client-bound"}
+WHOLE_VERDICTS = "each verdict's whole sentence: --format markdown or --json"
+
+
+def _settings(label: str) -> dict[str, str] | None:
+    """A variant label's key=value pairs, or None when it does not read as such."""
+    pairs = [part.partition("=") for part in label.split(",")]
+    return {k: v for k, _, v in pairs} if all(sep for _, sep, _ in pairs) else None
+
+
+def _varying(rows: list[dict]) -> tuple[list[str], dict[str, str]]:
+    """(the keys whose value differs between the rows' variants, label -> those keys' values): a key with one value
+    wherever it is set says nothing (kdf_iter, set only where encryption is on). A label that does not read as
+    key=value pairs stands as it is."""
+    parsed = {r["variant"]: _settings(r["variant"]) for r in rows}
+    known = [s for s in parsed.values() if s is not None]
+    keys = list(dict.fromkeys(k for s in known for k in s if len({x[k] for x in known if k in x}) > 1))
+    return keys, {label: (", ".join(s.get(k, "-") for k in keys) or "-") if s is not None else label
+                  for label, s in parsed.items()}
+
+
+def _sides(r: dict) -> str:
+    """A → B: the means ('6.7 → 6.9 ms', one unit when both share it), or the two overheads ('+12.0% → +14.1%')."""
+    if r["kind"] == "overhead":
+        a, b = (("-" if r[f"overhead_{s}"] is None else f"{(r[f'overhead_{s}'] - 1) * 100:+.1f}%") for s in "ab")
+        return f"{a} → {b}"
+    (x, _, unit_a), (y, _, unit_b) = (_fmt(r, s).rpartition(" ") for s in "ab")
+    return f"{x} → {y} {unit_a}" if x and y and unit_a == unit_b else f"{_fmt(r, 'a')} → {_fmt(r, 'b')}"
+
+
+def _short_verdict(r: dict) -> str:
+    if r["verdict"] == stats.NO_COST:
+        return f"no cost ±{r['equivalence']['margin_pct']:g}%" if r.get("equivalence") else "no cost"
+    return SHORT_VERDICTS.get(r["verdict"], r["verdict"])
+
+
+def _word(r: dict) -> str:
+    return next((w for m, w in METRICS if m == r["metric"]), r["metric"]) + (f" per {r['per']}" if r.get("per") else "")
+
+
 def render_table(out: dict, path_a: str, path_b: str, console: Console) -> None:
-    table = Table(header_style="bold", pad_edge=False)
-    for h in HEADERS:
-        table.add_column(h, overflow="fold")
+    keys, values = _varying(out["comparisons"])
+    groups: dict[tuple[str, str], list[dict]] = {}
     for r in out["comparisons"]:
-        table.add_row(*_cells(r))
-    console.print(table)
-    for line in _notes(out, path_a, path_b):
-        console.print(f"  - {line}", highlight=False, soft_wrap=True)
+        groups.setdefault((r["kind"], _word(r)), []).append(r)
+    for (kind, word), mine in groups.items():
+        title = TABLE_TITLES[kind].format(word=word) + (f"; variant: {', '.join(keys)}" if keys else "")
+        table = Table(header_style="bold", pad_edge=False, title=title, title_justify="left", title_style="bold")
+        for header in ("row", "variant", "A → B", "Δ B vs A [95% CI]", "verdict"):  # a narrow terminal wraps cells
+            table.add_column(header, overflow="fold")
+        for r in mine:
+            table.add_row(f"{r['workload']}/{r['operation']}", values[r["variant"]], _sides(r), _pct(r),
+                          _short_verdict(r))
+        console.print(table)
+    if not groups:
+        console.print("no workload and variant in both files: nothing compared", highlight=False)
+    for line in _notes(out, path_a, path_b) + ([WHOLE_VERDICTS] if out["comparisons"] else []):
+        console.print(f"  - {line}", highlight=False, soft_wrap=not console.is_terminal)
 
 
 def render(out: dict, fmt: str, path_a: str, path_b: str) -> str:

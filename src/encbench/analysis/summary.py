@@ -11,6 +11,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, fields, replace
 
 from . import columncost, instrattr, oltpcost, stats
+from .context import lines as context_lines
 from .words import METRIC_WORDS, VERDICT_METRICS, VERDICT_WORDS, metric_word  # noqa: F401 (read as an.*)
 from ..drivers.client_share import notes as client_notes, withheld_reason
 from ..engines import engine_named
@@ -846,6 +847,9 @@ class Analysis(Mapping):
     # the headline summary in plain words (analysis/headline.py): made from the fields above, never stored
     headline: list[dict] | None = _field(SHOWN, optional=True)
     files: list[str] | None = _field(SHOWN, optional=True)  # plots and flame graphs written beside the file
+    # the precision reached, the CPU placement, the run context and flagged runs, in words (analysis/context.py):
+    # made from the document once, never stored; every view prints these lines as they are
+    context: list[str] | None = _field(SHOWN, optional=True)
     placebo_comparisons: list[dict] | None = _field(STORED, optional=True)  # A/A twins, never in comparisons
     version: int = field(default=ANALYSIS_VERSION, metadata={"part": None})  # not in to_dict: show --json stays
 
@@ -868,8 +872,8 @@ class Analysis(Mapping):
     @classmethod
     def from_doc(cls, doc: dict) -> Analysis:
         """The analysis a run stored in its result file (runner: `doc.update(analysis.stored())`), as it is."""
-        return cls(**cls._header(doc), **{f.name: doc.get(f.name, None if f.metadata["optional"] else [])
-                                          for f in cls._parts(STORED)}).with_headline()
+        stored = {f.name: doc.get(f.name, None if f.metadata["optional"] else []) for f in cls._parts(STORED)}
+        return cls(**cls._header(doc), **stored, context=context_lines(doc) or None).with_headline()
 
     @classmethod
     def of(cls, analysis: Mapping) -> Analysis:
@@ -953,7 +957,7 @@ def analyze(doc: dict, margin_pct: float = stats.DEFAULT_MARGIN_PCT) -> Analysis
         column_costs=columncost.column_costs(doc, groups, baseline_for) or None,
         oltp_costs=oltpcost.oltp_costs(doc, groups, comps, per_page, baseline_for) or None,
         instructions=instrattr.instructions(doc, groups, comps, instrattr.Keys(PER_UNIT, OPEN, variants_by_label(doc))),
-        placebo_comparisons=placebo or None,
+        placebo_comparisons=placebo or None, context=context_lines(doc) or None,
     ).with_headline()
 
 

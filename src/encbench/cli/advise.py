@@ -10,7 +10,7 @@ from pathlib import Path
 
 from .. import errors
 from . import defaults
-from .common import parse_settings
+from .common import console, parse_settings
 from .defaults import DEFAULT_RUNS, DEFAULT_SEED, DEFAULT_SIZE, QUICK_SIZE, data_dir_default
 
 
@@ -105,8 +105,10 @@ def cmd_advise(args, argv: list[str]) -> int:
         print(json.dumps({"files": [src for src, _ in docs], "entries": entries, "method": advise.METHOD,
                           **({"not_measured": skipped} if skipped else {})}, indent=1, default=str))
         return 0
-    print("\n".join(advise.report_lines(entries, [src for src, _ in docs])
-                    + [f"  not measured: {note}" for note in skipped]))
+    out = console()  # a terminal wraps each line at its width; a pipe keeps it whole
+    lines = advise.report_lines(entries, [src for src, _ in docs]) + [f"  not measured: {note}" for note in skipped]
+    for line in lines:
+        out.print(line, highlight=False, markup=False, soft_wrap=not out.is_terminal)
     return 0
 
 

@@ -7,10 +7,19 @@ import argparse
 import sys
 
 
+def columns() -> int | None:
+    """The width tables are made for: a terminal's own (None: rich reads it, or COLUMNS); in a pipe or a file
+    COLUMNS when it is a width, else 100 (util/columns). Prose lines stay whole in a pipe (soft_wrap): grep finds
+    them."""
+    from ..util.columns import pipe_columns
+
+    return None if sys.stdout.isatty() else pipe_columns()
+
+
 def console(stderr: bool = False):
     from rich.console import Console
 
-    return Console(stderr=stderr, width=None if sys.stdout.isatty() else 200)
+    return Console(stderr=stderr, width=columns())
 
 
 def add_margin_argument(p: argparse.ArgumentParser) -> None:

@@ -18,6 +18,7 @@ from pathlib import Path
 from .. import errors
 from ..util import owners
 from ..report import prometheus
+from ..util.columns import fit, output_width
 from .common import parse_settings
 from .history import add_store_argument, check_store, record
 
@@ -50,12 +51,10 @@ def _print_posture(rep) -> None:
     rows = [("", "what", "state", "to encrypt it")]
     mark = {True: "PLAIN", False: "enc", None: "-"}
     rows += [(mark[i.plaintext], i.what, i.state, i.fix) for i in rep.items]
-    widths = [max(len(r[k]) for r in rows) for k in range(2)]
     print(f"posture of {rep.engine} at {rep.target}: " + ("PLAINTEXT at rest" if rep.plaintext else
                                                           "everything the settings name is encrypted"))
-    for r in rows:
-        print("  " + "  ".join(c.ljust(w) for c, w in zip(r[:2], widths)) + f"  {r[2]}"
-              + (f"  -> {r[3]}" if r[3] else ""))
+    for line in fit([(r[0], r[1], r[2] + (f"  -> {r[3]}" if r[3] else "")) for r in rows], output_width(), "  "):
+        print(line)
     for n in rep.notes:
         print(f"note: {n}")
 
@@ -180,11 +179,10 @@ def posture_all(targets: list[PostureTarget], jobs: int) -> list[PostureOutcome]
 
 
 def posture_table(outcomes: list[PostureOutcome]) -> list[str]:
-    rows = [("target", "engine", "plaintext", "key management / TDE", "verdict")]
+    rows = [("target", "engine", "plaintext", "verdict", "key management / TDE")]  # the free text last: it may wrap
     rows += [(o.target.label, o.target.engine.name, "-" if o.report is None else str(o.plaintext_places),
-              o.key_management or "-", o.verdict) for o in outcomes]
-    widths = [max(len(r[i]) for r in rows) for i in range(4)]
-    lines = ["  ".join(c.ljust(w) for c, w in zip(r, widths)) + "  " + r[4] for r in rows]
+              o.verdict, o.key_management or "-") for o in outcomes]
+    lines = fit(rows, output_width())
     for o in outcomes:
         if o.error:
             lines.append(f"  {o.target.label} (line {o.target.line}): {o.error}")

@@ -157,7 +157,7 @@ def _checked_key(key: str, where: str) -> str:
 
 def cmd_run(args, argv: list[str]) -> int:
     from ..engines import DEFAULT_ENGINE, ENGINES
-    from ..lab import precision, results, runctx, runner
+    from ..lab import precision, results, runner
     from ..lab.meter import default_probes as meter_probes
     from ..probes import DEFAULT_PROBES
     from ..report import render as report
@@ -250,9 +250,7 @@ def cmd_run(args, argv: list[str]) -> int:
         print(report.render_json(doc, analysis))
     else:
         out = console()
-        report.render_text(doc, analysis, out, detail=args.detail)
-        for line in precision.lines(doc) + runctx.lines(doc):  # wrapped at a terminal's width, whole in a pipe
-            out.print(line, highlight=False, markup=False, soft_wrap=not out.is_terminal)
+        report.render_text(doc, analysis, out, detail=args.detail)  # its last lines: precision and run context
         print(f"results written to {output} (encbench show {output})", file=sys.stderr)
     if args.prometheus:
         prometheus.write(Path(args.prometheus), prometheus.run_registry(engine_name, list(analysis.comparisons)))

@@ -8,6 +8,7 @@ import time
 from pathlib import Path
 
 from .. import errors
+from ..util.columns import fit, output_width
 from .common import parse_settings
 from .defaults import data_dir_default
 from .history import add_store_argument, check_store, record
@@ -294,16 +295,16 @@ def _print_tls_ranking(m: dict) -> None:
         return text + (f" [{(x['ci'][0] - 1) * 100:+.0f}, {(x['ci'][1] - 1) * 100:+.0f}]" if x["ci"] else "")
 
     print(f"measured ({m['runs']} runs per suite, vs no TLS; {m['note']}; results in {m['result_file']}):")
-    print(f"  {'suite':<44} grade  {'storm elapsed':<20} {'bulk MB/s':<20} connections/s")
-    for r in m["ranking"]:
-        if r.get("not_measured"):
-            print(f"  {r['tls']:<44} {r['grade']:<6} {r['not_measured']}")
-            continue
-        print(f"  {r['tls']:<44} {r['grade']:<6} {cell(r['storm elapsed']):<20} {cell(r['bulk MB/s']):<20} "
-              f"{cell(r['connections/s'])}")
+    rows = [("grade", "storm elapsed", "bulk MB/s", "connections/s", "suite")]  # the suite last: it may wrap
+    rows += [(r["grade"], r["not_measured"], "", "", r["tls"]) if r.get("not_measured") else
+             (r["grade"], cell(r["storm elapsed"]), cell(r["bulk MB/s"]), cell(r["connections/s"]), r["tls"])
+             for r in m["ranking"]]
+    for line in fit(rows, output_width(), "  "):
+        print(line)
     if m["recommendation"]:
         print(m["recommendation"])
     if m.get("groups"):
         print(f"handshake cost per key-exchange group (connect, one suite, vs no TLS; {m['groups_result_file']}):")
-        for r in m["groups"]:
-            print(f"  {r['tls']:<44} connections/s {cell(r['connections/s'])}")
+        for line in fit([("connections/s", "group")] + [(cell(r["connections/s"]), r["tls"]) for r in m["groups"]],
+                        output_width(), "  "):
+            print(line)

@@ -244,52 +244,6 @@ def document(rows_: list[dict], budget: Budget, runs_per_variant: dict[str, int]
     }
 
 
-def lines(doc: dict, *, limit: int = 8) -> list[str]:
-    """Plain lines for the terminal: the precision reached and the rows that did not get there."""
-    p = doc.get("precision")
-    if not p or not (p.get("rows") or p.get("sequential")):  # a sequential run says how it ended, even with no runs
-        return []
-    runs = p.get("runs_per_variant") or {}
-    span = sorted(set(runs.values()))
-    runs_text = (f"{span[0]}" if len(span) == 1 else f"{span[0]}-{span[-1]}") + " runs per variant" if span else ""
-    widest = p.get("widest_points")
-    head = (f"precision: widest CI ±{widest:.1f} points" if widest is not None else "precision: no CI yet")
-    head += f" over {len(p['rows'])} elapsed/CPU comparisons, {runs_text or 'no measured run'}, {p['elapsed_s']:.0f} s"
-    if p.get("sequential"):
-        return [head + f" ({p.get('stopped_because')})"] + sequential_lines(p)
-    if p.get("target_points") is None:
-        return [head + f" ({p.get('stopped_because')})"]
-    missed = [r for r in p["rows"] if r["reached"] is False]
-    head += (f"; target ±{p['target_points']:g} points: reached by {len(p['rows']) - len(missed)} of "
-             f"{len(p['rows'])} ({p.get('stopped_because')})")
-    out = [head]
-    missed.sort(key=lambda r: -(r["half_width_points"] if r["half_width_points"] is not None else float("inf")))
-    for r in missed[:limit]:
-        hw = "no CI" if r["half_width_points"] is None else f"±{r['half_width_points']:.1f} points"
-        word = dict(HEADLINE).get(r["metric"], r["metric"])
-        out.append(f"  not reached: {r['workload']}/{r['operation']} {r['contender']} {word}: {hw} "
-                   f"({r['n_baseline']}/{r['n_contender']} runs)")
-    if len(missed) > limit:
-        out.append(f"  ... and {len(missed) - limit} more (doc[\"precision\"][\"rows\"] in the result file)")
-    return out
-
-
-def sequential_lines(p: dict) -> list[str]:
-    """--quick / --budget: per workload, how it ended (resolved after N runs, budget spent, last look), and the rule."""
-    seq = p["sequential"]
-    out = []
-    for wl, o in (seq.get("outcomes") or {}).items():
-        if o["stopped"] == RESOLVED:
-            out.append(f"  {wl}: resolved after {o['runs']} runs per variant")
-        elif o["stopped"] == NOTHING:
-            out.append(f"  {wl}: nothing compared (no contender beside its baseline) after {o['runs']} runs")
-        else:
-            out.append(f"  {wl}: not resolved: {o['stopped']} after {o['runs']} runs per variant (run longer: "
-                       f"--budget, or without --quick)")
-    out.append(f"  verdicts at {seq['confidence']:.0%}: {seq['method']}")
-    return out
-
-
 def plan_text(workloads: dict[str, list[str]], budget_s: float | None, sequential: Sequential) -> str:
     """The plan a sequential run prints first: what is measured, the rule, the budget."""
     what = "; ".join(f"{wl} ({' vs '.join(vs)})" for wl, vs in workloads.items())

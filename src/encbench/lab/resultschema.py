@@ -407,7 +407,19 @@ RUN = Obj({
     "warmup": Opt(Scalar()), "open": Opt(Nullable(MapOf(RAW))),
     "session": Opt(Nullable(Obj({"tls": Opt(Nullable(Obj({
         "ssl": Opt(Scalar()), "version": Scalar(), "cipher": Scalar(), "bits": Opt(Scalar())})))}))),
+    "context": Opt(Nullable(Obj({"flags": Opt(Nullable(NAMES))}))),  # lab/runctx: why a run was flagged
 })
+
+# the run's own records that analysis/context.py words (Analysis.context: show, the HTML report, Markdown)
+PLACEMENT = Obj({"text": Opt(Nullable(Scalar()))})
+PRECISION_ROW = Obj({"workload": Scalar(), "operation": Scalar(), "contender": Scalar(), "metric": Scalar(),
+                     "half_width_points": Nullable(NUMBER), "n_baseline": Scalar(), "n_contender": Scalar(),
+                     "reached": Opt(Nullable(Scalar()))})
+PRECISION = Obj({"rows": Opt(Nullable(ListOf(PRECISION_ROW))), "elapsed_s": Opt(Nullable(NUMBER)),
+                 "target_points": Opt(Nullable(NUMBER)), "widest_points": Opt(Nullable(NUMBER)),
+                 "runs_per_variant": Opt(Nullable(MapOf(Int(minimum=0)))), "stopped_because": Opt(Nullable(Scalar()))})
+RUN_CONTEXT = Obj({"runs": Opt(Nullable(Int(minimum=0))), "flagged_runs": Opt(Nullable(ListOf(Int(minimum=0)))),
+                   "max_steal_pct": Opt(Nullable(NUMBER)), "median_other_load_cores": Opt(Nullable(NUMBER))})
 
 STATUSES = ("running", "complete", "interrupted", "failed")
 
@@ -423,6 +435,8 @@ RESULT_V1 = Obj({
     "runs": ListOf(RUN, max_items=MAX_RUNS),
     # a private server that died during a failed run: its kept log and last lines (Engine.failure_detail)
     "error_detail": Opt(ListOf(Obj({"server": TEXT, "server_log": TEXT, "server_log_tail": NAMES}))),
+    "placement": Opt(Nullable(PLACEMENT)), "precision": Opt(Nullable(PRECISION)),
+    "run_context": Opt(Nullable(RUN_CONTEXT)),
 })
 
 

@@ -196,25 +196,3 @@ def summary(runs: list[dict]) -> dict:
         "thresholds": {"steal_pct": STEAL_PCT, "other_load_share_of_cpus": OTHER_LOAD_SHARE,
                        "frequency_change_pct": FREQ_CHANGE_PCT},
     }
-
-
-def lines(doc: dict, *, limit: int = 5) -> list[str]:
-    """Terminal lines: the placement, the context summary and the first flagged runs."""
-    out = []
-    pl = doc.get("placement")
-    if pl:
-        out.append(f"placement: {pl.get('text')}")
-    s = doc.get("run_context")
-    if not s or not s.get("runs"):
-        return out
-    steal = "-" if s["max_steal_pct"] is None else f"{s['max_steal_pct']:.1f}%"
-    other = "-" if s["median_other_load_cores"] is None else f"{s['median_other_load_cores']:.2f}"
-    out.append(f"run context: {len(s['flagged_runs'])} of {s['runs']} runs flagged; steal at most {steal}, "
-               f"other processes' load median {other} cores")
-    for i in s["flagged_runs"][:limit]:
-        run = doc["runs"][i]
-        out.append(f"  run {i + 1} ({run['workload']} {run['variant_label']}{', warmup' if run.get('warmup') else ''}):"
-                   f" {'; '.join(run['context']['flags'])}")
-    if len(s["flagged_runs"]) > limit:
-        out.append(f"  ... and {len(s['flagged_runs']) - limit} more (runs[].context in the result file)")
-    return out

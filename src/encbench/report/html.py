@@ -14,7 +14,7 @@ import html
 import io
 from pathlib import Path
 
-from ..analysis import columncost, instrattr, oltpcost, summary as an
+from ..analysis import summary as an
 from . import render as report
 from ..errors import OutputError
 
@@ -36,21 +36,17 @@ SHOWN = ("costs", "saves", "no_cost")  # verdicts that claim something: set in b
 
 
 def _verdict(c: dict) -> str:
-    return c["verdict"] if "verdict" in c and "ci90" in c else an.judged(c)["verdict"]
-
-
-# the headline metric of each table's bar chart: (metric, what it is)
-HEADLINE = {"encryption": ("cpu_s", "CPU"), "tls": ("wall_s", "elapsed"), "sessions": ("wall_s", "elapsed")}
+    return c.get("verdict") or ""  # the analysis judged it (analyze); nothing is judged here
 
 
 def chart_groups(t: dict, rows: list[dict]) -> dict[str, list[dict]]:
-    """metric -> the rows charted on it: the table's headline metric (HEADLINE) where a row's verdict rests on it,
-    else the first metric the row's verdict rests on (a fixed-duration run's throughput, never its constant time)."""
-    preferred = HEADLINE.get(t["axis"], ("wall_s", "elapsed"))[0]
+    """metric -> the rows charted on it: each row's lead metric, the one its table's Δ column and its verdict rest on
+    (render.rows: `lead`, from the workload's verdict metrics); a row without one, the first metric of its verdict."""
     out: dict[str, list[dict]] = {}
     for r in rows:
+        lead = r.get("lead")
         basis = [c["metric"] for c in an.basis_of(list(r["comparisons"].values()))]
-        metric = preferred if preferred in basis or not basis else basis[0]
+        metric = lead[0] if lead else (basis[0] if basis else "wall_s")
         out.setdefault(metric, []).append(r)
     return out
 
@@ -119,13 +115,19 @@ def _lines(title: str, lines: list[str], cls: str) -> str:
     return f"<h3>{_e(title)}</h3><ul class=\"lines {cls}\">" + "".join(f"<li>{_e(x)}</li>" for x in lines) + "</ul>"
 
 
-def section(doc: dict, path: Path, index: int) -> str:
-    analysis = an.analyze(doc)
-    out = [f"<section id=\"file-{index}\" class=\"result\"><h2>{_e(path.name)}: {_e(doc['engine']['name'])}</h2>",
-           _lines(report.SUMMARY[1], report.SUMMARY[2](doc, analysis, True), "summary"),  # the headline, first
-           "<ul class=\"meta\">" + "".join(f"<li>{_e(x)}</li>" for x in report.header_lines(doc, analysis)) + "</ul>"]
-    tables = report._tables(doc)
-    for t in tables:
+# the class of each section's list (report.SECTIONS' titles), for the print CSS and the tests
+SECTION_CLASSES = {"Where the overhead went": "attribution", "Scaling of the in-query hash": "scaling",
+                   "Scaling of the column's in-database methods": "scaling-column",
+                   "CPU profile of the server": "profile", "Files": "files", "Per-page decrypt cost": "derived",
+                   "Column encryption per row vs the raw cipher": "column-cost", "The transaction mix": "oltp-cost",
+                   "Where the instructions go": "instructions", "Notes": "notes", "Warnings": "warnings",
+                   "Every warning": "warnings-detail"}
+
+
+def _tables_html(doc: dict, analysis: an.Analysis) -> list[str]:
+    """Every table (every declared column), each followed by its bar charts: one per lead metric of its rows."""
+    out = []
+    for t in report._tables(doc):
         if t.get("title"):
             out.append(f"<h3>{_e(t['title'])}</h3>")
         table, rows = _table_html(doc, analysis, t)
@@ -134,24 +136,35 @@ def section(doc: dict, path: Path, index: int) -> str:
             word = an.metric_word(metric, t.get("metric_words"))
             chart = overhead_chart(mine, metric, word, t.get("title") or f"{t['axis']} vs {t['axis_baseline']}")
             if chart:
-                out.append(f"<figure class=\"plot overhead\">{chart}<figcaption>Δ {_e(word)} per row with its "
-                           "95% CI (red: costs, green: saves, blue: no cost, equivalence shown; grey: no verdict)"
-                           "</figcaption></figure>")
-    scale = analysis.scaling or []
-    if scale:
-        out.append(_scaling_figure(doc, scale))
-        out.append(_lines("Scaling of the in-query hash", report.scaling_lines(analysis, "hash"), "scaling"))
-        out.append(_lines("Scaling of the column's in-database methods", report.scaling_lines(analysis, "column"),
-                          "scaling-column"))
-        out.append(_lines("CPU profile of the server", report.profile_lines(analysis), "profile"))
-        out.append(_flames(doc))
-    out.append(_lines("Per-page decrypt cost", report.derived_lines(analysis) + report.raw_cipher_lines(doc), "derived"))
-    out.append(_lines("Column encryption per row vs the raw cipher", columncost.lines(analysis.column_costs), "column-cost"))
-    out.append(_lines("The transaction mix", oltpcost.lines(analysis.oltp_costs), "oltp-cost"))
-    out.append(_lines("Where the instructions go", instrattr.lines(analysis.instructions), "instructions"))
-    out.append(_lines("Where the overhead went", report.attribution_lines(analysis), "attribution"))
-    out.append(_lines("Notes", analysis.notes, "notes"))
-    out.append(_lines("Warnings", report.warning_lines(analysis, doc=doc), "warnings"))
+                out.append(f"<figure class=\"plot overhead\" data-metric=\"{_e(metric)}\">{chart}<figcaption>Δ "
+                           f"{_e(word)} per row with its 95% CI (red: costs, green: saves, blue: no cost, equivalence "
+                           "shown; grey: no verdict)</figcaption></figure>")
+    return out
+
+
+def _sections_html(doc: dict, analysis: an.Analysis) -> list[str]:
+    """The sections `show --detail` prints after its tables (report.SECTIONS and DETAIL_SECTIONS, the same lines),
+    with a hash sweep's scaling figure before its lines and its flame graphs after the server's profile."""
+    out = []
+    for _, title, lines in report._sections(True):
+        if title == "Scaling of the in-query hash" and analysis.scaling:
+            out.append(_scaling_figure(doc, analysis.scaling))
+        out.append(_lines(title, lines(doc, analysis), SECTION_CLASSES.get(title, "section")))
+        if title == "CPU profile of the server" and analysis.scaling:
+            out.append(_flames(doc))
+    return out
+
+
+def section(doc: dict, path: Path, index: int) -> str:
+    """One result file: the summary, the header, the run context, the tables and charts, every section of
+    `show --detail`, the environment and the command; all from one analysis (analyze), nothing computed here."""
+    analysis = an.analyze(doc)
+    out = [f"<section id=\"file-{index}\" class=\"result\"><h2>{_e(path.name)}: {_e(doc['engine']['name'])}</h2>",
+           _lines(report.SUMMARY[1], report.SUMMARY[2](doc, analysis, True), "summary"),  # the headline, first
+           "<ul class=\"meta\">" + "".join(f"<li>{_e(x)}</li>" for x in report.header_lines(doc, analysis)) + "</ul>",
+           _lines(report.CONTEXT_TITLE, [x.strip() for x in analysis.context or []], "context")]
+    out += _tables_html(doc, analysis)
+    out += _sections_html(doc, analysis)
     env = doc["environment"]
     out.append("<h3>Environment</h3><pre class=\"environment\">" + _e(
         f"CPU: {env['cpu']['model']} ({env['cpu']['logical_cores']} cores)\nkernel: {env.get('kernel')}\n"

@@ -158,9 +158,21 @@ def _ctx(prefix: str):
 
 def _reads(d: dict) -> str:
     if "read_bytes" not in d:
-        return "-"
+        return f"{fmt_count(d['pages_read'])} pg" if "pages_read" in d else "-"  # the engine's own count alone
     pages = f" ({fmt_count(d['pages_read'])} pg)" if "pages_read" in d else ""
     return f"{fmt_bytes(d['read_bytes'])}{pages}"
+
+
+PER_TRANSACTION_READS = "pages_read_per_transaction"  # a transaction mix's physical reads (the summary's figure)
+
+
+def _reads_cell(r: dict) -> str:
+    """Read from storage: a transaction mix's page reads per transaction, as its summary and oltp_costs state them
+    (the means of the runs' pages_read / transactions); else each side's bytes and pages."""
+    a, b = r["base"].get(PER_TRANSACTION_READS), r["cont"].get(PER_TRANSACTION_READS)
+    if a is not None or b is not None:
+        return " → ".join("-" if x is None else f"{x:.2f}" for x in (a, b)) + " per transaction"
+    return _pair(r, _reads)
 
 
 RATES = (("qps", "q/s"), ("tps", "txn/s"), ("mb_per_s", "MB/s"), ("connections_per_s", "conn/s"), ("rows_per_s", "rows/s"))
@@ -171,6 +183,14 @@ def _rate(d: dict) -> str:
         if key in d:
             return f"{d[key]:,.0f} {unit}"
     return "-"
+
+
+def _rate_pair(r: dict) -> str:
+    """The compact table's throughput: '2,100 → 2,217 q/s' (one unit for both sides: it fits 100 columns)."""
+    for key, unit in RATES:
+        if key in r["base"] and key in r["cont"]:
+            return f"{r['base'][key]:,.0f} → {r['cont'][key]:,.0f} {unit}"
+    return _pair(r, _rate)
 
 
 def _d_rate(r: dict) -> str:
@@ -252,7 +272,7 @@ COLUMNS = {
     "d_client_cpu": ("Δ client CPU", lambda r: _ratio(r, "client_cpu_s")),
     "ctx": ("ctx sw vol/invol", lambda r: _pair(r, _ctx(""))),
     "server_ctx": ("server ctx sw vol/invol", lambda r: _pair(r, _ctx(""))),
-    "reads": ("read from storage (pages)", lambda r: _pair(r, _reads)),
+    "reads": ("read from storage (pages)", _reads_cell),
     "sent": ("server bytes sent", lambda r: _pair(r, _sent)),
     "rate": ("throughput (mean)", lambda r: _pair(r, _rate)),
     "d_rate": ("Δ throughput", _d_rate),
@@ -270,6 +290,7 @@ COLUMNS = {
     "server_cpu_mean": ("mean server CPU", _seconds_pair("cpu_s")),
     "client_cpu_mean": ("mean client CPU", _seconds_pair("client_cpu_s")),
     "elapsed_mean": ("mean elapsed", _seconds_pair("wall_s")),
+    "rate_mean": ("mean throughput", _rate_pair),
     "verdict_short": ("verdict", lambda r: r["verdict_short"]),
     # --meter instructions: the count (per unit for a fixed-duration workload), whatever the engine declares
     "instructions_mean": ("mean instructions", lambda r: _pair(r, _instructions)),
@@ -299,7 +320,7 @@ def columns(table: dict, shown: list[dict] | None = None) -> list[str]:
 # that the table declares a Δ column for: (metric, its Δ column as engines declare it, the compact means column).
 HEADLINE = (("cpu_s", "d_cpu", "cpu_mean"), ("cpu_s", "d_server_cpu", "server_cpu_mean"),
             ("client_cpu_s", "d_client_cpu", "client_cpu_mean"), ("wall_s", "d_elapsed", "elapsed_mean"),
-            *((rate, "d_rate", "rate") for rate, _ in RATES),
+            *((rate, "d_rate", "rate_mean") for rate, _ in RATES),
             *((f"cpu_us_per_{u}", "d_server_per_unit", "server_per_unit") for u in PER_UNIT_CPU),
             *((f"cpu_us_per_{u}", "d_cpu_per_unit", "cpu_per_unit") for u in PER_UNIT_CPU),
             ("instructions", "d_instructions", "instructions_mean"),
@@ -708,6 +729,9 @@ SECTIONS = (
     ("Notes", "Notes", lambda doc, a: a.notes),
     ("Warnings", "Warnings", lambda doc, a: warning_lines(a, doc=doc)),
 )
+# the title of Analysis.context (precision, placement, run context) in Markdown and the HTML report; the terminal
+# prints its lines last, without a title
+CONTEXT_TITLE = "Run context"
 # what `show --detail` adds after them
 DETAIL_SECTIONS = (
     ("Every warning (per row, side and metric)", "Every warning", lambda doc, a: warning_detail_lines(a)),
@@ -727,8 +751,8 @@ def render_text(doc: dict, analysis: an.Analysis, console: Console, detail: bool
     """The summary, the header, the compact tables (with `detail` every column, a block per row), the sections."""
     analysis = an.Analysis.of(analysis)
     _print_section(console, SUMMARY[0], SUMMARY[2](doc, analysis, detail))
-    for line in header_lines(doc, analysis):
-        console.print(line, highlight=False)
+    for line in header_lines(doc, analysis):  # prose: wrapped at a terminal's width, whole in a pipe
+        console.print(line, highlight=False, soft_wrap=not console.is_terminal)
     for t, shown in _shown_tables(doc, analysis):
         if detail:
             _print_long(console, t, shown)
@@ -749,6 +773,8 @@ def render_text(doc: dict, analysis: an.Analysis, console: Console, detail: bool
         _print_section(console, title, lines(doc, analysis))
     if doc["config"].get("command"):
         console.print(f"Reproduce: {doc['config']['command']}", highlight=False, soft_wrap=not console.is_terminal)
+    for line in analysis.context or []:  # precision, placement, run context: wrapped at a terminal's width
+        console.print(line, highlight=False, markup=False, soft_wrap=not console.is_terminal)
 
 
 def _print_long(console: Console, t: dict, shown: list[dict]) -> None:
@@ -797,6 +823,8 @@ def render_markdown(doc: dict, analysis: an.Analysis, detail: bool = False) -> s
         lines = section(doc, analysis)
         if lines:
             out += ["", f"## {title}", ""] + [f"- {line}" for line in lines]
+    if analysis.context:
+        out += ["", f"## {CONTEXT_TITLE}", ""] + [f"- {line.strip()}" for line in analysis.context]
     if doc["config"].get("command"):
         out += ["", f"Reproduce: `{doc['config']['command']}`"]
     return "\n".join(out) + "\n"

@@ -23,6 +23,7 @@ from pathlib import Path
 
 from ..errors import (EXIT_DRIFT, BadValueError, EncbenchError, EngineUnavailableError, OutputError, UnknownNameError,
                       UsageError)
+from ..util.columns import fit, output_width
 from ..util.redact import redact
 from . import baseline as tlsbaseline
 from . import scan as tlsscan
@@ -336,8 +337,7 @@ def table_lines(outcomes: list[Outcome]) -> list[str]:
     for o in outcomes:
         rows.append((o.target.label, ",".join(p.replace("TLSv", "") for p in o.scan["protocols"]) or "none"
                      if o.scan else "-", str(len(o.suites)) if o.scan else "-", o.weakest_grade or "-", _drift_cell(o)))
-    widths = [max(len(r[i]) for r in rows) for i in range(4)]
-    lines = ["  ".join(c.ljust(w) for c, w in zip(r, widths)) + "  " + r[4] for r in rows]
+    lines = fit(rows, output_width())
     for o in outcomes:
         if o.error:
             lines.append(f"  {o.target.label} (line {o.target.line}): {o.error}")

@@ -97,7 +97,7 @@ def test_the_row_verdict_and_the_table_lead_with_throughput():
     assert "throughput" in verdict and "server CPU per query" in verdict and "elapsed" not in verdict, verdict
     (row,) = render.rows(doc, a, an.tables(doc["engine"])[0])
     assert row["lead"][0] == "qps"
-    assert render.compact_columns(an.tables(doc["engine"])[0], [row])[3:5] == ["rate", "d_rate"]
+    assert render.compact_columns(an.tables(doc["engine"])[0], [row])[3:5] == ["rate_mean", "d_rate"]
     console = Console(record=True, width=160)
     render.render_text(doc, a, console)
     text = console.export_text()

@@ -7,6 +7,7 @@ import pytest
 from encbench.lab import placement
 from encbench.lab import precision
 from encbench.lab import runctx
+from encbench.analysis import context
 from encbench.errors import BadValueError
 
 
@@ -106,7 +107,7 @@ def test_document_and_lines_name_the_rows_not_reached():
     p = doc["precision"]
     assert p["not_reached"] == 1 and p["widest_points"] == 8.5 and p["elapsed_s"] == 42
     assert [r["reached"] for r in p["rows"]] == [True, False]
-    text = "\n".join(precision.lines(doc))
+    text = "\n".join(context.precision_lines(doc))
     assert "reached by 1 of 2" in text and "6-12 runs per variant" in text
     assert "not reached: dml/op encryption=on CPU: ±8.5 points" in text
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pytest
 
-from encbench.analysis import stats
+from encbench.analysis import context, stats
 from encbench.analysis import summary as an
 from encbench.lab import precision
 from encbench.lab.precision import BUDGET_SPENT, LAST_LOOK, RESOLVED, Budget, Sequential
@@ -155,7 +155,7 @@ def test_a_budget_spent_before_the_first_run_still_says_so():
     b = budget(None)
     b.outcomes["scan-eq"] = {"stopped": BUDGET_SPENT, "runs": 0}
     b.stopped_because = BUDGET_SPENT
-    lines = precision.lines({"precision": precision.document([], b, {})})
+    lines = context.precision_lines({"precision": precision.document([], b, {})})
     assert lines[0].startswith("precision: no CI yet over 0 elapsed/CPU comparisons, no measured run, ")
     assert lines[1] == ("  scan-eq: not resolved: budget spent after 0 runs per variant (run longer: --budget, or "
                         "without --quick)")
@@ -177,3 +177,8 @@ def test_quick_with_runs_is_a_smoke_run(monkeypatch):
     with pytest.raises(SystemExit):
         run_cli.cmd_run(build_parser().parse_args(argv), argv)
     assert seen[0].runs == 1 and not seen[0].sequential and seen[0].budget_s is None
+
+
+def test_the_outcome_words_analysis_prints_are_the_runners():
+    """analysis/context words a sequential outcome by its value (it imports nothing of lab/): the values it knows."""
+    assert (precision.RESOLVED, precision.NOTHING) == ("resolved", "nothing compared")
