@@ -74,7 +74,7 @@ def test_two_workloads_share_the_budget_and_each_says_how_it_ended():
     codes = {"a": [stats.INCONCLUSIVE], "b": [stats.INCONCLUSIVE]}
     assert b.next_sequential(codes, {"a": 6, "b": 6}, {"a": 12.0, "b": 12.0}) == ["a"]  # b's round would overrun
     assert b.outcomes == {"b": {"stopped": BUDGET_SPENT, "runs": 6}}
-    lines = precision.sequential_lines(precision.document([], b, {"a": 7, "b": 6}))
+    lines = context.sequential_lines(precision.document([], b, {"a": 7, "b": 6}))
     assert lines[0] == "  b: not resolved: budget spent after 6 runs per variant (run longer: --budget, or without --quick)"
     assert lines[-1].startswith("  verdicts at 99%: group-sequential")
 
