@@ -225,7 +225,7 @@ SPECS = {
                  remark="every write re-encrypts its pages"),
         LineSpec("backups", ("backup",), metrics=("wall_s", "cpu_s"), extras=compression),
         LineSpec("opening a connection", OPEN, metrics=("wall_s",), extras=open_time, figures_first=True,
-                 remark="what each new connection pays, handshake and key derivation included"),
+                 remark="what each new connection pays, {open_includes}"),
     ),
     "in transit": tuple(
         LineSpec(f"TLS {wl}", (wl,), metrics=("wall_s", "cpu_s"), per_contender=True, remark=remark)
@@ -441,6 +441,16 @@ def _word(analysis, metric: str) -> str:
     return _metric_word(metric, engine.metric_words if engine else None)
 
 
+def _remark(analysis, remark: str) -> str:
+    """A line's remark with the engine's own words put in ({open_includes}: what its connection open includes)."""
+    if "{open_includes}" not in remark:
+        return remark
+    from ..engines import engine_named  # here: engines import workloads, which import analysis
+
+    engine = engine_named(getattr(analysis, "engine", None) or "")
+    return remark.replace("{open_includes}", engine.open_includes if engine else "its whole set-up included")
+
+
 def _line(lab: str, spec: LineSpec, comps: list[dict], analysis) -> dict | None:
     mine = [c for c in comps if (c["workload"] in spec.workloads or f"{c['workload']}/{c['operation']}" in spec.workloads)
             and (spec.cache is None or _label_dict(c["contender"]).get("cache") == spec.cache)]
@@ -465,7 +475,7 @@ def _line(lab: str, spec: LineSpec, comps: list[dict], analysis) -> dict | None:
             for name in dict.fromkeys(f["name"] for f in figures)]
     detail = f"{spec.label}: " + "; ".join([*told, words] if spec.figures_first else [words, *told])
     if spec.remark:
-        detail += f" ({spec.remark})"
+        detail += f" ({_remark(analysis, spec.remark)})"
     rated = [r["ratio"] for r in rows if r["ratio"] is not None]
     short = _short_figures(figures)
     if spec.figures_first and short:  # the open's time says it best: first, the verdict after it

@@ -593,8 +593,9 @@ def notes(doc: dict, groups) -> list[str]:
         for vl, values in opens.items():
             s = stats.summarize(values)
             parts.append(f"{vl or 'all'}: {fmt_seconds(s.median)} (median of {s.n})")
-        out.append("connection open (handshake and key derivation included), timed apart and never inside a "
-                   "workload: " + "; ".join(parts))
+        engine = engine_named(doc["engine"]["name"])
+        includes = engine.open_includes if engine else "its whole set-up included"
+        out.append(f"connection open ({includes}), timed apart and never inside a workload: " + "; ".join(parts))
     return out
 
 

@@ -224,8 +224,8 @@ class MariaSession(MariaOltp, MariaColumn, SessionsTogether, Session):
         cur.fetchall()
 
     def _sampler(self, thread_ids, others_of) -> Callable[[], WaitSampler]:
-        params = self.setup["_admin"]
-        return lambda: WaitSampler(params, thread_ids, others_of)
+        params, switch = self.setup["_admin"], bool(self.setup.get("waits_on_demand"))
+        return lambda: WaitSampler(params, thread_ids, others_of, switch)
 
     def churn_target(self, marker: str) -> Target:
         """The whole server process (connections come and go); waits of the user's other connections."""

@@ -21,7 +21,7 @@ import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..local import certs
+from ..local import affinity, certs
 from ...errors import EngineUnavailableError
 from ...lab import leftovers
 from ..local.server import keep_log, last_log_line, log_tail, run_tool, start_on_free_port, unprivileged_user, wait_ready
@@ -138,10 +138,12 @@ class PgServer:
         """Stop the server (whoever started it last) and start it again, in its cgroup, with these settings
         (command-line -c values, which no configuration file overrides) changed; the rest as it was."""
         self.args = with_settings(self.args, settings)
+        cpus = affinity.cpus_of(postmaster_pid(self.datadir))  # the new one where the old one ran (placement)
         shutdown(self.datadir)
         if self.proc is not None:
             self.proc.poll()  # reaped: our child, stopped by its pid above
-        self._spawn()
+        with affinity.starting_on(cpus):
+            self._spawn()
         ok, error = _wait_ready(self)
         if not ok:
             raise EngineUnavailableError(f"the PostgreSQL server did not restart with {settings}: {error}")
