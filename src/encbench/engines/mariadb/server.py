@@ -30,7 +30,7 @@ from ..local.server import keep_log, last_log_line, run_tool, start_on_free_port
 from .client import connect_bounded
 from ...lab import leftovers
 
-INSTALL_HINT = "install it with: apt-get install mariadb-server mariadb-backup"
+INSTALL_HINT = "install it with: apt-get install mariadb-server mariadb-backup sysbench (the oltp workload's driver)"
 START_TIMEOUT_S = 60
 STOP_TIMEOUT_S = 60
 # --meter instructions: the server under callgrind (meter.py) starts and stops 20-50x slower
