@@ -62,7 +62,7 @@ def test_every_knob_is_measured_and_ranked(advised):
     tmp = next(e for e in entries if e["key"] == "encrypt_tmp_files")
     assert tmp["workload"] == "sort" and "merge passes" in (tmp["explanation"] or ""), tmp
     log = next(e for e in entries if e["key"] == "encrypt_log")
-    assert "KB of redo log:" in (log["explanation"] or "") and "raw AES-256-CTR" in log["explanation"], log
+    assert "KB of redo log:" in (log["explanation"] or "") and "raw AES-256-CBC" in log["explanation"], log  # the server's own cipher: the plugin's default
     assert len(out["files"]) == 4 and "not_measured" not in out
 
 

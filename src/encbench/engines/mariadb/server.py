@@ -362,13 +362,7 @@ def start(settings: dict | None = None, *, base: dict | None = None, buffer_pool
 
         def launch(port: int) -> subprocess.Popen:
             handle.port = port
-            lines = ["[mariadbd]", f"datadir={handle.datadir}", f"socket={handle.socket}", f"port={handle.port}",
-                     "bind-address=127.0.0.1", f"tmpdir={handle.tmpdir}", f"pid_file={handle.pidfile}",
-                     *([f"file_key_management_filename={handle.keyfile}"] if own_keys else []),
-                     f"innodb_buffer_pool_size={int(buffer_pool_mb)}M", "innodb_log_file_size=96M",
-                     "skip-name-resolve", f"log_error={handle.logfile}", *tls_lines]
-            lines += [f"{k}={v}" for k, v in conf.items()]
-            handle.cnf.write_text("\n".join(lines) + "\n")
+            handle.cnf.write_text(config_text(handle, conf, buffer_pool_mb, own_keys, tls_lines))
             if not handle.datadir.exists():
                 try:
                     run_tool([bins["mariadb-install-db"], f"--defaults-file={handle.cnf}",
@@ -401,6 +395,17 @@ def start(settings: dict | None = None, *, base: dict | None = None, buffer_pool
     except BaseException:
         server.stop()
         raise
+
+
+def config_text(handle: Handle, conf: dict, buffer_pool_mb: int, own_keys: bool, tls_lines: list[str]) -> str:
+    """The server's option file: where its files are, loopback only, the pool, then `conf` (base + the run's)."""
+    lines = ["[mariadbd]", f"datadir={handle.datadir}", f"socket={handle.socket}", f"port={handle.port}",
+             "bind-address=127.0.0.1", f"tmpdir={handle.tmpdir}", f"pid_file={handle.pidfile}",
+             *([f"file_key_management_filename={handle.keyfile}"] if own_keys else []),
+             f"innodb_buffer_pool_size={int(buffer_pool_mb)}M", "innodb_log_file_size=96M",
+             "skip-name-resolve", f"log_error={handle.logfile}", *tls_lines]
+    lines += [f"{k}={v}" for k, v in conf.items()]
+    return "\n".join(lines) + "\n"
 
 
 def _first_error(log: Path) -> str | None:

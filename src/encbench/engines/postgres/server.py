@@ -303,6 +303,13 @@ def restart_handle(handle: dict, conninfo: dict) -> float:
     return time.perf_counter() - t0
 
 
+def settings_for(settings: dict | None, *, meter: bool = False) -> dict:
+    """The -c settings a private server starts with: SERVER_SETTINGS, the meter's, then the caller's."""
+    from . import meter as pg_meter
+
+    return dict(SERVER_SETTINGS, **(pg_meter.SERVER_SETTINGS if meter else {}), **(settings or {}))
+
+
 def _as_user(user):
     return {"user": user[1], "group": user[2], "extra_groups": []} if user else {}
 
@@ -352,8 +359,7 @@ def start(*, keep: bool = False, settings: dict | None = None, data_parent: Path
                   "--auth-local=trust", "--auth-host=scram-sha-256", f"--pwfile={pwfile}", "--no-instructions"],
                  "initdb", timeout=120, **_as_user(user))
         crt, key = certs.self_signed(root, owner=user[1:] if user else None)
-        conf = dict(SERVER_SETTINGS, **(pg_meter.SERVER_SETTINGS if meter else {}), **(settings or {}),
-                    ssl_cert_file=str(crt), ssl_key_file=str(key),
+        conf = dict(settings_for(settings, meter=bool(meter)), ssl_cert_file=str(crt), ssl_key_file=str(key),
                     unix_socket_directories=str(server.sockdir) if unix_socket else "")
         if meter:
             server.meter_dir = root / "callgrind"
