@@ -48,7 +48,7 @@ class Placement:
             text = f"not pinned ({self.reason})"
         elif self.spread:
             text = (f"worker on CPU {','.join(map(str, self.worker_cpus))}; runner and forkserver on CPU "
-                    f"{','.join(map(str, self.rest_cpus))}; a private server on every CPU, as a DBA's serves its "
+                    f"{','.join(map(str, self.rest_cpus))}; any private server on every CPU, as a DBA's serves its "
                     f"clients ({METHOD})")
         else:
             text = (f"worker on CPU {','.join(map(str, self.worker_cpus))}; runner, forkserver and a private server "
