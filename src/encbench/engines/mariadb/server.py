@@ -63,6 +63,7 @@ ENCRYPTED = {
 # these at a time.
 BENCH = {
     "plugin_load_add": "file_key_management",
+    "file_key_management": "FORCE",  # a key file the plugin cannot read stops the server, never a server without it
     "innodb_flush_method": "O_DIRECT",
     "innodb_buffer_pool_load_at_startup": "OFF",
     "innodb_buffer_pool_dump_at_shutdown": "OFF",
@@ -74,6 +75,7 @@ BENCH = {
 # what differs from a stock server of the version, and why (docs/mariadb.md says the same)
 NOT_STOCK = {
     "plugin_load_add": "the key management plugin, so that a table can be created ENCRYPTED=YES",
+    "file_key_management": "FORCE: a server whose key management plugin fails to start does not start at all",
     "innodb_flush_method": "O_DIRECT: a page the buffer pool misses is read from storage, not from the OS cache",
     "innodb_buffer_pool_load_at_startup": "a restart empties the buffer pool (cache=cold)",
     "innodb_buffer_pool_dump_at_shutdown": "a restart empties the buffer pool (cache=cold)",
