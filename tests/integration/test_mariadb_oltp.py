@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import tempfile
 import threading
 import time
 from pathlib import Path
@@ -24,7 +25,7 @@ QUICK = ("run", "--engine", "mariadb", "--workload", "oltp", "--quick", "--runs"
 
 
 def _maria_dirs() -> set[str]:
-    return {str(p) for p in Path("/tmp").glob("encbench-maria-*")}
+    return {str(p) for p in Path(tempfile.gettempdir()).glob("encbench-maria-*")}
 
 
 def _left_behind(before: set[str]) -> tuple[set[str], list[str]]:
@@ -182,7 +183,7 @@ def _kill_sysbench_connection_after(out: Path, runs: int, done: threading.Event,
         except (OSError, ValueError):
             doc = {"runs": []}
         if sum(1 for r in doc["runs"] if not r.get("warmup")) >= runs:
-            for sock in Path("/tmp").glob("encbench-maria-*/sock/mariadb.sock"):
+            for sock in Path(tempfile.gettempdir()).glob("encbench-maria-*/sock/mariadb.sock"):
                 try:
                     conn = pymysql.connect(unix_socket=str(sock), user="root", ssl_disabled=True)
                 except pymysql.err.MySQLError:
