@@ -33,7 +33,7 @@ def test_mariadb_bench_config_is_stock_encryption_and_instruments_off():
     cnf = _cnf(maria_server.BENCH)
     for name, stock in MARIADB_STOCK.items():
         assert cnf.get(name, stock) == stock, name  # absent: the version's default
-    assert "file_key_management_encryption_algorithm" not in cnf  # the plugin's default, AES_CBC
+    assert cnf["file_key_management_encryption_algorithm"] == "AES_CBC"  # the plugin's default, written out
     assert cnf["plugin_load_add"] == "file_key_management" and cnf["file_key_management_filename"] == "/r/keys.txt"
     assert cnf["performance_schema"] == "ON" and cnf["performance_schema_instrument"] == "'%=OFF'"
     assert not any(k.startswith("performance_schema_consumer_events_waits") for k in cnf)
@@ -57,6 +57,16 @@ def test_a_named_knob_changes_its_setting_alone(key, value, variable, want):
 
 def test_unnamed_knobs_leave_the_stock_server():
     assert knobs.server_groups([{"script": "oltp_read_write", "encryption": "on"}], maria_server.BENCH) == [([""], {})]
+
+
+def test_a_knob_at_its_stock_value_runs_on_the_stock_server():
+    """encryption=off (no algorithm) and encryption_algorithm=aes_cbc are the same server; aes_ctr one more."""
+    variants = [{"encryption": "off", "cache": "cold"}, {"encryption": "on", "encryption_algorithm": "aes_cbc"},
+                {"encryption": "on", "encryption_algorithm": "aes_ctr"}]
+    groups = knobs.server_groups(variants, maria_server.BENCH)
+    assert [keys for keys, _ in groups] == [["", "encryption_algorithm=aes_cbc"], ["encryption_algorithm=aes_ctr"]]
+    log = knobs.server_groups([{"encrypt_log": "off"}, {"encrypt_log": "on"}, {}], maria_server.BENCH)
+    assert [keys for keys, _ in log] == [["encrypt_log=off", ""], ["encrypt_log=on"]]
 
 
 def test_postgres_oltp_server_has_the_default_wal_and_no_io_timing():

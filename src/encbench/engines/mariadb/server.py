@@ -64,6 +64,15 @@ ENCRYPTED = {
 BENCH = {
     "plugin_load_add": "file_key_management",
     "file_key_management": "FORCE",  # a key file the plugin cannot read stops the server, never a server without it
+    # the version's own defaults, written out: a knob's value that is the default then means the same server
+    # (knobs.server_groups compares configurations), and the result file says what ran
+    "file_key_management_encryption_algorithm": "AES_CBC",
+    "innodb_encrypt_tables": "OFF",
+    "innodb_encrypt_log": "OFF",
+    "innodb_encrypt_temporary_tables": "OFF",
+    "encrypt_tmp_files": "OFF",
+    "encrypt_binlog": "OFF",
+    "aria_encrypt_tables": "OFF",
     "innodb_flush_method": "O_DIRECT",
     "innodb_buffer_pool_load_at_startup": "OFF",
     "innodb_buffer_pool_dump_at_shutdown": "OFF",
