@@ -62,7 +62,7 @@ def test_every_knob_is_measured_and_ranked(advised):
     tmp = next(e for e in entries if e["key"] == "encrypt_tmp_files")
     assert tmp["workload"] == "sort" and "merge passes" in (tmp["explanation"] or ""), tmp
     log = next(e for e in entries if e["key"] == "encrypt_log")
-    assert "KB of redo log:" in (log["explanation"] or "") and "raw AES-256-CTR" in log["explanation"], log
+    assert "KB of redo log:" in (log["explanation"] or "") and "raw AES-256-CBC" in log["explanation"], log  # the server's own cipher: the plugin's default
     assert len(out["files"]) == 4 and "not_measured" not in out
 
 
@@ -90,8 +90,8 @@ def test_each_run_reads_its_settings_back_and_proves_the_files_written(advised):
             if name == "advise-tls.json":
                 assert not named and run["session"]["tls"]["cipher"], run["session"]
     algo = docs["advise-encryption-algorithm.json"]
-    assert list(algo["dataset"]["knob_servers"].values()) == [
-        {"file_key_management_encryption_algorithm": "AES_CBC"}], algo["dataset"]["knob_servers"]
+    assert list(algo["dataset"]["knob_servers"].values()) == [  # aes_cbc, the stock default, on the main server
+        {"file_key_management_encryption_algorithm": "AES_CTR"}], algo["dataset"]["knob_servers"]
     raw = algo["calibration"]["raw_cipher"]  # the server's own cipher and each named one
     assert set(raw) == {"16384", "16384/aes_cbc", "16384/aes_ctr"}, raw
     assert "CBC" in raw["16384/aes_cbc"]["cipher"] and "CTR" in raw["16384/aes_ctr"]["cipher"]

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import subprocess
+import tempfile
 import time
 from pathlib import Path
 
@@ -22,7 +23,7 @@ from encbench.host.encfs import ledger
 from integration_helpers import HAVE_MARIADB, Result, assert_one_line_error, encbench_command, process_command_lines, encfs_unavailable
 
 pytestmark = pytest.mark.integration
-PREFIX = "/tmp/encbench-maria-fs-"
+PREFIX = f"{tempfile.gettempdir()}/encbench-maria-fs-"  # the filesystems' directory: in TMPDIR
 VALUES = ("off", "fscrypt", "gocryptfs")
 
 
@@ -47,7 +48,7 @@ def leftovers() -> dict:
             if ledger.KEY_ROOT.is_dir() else [],
             # every server of a filesystem run names its data directory (on a mount under PREFIX)
             "servers": [c for c in process_command_lines("mariadbd") if f"--datadir={PREFIX}" in c],
-            "dirs": sorted(str(p) for p in Path("/tmp").glob("encbench-maria-fs-*"))}
+            "dirs": sorted(str(p) for p in Path(tempfile.gettempdir()).glob("encbench-maria-fs-*"))}
 
 
 @pytest.fixture(scope="module")

@@ -95,11 +95,22 @@ def test_cache_states_verified_by_innodb_counters(managed_run):
     assert all(op["metrics"]["thread_cpu_s"] > 0 for _, op in scans)  # the connection's own server thread
 
 
-def test_per_page_cost_against_raw_aes_ctr(managed_run):
-    _, out, _ = managed_run
+def test_per_page_cost_against_raw_cipher_of_the_server(managed_run):
+    res, out, _ = managed_run
     doc = json.loads(out.read_text())
     raw = doc["calibration"]["raw_cipher"]["16384"]
-    assert "AES-256-CTR" in raw["cipher"] and raw["mb_per_s_per_core"] > 0
+    # a stock server's cipher (the plugin's default), read from the server
+    assert doc["dataset"]["server"]["encryption_algorithm"] == "AES_CBC"
+    assert "AES-256-CBC" in raw["cipher"] and raw["mb_per_s_per_core"] > 0
+    settings = doc["dataset"]["instance_settings"]  # a stock server's: the tables' encryption alone
+    assert all(settings[k] == "OFF" for k in ("innodb_encrypt_log", "encrypt_tmp_files", "aria_encrypt_tables",
+                                              "innodb_encrypt_temporary_tables", "encrypt_binlog")), settings
+    # the address the clients used, not the socket connection's default port (the header of an oltp run shows it)
+    server = doc["dataset"]["server"]
+    assert server["port"] != 3306 and server["address"] == f"127.0.0.1:{server['port']}"
+    # the waits probe sampled with the wait instruments it turned on for the operation
+    assert doc["dataset"]["waits_on_demand"] is True
+    assert any(op["metrics"].get("wait_samples", 0) > 0 for _, op in _ops(doc)), "no wait samples"
     derived = {(d["workload"], d["page_size"]) for d in doc["derived"]}
     assert ("scan-eq", 16384) in derived and ("scan-like", 16384) in derived
     writes = [d for d in doc["derived"] if d.get("kind") == "write"]
@@ -188,6 +199,37 @@ def test_external_server_measured_and_left_as_found(encbench, tmp_path, external
     assert external.handle.password not in out.read_text() + res.stdout + res.stderr
     assert _databases(external) == []  # its own schema dropped afterwards
     assert external.handle.pid() == pid  # never restarted or stopped
+    # the cipher the server runs (AES_CBC: file_key_management's default), read from it, never assumed
+    assert doc["dataset"]["server"]["encryption_algorithm"] == "AES_CBC"
+    assert "AES-256-CBC" in doc["calibration"]["raw_cipher"]["16384"]["cipher"]
+    assert doc["dataset"]["waits_on_demand"] is False  # a --dsn server's instruments are never switched
+
+
+def test_wait_instruments_on_only_while_the_waits_probe_samples(external):
+    """A private server's performance_schema runs with the wait instruments and consumer off (they cost CPU on
+    every statement); the waits probe turns them on as it starts and off as it stops."""
+    from encbench.engines.mariadb import waits
+    from encbench.probes import Target
+    from encbench.probes.waits import WaitEventProbe
+
+    conn = external.connect()
+    try:
+        cur = conn.cursor()
+        assert waits.waits_state(cur) == {"consumer": 0, "instruments": 0}
+        admin = {"unix_socket": str(external.socket), "user": "root"}
+        target = Target(pids=[], extra={"wait_interval_s": 0.02, "wait_sampler": lambda: waits.WaitSampler(
+            admin, None, ("root", conn.thread_id()), True)})
+        probe = WaitEventProbe()
+        probe.start(target)
+        try:
+            during = waits.waits_state(cur)
+            cur.execute("SELECT SLEEP(0.1)")
+        finally:
+            probe.stop(target)
+        assert during["consumer"] == 1 and during["instruments"] > 100, during
+        assert waits.waits_state(cur) == {"consumer": 0, "instruments": 0}
+    finally:
+        conn.close()
 
 
 def test_external_bad_input(encbench, tmp_path, external):

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import tempfile
 import threading
 import time
 from pathlib import Path
@@ -24,7 +25,7 @@ QUICK = ("run", "--engine", "mariadb", "--workload", "oltp", "--quick", "--runs"
 
 
 def _maria_dirs() -> set[str]:
-    return {str(p) for p in Path("/tmp").glob("encbench-maria-*")}
+    return {str(p) for p in Path(tempfile.gettempdir()).glob("encbench-maria-*")}
 
 
 def _left_behind(before: set[str]) -> tuple[set[str], list[str]]:
@@ -69,6 +70,11 @@ def test_oltp_runs_sysbench_on_encrypted_and_plain_schemas(oltp_run):
         assert all(bool(t["encryption_scheme"]) == (enc == "on") for t in r["session"]["oltp_tables"].values())
         assert not op["probe_errors"], op["probe_errors"]
     assert _left_behind(before) == (set(), [])
+    # a DBA's server: on every CPU (the runner pinned after prepare); InnoDB's words, not SQLCipher's
+    placed = doc["placement"]
+    assert not placed["pinned"] or (placed["server_cpus"] == placed["available_cpus"]
+                                    and "private server on every CPU" in placed["text"]), placed
+    assert "key derivation" not in res.stdout and f"at 127.0.0.1:{doc['dataset']['server']['port']}" in res.stdout
 
 
 def test_the_memory_share_is_proven_by_page_reads(oltp_run):
@@ -177,7 +183,7 @@ def _kill_sysbench_connection_after(out: Path, runs: int, done: threading.Event,
         except (OSError, ValueError):
             doc = {"runs": []}
         if sum(1 for r in doc["runs"] if not r.get("warmup")) >= runs:
-            for sock in Path("/tmp").glob("encbench-maria-*/sock/mariadb.sock"):
+            for sock in Path(tempfile.gettempdir()).glob("encbench-maria-*/sock/mariadb.sock"):
                 try:
                     conn = pymysql.connect(unix_socket=str(sock), user="root", ssl_disabled=True)
                 except pymysql.err.MySQLError:

@@ -228,8 +228,7 @@ SPECS = {
                  remark="every write re-encrypts its pages"),
         LineSpec("backups", ("backup",), extras=compression),
         LineSpec("opening a connection", OPEN, metrics=("wall_s",), extras=open_time, figures_first=True,
-                 follows_table=False,
-                 remark="what each new connection pays, handshake and key derivation included"),
+                 follows_table=False, remark="what each new connection pays, {open_includes}"),
     ),
     "in transit": tuple(
         LineSpec(f"TLS {wl}", (wl,), per_contender=True, remark=remark)
@@ -412,6 +411,16 @@ def _word(analysis, metric: str) -> str:
     return _metric_word(metric, engine.metric_words if engine else None)
 
 
+def _remark(analysis, remark: str) -> str:
+    """A line's remark with the engine's own words put in ({open_includes}: what its connection open includes)."""
+    if "{open_includes}" not in remark:
+        return remark
+    from ..engines import engine_named  # here: engines import workloads, which import analysis
+
+    engine = engine_named(getattr(analysis, "engine", None) or "")
+    return remark.replace("{open_includes}", engine.open_includes if engine else "its whole set-up included")
+
+
 def _line(lab: str, spec: LineSpec, comps: list[dict], analysis, first: tuple[str, ...] = ()) -> dict | None:
     """One line of the rows the spec gathers (None when none has its metric); `first`: figures the short line puts
     before the others (oltp's estimate check)."""
@@ -442,7 +451,7 @@ def _line(lab: str, spec: LineSpec, comps: list[dict], analysis, first: tuple[st
             for name in dict.fromkeys(f["name"] for f in figures)]
     detail = f"{spec.label}: " + "; ".join([*told, words] if spec.figures_first else [words, *told])
     if spec.remark:
-        detail += f" ({spec.remark})"
+        detail += f" ({_remark(analysis, spec.remark)})"
     rated = [r["ratio"] for r in rows if r["ratio"] is not None]
     judged = lead.decisions(rows, mine, metric, _row, lambda m: _word(analysis, m)) if spec.follows_table else rows
     text, figure = short_text(analysis, spec.label, code, judged, figures, metric, word, first)

@@ -601,10 +601,10 @@ def notes(doc: dict, groups) -> list[str]:
                          and _uncounted(engine, r["variant"], doc)}):
         out.append(f"no per-page decrypt cost for encryption={value}: "
                    f"{_uncounted(engine, {'encryption': value, 'cache': 'cold'}, doc)}")
-    return out + open_notes(groups)
+    return out + open_notes(groups, doc["engine"]["name"])
 
 
-def open_notes(groups) -> list[str]:
+def open_notes(groups, engine_name: str | None = None) -> list[str]:
     """The connection open's median per variant (never across variants: a plain open of 0.4 ms and a SQLCipher open
     of 400 ms have no common median), timed apart from every workload."""
     parts = []
@@ -614,8 +614,9 @@ def open_notes(groups) -> list[str]:
             parts.append(f"{vl or 'every variant'}: {fmt_seconds(s.median)} (median of {s.n})")
     if not parts:
         return []
-    return ["connection open (handshake and key derivation included), timed apart and never inside a workload, "
-            "per variant: " + "; ".join(parts)]
+    engine = engine_named(engine_name or "")
+    includes = engine.open_includes if engine else "its whole set-up included"
+    return [f"connection open ({includes}), timed apart and never inside a workload, per variant: " + "; ".join(parts)]
 
 
 WAIT_PREFIX = "wait_share_"

@@ -27,6 +27,8 @@ class Engine:
     table_columns: tuple[str, ...] | None = None  # report.COLUMNS names; None: the at-rest default
     metric_words: dict[str, str] = {}  # verdict wording, e.g. {"cpu_s": "server CPU"}
     label: str = ""  # its name in prose (reports)
+    # what opening a connection (the "(open)" figure) includes, in the engine's own words (the summary's remark)
+    open_includes: str = "the connection's whole set-up included"
     at_rest_names: dict[str, str] = {}  # encryption value -> the option's name across engines (encbench atrest)
     # encryption values whose per-page CPU is set beside the calibration's raw cipher (the engine's own cipher)
     raw_cipher_values: tuple[str, ...] = ("on",)

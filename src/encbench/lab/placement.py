@@ -5,8 +5,15 @@ With the CPUs this process may use (its affinity) numbered c0 < c1 < ... < cN, t
 runner, the forkserver and a private server started by the engine run on c0..cN-1. On a
 2-CPU machine that is: the worker on CPU 1, the rest on CPU 0. A private server started
 after the runner is pinned inherits the runner's CPUs (affinity is inherited at fork), so
-the engines need no hook; a MariaDB restarted by a worker (cache=cold) inherits the
-worker's CPU instead. With one CPU, or where sched_setaffinity is refused, nothing is pinned
+the engines need no hook; a server restarted later is started where the one it replaces ran
+(engines/local/affinity.py). The timed labs keep this: the client side's CPU is measured on
+a CPU of its own, and a server's operations run beside nothing else of encbench.
+
+A run with a workload whose server works as a DBA's does beside its clients (Workload.spreads_server:
+the oltp mixes, where sysbench or pgbench drive the server with its background threads flushing,
+purging and checkpointing) leaves its private servers on every CPU: the runner is pinned only after
+the engine's prepare has started them (`spread`), so a server is never held to the runner's one CPU
+while the mix it serves runs next to it. With one CPU, or where sched_setaffinity is refused, nothing is pinned
 and the result file says why. Other users' processes are never moved: the pinning keeps the
 worker from migrating, it does not reserve the CPU.
 """
@@ -29,14 +36,25 @@ class Placement:
     rest_cpus: list[int] = field(default_factory=list)
     reason: str = ""
     previous: list[int] | None = None
+    spread: bool = False  # the private servers on every CPU (pinned after prepare): Workload.spreads_server
+
+    @property
+    def before_prepare(self) -> bool:
+        """Pin the runner before the engine starts its servers (they inherit the rest CPUs), or after (every CPU)."""
+        return not self.spread
 
     def describe(self) -> dict:
         if not self.pinned:
             text = f"not pinned ({self.reason})"
+        elif self.spread:
+            text = (f"worker on CPU {','.join(map(str, self.worker_cpus))}; runner and forkserver on CPU "
+                    f"{','.join(map(str, self.rest_cpus))}; any private server on every CPU, as a DBA's serves its "
+                    f"clients ({METHOD})")
         else:
             text = (f"worker on CPU {','.join(map(str, self.worker_cpus))}; runner, forkserver and a private server "
                     f"on CPU {','.join(map(str, self.rest_cpus))} ({METHOD})")
         return {"pinned": self.pinned, "worker_cpus": self.worker_cpus, "rest_cpus": self.rest_cpus,
+                "server_cpus": (self.previous if self.spread else self.rest_cpus) if self.pinned else None,
                 "method": METHOD if self.pinned else None, "reason": self.reason, "text": text,
                 "available_cpus": self.previous}
 
@@ -48,8 +66,9 @@ def _affinity() -> list[int] | None:
         return None
 
 
-def choose(enabled: bool, available: list[int] | None = None) -> Placement:
-    """The placement for these CPUs (default: this process's affinity); not pinned when off or impossible."""
+def choose(enabled: bool, available: list[int] | None = None, spread: bool = False) -> Placement:
+    """The placement for these CPUs (default: this process's affinity); not pinned when off or impossible.
+    spread: the private servers stay on every CPU (the runner pinned after prepare)."""
     available = _affinity() if available is None else sorted(available)
     if not enabled:
         return Placement(False, reason="--no-pin", previous=available)
@@ -59,7 +78,8 @@ def choose(enabled: bool, available: list[int] | None = None) -> Placement:
         return Placement(False, reason=f"only CPU {available[0]} is available: nothing to separate",
                          previous=available)
     return Placement(True, [available[-1]], available[:-1],
-                     reason=f"{len(available)} CPUs available: the worker gets the last one", previous=available)
+                     reason=f"{len(available)} CPUs available: the worker gets the last one", previous=available,
+                     spread=spread)
 
 
 def apply(p: Placement) -> Placement:

@@ -325,7 +325,10 @@ def execute(config: RunConfig, *, on_progress: Callable[[str, int, int], None] =
     setup = None
     workers = None  # --meter instructions, an engine in the worker: the fork server under valgrind (meterfork)
     started = False  # the file is first written once measuring can start: a configuration error leaves none
-    placed = placement.apply(placement.choose(config.pin))  # before prepare: a private server inherits it
+    # before prepare: a private server inherits the rest CPUs; after it when a workload's server works as a DBA's
+    placed = placement.choose(config.pin, spread=any(w.spreads_server for w in p.workloads))
+    if placed.before_prepare:
+        placement.apply(placed)
     doc["placement"] = placed.describe()
     metered = config.meter == meters.INSTRUCTIONS
     probes = list(config.probes) + (["instructions"] if metered and "instructions" not in config.probes else [])
@@ -341,6 +344,9 @@ def execute(config: RunConfig, *, on_progress: Callable[[str, int, int], None] =
             meter={"cache_sim": config.cache_sim, "keep_dir": str(config.data_dir)} if metered else {},
         )
         setup = p.engine.prepare(ctx)
+        if not placed.before_prepare:  # its servers started on every CPU; the runner now on the rest
+            placement.apply(placed)
+            doc["placement"] = placed.describe()
         doc["dataset"] = {k: v for k, v in setup.items() if not k.startswith("_")}
         doc["environment"]["engine_versions"].update(setup.get("versions", {}))
         if setup.get("kept_server"):

@@ -668,7 +668,8 @@ def header_lines(doc: dict, analysis: an.Analysis | None = None) -> list[str]:
     elif "server" in ds:
         srv = ds["server"]
         engine = engine_named(doc["engine"]["name"])
-        data = (f"server: {engine.label if engine else doc['engine']['name']} {srv.get('version')} at {srv.get('host')}:{srv.get('port')} "
+        where = srv.get("address") or f"{srv.get('host')}:{srv.get('port')}"  # address: the clients' (a socket's path)
+        data = (f"server: {engine.label if engine else doc['engine']['name']} {srv.get('version')} at {where} "
                 f"({'private, started by encbench' if ds.get('managed') else 'external'}; {srv.get('ssl_library') or 'TLS library ?'})")
     else:
         data = "data: -"

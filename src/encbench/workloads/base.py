@@ -65,6 +65,9 @@ class Workload:
     # bounded by the window, so neither can show a cost; its verdict rests on what it gets done in that time
     fixed_duration: bool = False
     verdict_metrics: tuple[str, ...] = FIXED_WORK  # the analysis judges a row on these, in this order
+    # True: a mix a server serves as a DBA's does, its background threads working beside the clients: the private
+    # servers of its run stay on every CPU rather than on the runner's (lab/placement.py)
+    spreads_server: bool = False
 
     def describe(self) -> dict:
         return {"description": self.description, "mutates": self.mutates, "reads_only": self.reads_only,

@@ -85,6 +85,7 @@ class Oltp(Workload):
                    "T seconds after an untimed warm-up, with the engine's memory held to a share of the data "
                    "(variant memory): transactions/s, latency p50/p95/p99, CPU and page reads per transaction")
     fixed_duration = True
+    spreads_server = True  # the private server on every CPU, as a DBA's (lab/placement.py)
     verdict_metrics = ("tps", "cpu_us_per_transaction", "client_cpu_us_per_transaction")
     params = (Param("seconds", "the timed window of each run, in whole seconds", 10, 2, minimum=1, maximum=3600),
               Param("warmup_seconds", "the untimed warm-up before each timed window, in whole seconds", 5, 1,

@@ -12,8 +12,12 @@ counters prove the state (session.MariaSession.check_operation).
 
 encryption=fscrypt|gocryptfs (filesystems.py): a private server per value whose data directory is on
 an encrypted filesystem of that kind, the table ENCRYPTED=NO; with any of them in the run, the
-instance holding `off` (and `on`) moves onto a plain loop-mounted ext4 filesystem and every server
-runs with InnoDB's instance-level encryption off (server.FS_BENCH), so `off` is the one baseline.
+instance holding `off` (and `on`) moves onto a plain loop-mounted ext4 filesystem; every server runs with
+InnoDB's instance-level encryption off, as a stock server does (server.FS_BENCH), so `off` is the one baseline.
+
+Every private server is a stock server of the installed version but for what the measurement needs
+(server.BENCH, server.NOT_STOCK: docs/mariadb.md): the redo log, temporary files and Aria stay in plaintext and
+the cipher is the plugin's default (AES_CBC) unless the run names a knob (knobs.py) or a --setting.
 """
 
 from __future__ import annotations
@@ -24,7 +28,6 @@ import secrets
 import subprocess
 import tempfile
 import time
-import tempfile
 from pathlib import Path
 from urllib.parse import parse_qs, unquote
 
@@ -41,6 +44,7 @@ from ...tls.variants import DEFAULT_TLS, check_tls
 from ...vocab.variants import Variant, VariantKey, int_validator
 from ...workloads import oltp as oltp_workload
 from . import column as maria_column
+from . import facts as maria_facts
 from . import oltp as maria_oltp
 from . import sysbench
 from .. import column_base
@@ -65,7 +69,7 @@ INNODB_ROW_BYTES = 420  # stored bytes per generated row in InnoDB (pages, index
 
 VARIANT_KEYS = (
     VariantKey("encryption", "encryption at rest: off/on, a table created ENCRYPTED=NO or ENCRYPTED=YES "
-               "(InnoDB, file_key_management, AES_CTR unless --setting changes it); fscrypt/gocryptfs, the server's "
+               "(InnoDB, file_key_management, its default AES_CBC unless named: encryption_algorithm); fscrypt/gocryptfs, the server's "
                "data directory on an encrypted filesystem (InnoDB encryption off; `off` then runs on a plain "
                "loop-mounted ext4 filesystem, needs root); the oltp workload: off/on", ("off", "on"),
                ("off", "on", *filesystems.KINDS), workloads=AT_REST + OLTP + SORT),
@@ -162,6 +166,7 @@ class MariaDBEngine(Engine):
     profile_categories = (("mariadb", r"mariadbd|mysqld", r""),)
     options = ("dsn", "keep", "allow_reconfigure", "wait_interval", "settings")
     label = "MariaDB"
+    open_includes = "TCP connect, TLS handshake when on, and login included; InnoDB derives no key per connection"
     metric_words = {"cpu_s": "server CPU", "client_cpu_s": "client CPU"}
     at_rest_names = {"on": "InnoDB TDE", "fscrypt": "InnoDB on fscrypt", "gocryptfs": "InnoDB on gocryptfs"}
     kernel_worker_crypto = ("fscrypt",)  # its reads decrypt in kworker threads: per-page cost = server + kworker CPU
@@ -374,7 +379,8 @@ class MariaDBEngine(Engine):
         self._servers[schema] = server
         if fs_values:
             setup["filesystems"] = {}
-            setup["fs_instance_settings"] = "InnoDB instance-level encryption off on every server (server.FS_BENCH)"
+            setup["fs_instance_settings"] = ("InnoDB instance-level encryption off on every server, as on a stock "
+                                            "server (server.FS_BENCH)")
         algorithms = sorted({v["encryption_algorithm"] for v in ctx.variants if "encryption_algorithm" in v})
         if algorithms:  # each its own raw cipher reference (calibrate)
             setup["encryption_algorithms"] = algorithms
@@ -385,18 +391,21 @@ class MariaDBEngine(Engine):
                 if server is None:  # what killed runs left here goes first, before anything is measured
                     setup["_journal"] = maria_state.open_journal(admin, admin_params)
                 cur = admin.cursor()
-                facts = _server_facts(cur)
+                facts = maria_facts.server_facts(cur, conn_params)
                 setup["server"] = facts
                 setup["page_size"] = int(facts["innodb_page_size"])
-                setup["performance_schema"] = facts["performance_schema"] == "ON" and facts["waits_consumer"]
+                # the waits probe: a private server's wait instruments turned on while it samples (waits.py); a
+                # --dsn server's only when its own settings have them on
+                setup["waits_on_demand"] = server is not None and facts["performance_schema"] == "ON"
+                setup["performance_schema"] = facts["performance_schema"] == "ON" and (
+                    facts["waits_consumer"] or setup["waits_on_demand"])
                 setup["instance_encrypts_tables"] = facts["innodb_encrypt_tables"] != "OFF"
                 setup["versions"] = {"mariadb_server": facts["version"]}
                 if server is not None:
                     setup["_handle"] = server.handle.to_dict()
                     if server.handle.wrapper:  # --meter instructions (meter.py)
                         setup["meter"] = {"dir": str(server.handle.meter_dir), "marker": maria_meter.MARKER_SQL}
-                    setup["instance_settings"] = {k: v for k, v in server.handle.settings.items()
-                                                  if "encrypt" in k or "key_management" in k}
+                    setup["instance_settings"] = maria_facts.instance_settings(cur)  # the server's own word
                     setup["mariadb_backup"] = maria_server.binaries().get("mariadb-backup")
                     if maria_oltp.tls_wanted(oltp_main):  # sysbench's TLS files (sysbench.Workdir.with_tls)
                         setup["_oltp_tls"] = {k: str(v) for k, v in server.handle.client_tls.items()}
@@ -524,14 +533,13 @@ class MariaDBEngine(Engine):
         self._fs_servers.setdefault(schema, {})[",".join(keys)] = srv  # stopped by cleanup with the others
         own: dict = {"schema": schema, "rows": setup["rows"], "seed": setup["seed"], "tables": {}, "markers": {},
                      "_handle": srv.handle.to_dict(), "_conn": srv.handle.tcp_params(),
-                     "_admin": {"unix_socket": str(srv.handle.socket), "user": "root"}, "startup_settings": startup,
-                     "instance_settings": {k: v for k, v in srv.handle.settings.items()
-                                           if "encrypt" in k or "key_management" in k or k == "log_bin"}}
+                     "_admin": {"unix_socket": str(srv.handle.socket), "user": "root"}, "startup_settings": startup}
         if maria_oltp.tls_wanted(oltp):
             own["_oltp_tls"] = {k: str(v) for k, v in srv.handle.client_tls.items()}
         admin = _connect(my, own["_admin"], f"the MariaDB server with {shown}")
         try:
             cur = admin.cursor()
+            own["instance_settings"] = maria_facts.instance_settings(cur)
             cur.execute(f"CREATE DATABASE {schema}")
             if at_rest:
                 self._create_at_rest(cur, ctx, own, {v["encryption"] for v in at_rest})
@@ -601,7 +609,7 @@ class MariaDBEngine(Engine):
         if not any("on" in own.get("tables", {}) or "on" in (own.get("oltp") or {}).get("schemas", {})
                    for own in [setup, *_knob_overrides(setup)]):
             return out
-        algo = (setup.get("instance_settings") or {}).get("file_key_management_encryption_algorithm", "AES_CTR")
+        algo = (setup.get("server") or {}).get("encryption_algorithm") or maria_facts.DEFAULT_ALGORITHM  # its own word
         ps = setup["page_size"]
         # the server's own cipher, and each named encryption_algorithm's (raw_cipher_key): each mode measured once
         modes = {str(ps): algo.upper()[-3:],
@@ -690,34 +698,6 @@ def _connect(my, params: dict, what: str):
         why = unreachable(e, where_of(params))
         raise EngineUnavailableError(f"cannot connect to {what}: {why or first_line(e)}",
                                      hint="check --dsn (user, password, host, port) and that the server is running") from None
-
-
-def _server_facts(cur) -> dict:
-    def var(name: str) -> str | None:
-        cur.execute("SHOW GLOBAL VARIABLES LIKE %s", (name,))
-        row = cur.fetchone()
-        return row[1] if row else None
-
-    cur.execute("SELECT PLUGIN_NAME FROM information_schema.PLUGINS WHERE PLUGIN_TYPE = 'ENCRYPTION' "
-                "AND PLUGIN_STATUS = 'ACTIVE'")
-    plugins = [r[0] for r in cur.fetchall()]
-    waits = False
-    if var("performance_schema") == "ON":
-        try:
-            cur.execute("SELECT ENABLED FROM performance_schema.setup_consumers WHERE NAME = 'events_waits_current'")
-            row = cur.fetchone()
-            waits = bool(row and row[0] == "YES")
-        except Exception:
-            waits = False
-    return {
-        "version": var("version"), "have_ssl": var("have_ssl"), "ssl_library": var("version_ssl_library"),
-        "innodb_page_size": var("innodb_page_size"), "performance_schema": var("performance_schema"),
-        "waits_consumer": waits, "encryption_plugins": plugins,
-        "innodb_encrypt_tables": var("innodb_encrypt_tables") or "OFF",
-        "innodb_encrypt_log": var("innodb_encrypt_log"), "innodb_flush_method": var("innodb_flush_method"),
-        "buffer_pool_bytes": int(var("innodb_buffer_pool_size") or 0),
-        "host": cur.connection.host, "port": cur.connection.port,
-    }
 
 
 TABLE_DDL = ("(id INT NOT NULL AUTO_INCREMENT PRIMARY KEY, k BIGINT NOT NULL, grp INT NOT NULL, "

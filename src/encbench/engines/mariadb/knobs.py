@@ -57,7 +57,7 @@ STARTUP = (
                                                            "oltp", *SORT),
             None, "", "", (10, 1, 3),
             "the key management plugin's cipher (file_key_management_encryption_algorithm): aes_cbc (the plugin's "
-            "default) or aes_ctr (encbench's servers otherwise), a server per value; only when named", "aes_cbc"),
+            "default, encbench's servers' unless named) or aes_ctr, a server per value; only when named", "aes_cbc"),
     Startup("encrypt_log", "innodb_encrypt_log", ON_OFF, ("oltp", "dml", "rebuild"), "redo_bytes_written",
             "redo log bytes (Innodb_os_log_written)", "use a writing workload, e.g. --workload oltp --variant "
             "script=oltp_read_write", (10, 1, 3),
@@ -357,7 +357,7 @@ def _startup(key: str, note: str):
 
 
 SETTING_NOTE = ("in the server's configuration file; a startup option (a restart), MariaDB's own default OFF, "
-                "encbench's servers ON")
+                "as on encbench's servers unless the run names it")
 KNOBS = (
     Knob("encryption_algorithm", "key management cipher", BY_KEY["encryption_algorithm"].default, (SCAN, OLTP),
          gives_up={"aes_ctr": "", "aes_cbc": ""},

@@ -23,7 +23,7 @@ import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from ..local import certs
+from ..local import affinity, certs
 from ...errors import BadValueError, EngineUnavailableError
 from ..local.server import keep_log, last_log_line, run_tool, start_on_free_port, unprivileged_user
 from .client import connect_bounded
@@ -31,7 +31,7 @@ from ...lab import leftovers
 from ...util import owners
 from ...util.proc import kill_and_reap, running, stop_pid
 
-INSTALL_HINT = "install it with: apt-get install mariadb-server mariadb-backup"
+INSTALL_HINT = "install it with: apt-get install mariadb-server mariadb-backup sysbench (the oltp workload's driver)"
 START_TIMEOUT_S = 60
 STOP_TIMEOUT_S = 60
 # --meter instructions: the server under callgrind (meter.py) starts and stops 20-50x slower
@@ -53,33 +53,51 @@ ENCRYPTED = {
     "server_id": "1",
 }
 
-# `encbench run`: the plugin and every instance-level encryption on, except that each table
-# says for itself (ENCRYPTED=YES|NO), so one instance holds the encrypted and the plain copy;
-# reads from storage (O_DIRECT, no buffer-pool dump/load), wait instruments on
+# `encbench run`: a stock server of this version (what a DBA runs: the plugin's own defaults, AES_CBC, redo log,
+# temporary files and tables, Aria and binary log in plaintext) with what the measurement needs: the key
+# management plugin loaded (each table says for itself, ENCRYPTED=YES|NO, so one instance holds the encrypted and
+# the plain copy); reads from storage (O_DIRECT, no buffer-pool dump/load); performance_schema on (it cannot be
+# turned on without a restart: the threads table and status_by_thread prove a connection's TLS, the waits probe
+# samples events_waits_current) with every instrument and consumer off but the thread bookkeeping, so it costs
+# next to nothing: the waits probe turns the wait instruments and events_waits_current on while it samples and
+# off again (waits.WaitSampler, WAITS_ON / WAITS_OFF). Named startup knobs (knobs.py) and --setting change one of
+# these at a time.
 BENCH = {
     "plugin_load_add": "file_key_management",
-    "file_key_management_encryption_algorithm": "AES_CTR",
+    "file_key_management": "FORCE",  # a key file the plugin cannot read stops the server, never a server without it
+    # the version's own defaults, written out: a knob's value that is the default then means the same server
+    # (knobs.server_groups compares configurations), and the result file says what ran
+    "file_key_management_encryption_algorithm": "AES_CBC",
     "innodb_encrypt_tables": "OFF",
-    "innodb_encrypt_log": "ON",
-    "innodb_encrypt_temporary_tables": "ON",
-    "encrypt_tmp_files": "ON",
-    "encrypt_binlog": "ON",
-    "aria_encrypt_tables": "ON",
+    "innodb_encrypt_log": "OFF",
+    "innodb_encrypt_temporary_tables": "OFF",
+    "encrypt_tmp_files": "OFF",
+    "encrypt_binlog": "OFF",
+    "aria_encrypt_tables": "OFF",
     "innodb_flush_method": "O_DIRECT",
     "innodb_buffer_pool_load_at_startup": "OFF",
     "innodb_buffer_pool_dump_at_shutdown": "OFF",
     "performance_schema": "ON",
-    "performance_schema_instrument": "'wait/%=ON'",
-    "performance_schema_consumer_events_waits_current": "ON",
+    "performance_schema_instrument": "'%=OFF'",
+    "performance_schema_consumer_statements_digest": "OFF",
     "max_connections": "300",
+}
+# what differs from a stock server of the version, and why (docs/mariadb.md says the same)
+NOT_STOCK = {
+    "plugin_load_add": "the key management plugin, so that a table can be created ENCRYPTED=YES",
+    "file_key_management": "FORCE: a server whose key management plugin fails to start does not start at all",
+    "innodb_flush_method": "O_DIRECT: a page the buffer pool misses is read from storage, not from the OS cache",
+    "innodb_buffer_pool_load_at_startup": "a restart empties the buffer pool (cache=cold)",
+    "innodb_buffer_pool_dump_at_shutdown": "a restart empties the buffer pool (cache=cold)",
+    "performance_schema": "the server's own view of each connection's TLS, and the waits probe; every instrument "
+                          "off until the waits probe turns the wait instruments on for the operation it samples",
+    "max_connections": "the hash sweep's sessions (up to 256)",
 }
 
 # a run with a filesystem variant (encryption=fscrypt|gocryptfs): every server of the run, the plain-mount
-# baseline included, with InnoDB's instance-level encryption off (redo log, temporary tables and files, Aria
-# in plaintext), so each variant differs from `off` by one thing: the table's ENCRYPTED=YES (`on`) or the
-# filesystem (fscrypt, gocryptfs). The plugin stays loaded for the `on` table.
-FS_BENCH = dict(BENCH, innodb_encrypt_log="OFF", innodb_encrypt_temporary_tables="OFF", encrypt_tmp_files="OFF",
-                encrypt_binlog="OFF", aria_encrypt_tables="OFF")
+# baseline included, with the same settings (InnoDB's instance-level encryption off, as on a stock server), so each
+# variant differs from `off` by one thing: the table's ENCRYPTED=YES (`on`) or the filesystem (fscrypt, gocryptfs).
+FS_BENCH = dict(BENCH)
 
 
 def binaries() -> dict[str, str]:
@@ -209,8 +227,10 @@ class Handle:
     def restart(self) -> float:
         """Shut down and start again: an empty buffer pool (no dump/load). Returns the seconds it took."""
         t0 = time.perf_counter()
+        cpus = affinity.cpus_of(self.pid())  # the new server where the old one ran (never the worker's CPU)
         self.shutdown()
-        proc = self.launch()
+        with affinity.starting_on(cpus):
+            proc = self.launch()
         try:
             ok, last = self.wait_ready(proc)
         except BaseException:  # stopped while it starts (SIGTERM to the worker): before its pid file exists
@@ -332,13 +352,7 @@ def start(settings: dict | None = None, *, base: dict | None = None, buffer_pool
 
         def launch(port: int) -> subprocess.Popen:
             handle.port = port
-            lines = ["[mariadbd]", f"datadir={handle.datadir}", f"socket={handle.socket}", f"port={handle.port}",
-                     "bind-address=127.0.0.1", f"tmpdir={handle.tmpdir}", f"pid_file={handle.pidfile}",
-                     *([f"file_key_management_filename={handle.keyfile}"] if own_keys else []),
-                     f"innodb_buffer_pool_size={int(buffer_pool_mb)}M", "innodb_log_file_size=96M",
-                     "skip-name-resolve", f"log_error={handle.logfile}", *tls_lines]
-            lines += [f"{k}={v}" for k, v in conf.items()]
-            handle.cnf.write_text("\n".join(lines) + "\n")
+            handle.cnf.write_text(config_text(handle, conf, buffer_pool_mb, own_keys, tls_lines))
             if not handle.datadir.exists():
                 try:
                     run_tool([bins["mariadb-install-db"], f"--defaults-file={handle.cnf}",
@@ -371,6 +385,17 @@ def start(settings: dict | None = None, *, base: dict | None = None, buffer_pool
     except BaseException:
         server.stop()
         raise
+
+
+def config_text(handle: Handle, conf: dict, buffer_pool_mb: int, own_keys: bool, tls_lines: list[str]) -> str:
+    """The server's option file: where its files are, loopback only, the pool, then `conf` (base + the run's)."""
+    lines = ["[mariadbd]", f"datadir={handle.datadir}", f"socket={handle.socket}", f"port={handle.port}",
+             "bind-address=127.0.0.1", f"tmpdir={handle.tmpdir}", f"pid_file={handle.pidfile}",
+             *([f"file_key_management_filename={handle.keyfile}"] if own_keys else []),
+             f"innodb_buffer_pool_size={int(buffer_pool_mb)}M", "innodb_log_file_size=96M",
+             "skip-name-resolve", f"log_error={handle.logfile}", *tls_lines]
+    lines += [f"{k}={v}" for k, v in conf.items()]
+    return "\n".join(lines) + "\n"
 
 
 def _first_error(log: Path) -> str | None:

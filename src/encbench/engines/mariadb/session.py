@@ -224,8 +224,8 @@ class MariaSession(MariaOltp, MariaColumn, SessionsTogether, Session):
         cur.fetchall()
 
     def _sampler(self, thread_ids, others_of) -> Callable[[], WaitSampler]:
-        params = self.setup["_admin"]
-        return lambda: WaitSampler(params, thread_ids, others_of)
+        params, switch = self.setup["_admin"], bool(self.setup.get("waits_on_demand"))
+        return lambda: WaitSampler(params, thread_ids, others_of, switch)
 
     def churn_target(self, marker: str) -> Target:
         """The whole server process (connections come and go); waits of the user's other connections."""
@@ -289,8 +289,22 @@ class MariaSession(MariaOltp, MariaColumn, SessionsTogether, Session):
             cur = self.conn.cursor()
             cur.execute(f"SELECT SUM(LENGTH(body)) FROM {self.table}")  # every clustered-index page
             cur.execute(f"SELECT COUNT(*) FROM {self.table} FORCE INDEX (grp)")  # and the secondary index
+            self._settle_background(cur)
             self._warm = True
         return {"cache": "warm"}
+
+    def _settle_background(self, cur) -> None:
+        """What InnoDB's background threads would read from storage during a warm operation, done first: the
+        purge of changes made before the last restart (their undo pages; a private server only: a wait, nothing
+        set) and the pages of its persistent statistics, which it updates after a table's rows change."""
+        pymy = pymysql()
+        if self.handle is not None:
+            cur.execute("SET GLOBAL innodb_max_purge_lag_wait=0")
+        for table in ("mysql.innodb_table_stats", "mysql.innodb_index_stats"):
+            try:
+                cur.execute(f"SELECT COUNT(*) FROM {table}")
+            except pymy.err.MySQLError:  # a --dsn role that may not read them: their pages may still be read
+                pass
 
     def execute(self, sql: str, params: tuple = ()) -> int:
         cur = self.conn.cursor()

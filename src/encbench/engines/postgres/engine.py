@@ -133,6 +133,7 @@ class PostgresEngine(Engine):
                      "verdict")
     metric_words = {"cpu_s": "server CPU", "client_cpu_s": "client CPU"}
     label = "PostgreSQL"
+    open_includes = "TCP connect, TLS handshake when on, login and the backend's start included"
     dsn_schemes = ("postgresql", "postgres")
     default_port = 5432
     at_rest_names = {"fscrypt": "PostgreSQL on fscrypt", "gocryptfs": "PostgreSQL on gocryptfs"}
@@ -344,7 +345,7 @@ class PostgresEngine(Engine):
         return {"load_s": load_s, "data_bytes": size}
 
     def _prepare_oltp_server(self, ctx: PrepareContext, setup: dict) -> None:
-        """The oltp workload's own private server (TLS on, the at-rest clusters' settings), in a memory cgroup."""
+        """The oltp workload's own private server (TLS on, stock settings: oltp.SERVER_SETTINGS), in a memory cgroup."""
         oltp.check_disk(Path(tempfile.gettempdir()), setup["oltp"]["scale"], _size_text(ctx.size_bytes))
         ctx.progress("oltp: starting a private PostgreSQL server")
         group = self._memory_group(setup, "pg-oltp")

@@ -5,8 +5,11 @@ Where it runs (the axis the run varies, engine.plan_keys / run_tables): by defau
 own (TLS off / on / forced suites, proven per pgbench connection from pg_stat_ssl); with --variant
 encryption=off,fscrypt,gocryptfs on the at-rest clusters (atrest.py: one per value, its data directory on its
 host/encfs mount); with --dsn on that server, whose memory is never changed (the share its pool holds is read
-and recorded). Every private one has the at-rest clusters' settings (fsync, synchronous commit, full-page
-writes on; a small max_wal_size; autovacuum off): the same kind of server on either axis. pgbench's sessions
+and recorded). The private oltp server is a stock server of the installed version (SERVER_SETTINGS: fsync,
+synchronous commit and full-page writes on, the default checkpoint distance and WAL sizes, no I/O timing) but for
+shared_buffers (the memory share), autovacuum off (its workers would land in random runs' server CPU; pgbench's
+own VACUUM runs before each warm-up instead), max_connections 300, TLS on and loopback only; the at-rest clusters
+keep their small max_wal_size (the WAL fits their sparse images) and track_io_timing (their cache proof). pgbench's sessions
 set synchronous_commit=off (pgbench.OLTP_SESSION): a commit does not wait for the disk's flush, so the mix
 measures the server's work rather than the machine's fsync latency; everything is still written and fsynced.
 
@@ -57,7 +60,7 @@ from .client import check_connection, client_params, is_local_postgres
 SCRIPTS = pgbench.BUILTIN
 TABLES = ("pgbench_accounts", "pgbench_branches", "pgbench_tellers", "pgbench_history")
 BYTES_PER_SCALE = 15_700_000  # pgbench -i -s 1 with its indexes, measured on PostgreSQL 15 (-s 3: 47.2 MB)
-WAL_ROOM = 3 * 96 << 20  # the WAL between checkpoints (max_wal_size 96MB) and what -i writes
+WAL_ROOM = (1024 + 2 * 96) << 20  # the WAL between checkpoints (max_wal_size: 1 GB, the default) and what -i writes
 FULL_HEADROOM = 0.25  # memory=100%: the pool holds the data and a quarter more (catalogs, history, new versions)
 MIN_POOL = 16 * atrest.BLOCK_SIZE  # PostgreSQL's smallest shared_buffers (16 blocks)
 # the page cache the server's group may hold beyond its own memory: room for the WAL and data pages being
@@ -66,7 +69,9 @@ OS_CACHE_ALLOWANCE = 4 << 20
 SAMPLE_S = 0.05  # how often pgbench is looked at (the group's own memory read, during the warm-up)
 TLS_POLL_S = 0.25  # pg_stat_ssl read for new pgbench connections once its clients are all there
 SETTLE_S = 10.0  # at most this long for the postmaster to reap pgbench's backends
-SERVER_SETTINGS = dict(atrest.SERVER_SETTINGS)
+# the private oltp server: what server.SERVER_SETTINGS sets apart from a stock server and a DBA's would not have
+# (fsync off) back to the default; the rest stock (docs/oltp.md: how the private servers are configured)
+SERVER_SETTINGS = {"fsync": "on"}
 WARM_APP, RUN_APP = "encbench-oltp-warm", "encbench-oltp"
 INSTALL_HINT = "install it: apt-get install postgresql (Debian ships pgbench with the server)"
 

@@ -21,7 +21,7 @@ import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..local import certs
+from ..local import affinity, certs
 from ...errors import EngineUnavailableError
 from ...lab import leftovers
 from ...util import owners
@@ -140,10 +140,12 @@ class PgServer:
         """Stop the server (whoever started it last) and start it again, in its cgroup, with these settings
         (command-line -c values, which no configuration file overrides) changed; the rest as it was."""
         self.args = with_settings(self.args, settings)
+        cpus = affinity.cpus_of(postmaster_pid(self.datadir))  # the new one where the old one ran (placement)
         shutdown(self.datadir)
         if self.proc is not None:
             self.proc.poll()  # reaped: our child, stopped by its pid above
-        self._spawn()
+        with affinity.starting_on(cpus):
+            self._spawn()
         ok, error = _wait_ready(self)
         if not ok:
             raise EngineUnavailableError(f"the PostgreSQL server did not restart with {settings}: {error}")
@@ -285,6 +287,13 @@ def restart_handle(handle: dict, conninfo: dict) -> float:
     return time.perf_counter() - t0
 
 
+def settings_for(settings: dict | None, *, meter: bool = False) -> dict:
+    """The -c settings a private server starts with: SERVER_SETTINGS, the meter's, then the caller's."""
+    from . import meter as pg_meter
+
+    return dict(SERVER_SETTINGS, **(pg_meter.SERVER_SETTINGS if meter else {}), **(settings or {}))
+
+
 def _as_user(user):
     return {"user": user[1], "group": user[2], "extra_groups": []} if user else {}
 
@@ -333,8 +342,7 @@ def start(*, keep: bool = False, settings: dict | None = None, data_parent: Path
                   "--auth-local=trust", "--auth-host=scram-sha-256", f"--pwfile={pwfile}", "--no-instructions"],
                  "initdb", timeout=120, **_as_user(user))
         crt, key = certs.self_signed(root, owner=user[1:] if user else None)
-        conf = dict(SERVER_SETTINGS, **(pg_meter.SERVER_SETTINGS if meter else {}), **(settings or {}),
-                    ssl_cert_file=str(crt), ssl_key_file=str(key),
+        conf = dict(settings_for(settings, meter=bool(meter)), ssl_cert_file=str(crt), ssl_key_file=str(key),
                     unix_socket_directories=str(server.sockdir) if unix_socket else "")
         if meter:
             server.meter_dir = root / "callgrind"
