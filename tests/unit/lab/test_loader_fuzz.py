@@ -33,7 +33,10 @@ SEED = 11
 MUTANTS_PER_SOURCE = 150
 TIMEOUT_S = 20
 ALLOWED = {0, 6, 7}  # success, ResultFileError, SchemaVersionError
-ESTIMATE_ALLOWED = ALLOWED | {4}  # 4: the (mutated) file has no per-page cost to estimate from
+# 4: the (mutated) file has no per-page cost to estimate from; 24: the bill has no total (a term's cost is not
+# resolved): an answer on stdout that names the term, not an error line
+ESTIMATE_ALLOWED = ALLOWED | {4, 24}
+ANSWERS = {24}  # exit codes that answer on stdout (no error line on stderr)
 DEEP = "__encbench_fuzz_deep__"
 
 # -- the mutator ---------------------------------------------------------------------------------
@@ -195,8 +198,10 @@ def check(argv, allowed, rc, stdout, stderr, warns) -> list[str]:
         problems.append(f"exit {rc}")
     if "Traceback" in stderr or "internal error" in stderr:
         problems.append("traceback/internal error")
-    if rc != 0 and len(stderr.strip().splitlines()) != 1:
+    if rc != 0 and rc not in ANSWERS and len(stderr.strip().splitlines()) != 1:
         problems.append(f"{len(stderr.strip().splitlines())} stderr lines")
+    if rc in ANSWERS and ("NOT RESOLVED" not in stdout or stderr.strip()):
+        problems.append("a bill without a total that does not say so on stdout alone")
     if rc in (6, 7) and not stderr.startswith("encbench: error: "):
         problems.append("error line not in the usual form")
     if warns:
