@@ -2,13 +2,13 @@
 
 SIGKILL (to the main process, or to its whole process group) of a SQLite run, a PostgreSQL and a MariaDB private
 server run, a metered (`--meter instructions`) PostgreSQL run, a PostgreSQL oltp run with a memory share (its memory
-cgroup, as root) and, with ENCBENCH_TEST_KILL_ADVISE=1, an `advise --quick`: the private servers (own sessions), their valgrind processes and cgroups
+cgroup, as root) and an `advise --quick`: the private servers (own sessions), their valgrind processes and cgroups
 outlive the kill. The next encbench invocation finds them through the killed runs' owner records, stops and removes
 them, and names what it reclaimed in one stderr line; afterwards no process, mount, memory cgroup, loop device,
 vgdb pipe, scratch directory or owner record of the killed runs is left.
 
-SIGTERM to the whole process group (timeout -s TERM, systemd, CI runners) at random moments, 5 SQLite runs and a
-PostgreSQL private server run: always an interruption (exit 130, status interrupted, runs kept), never "the worker
+SIGTERM to the whole process group (timeout -s TERM, systemd, CI runners) at random moments, 3 SQLite runs and
+each of the other scenarios above: always an interruption (exit 130, status interrupted, runs kept), never "the worker
 process died (exit code 255)" (exit 11: 4 tries in 12 before the fix, on a loaded 2-core machine).
 
 Cost on a loaded 2-core machine (load 8): the kills about 80 s, the SIGTERMs about 50 s.
@@ -40,7 +40,7 @@ pytestmark = pytest.mark.integration
 
 ROOT = os.geteuid() == 0
 WAIT = 240  # seconds until the measuring phase (a metered server starts under valgrind), and until an exit
-TERM_TRIES = 5
+TERM_TRIES = 3
 SQLITE_RUN = ("run", "--size", "2MB", "--runs", "30", "--warmups", "0", "--workload", "scan-eq")
 # name -> (command line, whether it can run here, how it is killed: SIGKILL to the group or to the main process)
 KILLED = {
@@ -55,10 +55,8 @@ KILLED = {
     "oltp-memory": (("run", "--engine", "postgres", "--workload", "oltp", "--quick", "--variant", "memory=25%",
                      "--variant", "tls=off", "--param", "seconds=1", "--runs", "30", "--warmups", "0"),
                     HAVE_PG and ROOT and memcg.unavailable() is None, True),
-    # an advise --quick (a run per sweep: the SQLite run's machinery) killed the same way was reclaimed alike, in
-    # 30 s of this test's time on a loaded 2-core machine: left out to keep the test short
-    "advise": (("advise", "--quick", "--size", "2MB", "--warmups", "0", "--runs", "3"),
-               os.environ.get("ENCBENCH_TEST_KILL_ADVISE") == "1", False),
+    # an advise (a run per sweep, each a result file of its own in the output directory)
+    "advise": (("advise", "--quick", "--size", "2MB", "--warmups", "0", "--runs", "3"), True, False),
 }
 
 
@@ -225,15 +223,18 @@ def test_the_next_command_reclaims_what_killed_runs_left(private_tmp, tmp_path_f
 
 
 def test_sigterm_to_the_group_is_an_interruption(private_tmp, tmp_path_factory):
-    """5 SQLite runs and a PostgreSQL private server run, each signalled at a random moment while it measures: exit
-    130, status interrupted, runs kept, nothing left (its server stopped and removed, no owner record)."""
+    """SQLite runs and each other scenario of KILLED that can run here (a PostgreSQL and a MariaDB private server,
+    a metered server, an oltp run with its memory cgroup, an advise), each signalled at a random moment while it
+    measures: exit 130, status interrupted, runs kept, nothing left (its servers stopped and removed, its cgroup
+    gone, no owner record)."""
     tmp, env = private_tmp
     data = tmp_path_factory.mktemp("term-data")
     rng = random.Random()
-    tries = [SQLITE_RUN] * TERM_TRIES + ([KILLED["postgres"][0]] if HAVE_PG else [])
-    for k, args in enumerate(tries):
+    others = [name for name, (_, possible, _) in KILLED.items() if possible and name != "sqlite"]
+    tries = [("sqlite", SQLITE_RUN)] * TERM_TRIES + [(name, KILLED[name][0]) for name in others]
+    for k, (name, args) in enumerate(tries):
         work = tmp_path_factory.mktemp(f"term-{k}")
-        out = work / "r.json"
+        out = work / ("sweeps" if args[0] == "advise" else "r.json")
         p = _start([*args, "--data-dir", str(data)], out, env, work)
         _signal_while_measuring(p, out, signal.SIGTERM, True, rng, runs=1)  # a run kept, the next one in a worker
         try:
@@ -242,13 +243,17 @@ def test_sigterm_to_the_group_is_an_interruption(private_tmp, tmp_path_factory):
             if p.poll() is None:
                 os.killpg(p.pid, signal.SIGKILL)
         err = (work / "stderr.txt").read_text()
-        assert code == 130, f"try {k}: exit {code}: {err}"
-        assert err.startswith("encbench: interrupted") and len(err.splitlines()) == 1, err
-        doc = json.loads(out.read_text())
-        assert doc["status"] == "interrupted" and doc["runs"] and doc["error"] is None, (k, doc["status"], doc["error"])
-        assert not _wait_session_empty(p.pid, 5), f"try {k}: processes of its session outlive it"
-        assert not scratch_dirs(data) and not list(tmp.glob("pymp-*")) and owners.records(tmp) == []
-        assert not list(tmp.glob("encbench-pg-*")) and not list(tmp.rglob("vgdb-pipe-*"))
+        assert code == 130, f"try {k} ({name}): exit {code}: {err}"
+        assert err.startswith("encbench: interrupted") and len(err.splitlines()) == 1, (name, err)
+        files = [out] if out.suffix == ".json" else sorted(out.glob("*.json"))
+        docs = [json.loads(f.read_text()) for f in files]
+        assert docs and docs[-1]["status"] == "interrupted" and any(d["runs"] for d in docs), (name, files)
+        assert docs[-1]["error"] is None, (name, docs[-1]["error"])
+        assert not _wait_session_empty(p.pid, 5), f"try {k} ({name}): processes of its session outlive it"
+        assert not scratch_dirs(data) and not list(tmp.glob("pymp-*")) and owners.records(tmp) == [], name
+        assert not list(tmp.glob("encbench-pg-*")) and not list(tmp.glob("encbench-maria-*")), name
+        assert not list(tmp.rglob("vgdb-pipe-*")) and not _mounts_under(tmp) and not _loop_devices_under(tmp), name
+        assert not [r for _, r in memcg.records() if r["owner"]["pid"] == p.pid], name
 
 
 @pytest.mark.skipif(shutil.which("valgrind") is None, reason="valgrind not installed")
