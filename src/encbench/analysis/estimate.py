@@ -31,6 +31,8 @@ PREFERRED = ("scan-eq", "scan-like")  # scan-eq: the lightest query, its added C
 # the largest two-socket servers move about 1 TB/s to and from DRAM (24 DDR5 channels); even a
 # rack of NVMe drives (~14 GB/s each on PCIe 5.0) stays far below. A rate above this is a typo.
 MAX_RATE = 10e12
+MIN_PAGE_BYTES = 512  # a rate in pages, when the page size is not known, is checked at the smallest page
+MAX_COUNT = 1e9  # sessions, messages... per second: a billion is past any server's
 
 
 def parse_rate(text: str, *, what: str) -> float:
@@ -228,7 +230,12 @@ def given_rate(name: str, text: str, option: str, page_size: int | None):
     count = _COUNT_RE.match(text)
     given = f"given: {option} {name + '=' if option == '--rate' else ''}{text}"
     if unit == "page" and count:
-        return Rate(float(count.group(1)), f"{given} (pages per second)")
+        pages = float(count.group(1))
+        if not pages * (page_size or MIN_PAGE_BYTES) <= MAX_RATE:  # as many bytes as a server could move, at most
+            raise BadValueError(f"{option} {text[:40]!r} pages per second is more than any server reads or writes "
+                                f"({fmt_bytes(MAX_RATE)}/s: a large server's memory bandwidth is about 1 TB/s)",
+                                hint="give the server's physical rate, e.g. 25MB/s or 6000 (pages per second)")
+        return Rate(pages, f"{given} (pages per second)")
     if unit in ("page", "byte"):
         value = parse_rate(text, what=option)
         if unit == "byte":
@@ -239,4 +246,8 @@ def given_rate(name: str, text: str, option: str, page_size: int | None):
         return Rate(value / page_size, f"{given} / {page_size:,} B per page")
     if not count:
         raise BadValueError(f"{option} {name}={text[:40]!r} is not a count per second", hint="e.g. 35/s or 35")
-    return Rate(float(count.group(1)), given)
+    value = float(count.group(1))
+    if not value <= MAX_COUNT:
+        raise BadValueError(f"{option} {name}={text[:40]!r} is more than a server does per second (at most "
+                            f"{MAX_COUNT:.0e})", hint="give the server's rate, e.g. 35/s")
+    return Rate(value, given)

@@ -296,11 +296,13 @@ def _print_tls_ranking(m: dict) -> None:
 
     print(f"measured ({m['runs']} runs per suite, vs no TLS; {m['note']}; results in {m['result_file']}):")
     rows = [("grade", "storm elapsed", "bulk MB/s", "connections/s", "suite")]  # the suite last: it may wrap
-    rows += [(r["grade"], r["not_measured"], "", "", r["tls"]) if r.get("not_measured") else
-             (r["grade"], cell(r["storm elapsed"]), cell(r["bulk MB/s"]), cell(r["connections/s"]), r["tls"])
-             for r in m["ranking"]]
+    rows += [(r["grade"], cell(r["storm elapsed"]), cell(r["bulk MB/s"]), cell(r["connections/s"]), r["tls"])
+             for r in m["ranking"] if not r.get("not_measured")]
     for line in fit(rows, output_width(), "  "):
         print(line)
+    for r in m["ranking"]:  # a suite the server accepts and the measuring client cannot offer: a line of its own
+        if r.get("not_measured"):
+            print(f"  {r['tls']} (grade {r['grade']}): {r['not_measured']}")
     if m["recommendation"]:
         print(m["recommendation"])
     if m.get("groups"):
