@@ -642,6 +642,8 @@ def warning_lines(analysis: an.Analysis, limit: int = 6, doc: dict | None = None
                 by_cause[cause][name].add(an.metric_word(s["metric"]))
     for cause, found in sorted(by_cause.items()):
         _, what, todo = WARNING_CAUSES[cause]
+        if len(found) == 1 and what.startswith("have "):  # one row has, several have
+            what = "has " + what.removeprefix("have ")
         listed = [f"{name} ({', '.join(sorted(metrics))})" for name, metrics in found.items()]
         out.append(f"{len(found)} row{'s' if len(found) != 1 else ''} {what}: {todo}. Rows: {_named(listed, limit)}")
     return out + other

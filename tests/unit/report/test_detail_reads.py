@@ -3,6 +3,8 @@ gave 2.19 page reads per transaction. The detail's cell now states the figure th
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from rich.console import Console
 
 from encbench.analysis import summary as an
@@ -51,3 +53,26 @@ def test_detail_reads_are_the_summarys_reads_per_transaction():
     assert line.endswith(f"→ {cost['pages_read_per_txn']:.2f} per transaction"), line
     assert "-" not in line.split(":", 1)[1], line
     assert f"{cost['pages_read_per_txn']:.2f}" == "2.21"  # 2.19 x the runs' jitter: the mean the summary states
+
+
+
+def test_one_row_has_outlier_runs_several_have(monkeypatch):
+    """'1 row have outlier runs' was read in a quick run: the verb follows the count."""
+    import json
+
+    from encbench.analysis import summary as an
+    from encbench.report import render
+
+    golden = Path(__file__).resolve().parents[2] / "golden" / "results-v1.json"
+    analysis = an.analyze(json.loads(golden.read_text()))
+
+    def rows(n):
+        return [{"workload": "scan-like", "operation": "scan", "variant": f"v{i}", "metric": "cpu_s", "n": 10,
+                 "warnings": ["cpu_s: 1 outlier run (modified Z-score 4.1)"]} for i in range(n)]
+
+    monkeypatch.setattr(render, "_warned", lambda a: rows(1))
+    [line] = render.warning_lines(analysis)
+    assert line.startswith("1 row has outlier runs"), line
+    monkeypatch.setattr(render, "_warned", lambda a: rows(2))
+    [line] = render.warning_lines(analysis)
+    assert line.startswith("2 rows have outlier runs"), line
