@@ -243,15 +243,6 @@ def postmaster_pid(datadir: Path) -> int | None:
     return pid if running(pid) else None  # a zombie has stopped (its parent may not be us)
 
 
-def _affinity(pid: int | None) -> set[int] | None:
-    if pid is None or not hasattr(os, "sched_getaffinity"):
-        return None
-    try:
-        return os.sched_getaffinity(pid)
-    except OSError:
-        return None
-
-
 def shutdown(datadir: Path, timeout: float = STOP_TIMEOUT_S) -> None:
     """Fast shutdown (SIGINT) of whatever postmaster runs on `datadir`, waited for; SIGKILL when it hangs."""
     pid = postmaster_pid(datadir)
@@ -269,17 +260,10 @@ def restart_handle(handle: dict, conninfo: dict) -> float:
     server = PgServer(bindir=Path(handle["bindir"]), root=Path(handle["root"]), port=handle["port"], password="",
                       user=user, args=list(handle["args"]),
                       data_parent=Path(handle["data_parent"]) if handle.get("data_parent") else None)
-    old = postmaster_pid(server.datadir)
-    cpus = _affinity(old)
+    cpus = affinity.cpus_of(postmaster_pid(server.datadir))
     shutdown(server.datadir)
-    mine = _affinity(0)
-    try:  # the new postmaster (and its backends) where the old one ran, not on the worker's CPU (placement)
-        if cpus and mine and cpus != mine:
-            os.sched_setaffinity(0, cpus)
+    with affinity.starting_on(cpus):  # the new postmaster (and its backends) where the old one ran (placement)
         server._spawn()
-    finally:
-        if cpus and mine and cpus != mine:
-            os.sched_setaffinity(0, mine)
     ok, error = _wait_ready_pid(server, conninfo)
     if not ok:
         raise EngineUnavailableError(f"the PostgreSQL server did not restart: {error}")
