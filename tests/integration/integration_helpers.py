@@ -158,3 +158,17 @@ def encfs_unavailable(kinds=("plain", "fscrypt", "gocryptfs")) -> str | None:
         except errors.FilesystemUnavailableError as e:
             return e.one_line()
     return None
+
+
+def session_processes(sid: int) -> list[int]:
+    """The live (not zombie) processes of session `sid` (a command started with start_new_session)."""
+    out = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            if int(fields[3]) == sid and fields[0] != "Z":
+                out.append(int(entry.name))
+    return out

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from integration_helpers import Result, encbench_command, scratch_dirs
+from integration_helpers import Result, encbench_command, scratch_dirs, session_processes
 
 pytestmark = pytest.mark.integration
 
@@ -63,19 +63,6 @@ def _workers(main_pid: int) -> list[int]:
     return [w for fs in _children(main_pid) if "forkserver" in _cmdline(fs) for w in _children(fs)]
 
 
-def _session_processes(sid: int) -> list[int]:
-    out = []
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
-            except OSError:
-                continue
-            if int(fields[3]) == sid and fields[0] != "Z":
-                out.append(int(entry.name))
-    return out
-
-
 def _reset_signals():  # a pytest started in the background inherits SIGINT ignored: undo that
     signal.signal(signal.SIGINT, signal.SIG_DFL)
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
@@ -115,10 +102,10 @@ def interrupt(command: list[str], args: list[str], *, workdir: Path, env: dict, 
         except subprocess.TimeoutExpired:
             pytest.fail(f"encbench did not exit within {exit_timeout} s of the signal")
         deadline = time.monotonic() + 5
-        while (leftovers := _session_processes(proc.pid)) and time.monotonic() < deadline:
+        while (leftovers := session_processes(proc.pid)) and time.monotonic() < deadline:
             time.sleep(0.05)
     finally:
-        if proc.poll() is None or _session_processes(proc.pid):
+        if proc.poll() is None or session_processes(proc.pid):
             try:
                 os.killpg(proc.pid, signal.SIGKILL)
             except ProcessLookupError:

@@ -34,7 +34,7 @@ import pytest
 from encbench.host import memcg
 from encbench.lab import leftovers
 from encbench.util import owners, proc
-from integration_helpers import HAVE_MARIADB, HAVE_PG, encbench_command, scratch_dirs
+from integration_helpers import HAVE_MARIADB, HAVE_PG, encbench_command, scratch_dirs, session_processes
 
 pytestmark = pytest.mark.integration
 
@@ -100,22 +100,9 @@ def _signal_while_measuring(p: subprocess.Popen, out: Path, sig: int, group: boo
     return time.monotonic() - t0
 
 
-def _session(sid: int) -> list[int]:
-    out = []
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
-            except OSError:
-                continue
-            if int(fields[3]) == sid and fields[0] != "Z":
-                out.append(int(entry.name))
-    return out
-
-
 def _wait_session_empty(sid: int, timeout: float = 15) -> list[int]:
     deadline = time.monotonic() + timeout
-    while (left := _session(sid)) and time.monotonic() < deadline:
+    while (left := session_processes(sid)) and time.monotonic() < deadline:
         time.sleep(0.05)
     return left
 
