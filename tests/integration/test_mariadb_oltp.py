@@ -172,9 +172,28 @@ def test_oltp_bad_input_is_one_line(encbench, tmp_path, args, code, words):
     assert _left_behind(before) == (set(), [])
 
 
+def _sysbench_run_ports() -> set[int] | None:
+    """The local TCP ports of every running `sysbench ... run` (None when none runs, or it uses a socket)."""
+    import psutil
+
+    ports, seen = set(), False
+    for p in psutil.process_iter(["name", "cmdline"]):
+        cmd = p.info["cmdline"] or []
+        if p.info["name"] != "sysbench" or "run" not in cmd or not any("--mysql-db=encbench_" in a for a in cmd):
+            continue
+        seen = True
+        try:
+            ports |= {c.laddr.port for c in p.net_connections(kind="tcp") if c.laddr}
+        except psutil.Error:
+            continue
+    return ports if seen else None
+
+
 def _kill_sysbench_connection_after(out: Path, runs: int, done: threading.Event, killed: list) -> None:
-    """Once `runs` measured runs are in the result file: KILL the connections sysbench holds on the oltp schemas
-    (as root over the private server's socket): sysbench fails with its own error mid-run."""
+    """Once `runs` measured runs are in the result file and a measured `sysbench run` is going: KILL the server
+    connections that sysbench's own client ports hold (as root over the private server's socket), so sysbench
+    fails with its own error mid-run. The engine's own connections (same user, same schema) are left alone: killing
+    one of those between two runs would test something else."""
     import pymysql
 
     while not done.is_set():
@@ -182,16 +201,19 @@ def _kill_sysbench_connection_after(out: Path, runs: int, done: threading.Event,
             doc = json.loads(out.read_text())
         except (OSError, ValueError):
             doc = {"runs": []}
-        if sum(1 for r in doc["runs"] if not r.get("warmup")) >= runs:
+        ports = _sysbench_run_ports() if sum(1 for r in doc["runs"] if not r.get("warmup")) >= runs else None
+        if ports:
             for sock in Path(tempfile.gettempdir()).glob("encbench-maria-*/sock/mariadb.sock"):
                 try:
                     conn = pymysql.connect(unix_socket=str(sock), user="root", ssl_disabled=True)
                 except pymysql.err.MySQLError:
                     continue
                 cur = conn.cursor()
-                cur.execute("SELECT ID FROM information_schema.PROCESSLIST WHERE USER = 'encbench' AND "
+                cur.execute("SELECT ID, HOST FROM information_schema.PROCESSLIST WHERE USER = 'encbench' AND "
                             "(DB LIKE 'encbench\\_%\\_plain' OR DB LIKE 'encbench\\_%\\_enc')")
-                for (cid,) in cur.fetchall():
+                for cid, host in cur.fetchall():
+                    if not host or host.rpartition(":")[2] not in {str(p) for p in ports}:
+                        continue
                     try:
                         cur.execute(f"KILL CONNECTION {int(cid)}")
                         killed.append(cid)
@@ -200,7 +222,7 @@ def _kill_sysbench_connection_after(out: Path, runs: int, done: threading.Event,
                 conn.close()
             if killed:
                 return
-        time.sleep(0.1)
+        time.sleep(0.05)
 
 
 def test_sysbench_failing_mid_run_keeps_its_error_line_and_the_runs_before(encbench, tmp_path):

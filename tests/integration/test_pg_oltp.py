@@ -22,6 +22,7 @@ from pathlib import Path
 import psutil
 import pytest
 
+from encbench.engines.postgres import atrest
 from encbench.engines.postgres import server as pg_server
 from encbench.host import memcg
 from encbench.host.encfs import ledger
@@ -126,6 +127,9 @@ def at_rest_run(encbench, tmp_path_factory):
     why = encfs_unavailable()
     if why:
         pytest.skip(f"encrypted filesystems unavailable: {why}")
+    need, free = atrest.disk_needed(64 << 20, 3), shutil.disk_usage("/tmp").free
+    if free < need:  # the run itself refuses in one line (a unit test checks that line)
+        pytest.skip(f"three 64 MB clusters need about {need >> 20} MB in /tmp; {free >> 20} MB free")
     data = Path(tempfile.mkdtemp(prefix="encbench-pgoltp-", dir="/tmp"))
     data.chmod(0o755)  # the server (user postgres) reaches its mount below
     out = tmp_path_factory.mktemp("oltp") / "atrest.json"

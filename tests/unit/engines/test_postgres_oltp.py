@@ -182,3 +182,15 @@ def test_the_limit_covers_what_the_server_holds_when_it_is_set(monkeypatch):
     assert group.limits == [(50 << 20) + oltp.OS_CACHE_ALLOWANCE]
     assert held["server_own_bytes"] == 50 << 20
     assert session._hold_os_cache(group, 60 << 20)["os_cache_limit_bytes"] == (60 << 20) + oltp.OS_CACHE_ALLOWANCE
+
+
+def test_pgbench_failure_names_the_servers_reason_not_only_the_query():
+    from encbench.engines.postgres import pgbench
+
+    err = ("dropping old tables...\ncreating tables...\n"
+           "pgbench: error: query failed: ERROR:  could not extend file \"base/16384/16397\": No space left on device\n"
+           "pgbench: detail: Query was: alter table pgbench_accounts add primary key (aid)\n")
+    line = pgbench.last_line(err)
+    assert "No space left on device" in line and "Query was: alter table" in line and "\n" not in line
+    assert pgbench.last_line("a\nb\nlast words\n") == "last words"
+    assert pgbench.last_line("") == "no output"

@@ -51,8 +51,19 @@ IMAGE_BASE = 1 << 30  # initdb, catalogs, and WAL: up to ~3x max_wal_size betwee
 IMAGE_PER_BYTE = 16  # the table and its index, dml copies, VACUUM FULL's second copy, REINDEX
 
 
+# what one cluster really writes into its image: initdb's catalogs (~40 MB), WAL up to max_wal_size and the
+# recycled segments beside it, and the data twice (table and index, a workload's copies of them)
+CLUSTER_WRITTEN_BASE = 200 << 20
+CLUSTER_WRITTEN_PER_BYTE = 2
+
+
 def image_size(size_bytes: int) -> int:
     return IMAGE_BASE + IMAGE_PER_BYTE * int(size_bytes)
+
+
+def disk_needed(size_bytes: int, clusters: int) -> int:
+    """The free space `clusters` clusters of --size `size_bytes` write into their (sparse) images."""
+    return int(clusters) * (CLUSTER_WRITTEN_BASE + CLUSTER_WRITTEN_PER_BYTE * int(size_bytes))
 
 
 def check_no_dsn(dsn: str | None, variants: list[dict]) -> None:

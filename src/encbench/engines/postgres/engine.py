@@ -275,7 +275,7 @@ class PostgresEngine(Engine):
         if at_rest:  # the data directory, or None: a directory of their own (the default one out of the server's reach)
             parent = atrest.mounts_parent(ctx.data_dir, unprivileged_user("postgres"),
                                           data_dir_given=ctx.data_dir_given)
-            check_free_space(parent or Path(tempfile.gettempdir()), len(at_rest) * ctx.size_bytes,  # a cluster per value
+            check_free_space(parent or Path(tempfile.gettempdir()), atrest.disk_needed(ctx.size_bytes, len(at_rest)),
                              what=f"--size {fmt_bytes(ctx.size_bytes)} ({len(at_rest)} cluster"
                                   f"{'s' if len(at_rest) > 1 else ''}, one per encryption value)",
                              hint="free some space, give another --data-dir, or a smaller --size")

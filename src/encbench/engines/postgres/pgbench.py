@@ -150,8 +150,17 @@ def oltp_summary(out: str, scratch: Path) -> dict:
 
 
 def last_line(text: str) -> str:
-    """A tool's last line of output, redacted (its own words for what went wrong)."""
-    return redact(((text or "").strip().splitlines() or ["no output"])[-1])
+    """pgbench's own words for what went wrong, redacted, on one line: its first error line ('pgbench: error:
+    query failed: ERROR: ...', the server's reason) with the detail line after it ('Query was: ...'), else its
+    last line."""
+    lines = [line.strip() for line in (text or "").splitlines() if line.strip()]
+    if not lines:
+        return "no output"
+    at = next((i for i, line in enumerate(lines) if "error:" in line or "FATAL:" in line), None)
+    if at is None:
+        return redact(lines[-1])
+    told = [lines[at]] + [line for line in lines[at + 1:at + 2] if "detail:" in line]
+    return redact("; ".join(" ".join(line.split()) for line in told))
 
 
 def summary(out: str, scratch: Path, seconds: float) -> dict:
