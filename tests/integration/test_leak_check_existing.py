@@ -209,17 +209,18 @@ def test_posture_of_a_fleet_with_one_closed_port(encbench, tmp_path):
     with external_maria(base=maria_server.ENCRYPTED) as maria, external_pg() as pg:
         targets = tmp_path / "fleet.txt"
         targets.write_text(f"# the fleet\n{_maria_dsn(maria)}\n\n{_pg_dsn(pg)}   # no TDE\n"
-                           f"mysql://nobody:closedpw@127.0.0.1:{closed}/\n")
+                           f"mysql://nobody:closedpw@127.0.0.1:{closed}/\nnot-a-dsn\n")
         out = tmp_path / "fleet.jsonl"
         res = encbench("leak-check", "--posture", "--targets", str(targets), "--jobs", "3", "--jsonl", str(out))
         text = encbench("leak-check", "--posture", "--targets", str(targets), "--format", "jsonl")
         secrets = (maria.handle.password, pg.password, "closedpw")
     assert res.returncode == 13, str(res)  # PostgreSQL has no TDE: its data directory is plaintext here
     rows = [json.loads(line) for line in out.read_text().splitlines()]
-    assert [r["line"] for r in rows] == [2, 4, 5]
+    assert [r["line"] for r in rows] == [2, 4, 5, 6]  # a bad line is its own failure, the others still read
     by_engine = {(r["engine"], r["exit_code"]) for r in rows}
-    assert by_engine == {("mariadb", 0), ("postgres", 13), ("mariadb", 10)}, rows
-    m, p, c = rows
+    assert by_engine == {("mariadb", 0), ("postgres", 13), ("mariadb", 10), ("-", 4)}, rows
+    m, p, c, bad = rows
+    assert bad["posture"] is None and "line 6" in bad["error"] and bad["target"] == "not-a-dsn"
     assert m["posture"]["plaintext"] is False and m["plaintext_places"] == 0 and m["verdict"] == "encrypted"
     assert "file_key_management" in m["key_management"]
     assert p["plaintext_places"] >= 1 and p["verdict"] == "PLAINTEXT" and "no TDE" in p["key_management"]
@@ -229,9 +230,9 @@ def test_posture_of_a_fleet_with_one_closed_port(encbench, tmp_path):
     assert table[0].split() == ["target", "engine", "plaintext", "verdict", "key", "management", "/", "TDE"]
     assert any(f"127.0.0.1:{closed}" in line and "ERROR (exit 10)" in line for line in table)
     assert all(len(line) <= 100 for line in table[:4])  # the table fits a pipe's 100 columns (issue 30 item 6)
-    assert table[-1] == "3 target(s): 2 read, 1 failed, 1 with plaintext at rest", str(res)
+    assert table[-1] == "4 target(s): 2 read, 2 failed, 1 with plaintext at rest", str(res)
     assert text.returncode == 13 and [json.loads(line)["exit_code"] for line in text.stdout.splitlines()] == \
-        [0, 13, 10], str(text)
+        [0, 13, 10, 4], str(text)
     for secret in secrets:
         assert secret not in res.stdout + res.stderr + text.stdout + text.stderr + out.read_text()
 

@@ -146,17 +146,28 @@ class PostureOutcome:
 
     def to_dict(self) -> dict:
         """One JSON Lines object: the posture as --json gives it, the target without its credentials."""
-        return {"target": self.target.label, "line": self.target.line, "engine": self.target.engine.name,
+        return {"target": self.target.label, "line": self.target.line, "engine": _engine_name(self.target),
                 "exit_code": self.exit_code, "verdict": self.verdict, "error": self.error,
                 "plaintext_places": self.plaintext_places, "key_management": self.key_management,
                 "seconds": round(self.seconds, 3), "posture": self.report.to_dict() if self.report else None}
 
 
+def _engine_name(target) -> str:
+    """The target's engine, '-' for a line of the file that names none (fleet.BadLine)."""
+    engine = getattr(target, "engine", None)
+    return engine.name if engine is not None else "-"
+
+
 def posture_one(target: PostureTarget) -> PostureOutcome:
-    """One server's posture; an EncbenchError (unreachable, refused, bad DSN) is its outcome, never raised."""
+    """One server's posture; an EncbenchError (unreachable, refused, bad DSN) is its outcome, never raised. A line
+    of the file that names no server (fleet.BadLine) is a failed target with its own reason and exit code."""
     from ..util.redact import redact
 
     out, start = PostureOutcome(target), time.monotonic()
+    bad = getattr(target, "error", None)
+    if bad is not None:
+        out.exit_code, out.error = bad.exit_code, redact(bad.one_line())
+        return out
     try:
         target.engine.check_available()
         out.report = target.engine.posture(target.dsn)
@@ -180,7 +191,7 @@ def posture_all(targets: list[PostureTarget], jobs: int) -> list[PostureOutcome]
 
 def posture_table(outcomes: list[PostureOutcome]) -> list[str]:
     rows = [("target", "engine", "plaintext", "verdict", "key management / TDE")]  # the free text last: it may wrap
-    rows += [(o.target.label, o.target.engine.name, "-" if o.report is None else str(o.plaintext_places),
+    rows += [(o.target.label, _engine_name(o.target), "-" if o.report is None else str(o.plaintext_places),
               o.verdict, o.key_management or "-") for o in outcomes]
     lines = fit(rows, output_width())
     for o in outcomes:
@@ -214,7 +225,8 @@ def cmd_posture_targets(args) -> int:
     if args.json and args.format != "text":
         raise errors.UsageError("--json and --format jsonl: choose one")
     jobs = parse_positive_int(args.jobs, what="--jobs", maximum=256) if args.jobs else fleet.DEFAULT_JOBS
-    targets = fleet.read_targets(Path(args.targets), make=posture_target, example=POSTURE_EXAMPLE)
+    # a bad line is that line's failure (its reason, exit code); the other servers are still read
+    targets = fleet.read_targets(Path(args.targets), make=posture_target, example=POSTURE_EXAMPLE, keep_bad=True)
     if args.jsonl:
         results.check_writable(Path(args.jsonl), what="the JSON Lines file", hint="choose a writable file for --jsonl")
     outcomes = posture_all(targets, jobs)
