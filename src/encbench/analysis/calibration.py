@@ -45,11 +45,9 @@ def _side_costs(side: str, doc: dict | None, got: dict | None, path, refused: st
     words = SIDES[side][1]
     out = {}
     for term, per in words.items():
-        if refused:
-            out[term] = {"value_s": None, "ci_s": None, "fitted_from": None, "runs": None, "why": refused}
-            continue
-        if term in not_fitted:
-            out[term] = {"value_s": None, "ci_s": None, "fitted_from": None, "runs": None, "why": not_fitted[term]}
+        if term in not_fitted or refused:  # a term the design never fits says so first, with what would measure it
+            out[term] = {"value_s": None, "ci_s": None, "fitted_from": None, "runs": None,
+                         "why": not_fitted.get(term) or refused}
             continue
         c = (got or {}).get("costs", {}).get(term, {"why": "no runs"})
         source = (f"{path}: fitted {per} over {got['runs']} runs in {len(got['cells'])} mixes "
@@ -58,7 +56,7 @@ def _side_costs(side: str, doc: dict | None, got: dict | None, path, refused: st
             out[term] = {"value_s": None, "ci_s": None, "fitted_from": source, "runs": _runs_per_variant(doc),
                          "why": f"{c['why']} ({source})" if source else c["why"]}
             continue
-        cost = UnitCost(c["value"], tuple(c["ci"]), source, _runs_per_variant(doc))
+        cost = UnitCost(c["value"], tuple(c["ci"]), "these runs", _runs_per_variant(doc))  # fitted_from says which
         out[term] = {"value_s": c["value"], "ci_s": list(c["ci"]), "fitted_from": source,
                      "runs": _runs_per_variant(doc), "why": cost.unresolved()}
     return out
