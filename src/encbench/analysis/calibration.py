@@ -70,7 +70,8 @@ def build(engine: str, setup: dict, sides: dict, *, command: str = "", refused: 
     fits, results, costs = {}, {}, {}
     for side in SIDES:
         doc, path = sides.get(side, (None, None))
-        got = (fit.fit_atrest(doc) if side == "at_rest" else fit.fit_transit(doc)) if doc else None
+        terms = [t for t in SIDES[side][1] if t not in not_fitted and t not in absent]
+        got = (fit.fit_atrest(doc, terms) if side == "at_rest" else fit.fit_transit(doc, terms)) if doc else None
         fits[side] = {k: v for k, v in got.items() if k != "costs"} if got else None
         results[side] = str(path) if path else None
         why_refused = refused.get(side) or (None if doc else "this side was not run")
