@@ -73,8 +73,18 @@ def _config(args, engine, argv, side: str, out: Path):
         runs=parse_positive_int(args.runs or DEFAULT_RUNS, what="--runs", maximum=1000), warmups=1,
         size_bytes=parse_size(args.size or (QUICK_SIZE if args.quick else DEFAULT_SIZE)), seed=DEFAULT_SEED, output=out,
         data_dir=defaults.data_dir(args.data_dir), probes=list(DEFAULT_PROBES), quick=args.quick,
-        command=report.command_line(argv), params=params + list(args.param), data_dir_given=bool(args.data_dir),
+        command=report.command_line(argv), params=params + _own_params(args.param, workloads),
+        data_dir_given=bool(args.data_dir),
         engine_options={"dsn": args.dsn} if args.dsn and side == "in_transit" else {})
+
+
+def _own_params(given: list[str], workloads: list[str]) -> list[str]:
+    """The --param values a side's workloads take (the other side's are for it; a name neither takes is refused
+    by the run that checks every name: `_plan`)."""
+    from ..workloads import WORKLOADS
+
+    names = {p.name for w in workloads for p in WORKLOADS.get(w).params}
+    return [g for g in given if g.partition("=")[0].strip() in names]
 
 
 def _engine(args):
@@ -107,6 +117,12 @@ def _plan(args, engine, argv) -> tuple[Path, dict]:
     if _transit_variants(engine):
         sides["in_transit"] = out.with_name(out.stem + ".in-transit.json")
     configs = {side: _config(args, engine, argv, side, path) for side, path in sides.items()}
+    taken = {g for c in configs.values() for g in c.params}
+    unknown = [g for g in args.param if g not in taken]
+    if unknown:
+        raise errors.UnknownNameError(f"unknown --param {unknown[0].partition('=')[0].strip()!r} for calibrate's "
+                                      f"mixes ({', '.join(w for c in configs.values() for w in c.workloads)})",
+                                      hint="e.g. --param connections=50 (connect) or --param rows=20000 (bulk)")
     for config in configs.values():
         runner.plan(config)
         results.check_writable(config.output)

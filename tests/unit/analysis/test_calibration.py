@@ -131,3 +131,17 @@ def test_estimate_prices_a_bill_from_a_calibration_and_an_unfitted_term_leaves_i
     bad.write_text(json.dumps({"format": "encbench-calibration", "version": 99, "costs": {}}))
     res = _estimate("--from", str(bad), *rates)
     assert res.returncode != 0 and len(res.stderr.strip().splitlines()) == 1 and "version 99" in res.stderr
+
+
+def _calibrate(*args, cwd):
+    return subprocess.run([sys.executable, "-m", "encbench.cli", "calibrate", *args], capture_output=True, text=True,
+                          timeout=60, cwd=cwd)
+
+
+def test_calibrate_refuses_a_param_no_mix_takes_and_a_dsn_of_another_engine_in_one_line(tmp_path):
+    res = _calibrate("--engine", "sqlite", "--param", "nonsense=1", "-o", str(tmp_path / "c.json"), cwd=tmp_path)
+    assert res.returncode != 0 and len(res.stderr.strip().splitlines()) == 1 and "'nonsense'" in res.stderr, res
+    res = _calibrate("--engine", "postgres", "--dsn", "mysql://u:secret@127.0.0.1:1/", "-o", str(tmp_path / "c.json"),
+                     cwd=tmp_path)
+    assert res.returncode == 2 and len(res.stderr.strip().splitlines()) == 1 and "secret" not in res.stderr, res
+    assert not list(tmp_path.iterdir())  # nothing ran, nothing written
