@@ -50,13 +50,12 @@ def _side_costs(side: str, doc: dict | None, got: dict | None, path, refused: st
                          "why": not_fitted.get(term) or refused}
             continue
         c = (got or {}).get("costs", {}).get(term, {"why": "no runs"})
-        source = (f"{path}: fitted {per} over {got['runs']} runs in {len(got['cells'])} mixes "
-                  f"({'; '.join(got['cells'])})") if got else None
+        source = f"fitted {per} over {got['runs']} runs in {len(got['cells'])} mixes of {path}" if got else None
         if "why" in c:
             out[term] = {"value_s": None, "ci_s": None, "fitted_from": source, "runs": _runs_per_variant(doc),
                          "why": f"{c['why']} ({source})" if source else c["why"]}
             continue
-        cost = UnitCost(c["value"], tuple(c["ci"]), "these runs", _runs_per_variant(doc))  # fitted_from says which
+        cost = UnitCost(c["value"], tuple(c["ci"]), source, _runs_per_variant(doc))
         out[term] = {"value_s": c["value"], "ci_s": list(c["ci"]), "fitted_from": source,
                      "runs": _runs_per_variant(doc), "why": cost.unresolved()}
     return out
@@ -132,7 +131,7 @@ def costs_of(doc: dict, path) -> dict:
             cost = UnitCost(None, None, str(path), why=f"{c.get('why') or 'not fitted'} (calibration {path})")
         else:
             cost = UnitCost(c["value_s"], tuple(c["ci_s"]) if c.get("ci_s") else None,
-                            f"calibration {path}: {c.get('fitted_from') or ''}", c.get("runs"))
+                            f"calibration {path}, {c.get('fitted_from') or ''}", c.get("runs"))
         out[term] = (cost, setup)
     return out
 
@@ -144,8 +143,8 @@ def lines(doc: dict, path) -> list[str]:
     out = [f"{path}: {doc['engine']} calibration ({'resolved' if doc['resolved'] else 'NOT RESOLVED'})"]
     for side, fitted in (doc.get("fits") or {}).items():
         if fitted:
-            out.append(f"  {SIDES[side][0]}: {fitted['runs']} runs in {len(fitted['cells'])} mixes, "
-                       f"{fitted['df']} degrees of freedom ({fitted['method']})")
+            out.append(f"  {SIDES[side][0]}: {fitted['runs']} runs in {len(fitted['cells'])} mixes "
+                       f"({'; '.join(fitted['cells'])}), {fitted['df']} degrees of freedom")
     for term, c in doc["costs"].items():
         label = TERM_KINDS[term].label
         if c["value_s"] is None:
@@ -153,7 +152,8 @@ def lines(doc: dict, path) -> list[str]:
             continue
         fig = fmt_cost(c["value_s"], c["ci_s"]) + f" per {TERM_KINDS[term].unit}"
         out.append(f"  {label}: {fig}" + (f": NOT RESOLVED: {c['why']}" if c["why"] else ""))
-        out.append(f"      fitted from {c['fitted_from']}")
+        out.append(f"      {c['fitted_from']}")
     for term, why in doc["absent"].items():
         out.append(f"  {TERM_KINDS[term].label}: absent ({why})")
+    out.append(f"method: {fit.METHOD}")
     return out
