@@ -71,7 +71,10 @@ def cmd_estimate(args) -> int:
     costs = _costs(args, files, cals)
     live = estimate.live_rates(args.live, _seconds(args), all_tls=args.all_tls) if args.live else None
     target = _target(args, live, files, cals)
-    rates, absent = _sided(args.side, *_rates(args, live, target))
+    rates, absent = _rates(args, live, target)
+    for _, doc in cals:  # a term the engine never has (the calibration says why) is absent, not "no rate"
+        absent.update({k: v for k, v in doc["absent"].items() if k not in rates and k not in absent})
+    rates, absent = _sided(args.side, rates, absent)
     # the costs of the terms billed, each refused when measured on another setup (unless --other-setup)
     costs = unitcost.priced({k: v for k, v in costs.items() if k in rates}, target, other_setup=args.other_setup)
     b = estimate.make_bill(costs, rates, absent, cores)

@@ -123,6 +123,7 @@ def test_estimate_prices_a_bill_from_a_calibration_and_an_unfitted_term_leaves_i
     out = json.loads(res.stdout)
     assert out["resolved"] and out["added_cores"] == pytest.approx(35 * 2e-3 + 2e6 * 0.7e-9 + 5000 * 1.6e-6, rel=0.1)
     assert out["target"] == "postgres"
+    assert "tls_resumptions" in {a["name"] for a in out["absent"]}  # the calibration's absent term, not "no rate"
     res = _estimate("--from", str(path), *rates, "--rate", "reads=100/s", "--cores", "4")
     assert res.returncode == 24, res.stderr
     assert "page reads 100/s x n/a: NOT RESOLVED: --dsn" in res.stdout and "total: NOT RESOLVED: page reads" \
