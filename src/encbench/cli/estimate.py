@@ -13,8 +13,9 @@ from .common import workloads
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--from", dest="sources", nargs="+", required=True, metavar="RESULTS",
-                   help="result files whose measured unit costs price the bill (cold scans, a warm rebuild, oltp "
-                        "mixes, the connect, bulk and storm labs with tls); of several, each term's best-resolved cost")
+                   help="calibration files (encbench calibrate -o) or result files whose measured unit costs price "
+                        "the bill (cold scans, a warm rebuild, oltp mixes, the connect, bulk and storm labs with tls); "
+                        "of several, each term's best-resolved cost")
     p.add_argument("--read-rate", default=None, metavar="RATE", help="the server's physical read rate, e.g. 25MB/s")
     p.add_argument("--write-rate", default=None, metavar="RATE", help="the server's page write rate, e.g. 5MB/s")
     p.add_argument("--rate", action="append", default=[], metavar="TERM=RATE",
