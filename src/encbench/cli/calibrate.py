@@ -123,10 +123,10 @@ def _plan(args, engine, argv) -> tuple[Path, dict]:
         raise errors.UnknownNameError(f"unknown --param {unknown[0].partition('=')[0].strip()!r} for calibrate's "
                                       f"mixes ({', '.join(w for c in configs.values() for w in c.workloads)})",
                                       hint="e.g. --param connections=50 (connect) or --param rows=20000 (bulk)")
+    results.check_writable(out, create_parent=not args.output)  # only the default directory is created
     for config in configs.values():
         runner.plan(config)
         results.check_writable(config.output)
-    results.check_writable(out)
     return out, configs
 
 
