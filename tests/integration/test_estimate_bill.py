@@ -91,10 +91,13 @@ def test_calibrate_on_a_postgres_dsn_then_its_live_bill_under_pgbench_change_not
         dsn = f"postgresql://postgres:{server.password}@127.0.0.1:{server.port}/postgres"
         cal = tmp_path / "cal.json"
         res = encbench("calibrate", "--dsn", dsn, *TRANSIT, "-o", str(cal))
-        assert res.returncode == 24, str(res)  # the at-rest terms are refused on a --dsn server: not resolved
+        assert res.returncode in (0, 24), str(res)
         refused = [x for x in res.stderr.splitlines() if "at rest refused" in x]
         assert len(refused) == 1 and "--dsn" in refused[0] and server.password not in res.stdout + res.stderr
         doc = json.loads(cal.read_text())
+        # the at-rest terms are refused on a --dsn server: said, the calibration not resolved, the exit code only
+        # about what ran (2 runs per variant on a loaded machine may not resolve it)
+        assert doc["resolved"] is False and res.returncode == (0 if doc["fitted_resolved"] else 24), str(res)
         assert doc["format"] == "encbench-calibration" and set(doc["absent"]) == {"tls_resumptions"}
         assert all(doc["costs"][t]["value_s"] is not None and "fitted per" in doc["costs"][t]["fitted_from"]
                    for t in ("tls_handshakes", "tls_bytes", "tls_messages")), doc["costs"]

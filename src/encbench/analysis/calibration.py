@@ -5,10 +5,12 @@ would resolve it).
 
     {"format": "encbench-calibration", "version": 1, "engine", "created_at", "command", "setup",
      "results": {"at_rest": PATH|null, "in_transit": PATH|null}, "fits": {"at_rest": FIT|null, "in_transit": FIT|null},
-     "costs": {TERM: {"value_s", "ci_s", "fitted_from", "runs", "why"}}, "absent": {TERM: WHY}, "resolved"}
+     "costs": {TERM: {"value_s", "ci_s", "fitted_from", "runs", "why"}}, "absent": {TERM: WHY}, "resolved",
+     "fitted_resolved"}
 
 FIT: fit.solve's summary (method, runs, cells, degrees of freedom). A cost with a value whose CI reaches zero has
-"why" set too (bill.UnitCost.unresolved's words); `resolved` is true only when every term that is not absent is.
+"why" set too (bill.UnitCost.unresolved's words); `resolved` is true only when every term that is not absent is; `fitted_resolved` when every term the design
+ran and fitted is (calibrate's exit code: the terms it could not run are said, not failed).
 """
 
 from __future__ import annotations
@@ -82,10 +84,12 @@ def build(engine: str, setup: dict, sides: dict, *, command: str = "", refused: 
     for term in absent:
         costs.pop(term, None)
     costs = {t: costs[t] for t in TERM_KINDS if t in costs}
+    fitted = [c for c in costs.values() if c["fitted_from"]]  # the terms the design ran and fitted
     return {"format": FORMAT, "version": VERSION, "engine": engine,
             "created_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "command": command, "setup": setup,
             "results": results, "fits": fits, "costs": costs, "absent": {t: absent[t] for t in TERM_KINDS if t in absent},
-            "resolved": all(c["why"] is None for c in costs.values())}
+            "resolved": all(c["why"] is None for c in costs.values()),
+            "fitted_resolved": bool(fitted) and all(c["why"] is None for c in fitted)}
 
 
 def is_calibration(path) -> bool:

@@ -153,7 +153,7 @@ def cmd_calibrate(args, argv: list[str]) -> int:
                             refused={"at_rest": DSN_AT_REST} if args.dsn else None)
     results.write_atomic(out, doc)
     print(json.dumps(doc, indent=1) if args.json else "\n".join(calibration.lines(doc, out)))
-    return 0 if doc["resolved"] else errors.EXIT_NO_ESTIMATE
+    return 0 if doc["fitted_resolved"] else errors.EXIT_NO_ESTIMATE
 
 
 def _setup(docs: dict) -> dict:

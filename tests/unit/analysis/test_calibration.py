@@ -101,7 +101,7 @@ def _calibration(tmp_path):
     assert doc["costs"]["tls_handshakes"]["value_s"] == pytest.approx(2e-3, rel=0.1)
     assert doc["costs"]["reads"]["why"].startswith("--dsn") and doc["costs"]["reads"]["value_s"] is None
     assert "sort" in doc["costs"]["temp_bytes"]["why"]  # what would measure it
-    assert doc["resolved"] is False
+    assert doc["resolved"] is False and doc["fitted_resolved"] is True  # what it ran resolved; the rest is said
     text = "\n".join(calibration.lines(doc, "cal.json"))
     assert "page reads: NOT RESOLVED: --dsn" in text and "resumed TLS sessions: absent" in text
     path = tmp_path / "cal.json"
