@@ -1,12 +1,18 @@
-"""`encbench estimate --live` (issue 31): the encryption bill of a real server under a light load driven here, every
-term of the engine present (or absent with its reason), read-only: the server's settings, files and databases the
-same before and after. Servers started by the test, addressed by DSN as a DBA's would be."""
+"""Issue 31: `encbench calibrate --dsn` and `encbench estimate --from CALIBRATION --live` against real servers started
+by the test (addressed by DSN as a DBA's would be), under a small pgbench / sysbench load: every term of the engine
+present with its rate read from the server's counters (or absent with its reason), the bill "not resolved" where a
+cost is not fitted, and the server's settings, schemas and users the same before and after."""
 
 from __future__ import annotations
 
 import itertools
 import json
+import os
+import shutil
+import signal
+import subprocess
 import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -18,12 +24,13 @@ from server_state import diff, maria_state, pg_state
 
 pytestmark = pytest.mark.integration
 
-GOLDEN = Path(__file__).resolve().parents[1] / "golden" / "results-v1.json"  # SQLCipher's costs: --other-setup
-SECONDS = "2"
+GOLDEN = Path(__file__).resolve().parents[1] / "golden" / "results-v1.json"  # SQLCipher's costs: another setup
+SECONDS = 3
+TRANSIT = ("--runs", "2", "--param", "connections=20", "--param", "rows=2000", "--param", "seconds=1")
 
 
 def _loaded(work) -> tuple[threading.Event, threading.Thread]:
-    """A thread running `work()` until the event is set (errors after it is set are the server stopping)."""
+    """A thread running `work()` until the event is set."""
     stop = threading.Event()
 
     def loop():
@@ -35,90 +42,138 @@ def _loaded(work) -> tuple[threading.Event, threading.Thread]:
     return stop, t
 
 
-def _bill(encbench, dsn: str, secret: str) -> tuple[int, dict]:
-    res = encbench("estimate", "--from", str(GOLDEN), "--other-setup", "--live", dsn, "--seconds", SECONDS,
-                   "--cores", "2", "--json")
-    assert res.returncode in (0, 24), str(res)
+def _background(cmd: list[str], env: dict) -> subprocess.Popen:
+    return subprocess.Popen(cmd, env={**os.environ, **env}, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                            text=True, start_new_session=True)
+
+
+def _stop(proc: subprocess.Popen) -> None:
+    if proc.poll() is None:
+        os.killpg(proc.pid, signal.SIGTERM)
+    proc.wait(timeout=30)
+
+
+def _live_bill(encbench, cal: Path, dsn: str, secret: str) -> dict:
+    t0 = time.monotonic()
+    res = encbench("estimate", "--from", str(cal), "--live", dsn, "--seconds", str(SECONDS), "--cores", "2", "--json")
+    elapsed = time.monotonic() - t0
+    assert res.returncode == 24, str(res)  # at least one cost is not resolved here: no total
     assert secret not in res.stdout + res.stderr
-    text = encbench("estimate", "--from", str(GOLDEN), "--other-setup", "--live", dsn, "--seconds", "0.5")
+    assert elapsed < SECONDS + 20, elapsed  # the sampling window plus connecting: 60 s of sampling stays under 70 s
+    text = encbench("estimate", "--from", str(cal), "--live", dsn, "--seconds", "0.5")
     assert text.stdout.startswith("model: ") and "page reads" in text.stdout and secret not in text.stdout, str(text)
     # SQLCipher's per-page cost does not price this server unless told
     line = assert_one_line_error(encbench("estimate", "--from", str(GOLDEN), "--live", dsn, "--seconds", "0.2"), 9)
     assert "--other-setup" in line and secret not in line
-    return res.returncode, json.loads(res.stdout)
+    return json.loads(res.stdout)
 
 
 def _check_terms(out: dict, present: set[str], absent: set[str]) -> dict:
     terms = {t["name"]: t for t in out["terms"]}
     assert set(terms) == present and {a["name"] for a in out["absent"]} == absent, out
     assert present | absent == set(TERM_KINDS)
-    assert terms["reads"]["rate_per_s"] > 0 and terms["reads"]["resolved"] and terms["reads"]["added_cores"] > 0
+    assert terms["reads"]["rate_per_s"] > 0, terms["reads"]
     assert terms["tls_handshakes"]["rate_per_s"] > 0, terms["tls_handshakes"]  # the load's new TLS connections
-    assert terms["log_bytes"]["rate_per_s"] > 0, terms["log_bytes"]  # its updates
-    # the golden file measures no write, log or TLS cost: no total, each such term named, never a partial sum
-    assert out["resolved"] is False and out["added_cores"] is None
-    assert all(not t["resolved"] for t in out["terms"] if t["name"] == "log_bytes")
-    assert any("log bytes" in r for r in out["reasons"])
+    assert terms["log_bytes"]["rate_per_s"] > 0, terms["log_bytes"]  # its writes
+    assert out["resolved"] is False and out["added_cores"] is None and out["reasons"]
     return terms
 
 
-def test_live_bill_of_a_postgres_server_changes_nothing(encbench):
+def test_calibrate_on_a_postgres_dsn_then_its_live_bill_under_pgbench_change_nothing(encbench, tmp_path):
     import psycopg
 
+    pgbench = shutil.which("pgbench") or "/usr/lib/postgresql/15/bin/pgbench"
     with external_pg({"shared_buffers": "16MB"}) as server:
-        with psycopg.connect(**server.conninfo(), sslmode="disable", autocommit=True) as c:
-            c.execute("CREATE TABLE big AS SELECT i, repeat('x', 200) AS v FROM generate_series(1, 100000) i")
+        env = {"PGPASSWORD": server.password, "PGHOST": "127.0.0.1", "PGPORT": str(server.port), "PGUSER": "postgres"}
+        subprocess.run([pgbench, "-i", "-q", "-s", "2", "postgres"], env={**os.environ, **env, "PGSSLMODE": "disable"},
+                       check=True, capture_output=True, timeout=120)
         before = pg_state(server)
+        dsn = f"postgresql://postgres:{server.password}@127.0.0.1:{server.port}/postgres"
+        cal = tmp_path / "cal.json"
+        res = encbench("calibrate", "--dsn", dsn, *TRANSIT, "-o", str(cal))
+        assert res.returncode in (0, 24), str(res)
+        refused = [x for x in res.stderr.splitlines() if "at rest refused" in x]
+        assert len(refused) == 1 and "--dsn" in refused[0] and server.password not in res.stdout + res.stderr
+        doc = json.loads(cal.read_text())
+        # the at-rest terms are refused on a --dsn server: said, the calibration not resolved, the exit code only
+        # about what ran (2 runs per variant on a loaded machine may not resolve it)
+        assert doc["resolved"] is False and res.returncode == (0 if doc["fitted_resolved"] else 24), str(res)
+        assert doc["format"] == "encbench-calibration" and set(doc["absent"]) == {"tls_resumptions"}
+        assert all(doc["costs"][t]["value_s"] is not None and "fitted per" in doc["costs"][t]["fitted_from"]
+                   for t in ("tls_handshakes", "tls_bytes", "tls_messages")), doc["costs"]
+        assert doc["costs"]["reads"]["value_s"] is None and doc["costs"]["reads"]["why"].startswith("--dsn")
+        assert diff(before, pg_state(server)) == {}
+
         conn = psycopg.connect(**server.conninfo(), sslmode="require", autocommit=True)  # seen by the polls
-
-        def work():  # reads past shared_buffers, an update (WAL), a new TLS session
-            conn.execute("SELECT count(*) FROM big").fetchone()
-            conn.execute("UPDATE big SET v = v WHERE i < 500")
-            psycopg.connect(**server.conninfo(), sslmode="require").close()
-
-        stop, t = _loaded(work)
+        load = _background([pgbench, "-n", "-C", "-c", "1", "-T", "120", "postgres"], {**env, "PGSSLMODE": "require"})
         try:
-            rc, out = _bill(encbench, f"postgresql://postgres:{server.password}@127.0.0.1:{server.port}/postgres",
-                            server.password)
+            time.sleep(1)
+            out = _live_bill(encbench, cal, dsn, server.password)
         finally:
-            stop.set()
-            t.join(timeout=30)
+            _stop(load)
             conn.close()
-        assert rc == 24
         terms = _check_terms(out, set(TERM_KINDS) - {"tls_resumptions"}, {"tls_resumptions"})
         assert terms["tls_bytes"]["rate_per_s"] is None and "--rate tls_bytes" in terms["tls_bytes"]["why"]
+        assert "--dsn" in terms["reads"]["why"]  # the cost the calibration could not fit here, and why
         assert out["live"]["facts"]["page_size"] == 8192 and out["target"].startswith("postgres, 8192-byte pages")
         assert diff(before, pg_state(server)) == {}
 
 
-def test_live_bill_of_a_mariadb_server_changes_nothing(encbench):
+def _maria_calibration(path: Path) -> Path:
+    """A MariaDB calibration with in-transit costs only (what `calibrate --dsn` writes), for the live bill."""
+    from encbench.analysis import calibration
+    from encbench.lab import results
+
+    cost = {"value_s": 1.5e-3, "ci_s": [1.3e-3, 1.7e-3], "fitted_from": "a test", "runs": 6, "why": None}
+    doc = calibration.build("mariadb", {"page_size": None, "cipher": None}, {},
+                            refused={"at_rest": "--dsn: refused here", "in_transit": "not run"})
+    doc["costs"]["tls_handshakes"] = cost
+    results.write_atomic(path, doc)
+    return path
+
+
+def _maria_users(server) -> list:
+    conn = server.connect()
+    try:
+        cur = conn.cursor()
+        cur.execute("SELECT user, host FROM mysql.user ORDER BY user, host")
+        return list(cur.fetchall())
+    finally:
+        conn.close()
+
+
+def test_live_bill_of_a_mariadb_server_under_sysbench_changes_nothing(encbench, tmp_path):
     with external_maria(tls=True, buffer_pool_mb=32) as server:
+        h = server.handle
         conn = server.connect()
         cur = conn.cursor()
-        cur.execute("CREATE DATABASE d")
-        cur.execute("CREATE TABLE d.big (id INT PRIMARY KEY, v VARCHAR(255)) ENGINE=InnoDB")
-        for lo in range(1, 150001, 50000):
-            cur.execute(f"INSERT INTO d.big SELECT seq, REPEAT('x', 200) FROM d.seq_{lo}_to_{lo + 49999}")
-        before = maria_state(server)
-        h = server.handle
+        cur.execute("CREATE DATABASE sbtest")
+        sysbench = ["sysbench", "oltp_read_write", "--db-driver=mysql", f"--mysql-socket={h.socket}",
+                    "--mysql-user=root", "--tables=1", "--table-size=150000"]
+        subprocess.run(sysbench + ["prepare"], check=True, capture_output=True, timeout=180)
+        before = maria_state(server), _maria_users(server)
         values = itertools.cycle("yz")
 
-        def work():  # reads past a 32 MB pool (O_DIRECT), an update that changes rows (redo), a new TLS session
-            cur.execute("SELECT COUNT(*), SUM(LENGTH(v)) FROM d.big")
+        def work():  # reads past a 32 MB pool (O_DIRECT), an update (redo), a new TLS session
+            cur.execute("SELECT COUNT(*), SUM(LENGTH(c)) FROM sbtest.sbtest1")
             cur.fetchall()
-            cur.execute(f"UPDATE d.big SET v = REPEAT('{next(values)}', 200) WHERE id < 300")
+            cur.execute(f"UPDATE sbtest.sbtest1 SET pad = REPEAT('{next(values)}', 50) WHERE id < 300")
             maria_server.connect_bounded(dict(h.tcp_params(), ssl={"check_hostname": False})).close()
 
+        load = _background(sysbench + ["--threads=1", "--time=120", "run"], {})
         stop, t = _loaded(work)
         try:
-            rc, out = _bill(encbench, f"mysql://{maria_server.BENCH_USER}:{h.password}@127.0.0.1:{h.port}/",
-                            h.password)
+            time.sleep(1)
+            out = _live_bill(encbench, _maria_calibration(tmp_path / "cal.json"),
+                             f"mysql://{maria_server.BENCH_USER}:{h.password}@127.0.0.1:{h.port}/", h.password)
         finally:
             stop.set()
             t.join(timeout=30)
+            _stop(load)
             conn.close()
-        assert rc == 24
         terms = _check_terms(out, set(TERM_KINDS) - {"temp_bytes"}, {"temp_bytes"})
         assert terms["tls_bytes"]["rate_per_s"] > 0 and terms["tls_resumptions"]["rate_per_s"] is not None
+        assert terms["tls_handshakes"]["resolved"] and terms["tls_handshakes"]["added_cores"] > 0
+        assert "encrypt_log=off,on" in terms["log_bytes"]["why"]  # what would measure the redo log's cost
         assert out["live"]["facts"]["page_size"] == 16384
-        assert diff(before, maria_state(server)) == {}
+        assert (maria_state(server), _maria_users(server)) == before

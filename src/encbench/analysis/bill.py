@@ -62,7 +62,7 @@ class UnitCost:
         if self.value is None:
             return self.why or f"no measured cost ({self.source})"
         if self.value <= 0 or not self.ci or self.ci[0] <= 0:
-            return (f"its cost {fmt_cost(self.value, self.ci)} from {self.source} is not resolved "
+            return (f"its cost {fmt_cost(self.value, self.ci)} is not resolved "
                     f"(the 95% CI {'reaches' if self.value > 0 else 'is not above'} zero); {runs_hint(self)}")
         return None
 

@@ -1,22 +1,30 @@
-"""Read and write unit costs fitted at once from an oltp file's mixes (issue 31: `encbench calibrate`).
+"""The bill's unit costs fitted at once over a designed set of mixes (issue 31: `encbench calibrate`).
 
-Every measured oltp run gives its server CPU per transaction y, its physical page reads r and page writes w per
-transaction, and whether it ran encrypted. Runs are grouped in cells (the same mix: every variant key but the axis,
-e.g. script and memory share). The model, fitted over every run:
+Every measured run gives the server CPU y of its unit of work (a transaction, a connect lab's batch, a bulk stream,
+a fixed-duration roundtrip), the counts x_k of the bill's terms it did (page reads and writes, log bytes per
+transaction at rest; new TLS sessions, bytes and messages in transit), and whether it ran encrypted. Runs are
+grouped in cells (the same mix: every variant key but the encryption axis, e.g. script and memory share). The
+model, fitted over every run of one side:
 
-    y = a_cell + e x (c_read x r + c_write x w)
+    y = a_cell + e x sum_k (c_k x x_k)
 
 a_cell: the cell's plain cost (one intercept per cell, so the plain work of each mix cancels); e: 1 for an encrypted
-run. c_read and c_write, the added CPU per page read and per page written, are identified when the cells' encrypted
-runs read and write in different proportions (a read-only and a write-heavy mix, at two memory shares). Weighted
-least squares: each run weighted by 1 / its group's variance (the mix, encrypted or plain: a write-heavy mix varies
-far more than a read-only one). Their 95% CIs: s^2 (X'WX)^-1 (s^2 the weighted residual variance) with Student's t
-at n - p degrees of freedom (the runs are independent: each is its own process and connection). A cost whose CI reaches zero is reported as such (the bill says "not resolved").
+run. Each c_k, the added CPU per unit of term k, is identified when the cells' encrypted runs do the terms' work in
+different proportions (a read-only and a write-heavy mix at two memory shares; a connect-heavy and a bytes-heavy TLS
+mix). Weighted least squares: each run weighted by 1 / its group's variance (the mix, encrypted or plain: a
+write-heavy mix varies far more than a read-only one). The 95% CIs: s^2 (X'WX)^-1 (s^2 the weighted residual
+variance) with Student's t at n - p degrees of freedom (the runs are independent: each is its own process and
+connection).
+
+A term no encrypted run did (its count 0 in every one) or whose count never varied apart from the others' is not
+fitted: it is returned with why, never as a zero. A cost whose CI reaches zero is returned as fitted; the bill says
+"not resolved" (analysis/bill.UnitCost.unresolved).
 """
 
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -24,67 +32,184 @@ from ..util.tdist import t_ppf
 from .summary import baseline_for, table_for
 
 WORKLOAD = "oltp"
+MIN_CV = 0.005  # the smallest spread a group of runs is weighted with (its coefficient of variation)
+TRANSIT_WORKLOADS = ("connect", "bulk", "roundtrip", "storm")
 METHOD = ("weighted least squares over every run (1 / each mix's variance, encrypted and plain apart): server CPU per "
-          "transaction = a plain cost per mix + (encrypted) x (c_read x page reads + c_write x page writes per "
-          "transaction); 95% CI from s^2 (X'WX)^-1, Student's t")
+          "unit of work = a plain cost per mix + (encrypted) x the sum of each term's count x its cost; 95% CI from "
+          "s^2 (X'WX)^-1, Student's t")
+# at rest, the per-transaction counts of each term (the first metric a run has): PostgreSQL's WAL, InnoDB's redo
+ATREST_COUNTS = {"reads": ("pages_read",), "writes": ("pages_written",), "log_bytes": ("wal_bytes", "redo_bytes_written")}
+ATREST_WORDS = {"reads": "per page read", "writes": "per page written", "log_bytes": "per log byte"}
+TRANSIT_WORDS = {"tls_handshakes": "per new TLS session", "tls_bytes": "per byte over TLS",
+                 "tls_messages": "per message over TLS"}
 
 
-def _rows(doc: dict) -> list[tuple[str, bool, float, float, float]]:
-    """(cell, encrypted, cpu µs, reads, writes) per measured oltp run, per transaction."""
+@dataclass(frozen=True)
+class Row:
+    """One measured run: its mix, whether encrypted, its server CPU (seconds) and each term's count."""
+
+    cell: str
+    encrypted: bool
+    y: float
+    x: dict
+
+
+def _cell(variant: dict, engine: dict, workload: str, axis: str, base: str) -> str:
+    # an encrypted run's cell is its plain baseline's (keys only the encrypted side has, e.g. kdf_iter, drop)
+    plain = baseline_for(variant, engine, workload) if variant.get(axis) not in (None, base) else variant
+    return ",".join([workload] + [f"{k}={v}" for k, v in sorted((plain or variant).items()) if k != axis])
+
+
+def atrest_rows(doc: dict) -> list[Row]:
+    """One Row per measured oltp run, per transaction: server CPU, page reads, page writes, log bytes."""
     table = table_for(doc["engine"], WORKLOAD)
     axis, base = table["axis"], table["axis_baseline"]
     out = []
     for run in doc["runs"]:
         if run.get("warmup") or run["workload"] != WORKLOAD:
             continue
-        variant = run["variant"]
-        # an encrypted run's cell is its plain baseline's (keys only the encrypted side has, e.g. kdf_iter, drop)
-        plain = baseline_for(variant, doc["engine"], WORKLOAD) if variant.get(axis) not in (None, base) else variant
-        cell = ",".join(f"{k}={v}" for k, v in sorted((plain or variant).items()) if k != axis)
+        cell = _cell(run["variant"], doc["engine"], WORKLOAD, axis, base)
         for op in run.get("operations", []):
             m, n = op.get("metrics", {}), (op.get("extra") or {}).get("transactions")
             if not n or "cpu_s" not in m or "pages_read" not in m:
                 continue
-            out.append((cell, variant.get(axis) != base, 1e6 * m["cpu_s"] / n, m["pages_read"] / n,
-                        (m.get("pages_written") or 0.0) / n))
+            x = {}
+            for term, names in ATREST_COUNTS.items():
+                got = next((m[k] for k in names if m.get(k) is not None), None)
+                x[term] = (got or 0.0) / n
+            out.append(Row(cell, run["variant"].get(axis) != base, m["cpu_s"] / n, x))
     return out
 
 
-def _weights(rows) -> np.ndarray:
+def _transit_counts(workload: str, m: dict, extra: dict) -> tuple[float, dict]:
+    """A transit run's unit of work (what its server CPU is divided by: the plain work per unit is the same in every
+    run of a mix, even a fixed-duration one that does less work with TLS) and its new sessions, bytes and messages
+    (a message: a request or a result, as the live counters count them). connect: per connection, one check query
+    on each; bulk: per stream, one result; roundtrip: per query, its client's session (pgbench's: one); storm: per
+    run, its `messages`."""
+    wire = (m.get("net_bytes_sent") or 0) + (m.get("net_bytes_received") or 0)
+    if workload == "connect":
+        n = extra.get("connections") or 0
+        return n, {"tls_handshakes": n, "tls_bytes": wire, "tls_messages": 2 * n}
+    if workload == "bulk":
+        return 1, {"tls_handshakes": 0, "tls_bytes": wire or extra.get("bytes_received") or 0, "tls_messages": 2}
+    if workload == "roundtrip":
+        q = extra.get("queries") or 0
+        return q, {"tls_handshakes": extra.get("tls_checked_connections") or 1, "tls_bytes": wire,
+                   "tls_messages": 2 * q}
+    return 1, {"tls_handshakes": 0, "tls_bytes": wire, "tls_messages": extra.get("messages") or m.get("messages") or 0}
+
+
+def transit_rows(doc: dict) -> list[Row]:
+    """One Row per measured run of the TLS labs (tls off or on): server CPU per unit of work and its counts."""
+    out = []
+    for run in doc["runs"]:
+        tls = run["variant"].get("tls")
+        if run.get("warmup") or run["workload"] not in TRANSIT_WORKLOADS or tls is None:
+            continue
+        cell = ",".join([run["workload"]] + [f"{k}={v}" for k, v in sorted(run["variant"].items()) if k != "tls"])
+        for op in run.get("operations", []):
+            m = op.get("metrics", {})
+            unit, counts = _transit_counts(run["workload"], m, op.get("extra") or {})
+            if "cpu_s" not in m or not unit:
+                continue
+            out.append(Row(cell, tls != "off", m["cpu_s"] / unit, {k: v / unit for k, v in counts.items()}))
+    return out
+
+
+def _weights(rows: list[Row]) -> np.ndarray:
     """1 / the variance of each run's group (its mix, encrypted or plain): a write-heavy mix's CPU per transaction
     varies tens of times more than a read-only one's, and unweighted its noise would drown the read cost."""
     groups: dict[tuple, list[float]] = {}
     for r in rows:
-        groups.setdefault((r[0], r[1]), []).append(r[2])
-    var = {g: float(np.var(v, ddof=1)) if len(v) > 1 else 0.0 for g, v in groups.items()}
+        groups.setdefault((r.cell, r.encrypted), []).append(r.y)
+    # a group's variance at least (0.5% of its mean)^2: CPU times read at a 10 ms tick can repeat to the last digit,
+    # and a variance of 1e-33 would weight that group 10^30 times the others
+    var = {g: max(float(np.var(v, ddof=1)), (MIN_CV * float(np.mean(v))) ** 2) if len(v) > 1 else 0.0
+           for g, v in groups.items()}
     known = [v for v in var.values() if v > 0]
     floor = min(known) if known else 1.0  # a group without spread: weighted as the steadiest group seen
-    return np.array([1.0 / (var[(r[0], r[1])] if var[(r[0], r[1])] > 0 else floor) for r in rows])
+    return np.array([1.0 / (var[(r.cell, r.encrypted)] or floor) for r in rows])
+
+
+def _design(rows: list[Row], cells: list[str], terms: list[str]) -> tuple[np.ndarray, np.ndarray]:
+    """The design matrix with each column scaled to a largest value of 1 (bytes and sessions differ by 10^6: unscaled,
+    X'X is singular to the machine), and the scales (a cost is the fitted coefficient over its column's scale)."""
+    x = np.array([[1.0 if r.cell == c else 0.0 for c in cells] + [r.x[t] if r.encrypted else 0.0 for t in terms]
+                  for r in rows], dtype=float).reshape(len(rows), len(cells) + len(terms))
+    scale = np.abs(x).max(axis=0) if len(rows) else np.ones(x.shape[1])
+    scale[scale == 0] = 1.0
+    return x / scale, scale
+
+
+def _identifiable(rows: list[Row], cells: list[str], terms: list[str]) -> tuple[list[str], dict[str, str]]:
+    """The terms the design can fit, and why each other one cannot: no encrypted run did it, or its count never
+    varied apart from the terms kept before it (the terms are tried in the bill's order)."""
+    kept, why = [], {}
+    for t in terms:
+        if not any(r.encrypted and r.x.get(t) for r in rows):
+            why[t] = "no calibrated mix did this work (its count was 0 in every encrypted run)"
+            continue
+        x, _ = _design(rows, cells, kept + [t])
+        if np.linalg.matrix_rank(x) < x.shape[1]:
+            why[t] = (f"its count never varied apart from {', '.join(kept) or 'the mixes'}' across the calibrated "
+                      "mixes: add a mix that does it in another proportion")
+            continue
+        kept.append(t)
+    return kept, why
+
+
+def solve(rows: list[Row], terms: list[str]) -> dict:
+    """The fit of these terms' costs (seconds per unit) over the rows: {"runs", "cells", "df", "method", "costs":
+    term -> {"value", "ci"} or {"why"}}; every term asked for is in "costs"."""
+    cells = sorted({r.cell for r in rows})
+    out = {"method": METHOD, "runs": len(rows), "cells": cells, "df": None, "costs": {}}
+    if not any(r.encrypted for r in rows) or all(r.encrypted for r in rows):
+        why = "no runs" if not rows else "the mixes ran on one side only (encrypted and plain are both needed)"
+        out["costs"] = {t: {"why": why} for t in terms}
+        return out
+    kept, why = _identifiable(rows, cells, terms)
+    x, scale = _design(rows, cells, kept)
+    n, p = x.shape
+    if n <= p:
+        out["costs"] = {t: {"why": f"{n} runs for {p} parameters: more runs per variant"} for t in terms}
+        return out
+    w = np.sqrt(_weights(rows))
+    xw, yw = x * w[:, None], np.array([r.y for r in rows]) * w
+    beta, *_ = np.linalg.lstsq(xw, yw, rcond=None)
+    resid = yw - xw @ beta
+    cov = float(resid @ resid) / (n - p) * np.linalg.inv(xw.T @ xw)
+    q = t_ppf(0.975, n - p)
+    out["df"] = n - p
+    for i, t in enumerate(kept):
+        j = len(cells) + i
+        value, se = float(beta[j] / scale[j]), math.sqrt(max(float(cov[j, j]), 0.0)) / float(scale[j])
+        out["costs"][t] = {"value": value, "ci": [value - q * se, value + q * se]}
+    out["costs"].update({t: {"why": w_} for t, w_ in why.items()})
+    out["costs"] = {t: out["costs"][t] for t in terms}
+    return out
+
+
+def fit_atrest(doc: dict, terms=None) -> dict:
+    """The at-rest costs (terms: those to fit, default every one: a term the engine's design cannot fit is left out
+    of the model, so its count absorbs none of the noise)."""
+    return solve(atrest_rows(doc), list(terms if terms is not None else ATREST_COUNTS))
+
+
+def fit_transit(doc: dict, terms=None) -> dict:
+    return solve(transit_rows(doc), list(terms if terms is not None else TRANSIT_WORDS))
 
 
 def fit(doc: dict) -> dict | None:
     """The fitted per-page read and write costs (µs) with 95% CIs, or None where the file cannot give them (no
-    oltp runs, a single cell, or reads and writes that never vary apart)."""
-    rows = _rows(doc)
-    cells = sorted({r[0] for r in rows})
-    if len(cells) < 2 or not any(r[1] for r in rows) or not any(not r[1] for r in rows):
+    oltp runs, or reads and writes that never vary apart): the at-rest fit in its first slice's shape."""
+    rows = atrest_rows(doc)
+    got = solve(rows, list(ATREST_COUNTS))
+    costs = got["costs"]
+    if len(got["cells"]) < 2 or any("why" in costs[k] for k in ("reads", "writes")):
         return None
-    x = np.array([[1.0 if r[0] == c else 0.0 for c in cells] + [r[3] if r[1] else 0.0, r[4] if r[1] else 0.0]
-                  for r in rows])
-    y = np.array([r[2] for r in rows])
-    n, p = x.shape
-    if n <= p or np.linalg.matrix_rank(x) < p:
-        return None
-    w = _weights(rows)
-    xw, yw = x * np.sqrt(w)[:, None], y * np.sqrt(w)
-    beta, *_ = np.linalg.lstsq(xw, yw, rcond=None)
-    resid = yw - xw @ beta
-    s2 = float(resid @ resid) / (n - p)
-    cov = s2 * np.linalg.inv(xw.T @ xw)
-    q = t_ppf(0.975, n - p)
-    out = {"method": METHOD, "runs": n, "cells": cells, "df": n - p}
-    for name, i in (("read", p - 2), ("write", p - 1)):
-        se = math.sqrt(max(float(cov[i, i]), 0.0))
-        out[f"{name}_us"] = float(beta[i])
-        out[f"{name}_ci_us"] = [float(beta[i]) - q * se, float(beta[i]) + q * se]
+    out = {"method": got["method"], "runs": got["runs"], "cells": got["cells"], "df": got["df"]}
+    for name, term in (("read", "reads"), ("write", "writes")):
+        out[f"{name}_us"] = costs[term]["value"] * 1e6
+        out[f"{name}_ci_us"] = [x * 1e6 for x in costs[term]["ci"]]
     return out

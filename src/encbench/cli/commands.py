@@ -60,7 +60,8 @@ COMMANDS: tuple[Command, ...] = (
     Command("report", "one self-contained HTML file from result files (tables, plots, flame graphs)",
             report.add_arguments, report.cmd_report,
             examples=('encbench report sqlite.json mariadb.json -o report.html',), page='report.md'),
-    Command("calibrate", "fit the read and write unit costs of the encryption bill over designed oltp mixes",
+    Command("calibrate", "fit every unit cost of the encryption bill at once over designed mixes (oltp at rest; "
+            "connect, bulk, roundtrip with TLS off and on)",
             calibrate.add_arguments, calibrate.cmd_calibrate, takes_argv=True,
             examples=('encbench calibrate --engine sqlite --quick -o calibration.json',),
             page='estimate.md'),

@@ -13,8 +13,9 @@ from .common import workloads
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--from", dest="sources", nargs="+", required=True, metavar="RESULTS",
-                   help="result files whose measured unit costs price the bill (cold scans, a warm rebuild, oltp "
-                        "mixes, the connect, bulk and storm labs with tls); of several, each term's best-resolved cost")
+                   help="calibration files (encbench calibrate -o) or result files whose measured unit costs price "
+                        "the bill (cold scans, a warm rebuild, oltp mixes, the connect, bulk and storm labs with tls); "
+                        "of several, each term's best-resolved cost")
     p.add_argument("--read-rate", default=None, metavar="RATE", help="the server's physical read rate, e.g. 25MB/s")
     p.add_argument("--write-rate", default=None, metavar="RATE", help="the server's page write rate, e.g. 5MB/s")
     p.add_argument("--rate", action="append", default=[], metavar="TERM=RATE",
@@ -50,7 +51,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def cmd_estimate(args) -> int:
-    from ..analysis import estimate, unitcost
+    from ..analysis import calibration, estimate, unitcost
     from ..report import bill as bill_words
 
     args.source = args.sources[0]  # the file --check's model and the old per-page path read
@@ -64,16 +65,22 @@ def cmd_estimate(args) -> int:
                                 hint="--rate TERM=RATE fills a rate the server does not count")
     workloads(args.workload)  # a malformed list fails before the files are read
     cores = _cores(args)
-    files = [_analysed(path) for path in args.sources]
-    costs = _costs(args, files)
+    cals = [(path, calibration.load(path)) for path in args.sources if calibration.is_calibration(path)]
+    files = [_analysed(path) for path in args.sources if not calibration.is_calibration(path)]
+    if files:
+        args.source = files[0][0]  # --check's model: the first result file's
+    costs = _costs(args, files, cals)
     live = estimate.live_rates(args.live, _seconds(args), all_tls=args.all_tls) if args.live else None
-    target = _target(args, live, files)
-    rates, absent = _sided(args.side, *_rates(args, live, target))
+    target = _target(args, live, files, cals)
+    rates, absent = _rates(args, live, target)
+    for _, doc in cals:  # a term the engine never has (the calibration says why) is absent, not "no rate"
+        absent.update({k: v for k, v in doc["absent"].items() if k not in rates and k not in absent})
+    rates, absent = _sided(args.side, rates, absent)
     # the costs of the terms billed, each refused when measured on another setup (unless --other-setup)
     costs = unitcost.priced({k: v for k, v in costs.items() if k in rates}, target, other_setup=args.other_setup)
     b = estimate.make_bill(costs, rates, absent, cores)
     out = {"model": estimate.model_line(b), "target": target.words(), **b.to_dict(),
-           "checks": _checks(args, files[0][1], _read_entry(args, files))}
+           "checks": _checks(args, files[0][1], _read_entry(args, files)) if files else []}
     if live:
         out["live"] = {"seconds": live.seconds, "facts": {k: v for k, v in live.facts.items()}}
     rejected = [c for c in out["checks"] if c.get("error_ci_pct") and not c["error_ci_pct"][0] <= 0 <= c["error_ci_pct"][1]]
@@ -132,12 +139,15 @@ def _analysed(path: str) -> tuple:
         return path, analysis.analyze(doc), doc
 
 
-def _costs(args, files) -> dict:
-    """term -> (UnitCost, Setup): of every file's, each term's best-resolved."""
-    from ..analysis import unitcost
+def _costs(args, files, cals=()) -> dict:
+    """term -> (UnitCost, Setup): of every file's and calibration's, each term's best-resolved."""
+    from ..analysis import calibration, unitcost
     from ..analysis.estimate import relative_width
 
     found: dict[str, list] = {}
+    for path, doc in cals:
+        for name, cs in calibration.costs_of(doc, path).items():
+            found.setdefault(name, []).append(cs)
     for path, analysed, doc in files:
         with _reading(path):
             got = {**unitcost.page_costs(doc, analysed, path, workload=workloads(args.workload) or None,
@@ -170,16 +180,20 @@ def _read_entry(args, files) -> dict | None:
         return estimate.pick(analysed, workloads(args.workload), access=args.access)
 
 
-def _target(args, live, files):
-    """The server the bill prices: the live one's setup, else --engine/--page-size, else the first file's."""
+def _target(args, live, files, cals=()):
+    """The server the bill prices: the live one's setup, else --engine/--page-size, else the first file's (a result
+    file's, else a calibration's)."""
     from ..analysis.unitcost import Setup, setup_of
     from ..util.units import parse_positive_int
 
     if live:
         f = live.facts
         return Setup(f["engine"], f.get("page_size"), f.get("cipher"))
-    _, analysed, doc = files[0]
-    own = setup_of(doc, _read_entry(args, files))
+    if files:
+        own = setup_of(files[0][2], _read_entry(args, files))
+    else:
+        doc = cals[0][1]
+        own = Setup(doc["engine"], (doc.get("setup") or {}).get("page_size"), (doc.get("setup") or {}).get("cipher"))
     if not (args.engine or args.page_size):
         return own
     page = parse_positive_int(args.page_size, what="--page-size", maximum=1 << 20) if args.page_size else None

@@ -83,3 +83,20 @@ def rates(first: dict, last: dict, seconds: float, all_tls: bool, f: dict) -> Li
 
 def sampler(conn) -> LiveSampler:
     return LiveSampler(conn, sample, rates, facts(conn))
+
+
+# `encbench calibrate` (analysis/calibration.py): the terms that never apply to MariaDB, and the ones its designed
+# mixes do not fit, each with the run that would measure it
+ABSENT: dict[str, str] = {}
+NOT_FITTED = {
+    "log_bytes": "the calibrated mixes' encrypted and plain schemas share one redo log (innodb_encrypt_log is "
+                 "server-wide, so it cancels); what would measure it: encbench run --engine mariadb --workload oltp "
+                 "--variant script=oltp_read_write --variant encrypt_log=off,on",
+    "temp_bytes": "no calibrated mix spills to temporary files, and MariaDB counts temporary files, not their bytes; "
+                  "what would measure it: encbench run --engine mariadb --workload sort --variant encrypt_tmp_files="
+                  "off,on",
+    "tls_resumptions": "no calibrated mix resumes a TLS session (each of encbench's connections is a full "
+                       "handshake)",
+}
+# the in-transit mixes' --variant filters (connect, bulk, roundtrip): TLS off and on, one client
+TRANSIT_VARIANTS = ("tls=off,on", "clients=1")

@@ -92,3 +92,14 @@ def rates(first: dict, last: dict, seconds: float, all_tls: bool, f: dict) -> Li
 
 def sampler(conn) -> LiveSampler:
     return LiveSampler(conn, sample, rates, facts(conn), watch)
+
+
+# `encbench calibrate` (analysis/calibration.py): the terms that never apply to PostgreSQL, and the ones its designed
+# mixes do not fit, each with the run that would measure it
+ABSENT = {"tls_resumptions": "PostgreSQL turns TLS session caching and tickets off: every TLS session is a full "
+                             "handshake"}
+NOT_FITTED = {"temp_bytes": "no calibrated mix spills to temporary files; what would measure it: encbench run "
+                            "--engine postgres --workload sort --variant encryption=off,fscrypt (a per-byte cost is "
+                            "not derived from it yet)"}
+# the in-transit mixes' --variant filters (connect, bulk, roundtrip): TLS off and on, one client
+TRANSIT_VARIANTS = ("tls=off,on", "clients=1")
