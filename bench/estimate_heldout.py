@@ -47,6 +47,10 @@ from pathlib import Path
 Z95 = 1.959964
 HELD_OUT_MEMORY = "50%"  # the calibration runs 100% and 25%: the held-out mixes a share it never saw
 TRANSIT_TERMS = ("tls_handshakes", "tls_bytes", "tls_messages")
+# pgbench's built-in scripts: statements per transaction (tpcb-like: BEGIN, 3 UPDATEs, SELECT, INSERT, END). Where
+# no probe counts the driver's messages (pgbench is its own process: the net probe sees only encbench's sockets),
+# a transaction's TLS records are taken as 2 per statement (the query and its reply), and said so
+STATEMENTS = {"select-only": 1, "simple-update": 5, "tpcb-like": 7}
 AT_REST_TERMS = ("reads", "writes")
 
 
@@ -64,7 +68,7 @@ class Setup:
 
 
 SETUPS = (
-    Setup("sqlite", "sqlcipher", "at rest", ("tpcb-like",), "encryption=off,on"),
+    Setup("sqlite", "sqlcipher", "at rest", ("tpcb-like", "simple-update"), "encryption=off,on"),
     Setup("mariadb", "encrypted tables", "at rest", ("oltp_read_write", "oltp_point_select"), "encryption=off,on"),
     Setup("postgres", "tls", "in transit", ("tpcb-like", "select-only"), "tls=off,on", "tls"),
     Setup("postgres", "fscrypt", "at rest", ("tpcb-like", "select-only"), "encryption=off,fscrypt", "fscrypt",
@@ -93,11 +97,11 @@ class Bench:
     def encbench(self, args: list[str], out: Path) -> dict | None:
         """One encbench command writing `out` (reused when the work dir already holds it); its document, or None
         where it failed (said on stderr, with its last line)."""
+        self.commands.append(" ".join(["encbench", *args, "-o", out.name]))
         if out.exists():
             print(f"  reused {out}", file=sys.stderr)
             return self._kept(out)
         cmd = [sys.executable, "-m", "encbench.cli", *args, "-o", str(out)]
-        self.commands.append(" ".join(["encbench", *args, "-o", out.name]))
         t0 = time.monotonic()
         done = subprocess.run(cmd, capture_output=True, text=True)
         print(f"  encbench {' '.join(args)}: exit {done.returncode}, {time.monotonic() - t0:.0f} s", file=sys.stderr)
@@ -174,10 +178,14 @@ def _se(ci) -> float | None:
     return None if not ci else (ci[1] - ci[0]) / (2 * Z95)
 
 
-def predict(counts: dict, costs: dict, side: str) -> dict:
+def predict(counts: dict, costs: dict, side: str, script: str = "") -> dict:
     """The bill of one transaction: each term of this side priced (µs), its standard error, what was left out."""
     terms = AT_REST_TERMS if side == "at rest" else TRANSIT_TERMS
-    parts, var, missing = {}, 0.0, []
+    parts, var, missing, assumed = {}, 0.0, [], []
+    if side == "in transit" and counts.get("tls_messages") is None and script in STATEMENTS:
+        counts = {**counts, "tls_messages": 2.0 * STATEMENTS[script]}
+        assumed.append(f"tls_messages: {counts['tls_messages']:g} per transaction, 2 per statement of {script} (the "
+                       "query and its reply), not counted")
     for t in terms:
         rate = counts.get(t)
         if rate is None:
@@ -190,7 +198,7 @@ def predict(counts: dict, costs: dict, side: str) -> dict:
         parts[t] = rate * cost.value * 1e6
         var += (rate * (_se(cost.ci) or 0.0) * 1e6) ** 2
     return {"predicted_us": sum(parts.values()) if parts else None, "predicted_se_us": math.sqrt(var),
-            "parts_us": parts, "counts_per_txn": counts, "left_out": missing}
+            "parts_us": parts, "counts_per_txn": counts, "left_out": missing, "assumed": assumed}
 
 
 def error_of(pred: float, pred_se: float, meas: float, meas_ci) -> tuple[float | None, list[float] | None]:
@@ -226,7 +234,7 @@ def mixes_of(doc: dict, costs: dict, s: Setup, runs: int, seconds: int) -> list[
     out = []
     for e in summary.analyze(doc).to_dict().get("oltp_costs") or []:
         meas, ci = e["added_cpu_us_per_txn"], e["added_cpu_us_per_txn_ci"]
-        p = predict(_per_txn(doc, e["contender"], e["script"]), costs, s.side)
+        p = predict(_per_txn(doc, e["contender"], e["script"]), costs, s.side, e["script"])
         row = {"mix": e["script"], "compared": f"{e['contender']} vs {e['baseline']}", "memory": e["memory"],
                "runs": runs, "seconds": seconds, "measured_us": meas, "measured_ci_us": ci,
                "cpu_basis": e.get("cpu_basis"), "resolved": bool(ci) and ci[0] > 0, **p,
@@ -323,6 +331,8 @@ def report(checks: list[dict], overall: dict) -> None:
                   f"{_fmt(r.get('measured_us'), r.get('measured_ci_us')):>27} {pred:>24} {err:>22}")
             for why in r.get("left_out") or []:
                 print(f"    left out of the prediction: {why}")
+            for why in r.get("assumed") or []:
+                print(f"    assumed: {why}")
             if r.get("note"):
                 print(f"    {r['note']}")
         print(f"  {c['engine']} {c['setup']}: {words_of(c['summary'])}")
@@ -384,7 +394,7 @@ def main(argv=None) -> int:
     found = run_all(args, b)
     report(found["checks"], found["overall"])
     doc = {"version": 1, "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "quick": args.quick,
-           "machine": machine(), "load": load_words(b.docs), "wall_s": round(time.monotonic() - t0),
+           "machine": machine(), "load": load_words(b.docs), "invocation_s": round(time.monotonic() - t0),
            "method": "predicted = the mix's counters per transaction x unit costs calibrated on encbench's own mixes "
                      "only; measured = encrypted - plain server CPU per transaction (Welch 95% CI); error = "
                      "predicted / measured - 1, 95% CI by the delta method; median and worst |error| with the "
@@ -393,7 +403,7 @@ def main(argv=None) -> int:
     load = doc["load"]
     print(f"load: other processes used {load.get('other_load_cores_median', float('nan')):.2f} cores (median "
           f"over {load.get('runs', 0)} runs; max {load.get('other_load_cores_max', float('nan')):.2f}) of "
-          f"{os.cpu_count()}; {doc['wall_s']} s; step files in {work}")
+          f"{os.cpu_count()}; {doc['invocation_s']} s (reused steps not counted); step files in {work}")
     if args.output:
         Path(args.output).write_text(json.dumps(doc, indent=1) + "\n")
         print(f"findings: {args.output}")

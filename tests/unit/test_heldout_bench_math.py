@@ -64,3 +64,10 @@ def test_every_engine_has_a_setup_and_a_calibration_design_the_held_out_share_av
         cal = B.CALIBRATION_VARIANTS[s.engine]
         assert tuple(ENGINES.get(s.engine).calibration_variants) == cal  # the --quick copy is calibrate's design
         assert B.HELD_OUT_MEMORY not in next(v for v in cal if v.startswith("memory=")).split("=")[1].split(",")
+
+
+def test_uncounted_tls_messages_are_assumed_from_the_script_and_said_so():
+    costs = {"tls_messages": UnitCost(2e-6, (1e-6, 3e-6), "storm")}
+    p = B.predict({"tls_handshakes": 0.0001}, costs, "in transit", "tpcb-like")
+    assert p["parts_us"]["tls_messages"] == pytest.approx(28.0) and "2 per statement of tpcb-like" in p["assumed"][0]
+    assert B.predict({"reads": 1.0}, costs, "at rest", "tpcb-like")["assumed"] == []
