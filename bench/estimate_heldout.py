@@ -181,7 +181,7 @@ def _se(ci) -> float | None:
 def predict(counts: dict, costs: dict, side: str, script: str = "") -> dict:
     """The bill of one transaction: each term of this side priced (µs), its standard error, what was left out."""
     terms = AT_REST_TERMS if side == "at rest" else TRANSIT_TERMS
-    parts, var, missing, assumed = {}, 0.0, [], []
+    parts, var, missing, assumed, unresolved = {}, 0.0, [], [], []
     if side == "in transit" and counts.get("tls_messages") is None and script in STATEMENTS:
         counts = {**counts, "tls_messages": 2.0 * STATEMENTS[script]}
         assumed.append(f"tls_messages: {counts['tls_messages']:g} per transaction, 2 per statement of {script} (the "
@@ -197,8 +197,12 @@ def predict(counts: dict, costs: dict, side: str, script: str = "") -> dict:
             continue
         parts[t] = rate * cost.value * 1e6
         var += (rate * (_se(cost.ci) or 0.0) * 1e6) ** 2
+        if rate != 0 and cost.unresolved():  # as the bill: 0 x any cost is 0, else an unresolved cost is no figure
+            unresolved.append(f"{t}: {cost.unresolved()}")
+    # as `estimate` says of a bill: a term without a rate or a resolved cost leaves it not resolved, never partial
     return {"predicted_us": sum(parts.values()) if parts else None, "predicted_se_us": math.sqrt(var),
-            "parts_us": parts, "counts_per_txn": counts, "left_out": missing, "assumed": assumed}
+            "parts_us": parts, "counts_per_txn": counts, "left_out": missing, "assumed": assumed,
+            "bill_resolved": not (missing or unresolved), "bill_unresolved": unresolved + missing}
 
 
 def error_of(pred: float, pred_se: float, meas: float, meas_ci) -> tuple[float | None, list[float] | None]:
@@ -240,7 +244,11 @@ def mixes_of(doc: dict, costs: dict, s: Setup, runs: int, seconds: int) -> list[
                "cpu_basis": e.get("cpu_basis"), "resolved": bool(ci) and ci[0] > 0, **p,
                "error_pct": None, "error_ci_pct": None}
         if row["resolved"] and p["predicted_us"] is not None:
-            row["error_pct"], row["error_ci_pct"] = error_of(p["predicted_us"], p["predicted_se_us"], meas, ci)
+            err = error_of(p["predicted_us"], p["predicted_se_us"], meas, ci)
+            if p["bill_resolved"]:
+                row["error_pct"], row["error_ci_pct"] = err
+            else:  # shown, never counted: the bill a user would get says "not resolved"
+                row["error_if_taken_pct"], row["error_if_taken_ci_pct"] = err
         out.append(row)
     return out
 
@@ -264,7 +272,9 @@ def check_setup(b: Bench, s: Setup, costs: dict) -> list[dict]:
             got = [r for r in mixes_of(again, costs, s, runs, seconds) if r["mix"] == row["mix"]] if again else []
             if got:
                 row = rows[i] = {**got[0], "extended": k}
-        if not row["resolved"]:
+        if row["resolved"] and row.get("bill_resolved") is False:
+            row["note"] = "the predicted bill is not resolved (a calibrated cost or a rate): a longer mix would not resolve it"
+        elif not row["resolved"]:
             row["note"] = (f"the added CPU did not resolve after {runs} runs of {seconds} s per side (95% CI holds 0): "
                            "no error figure")
     return rows
@@ -281,13 +291,20 @@ def summarize(rows: list[dict]) -> dict:
     """median and worst |error| of the mixes with an error, with the interval their CIs bound."""
     got = [r for r in rows if r.get("error_pct") is not None]
     if not got:
-        return {"mixes": len(rows), "checked": 0, "median_abs_error_pct": None, "worst_abs_error_pct": None}
+        return {"mixes": len(rows), "checked": 0, "median_abs_error_pct": None, "worst_abs_error_pct": None,
+                **_unresolved(rows, got)}
     errs, bounds = [abs(r["error_pct"]) for r in got], [abs_ci(r["error_ci_pct"]) for r in got]
     return {"mixes": len(rows), "checked": len(got), "median_abs_error_pct": statistics.median(errs),
             "median_ci_pct": [statistics.median(x[0] for x in bounds), statistics.median(x[1] for x in bounds)],
             "worst_abs_error_pct": max(errs),
             "worst_ci_pct": [max(x[0] for x in bounds), max(x[1] for x in bounds)],
-            "within_15_pct": sum(e <= 15 for e in errs), "unresolved": len(rows) - len(got)}
+            "within_15_pct": sum(e <= 15 for e in errs), **_unresolved(rows, got)}
+
+
+def _unresolved(rows: list[dict], got: list[dict]) -> dict:
+    return {"unresolved": len(rows) - len(got),
+            "added_cpu_unresolved": sum(not r.get("resolved") for r in rows),
+            "bill_unresolved": sum(bool(r.get("resolved")) and r.get("bill_resolved") is False for r in rows)}
 
 
 def machine() -> dict:
@@ -326,11 +343,16 @@ def report(checks: list[dict], overall: dict) -> None:
             pred = _fmt(r.get("predicted_us"), [r["predicted_us"] - Z95 * r["predicted_se_us"], r["predicted_us"] +
                                                 Z95 * r["predicted_se_us"]] if r.get("predicted_us") is not None else None)
             err = _fmt(r.get("error_pct"), r.get("error_ci_pct"), "") if r.get("error_pct") is not None else \
-                ("not resolved" if not r.get("resolved") else "no prediction")
+                ("added CPU not resolved" if not r.get("resolved") else "bill not resolved"
+                 if r.get("predicted_us") is not None else "no prediction")
             print(f"{c['engine']:<9} {c['setup']:<17} {r['mix']:<18} "
                   f"{_fmt(r.get('measured_us'), r.get('measured_ci_us')):>27} {pred:>24} {err:>22}")
-            for why in r.get("left_out") or []:
-                print(f"    left out of the prediction: {why}")
+            for why in r.get("bill_unresolved") or []:
+                print(f"    bill not resolved: {why}")
+            if r.get("error_if_taken_pct") is not None:
+                lo, hi = r["error_if_taken_ci_pct"]
+                print(f"    (its point figures taken anyway: error {r['error_if_taken_pct']:+.0f}% [{lo:+.0f}, {hi:+.0f}]; "
+                      "not counted)")
             for why in r.get("assumed") or []:
                 print(f"    assumed: {why}")
             if r.get("note"):
@@ -341,11 +363,13 @@ def report(checks: list[dict], overall: dict) -> None:
 
 def words_of(s: dict) -> str:
     if not s.get("checked"):
-        return f"no mix with an error figure ({s.get('mixes', 0)} mixes, none resolved)"
+        return (f"no mix with an error figure ({s.get('mixes', 0)} mixes: the added CPU did not resolve in "
+                f"{s.get('added_cpu_unresolved', 0)}, the bill in {s.get('bill_unresolved', 0)})")
     m, w = s["median_ci_pct"], s["worst_ci_pct"]
     return (f"{s['checked']} of {s['mixes']} mixes: median |error| {s['median_abs_error_pct']:.0f}% [{m[0]:.0f}, "
             f"{m[1]:.0f}], worst {s['worst_abs_error_pct']:.0f}% [{w[0]:.0f}, {w[1]:.0f}], within 15% in "
-            f"{s['within_15_pct']}")
+            f"{s['within_15_pct']}; not resolved: the added CPU in {s['added_cpu_unresolved']}, the bill in "
+            f"{s['bill_unresolved']}")
 
 
 def run_all(args, b: Bench) -> dict:

@@ -71,3 +71,15 @@ def test_uncounted_tls_messages_are_assumed_from_the_script_and_said_so():
     p = B.predict({"tls_handshakes": 0.0001}, costs, "in transit", "tpcb-like")
     assert p["parts_us"]["tls_messages"] == pytest.approx(28.0) and "2 per statement of tpcb-like" in p["assumed"][0]
     assert B.predict({"reads": 1.0}, costs, "at rest", "tpcb-like")["assumed"] == []
+
+
+def test_a_bill_with_an_unresolved_cost_or_an_uncounted_rate_is_not_resolved_and_gives_no_error():
+    costs = {"reads": UnitCost(10e-6, (8e-6, 12e-6), "fit"), "writes": UnitCost(-50e-6, (-90e-6, 10e-6), "fit")}
+    assert B.predict({"reads": 2.0, "writes": 0.0}, costs, "at rest")["bill_resolved"]  # 0 x any cost is 0
+    p = B.predict({"reads": 2.0, "writes": 1.0}, costs, "at rest")
+    assert not p["bill_resolved"] and p["bill_unresolved"][0].startswith("writes: ")
+    t = B.predict({"tls_handshakes": 0.001}, {"tls_handshakes": UnitCost(2e-3, (1e-3, 3e-3), "connect")}, "in transit")
+    assert not t["bill_resolved"] and any("tls_bytes: no counter" in x for x in t["bill_unresolved"])
+    s = B.summarize([{"error_pct": None, "resolved": True, "bill_resolved": False},
+                     {"error_pct": None, "resolved": False}])
+    assert (s["checked"], s["added_cpu_unresolved"], s["bill_unresolved"]) == (0, 1, 1)

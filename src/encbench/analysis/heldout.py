@@ -56,11 +56,13 @@ def words(engine: str, setup: str | None, doc: dict | None = None) -> str:
     s = c.get("summary") or {}
     where = _where(doc)
     if not s.get("checked"):
-        return (f"held-out check ({what}): {s.get('mixes', 0)} peer mixes run, none with an error figure (their "
-                f"added CPU did not resolve){where}")
+        return (f"held-out check ({what}): {s.get('mixes', 0)} peer mixes run, none with an error figure (the "
+                f"added CPU measured did not resolve in {s.get('added_cpu_unresolved', 0)}, the bill predicted in "
+                f"{s.get('bill_unresolved', 0)}: a unit cost's CI reaches zero or a rate is not counted){where}")
     m, w = s["median_ci_pct"], s["worst_ci_pct"]
     mixes = "peer mix" if s["checked"] == 1 else "peer mixes"
-    unresolved = f"; {s['unresolved']} more did not resolve" if s.get("unresolved") else ""
+    unresolved = (f"; {s['unresolved']} more not resolved (the added CPU measured or the bill predicted)"
+                  if s.get("unresolved") else "")
     return (f"held-out check ({what}): checked on {s['checked']} {mixes} it never saw: median |error| "
             f"{_pct(s['median_abs_error_pct'])} [{m[0]:.0f}, {m[1]:.0f}], worst {_pct(s['worst_abs_error_pct'])} "
             f"[{w[0]:.0f}, {w[1]:.0f}]{unresolved}{where}")

@@ -37,7 +37,7 @@ def test_an_engine_or_setup_never_checked_says_so():
 
 def test_mixes_that_did_not_resolve_are_said_not_hidden():
     line = heldout.words("postgres", "fscrypt", _doc(mixes=3, checked=2, unresolved=1))
-    assert "checked on 2 peer mixes" in line and "1 more did not resolve" in line
+    assert "checked on 2 peer mixes" in line and "1 more not resolved" in line
     none = heldout.words("postgres", "fscrypt", _doc(checked=0, unresolved=2))
     assert "none with an error figure" in none and "%" not in none.split("(")[1].split(")")[0]
 
