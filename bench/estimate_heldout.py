@@ -91,6 +91,7 @@ class Bench:
     runs: int
     seconds: int
     max_extend: int
+    calibration_runs: int | None = None
     docs: list[dict] = field(default_factory=list)
     commands: list[str] = field(default_factory=list)
 
@@ -130,6 +131,7 @@ def calibrate(b: Bench, engine: str) -> dict:
         args += [x for v in CALIBRATION_VARIANTS[engine] for x in ("--variant", v)]
     else:
         args = ["calibrate", "--engine", engine, "--quick", "--json"]
+        args += ["--runs", str(b.calibration_runs)] if b.calibration_runs else []
     steps = [(args, b.work / f"calibrate-{engine}.json")]
     if engine == "postgres":
         steps.append((["run", "--engine", "postgres", "--workload", "connect,bulk,storm", "--variant", "tls=off,on",
@@ -263,8 +265,8 @@ def check_setup(b: Bench, s: Setup, costs: dict) -> list[dict]:
     for i, row in enumerate(rows):
         runs, seconds = b.runs, b.seconds
         for k in range(1, b.max_extend + 1):
-            if row["resolved"]:
-                break
+            if row["resolved"] or row.get("bill_resolved") is False:
+                break  # resolved; or its predicted bill is not either, and a longer mix would not resolve that
             runs, seconds = runs * 2, seconds * 2
             print(f"  {s.engine} {s.name} {row['mix']}: added CPU not resolved ({_us(row)}): again with {runs} runs "
                   f"of {seconds} s", file=sys.stderr)
@@ -272,8 +274,10 @@ def check_setup(b: Bench, s: Setup, costs: dict) -> list[dict]:
             got = [r for r in mixes_of(again, costs, s, runs, seconds) if r["mix"] == row["mix"]] if again else []
             if got:
                 row = rows[i] = {**got[0], "extended": k}
-        if row["resolved"] and row.get("bill_resolved") is False:
-            row["note"] = "the predicted bill is not resolved (a calibrated cost or a rate): a longer mix would not resolve it"
+        if row.get("bill_resolved") is False:
+            row["note"] = ("the predicted bill is not resolved (a calibrated cost or a rate, above): no error figure"
+                           + ("" if row["resolved"] else "; the mix was not run longer: its own added CPU did not "
+                              "resolve either, and a longer mix would not resolve the bill"))
         elif not row["resolved"]:
             row["note"] = (f"the added CPU did not resolve after {runs} runs of {seconds} s per side (95% CI holds 0): "
                            "no error figure")
@@ -403,6 +407,8 @@ def parse_args(argv=None):
     p.add_argument("--seconds", type=int, default=None, help="each held-out run's timed window (default 3; quick 1)")
     p.add_argument("--max-extend", type=int, default=None,
                    help="how many times an unresolved mix runs again at 2x runs and seconds (default 2; quick 0)")
+    p.add_argument("--calibration-runs", type=int, default=None,
+                   help="runs per variant of `encbench calibrate` (default calibrate's own)")
     p.add_argument("--work-dir", default=None, help="keep each step's result file here (an existing one is reused)")
     p.add_argument("-o", "--output", default=None, help="write the findings as JSON (what estimate reads)")
     return p.parse_args(argv)
@@ -413,7 +419,7 @@ def main(argv=None) -> int:
     work = Path(args.work_dir or tempfile.mkdtemp(prefix="estimate-heldout-"))
     work.mkdir(parents=True, exist_ok=True)
     b = Bench(work, args.quick, args.runs or (2 if args.quick else 6), args.seconds or (1 if args.quick else 3),
-              args.max_extend if args.max_extend is not None else (0 if args.quick else 2))
+              args.max_extend if args.max_extend is not None else (0 if args.quick else 2), args.calibration_runs)
     t0 = time.monotonic()
     found = run_all(args, b)
     report(found["checks"], found["overall"])
