@@ -75,6 +75,9 @@ SETUPS = (
           root=True),
 )
 ENGINES = tuple(dict.fromkeys(s.engine for s in SETUPS))
+# data per schema, calibration and held-out alike: MariaDB's buffer pool has a floor of several MB, so at 6 MB a
+# 50% share holds every page and its mixes read nothing encrypted from storage; calibrate --quick's own 6 MB elsewhere
+SIZES = {"sqlite": "6MB", "mariadb": "48MB", "postgres": "6MB"}
 CALIBRATION_VARIANTS = {  # what `encbench calibrate` runs (engines/*/engine.py calibration_variants): --quick's copy
     "sqlite": ("script=select-only,tpcb-like", "memory=100%,25%", "encryption=off,on"),
     "mariadb": ("script=oltp_point_select,oltp_read_write", "memory=100%,25%", "encryption=off,on"),
@@ -130,7 +133,7 @@ def calibrate(b: Bench, engine: str) -> dict:
                 "seconds=1", "--param", "warmup_seconds=1"]
         args += [x for v in CALIBRATION_VARIANTS[engine] for x in ("--variant", v)]
     else:
-        args = ["calibrate", "--engine", engine, "--quick", "--json"]
+        args = ["calibrate", "--engine", engine, "--quick", "--json", "--size", SIZES[engine]]
         args += ["--runs", str(b.calibration_runs)] if b.calibration_runs else []
     steps = [(args, b.work / f"calibrate-{engine}.json")]
     if engine == "postgres":
@@ -228,7 +231,7 @@ def abs_ci(ci) -> list[float] | None:
 def held_out_run(b: Bench, s: Setup, scripts, runs: int, seconds: int, out: Path) -> dict | None:
     args = ["run", "--engine", s.engine, "--workload", "oltp", "--variant", f"script={','.join(scripts)}",
             "--variant", f"memory={HELD_OUT_MEMORY}", "--variant", s.axis, "--runs", str(runs),
-            "--size", "1MB" if b.quick else "6MB", "--param", f"seconds={seconds}",
+            "--size", "1MB" if b.quick else SIZES[s.engine], "--param", f"seconds={seconds}",
             "--param", f"warmup_seconds={1 if b.quick else 1}"]
     return b.encbench(args, out)
 
@@ -265,8 +268,8 @@ def check_setup(b: Bench, s: Setup, costs: dict) -> list[dict]:
     for i, row in enumerate(rows):
         runs, seconds = b.runs, b.seconds
         for k in range(1, b.max_extend + 1):
-            if row["resolved"] or row.get("bill_resolved") is False:
-                break  # resolved; or its predicted bill is not either, and a longer mix would not resolve that
+            if row["resolved"] or row.get("bill_resolved") is False or row.get("predicted_us") == 0:
+                break  # resolved; or its bill is not, which a longer mix would not resolve; or nothing to predict
             runs, seconds = runs * 2, seconds * 2
             print(f"  {s.engine} {s.name} {row['mix']}: added CPU not resolved ({_us(row)}): again with {runs} runs "
                   f"of {seconds} s", file=sys.stderr)
@@ -278,6 +281,9 @@ def check_setup(b: Bench, s: Setup, costs: dict) -> list[dict]:
             row["note"] = ("the predicted bill is not resolved (a calibrated cost or a rate, above): no error figure"
                            + ("" if row["resolved"] else "; the mix was not run longer: its own added CPU did not "
                               "resolve either, and a longer mix would not resolve the bill"))
+        elif not row["resolved"] and row.get("predicted_us") == 0:
+            row["note"] = ("no encrypted page read or written per transaction at this share: the bill predicts 0 added, "
+                           f"the measured {_us(row)} holds 0 (they agree; there is no size to give an error in %)")
         elif not row["resolved"]:
             row["note"] = (f"the added CPU did not resolve after {runs} runs of {seconds} s per side (95% CI holds 0): "
                            "no error figure")
