@@ -382,6 +382,28 @@ def words_of(s: dict) -> str:
             f"{s['bill_unresolved']}")
 
 
+def markdown(doc: dict) -> str:
+    """The findings as the Markdown table docs/estimate.md shows."""
+    out = ["| engine | setup | mix | measured µs/txn [95% CI] | predicted µs/txn [95% CI] | error [95% CI] |",
+           "|---|---|---|---|---|---|"]
+    for c in doc["checks"]:
+        for r in c["mixes"]:
+            p, se = r.get("predicted_us"), r.get("predicted_se_us") or 0.0
+            pred = _fmt(p, [p - Z95 * se, p + Z95 * se]) if p is not None else "n/a"
+            if r.get("error_pct") is not None:
+                err = f"{r['error_pct']:+.0f}% [{r['error_ci_pct'][0]:+.0f}, {r['error_ci_pct'][1]:+.0f}]"
+            elif r.get("error_if_taken_pct") is not None:
+                lo, hi = r["error_if_taken_ci_pct"]
+                err = f"bill not resolved ({r['error_if_taken_pct']:+.0f}% [{lo:+.0f}, {hi:+.0f}] if taken)"
+            else:
+                err = "bill not resolved" if r.get("bill_resolved") is False else \
+                    ("agree at 0" if r.get("predicted_us") == 0 else "added CPU not resolved")
+            runs = f" ({r['runs']} x {r['seconds']} s)" if r.get("extended") else ""
+            measured = _fmt(r.get("measured_us"), r.get("measured_ci_us"))
+            out.append(f"| {c['engine']} | {c['setup']} | {r['mix']}{runs} | {measured} | {pred} | {err} |")
+    return "\n".join(out)
+
+
 def run_all(args, b: Bench) -> dict:
     engines = [e.strip() for e in args.engines.split(",") if e.strip()]
     unknown = set(engines) - set(ENGINES)
@@ -416,12 +438,16 @@ def parse_args(argv=None):
     p.add_argument("--calibration-runs", type=int, default=None,
                    help="runs per variant of `encbench calibrate` (default calibrate's own)")
     p.add_argument("--work-dir", default=None, help="keep each step's result file here (an existing one is reused)")
+    p.add_argument("--markdown", default=None, metavar="FINDINGS", help="print a findings file's table as Markdown")
     p.add_argument("-o", "--output", default=None, help="write the findings as JSON (what estimate reads)")
     return p.parse_args(argv)
 
 
 def main(argv=None) -> int:
     args = parse_args(argv)
+    if args.markdown:
+        print(markdown(json.loads(Path(args.markdown).read_text())))
+        return 0
     work = Path(args.work_dir or tempfile.mkdtemp(prefix="estimate-heldout-"))
     work.mkdir(parents=True, exist_ok=True)
     b = Bench(work, args.quick, args.runs or (2 if args.quick else 6), args.seconds or (1 if args.quick else 3),
