@@ -314,7 +314,7 @@ def summarize(rows: list[dict]) -> dict:
 def _unresolved(rows: list[dict], got: list[dict]) -> dict:
     return {"unresolved": len(rows) - len(got),
             "added_cpu_unresolved": sum(not r.get("resolved") for r in rows),
-            "bill_unresolved": sum(bool(r.get("resolved")) and r.get("bill_resolved") is False for r in rows)}
+            "bill_unresolved": sum(r.get("bill_resolved") is False for r in rows)}  # the two may overlap
 
 
 def machine() -> dict:
@@ -461,7 +461,7 @@ def main(argv=None) -> int:
                      "only; measured = encrypted - plain server CPU per transaction (Welch 95% CI); error = "
                      "predicted / measured - 1, 95% CI by the delta method; median and worst |error| with the "
                      "interval their mixes' CIs bound",
-           "commands": b.commands, "work_dir": str(work), **found}
+           "commands": b.commands, **found}
     load = doc["load"]
     print(f"load: other processes used {load.get('other_load_cores_median', float('nan')):.2f} cores (median "
           f"over {load.get('runs', 0)} runs; max {load.get('other_load_cores_max', float('nan')):.2f}) of "

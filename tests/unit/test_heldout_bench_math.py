@@ -83,3 +83,8 @@ def test_a_bill_with_an_unresolved_cost_or_an_uncounted_rate_is_not_resolved_and
     s = B.summarize([{"error_pct": None, "resolved": True, "bill_resolved": False},
                      {"error_pct": None, "resolved": False}])
     assert (s["checked"], s["added_cpu_unresolved"], s["bill_unresolved"]) == (0, 1, 1)
+
+
+def test_a_mix_unresolved_on_both_sides_is_counted_on_both():
+    s = B.summarize([{"error_pct": None, "resolved": False, "bill_resolved": False}])
+    assert (s["unresolved"], s["added_cpu_unresolved"], s["bill_unresolved"]) == (1, 1, 1)
