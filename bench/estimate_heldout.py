@@ -396,7 +396,8 @@ def markdown(doc: dict) -> str:
                 lo, hi = r["error_if_taken_ci_pct"]
                 err = f"bill not resolved ({r['error_if_taken_pct']:+.0f}% [{lo:+.0f}, {hi:+.0f}] if taken)"
             else:
-                err = "bill not resolved" if r.get("bill_resolved") is False else \
+                both = "bill and added CPU not resolved" if not r.get("resolved") else "bill not resolved"
+                err = both if r.get("bill_resolved") is False else \
                     ("agree at 0" if r.get("predicted_us") == 0 else "added CPU not resolved")
             runs = f" ({r['runs']} x {r['seconds']} s)" if r.get("extended") else ""
             measured = _fmt(r.get("measured_us"), r.get("measured_ci_us"))
