@@ -268,8 +268,8 @@ def check_setup(b: Bench, s: Setup, costs: dict) -> list[dict]:
     for i, row in enumerate(rows):
         runs, seconds = b.runs, b.seconds
         for k in range(1, b.max_extend + 1):
-            if row["resolved"] or row.get("bill_resolved") is False or row.get("predicted_us") == 0:
-                break  # resolved; or its bill is not, which a longer mix would not resolve; or nothing to predict
+            if row["resolved"] or row.get("predicted_us") == 0:
+                break  # resolved, or nothing encrypted to predict (a zero bill, said below)
             runs, seconds = runs * 2, seconds * 2
             print(f"  {s.engine} {s.name} {row['mix']}: added CPU not resolved ({_us(row)}): again with {runs} runs "
                   f"of {seconds} s", file=sys.stderr)
@@ -279,8 +279,8 @@ def check_setup(b: Bench, s: Setup, costs: dict) -> list[dict]:
                 row = rows[i] = {**got[0], "extended": k}
         if row.get("bill_resolved") is False:
             row["note"] = ("the predicted bill is not resolved (a calibrated cost or a rate, above): no error figure"
-                           + ("" if row["resolved"] else "; the mix was not run longer: its own added CPU did not "
-                              "resolve either, and a longer mix would not resolve the bill"))
+                           + ("" if row["resolved"] else f"; nor did its own added CPU, after {runs} runs of {seconds} s "
+                              "per side"))
         elif not row["resolved"] and row.get("predicted_us") == 0:
             row["note"] = ("no encrypted page read or written per transaction at this share: the bill predicts 0 added, "
                            f"the measured {_us(row)} holds 0 (they agree; there is no size to give an error in %)")
