@@ -52,6 +52,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 def cmd_estimate(args) -> int:
     from ..analysis import calibration, estimate, unitcost
+    from ..analysis.heldout import beside_bill
     from ..report import bill as bill_words
 
     args.source = args.sources[0]  # the file --check's model and the old per-page path read
@@ -89,6 +90,7 @@ def cmd_estimate(args) -> int:
         out["warning"] = (f"warning: checked against a real mix ({c['mix']}, below), the per-page read model is off by "
                           f"{c['error_pct']:+.0f}% [{c['error_ci_pct'][0]:+.0f}, {c['error_ci_pct'][1]:+.0f}]: the bill "
                           "prices only the terms it lists")
+    out["heldout"] = beside_bill(target.engine, {t.kind.side for t in b.terms})  # the bill's error on unseen mixes
     if args.json:
         print(json.dumps(out, indent=1))
     else:
@@ -100,6 +102,7 @@ def cmd_estimate(args) -> int:
         for line in bill_words.lines(b):
             print(line)
         _print_checks(out["checks"])
+        print(out["heldout"])
     return 0 if b.resolved else errors.EXIT_NO_ESTIMATE
 
 

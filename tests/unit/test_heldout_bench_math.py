@@ -1,0 +1,90 @@
+"""bench/estimate_heldout.py's arithmetic: a mix's predicted bill from its counters, the error and its CI, the
+median and worst |error| with the interval the mixes' CIs bound (issue 31)."""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+
+import pytest
+
+from encbench.analysis.bill import UnitCost
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _bench():
+    spec = importlib.util.spec_from_file_location("estimate_heldout", ROOT / "bench" / "estimate_heldout.py")
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules["estimate_heldout"] = mod
+    spec.loader.exec_module(mod)
+    return mod
+
+
+B = _bench()
+
+
+def test_prediction_prices_only_the_sides_terms_and_names_what_it_left_out():
+    costs = {"reads": UnitCost(10e-6, (8e-6, 12e-6), "fit"), "writes": UnitCost(30e-6, (20e-6, 40e-6), "fit"),
+             "tls_bytes": UnitCost(1e-9, (0.5e-9, 1.5e-9), "bulk")}
+    p = B.predict({"reads": 2.0, "writes": 1.0, "tls_bytes": 1000.0}, costs, "at rest")
+    assert p["predicted_us"] == pytest.approx(50.0) and set(p["parts_us"]) == {"reads", "writes"}
+    se = ((2 * 2e-6 / B.Z95) ** 2 + (1 * 10e-6 / B.Z95) ** 2) ** 0.5 * 1e6
+    assert p["predicted_se_us"] == pytest.approx(se)
+    t = B.predict({"tls_handshakes": 0.001, "tls_bytes": 1000.0}, costs, "in transit")
+    assert t["predicted_us"] == pytest.approx(1.0)
+    assert any("tls_handshakes: no calibrated cost" in x for x in t["left_out"])
+    assert any("tls_messages: no counter" in x for x in t["left_out"])
+
+
+def test_error_and_its_ci_by_the_delta_method():
+    err, ci = B.error_of(110.0, 0.0, 100.0, [100.0 - 19.59964, 100.0 + 19.59964])
+    assert err == pytest.approx(10.0)
+    assert ci == pytest.approx([10 - 1.959964 * 11, 10 + 1.959964 * 11], rel=1e-6)  # se of the ratio 1.1 x 0.1
+    assert B.error_of(5.0, 1.0, 0.0, [-1, 1]) == (None, None)
+
+
+def test_abs_error_bounds_and_the_summary():
+    assert B.abs_ci([-5.0, 12.0]) == [0.0, 12.0] and B.abs_ci([-30.0, -10.0]) == [10.0, 30.0]
+    rows = [{"error_pct": 5.0, "error_ci_pct": [-1.0, 11.0]}, {"error_pct": -20.0, "error_ci_pct": [-30.0, -10.0]},
+            {"error_pct": 12.0, "error_ci_pct": [4.0, 20.0]}, {"error_pct": None, "resolved": False}]
+    s = B.summarize(rows)
+    assert (s["mixes"], s["checked"], s["unresolved"], s["within_15_pct"]) == (4, 3, 1, 2)
+    assert s["median_abs_error_pct"] == 12.0 and s["median_ci_pct"] == [4.0, 20.0]
+    assert s["worst_abs_error_pct"] == 20.0 and s["worst_ci_pct"] == [10.0, 30.0]
+    assert B.summarize([{"error_pct": None}])["checked"] == 0
+
+
+def test_every_engine_has_a_setup_and_a_calibration_design_the_held_out_share_avoids():
+    from encbench.engines import ENGINES
+
+    for s in B.SETUPS:
+        assert s.engine in B.CALIBRATION_VARIANTS
+        cal = B.CALIBRATION_VARIANTS[s.engine]
+        assert tuple(ENGINES.get(s.engine).calibration_variants) == cal  # the --quick copy is calibrate's design
+        assert B.HELD_OUT_MEMORY not in next(v for v in cal if v.startswith("memory=")).split("=")[1].split(",")
+
+
+def test_uncounted_tls_messages_are_assumed_from_the_script_and_said_so():
+    costs = {"tls_messages": UnitCost(2e-6, (1e-6, 3e-6), "storm")}
+    p = B.predict({"tls_handshakes": 0.0001}, costs, "in transit", "tpcb-like")
+    assert p["parts_us"]["tls_messages"] == pytest.approx(28.0) and "2 per statement of tpcb-like" in p["assumed"][0]
+    assert B.predict({"reads": 1.0}, costs, "at rest", "tpcb-like")["assumed"] == []
+
+
+def test_a_bill_with_an_unresolved_cost_or_an_uncounted_rate_is_not_resolved_and_gives_no_error():
+    costs = {"reads": UnitCost(10e-6, (8e-6, 12e-6), "fit"), "writes": UnitCost(-50e-6, (-90e-6, 10e-6), "fit")}
+    assert B.predict({"reads": 2.0, "writes": 0.0}, costs, "at rest")["bill_resolved"]  # 0 x any cost is 0
+    p = B.predict({"reads": 2.0, "writes": 1.0}, costs, "at rest")
+    assert not p["bill_resolved"] and p["bill_unresolved"][0].startswith("writes: ")
+    t = B.predict({"tls_handshakes": 0.001}, {"tls_handshakes": UnitCost(2e-3, (1e-3, 3e-3), "connect")}, "in transit")
+    assert not t["bill_resolved"] and any("tls_bytes: no counter" in x for x in t["bill_unresolved"])
+    s = B.summarize([{"error_pct": None, "resolved": True, "bill_resolved": False},
+                     {"error_pct": None, "resolved": False}])
+    assert (s["checked"], s["added_cpu_unresolved"], s["bill_unresolved"]) == (0, 1, 1)
+
+
+def test_a_mix_unresolved_on_both_sides_is_counted_on_both():
+    s = B.summarize([{"error_pct": None, "resolved": False, "bill_resolved": False}])
+    assert (s["unresolved"], s["added_cpu_unresolved"], s["bill_unresolved"]) == (1, 1, 1)
