@@ -125,7 +125,7 @@ class Bench:
 def calibrate(b: Bench, engine: str) -> dict:
     """term -> UnitCost from encbench's own mixes (the read and write costs fitted at once; on PostgreSQL the
     in-transit labs' costs too), and the files they came from."""
-    from encbench.analysis import summary, unitcost
+    from encbench.analysis import calibration, summary, unitcost
 
     costs, files = {}, []
     if b.quick:  # calibrate's own design, tiny: the same fit over fewer, shorter runs
@@ -145,9 +145,13 @@ def calibrate(b: Bench, engine: str) -> dict:
         if doc is None:
             continue
         files.append(out.name)
-        analysed = summary.analyze(doc)
-        got = {**unitcost.fitted_costs(doc, analysed, out.name), **unitcost.transit_costs(doc, analysed, out.name)}
-        costs.update({k: v[0] for k, v in got.items()})
+        if doc.get("format") == calibration.FORMAT:  # `encbench calibrate -o`: its fitted costs, every term
+            got = calibration.costs_of(doc, out.name)
+        else:  # a result file (--quick's tiny run, PostgreSQL's in-transit labs)
+            analysed = summary.analyze(doc)
+            got = {**unitcost.fitted_costs(doc, analysed, out.name),
+                   **unitcost.transit_costs(doc, analysed, out.name)}
+        costs.update({k: v[0] for k, v in got.items() if k not in costs or v[0].value is not None})
     return {"costs": costs, "files": files}
 
 
