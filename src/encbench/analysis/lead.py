@@ -147,25 +147,33 @@ def best_row(analysis, rows: list[dict], metric: str, word: str) -> dict | None:
 
 # -- the line ---------------------------------------------------------------------------------------------------
 
+DIFFER = "verdicts differ:"  # a line whose resolved rows disagree (one costs, another saves): no one verdict leads
+
+
 def counts(rows: list[dict], source: dict | None) -> str:
-    """'2 of 4 rows cost' when the rows' verdicts differ (those of the figure's row counted); '' when they agree
-    (the verdict word says it)."""
+    """'2 of 4 rows cost' when the rows' verdicts differ (those of the figure's row counted), the other resolved
+    verdicts after it when they disagree ('2 of 4 rows cost, 1 save'); '' when they agree (the verdict word says
+    it)."""
     c = Counter(COUNT_WORDS.get(r["verdict"], "not resolved") for r in rows)
     mine = next((COUNT_WORDS.get(r["verdict"], "") for r in rows if source and _key(r) == _key(source)), "")
     if len(c) < 2 or not mine:
         return ""
-    return f"{c[mine]} of {len(rows)} rows {mine}"
+    others = [f"{n} {w}" for w, n in c.items() if w != mine and w != "not resolved"] if _differ(rows) else []
+    return ", ".join([f"{c[mine]} of {len(rows)} rows {mine}", *others])
+
+
+def _differ(rows: list[dict]) -> bool:
+    """Do the resolved rows disagree (costs beside saves or no cost)?"""
+    return len({r["verdict"] for r in rows if r["verdict"] in RESOLVED}) > 1
 
 
 def verdict_word(rows: list[dict], source: dict | None = None) -> str:
-    """The resolved rows' common verdict in a word ('costs', 'no cost (±2%):'); when they differ, the verdict of
-    the row the figure comes from (`source`), the rows counted beside it."""
+    """The resolved rows' common verdict in a word ('costs', 'no cost (±2%):'); when they differ, DIFFER (never
+    one row's verdict leading a line the others contradict; the rows are counted beside the figure)."""
     codes = {r["verdict"] for r in rows if r["verdict"] in RESOLVED}
     if len(codes) != 1:
         found = [r["verdict"] for r in rows if source and _key(r) == _key(source) and r["verdict"] in RESOLVED]
-        if not found:
-            return ""
-        codes = set(found[:1])
+        return DIFFER if found else ""
     code = next(iter(codes))
     if code == stats.NO_COST:
         margin = next((r["margin_pct"] for r in rows if r.get("margin_pct") is not None), stats.DEFAULT_MARGIN_PCT)

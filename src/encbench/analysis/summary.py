@@ -810,7 +810,8 @@ ANALYSIS_VERSION = 6  # the shape of Analysis and its to_dict(): bump it when a 
 # 5: instructions (--meter instructions: attribution by function, per page, the CPU-model gap; issue 23)
 # 6: summaries[].centre and headline[].lead: the short line's figure in its unit (issue 30 item 2)
 
-HEADER, STORED, SHOWN = "header", "stored", "shown"  # where a field comes from (Analysis field metadata)
+HEADER, STORED, SHOWN = "header", "stored", "shown"
+UNMADE = type("Unmade", (), {"__repr__": lambda self: "UNMADE"})()  # a headline not made yet (Analysis.headline)  # where a field comes from (Analysis field metadata)
 
 
 def _field(part: str, *, optional: bool = False):
@@ -874,7 +875,7 @@ class Analysis(Mapping):
     def from_doc(cls, doc: dict) -> Analysis:
         """The analysis a run stored in its result file (runner: `doc.update(analysis.stored())`), as it is."""
         stored = {f.name: doc.get(f.name, None if f.metadata["optional"] else []) for f in cls._parts(STORED)}
-        return cls(**cls._header(doc), **stored, context=context_lines(doc) or None).with_headline()
+        return cls(**cls._header(doc), **stored, context=context_lines(doc) or None, headline=UNMADE)
 
     @classmethod
     def of(cls, analysis: Mapping) -> Analysis:
@@ -899,7 +900,7 @@ class Analysis(Mapping):
 
     def rejudged(self, margin_pct: float) -> Analysis:
         """The same analysis with its comparisons' verdicts for another equivalence margin (the CIs stay)."""
-        return replace(self, comparisons=rejudge(self.comparisons, margin_pct)).with_headline()
+        return replace(self, comparisons=rejudge(self.comparisons, margin_pct), headline=UNMADE)
 
     def with_headline(self) -> Analysis:
         """This analysis with its headline summary made from its fields (None when it has nothing to say)."""
@@ -907,6 +908,14 @@ class Analysis(Mapping):
 
         self.headline = headline.build(self) or None
         return self
+
+    def __getattribute__(self, name: str):
+        """The headline is made on its first read, once: a run that only stores its analysis never makes it, and
+        one that prints it makes it once (analyze and from_doc leave it UNMADE; rejudged makes it again)."""
+        value = object.__getattribute__(self, name)
+        if name == "headline" and value is UNMADE:
+            return object.__getattribute__(self, "with_headline")().headline
+        return value
 
     @property
     def margin_pct(self) -> float:
@@ -958,8 +967,8 @@ def analyze(doc: dict, margin_pct: float = stats.DEFAULT_MARGIN_PCT) -> Analysis
         column_costs=columncost.column_costs(doc, groups, baseline_for) or None,
         oltp_costs=oltpcost.oltp_costs(doc, groups, comps, per_page, baseline_for) or None,
         instructions=instrattr.instructions(doc, groups, comps, instrattr.Keys(PER_UNIT, OPEN, variants_by_label(doc))),
-        placebo_comparisons=placebo or None, context=context_lines(doc) or None,
-    ).with_headline()
+        placebo_comparisons=placebo or None, context=context_lines(doc) or None, headline=UNMADE,
+    )
 
 
 def machine_cores(doc: dict) -> int:
