@@ -147,19 +147,14 @@ def best_row(analysis, rows: list[dict], metric: str, word: str) -> dict | None:
 
 # -- the line ---------------------------------------------------------------------------------------------------
 
-DIFFER = "verdicts differ:"  # a line whose resolved rows disagree (one costs, another saves): no one verdict leads
-
-
 def counts(rows: list[dict], source: dict | None) -> str:
-    """'2 of 4 rows cost' when the rows' verdicts differ (those of the figure's row counted), the other resolved
-    verdicts after it when they disagree ('2 of 4 rows cost, 1 save'); '' when they agree (the verdict word says
-    it)."""
+    """'2 of 4 rows cost' when the rows' verdicts differ (those of the figure's row counted); '' when they agree
+    (the verdict word says it) or when the resolved rows disagree (the verdict word counts them)."""
     c = Counter(COUNT_WORDS.get(r["verdict"], "not resolved") for r in rows)
     mine = next((COUNT_WORDS.get(r["verdict"], "") for r in rows if source and _key(r) == _key(source)), "")
-    if len(c) < 2 or not mine:
+    if len(c) < 2 or not mine or _differ(rows):
         return ""
-    others = [f"{n} {w}" for w, n in c.items() if w != mine and w != "not resolved"] if _differ(rows) else []
-    return ", ".join([f"{c[mine]} of {len(rows)} rows {mine}", *others])
+    return f"{c[mine]} of {len(rows)} rows {mine}"
 
 
 def _differ(rows: list[dict]) -> bool:
@@ -167,13 +162,19 @@ def _differ(rows: list[dict]) -> bool:
     return len({r["verdict"] for r in rows if r["verdict"] in RESOLVED}) > 1
 
 
+def _differ_words(rows: list[dict]) -> str:
+    """'verdicts differ (2 cost, 1 save):': a line whose resolved rows disagree leads with no one row's verdict."""
+    c = Counter(COUNT_WORDS[r["verdict"]] for r in rows if r["verdict"] in RESOLVED)
+    return "verdicts differ (" + ", ".join(f"{n} {w}" for w, n in c.items()) + "):"
+
+
 def verdict_word(rows: list[dict], source: dict | None = None) -> str:
-    """The resolved rows' common verdict in a word ('costs', 'no cost (±2%):'); when they differ, DIFFER (never
-    one row's verdict leading a line the others contradict; the rows are counted beside the figure)."""
+    """The resolved rows' common verdict in a word ('costs', 'no cost (±2%):'); when they differ, the verdicts
+    counted ('verdicts differ (2 cost, 1 save):'), never one row's verdict leading a line the others contradict."""
     codes = {r["verdict"] for r in rows if r["verdict"] in RESOLVED}
     if len(codes) != 1:
         found = [r["verdict"] for r in rows if source and _key(r) == _key(source) and r["verdict"] in RESOLVED]
-        return DIFFER if found else ""
+        return _differ_words(rows) if found else ""
     code = next(iter(codes))
     if code == stats.NO_COST:
         margin = next((r["margin_pct"] for r in rows if r.get("margin_pct") is not None), stats.DEFAULT_MARGIN_PCT)

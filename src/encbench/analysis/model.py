@@ -29,11 +29,11 @@ class Table:
     rows: list[dict]
 
     def charts(self) -> list[tuple[str, str, list[dict]]]:
-        """(metric, its words, the rows charted on it): each row on its chart_metric, the metric its Δ column and
-        its verdict lead with."""
+        """(metric, its words, the rows charted on it): each row on its lead metric, the one its Δ column and its
+        verdict rest on (else chart_metric: the first metric of its verdict)."""
         groups: dict[str, list[dict]] = {}
         for r in self.rows:
-            groups.setdefault(r["chart_metric"], []).append(r)
+            groups.setdefault(r["lead"][0] if r.get("lead") else r["chart_metric"], []).append(r)
         return [(m, metric_word(m, self.spec.get("metric_words")), mine) for m, mine in groups.items()]
 
 

@@ -144,7 +144,7 @@ def _row(analysis, t: dict, groups, key: tuple, cs: list[dict], variants, varyin
         "verdict": an.row_verdict(cs, words), "verdict_code": an.row_code(cs, words),
         "verdict_short": short_verdict(cs, words, head[0] if head else None),
         "lead": head, "too_short": too_short,
-        # the metric its chart and its Δ column show: the lead's, else the first its verdict rests on
+        # a row without a lead is charted on the first metric its verdict rests on
         "chart_metric": head[0] if head else (basis[0] if basis else "wall_s"),
     }
 
