@@ -605,18 +605,21 @@ def notes(doc: dict, groups) -> list[str]:
 
 
 def open_notes(groups, engine_name: str | None = None) -> list[str]:
-    """The connection open's median per variant (never across variants: a plain open of 0.4 ms and a SQLCipher open
-    of 400 ms have no common median), timed apart from every workload."""
+    """The connection open's time per variant (never across variants: a plain open of 0.4 ms and a SQLCipher open
+    of 400 ms have no common figure), timed apart from every workload: the centre of its runs, the figure the
+    comparisons and the summary's connection line rest on."""
     parts = []
     for (wl, op, vl), metrics in groups.items():
-        s = stats.summarize(metrics.get("wall_s", [])) if (wl, op) == OPEN else None
-        if s is not None:
-            parts.append(f"{vl or 'every variant'}: {fmt_seconds(s.median)} (median of {s.n})")
+        values = metrics.get("wall_s", []) if (wl, op) == OPEN else []
+        mid = centre(values) if stats.summarize(values) is not None else None
+        if mid is not None:
+            parts.append(f"{vl or 'every variant'}: {fmt_seconds(mid)} ({len(values)} runs)")
     if not parts:
         return []
     engine = engine_named(engine_name or "")
     includes = engine.open_includes if engine else "its whole set-up included"
-    return [f"connection open ({includes}), timed apart and never inside a workload, per variant: " + "; ".join(parts)]
+    return [f"connection open ({includes}), timed apart and never inside a workload, per variant (trimmed geometric "
+            "mean of its runs, as every comparison): " + "; ".join(parts)]
 
 
 WAIT_PREFIX = "wait_share_"
