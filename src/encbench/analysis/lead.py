@@ -134,7 +134,11 @@ def figure_text(f: dict) -> str:
     value, ci = amount(f["metric"], f["value"], f["ci"])
     row = f["row"]
     if (row["workload"], row["operation"]) == OPEN:  # the time says what it is: per connection, beside a plain one
-        return f"{value} per connection {ci}" + (f" ({fmt_seconds(f['baseline'])} without)" if "baseline" in f else "")
+        counted = " instructions" if f["metric"].startswith("instructions") else ""  # a count is no time
+        base = f.get("baseline")
+        without = "" if base is None else fmt_seconds(base) if f["metric"].endswith("_s") else amount(
+            f["metric"], base, None, sign=False)[0]
+        return f"{value}{counted} per connection {ci}" + (f" ({without} without)" if without else "")
     return f"{value} {f['word']} {ci}{beside}"
 
 
