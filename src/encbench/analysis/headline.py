@@ -153,8 +153,10 @@ def writes_per_page(analysis, rows) -> list[dict]:
 
 
 def _mean_of(analysis, workload: str, operation: str, variant: str, metric: str, stat: str = "mean"):
-    return next((s[stat] for s in analysis.summaries if (s["workload"], s["operation"], s["variant"], s["metric"])
-                 == (workload, operation, variant, metric)), None)
+    """A summary's statistic; its centre, the median in a summary stored before the centre (as lead.baseline_centre)."""
+    return next((s.get(stat, s.get("median")) if stat == "centre" else s[stat] for s in analysis.summaries
+                 if (s["workload"], s["operation"], s["variant"], s["metric"]) == (workload, operation, variant, metric)),
+                None)
 
 
 def compression(analysis, rows) -> list[dict]:
