@@ -177,6 +177,20 @@ def test_the_summary_states_the_figure_and_verdict_the_table_does(views):
                 assert word in rows[key]["verdict_short"], (h["text"], rows[key]["verdict_short"])
 
 
+def test_every_summary_line_judges_its_rows_as_the_table_does(views):
+    """A line is never 'not resolved' (or inconclusive) where the table resolves one of its rows: each row of a
+    line carries the verdict of the table's row (warm reads 'inconclusive' beside a table row 'costs +23% elapsed')."""
+    rows = {(r["workload"], r["operation"], r["contender"]): r for r in views.rows()}
+    for h in views.json.get("headline") or []:
+        for x in h.get("rows") or []:
+            key = (x["workload"], x["operation"], x["contender"])
+            if key in rows:
+                assert x["verdict"] == rows[key]["verdict_code"], (h["text"], rows[key]["verdict_short"])
+        resolved = [x for x in h.get("rows") or [] if x["verdict"] in ("costs", "saves", "no_cost")]
+        if resolved and h.get("lead") is not None:
+            assert h["lead"].get("resolved"), h["text"]
+
+
 def test_a_line_whose_rows_disagree_says_so(views):
     """issue 30: never one row's verdict leading a line another row contradicts ('backups: costs ...; 2 of 4
     rows cost' where one saves)."""
