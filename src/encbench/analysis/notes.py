@@ -12,36 +12,68 @@ from ..engines import engine_named
 from ..util.units import fmt_bytes, fmt_seconds
 
 
-def notes(doc: dict, groups) -> list[str]:
-    """Plain-word facts a reader needs: cache drops, key derivation, negotiated ciphers."""
-    out = []
-    cold_ops = [op for run in doc["runs"] if not run.get("warmup") for op in run.get("operations", [])
-                if op.get("cache", {}).get("cache") == "cold"]
-    restarts = [op["cache"]["restart_s"] for op in cold_ops if "restart_s" in op["cache"]]
+def _cold_ops(doc: dict) -> list[tuple[str, dict]]:
+    """(variant label, operation) of every measured cold operation."""
+    return [(run["variant_label"], op) for run in doc["runs"] if not run.get("warmup")
+            for op in run.get("operations", []) if op.get("cache", {}).get("cache") == "cold"]
+
+
+def _per_variant(pairs: list[tuple[str, float]], stat, fmt) -> tuple[str, str]:
+    """A statistic of each variant's values, never of several variants' together: ('x', '') when they agree, else
+    ('x to y', ' per variant') (a plain and an encrypted read are two figures, not one)."""
+    by: dict[str, list[float]] = defaultdict(list)
+    for vl, value in pairs:
+        by[vl].append(value)
+    figures = sorted(stat(v) for v in by.values())
+    low, high = fmt(figures[0]), fmt(figures[-1])
+    return (low, "") if low == high else (f"{low} to {high}", " per variant")
+
+
+def _median(values: list[float]) -> float:
+    return sorted(values)[len(values) // 2]
+
+
+def _mean(values: list[float]) -> float:
+    return sum(values) / len(values)
+
+
+def _cold_note(doc: dict) -> list[str]:
+    """cache=cold: how the cache was emptied, before how many operations, what they read (per variant)."""
+    cold_ops = _cold_ops(doc)
+    restarts = [(vl, op["cache"]["restart_s"]) for vl, op in cold_ops if "restart_s" in op["cache"]]
     if restarts:
-        physical = [op["metrics"]["pages_read"] for op in cold_ops if "pages_read" in op["metrics"]]
+        physical = [(vl, op["metrics"]["pages_read"]) for vl, op in cold_ops if "pages_read" in op["metrics"]]
+        restart, per = _per_variant(restarts, _median, fmt_seconds)
         msg = (f"cache=cold: the server was restarted before each of {len(restarts)} operations "
-               f"({cold_ops[0]['cache'].get('method', '')}; median restart {fmt_seconds(sorted(restarts)[len(restarts) // 2])})")
+               f"({cold_ops[0][1]['cache'].get('method', '')}; median restart {restart}{per})")
         if physical:
-            msg += f"; on average {sum(physical) / len(physical):,.0f} pages read from storage per operation"
+            pages, per = _per_variant(physical, _mean, lambda x: f"{x:,.0f}")
+            msg += f"; on average {pages} pages read from storage per operation{per.replace(' ', ', ', 1)}"
         verified = sum(1 for run in doc["runs"] if not run.get("warmup") for op in run.get("operations", [])
                        if op.get("extra", {}).get("cache_verified"))
         if verified:
             msg += (f"; the cache state of {verified} operations was verified from the engine's counters "
                     "(warm: no page read from storage; cold: pages read, and decrypted only when encrypted)")
-        out.append(msg)
-    elif cold_ops:
-        dropped = sum(1 for op in cold_ops if op["cache"].get("os_cache_dropped"))
-        physical = [op["metrics"].get("read_bytes", 0) for op in cold_ops if "read_bytes" in op["metrics"]]
-        fs = doc["environment"].get("os_cache", {}).get("data_dir_filesystem", "?")
-        method = cold_ops[0]["cache"].get("method", "")
-        fs_text = f"an {fs} file system" if fs != "unknown" else "a file system of unknown type"
-        msg = f"cache=cold: OS page cache dropped ({method}) before {dropped} of {len(cold_ops)} operations on {fs_text}"
-        if physical:
-            msg += f"; on average {fmt_bytes(sum(physical) / len(physical))} read from storage per operation"
-            if max(physical) == 0:
-                msg += " — none: reads came from the OS cache, so 'cold' here is SQLite-cache-cold only"
-        out.append(msg)
+        return [msg]
+    if not cold_ops:
+        return []
+    dropped = sum(1 for _, op in cold_ops if op["cache"].get("os_cache_dropped"))
+    physical = [(vl, op["metrics"].get("read_bytes", 0)) for vl, op in cold_ops if "read_bytes" in op["metrics"]]
+    fs = doc["environment"].get("os_cache", {}).get("data_dir_filesystem", "?")
+    method = cold_ops[0][1]["cache"].get("method", "")
+    fs_text = f"an {fs} file system" if fs != "unknown" else "a file system of unknown type"
+    msg = f"cache=cold: OS page cache dropped ({method}) before {dropped} of {len(cold_ops)} operations on {fs_text}"
+    if physical:
+        read, per = _per_variant(physical, _mean, fmt_bytes)
+        msg += f"; on average {read} read from storage per operation{per.replace(' ', ', ', 1)}"
+        if max(x for _, x in physical) == 0:
+            msg += " — none: reads came from the OS cache, so 'cold' here is SQLite-cache-cold only"
+    return [msg]
+
+
+def notes(doc: dict, groups) -> list[str]:
+    """Plain-word facts a reader needs: cache drops, key derivation, negotiated ciphers."""
+    out = _cold_note(doc)
     for (wl, op, vl), metrics in groups.items():
         out_b, in_b = metrics.get("output_bytes"), metrics.get("backup_bytes")
         if out_b and in_b and out_b != in_b:

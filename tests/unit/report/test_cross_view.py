@@ -17,7 +17,7 @@ from rich.console import Console
 from encbench.analysis import model, summary as an
 from encbench.lab import results
 from encbench.report import csvout, html, render
-from encbench.util.units import fmt_change, fmt_seconds
+from encbench.util.units import fmt_bytes, fmt_change, fmt_seconds
 
 GOLDEN = Path(__file__).resolve().parents[2] / "golden"
 FILES = ("results-v1.json", "sqlite-default.json", "postgres-tls.json", "sqlite-oltp.json", "mariadb-atrest.json",
@@ -232,6 +232,24 @@ def test_the_connection_open_note_and_the_summary_state_one_figure_per_variant(v
             assert f"({fmt_seconds(lead['baseline_centre'])} without)" in h["text"]
         elif lead["workload"] == "(open)" and lead.get("metric", "").startswith("instructions"):  # a count, no time
             assert "instructions per connection" in h["text"] and " s without" not in h["text"], h["text"]
+
+
+def test_the_cold_cache_note_states_each_variants_own_figure(views):
+    """issue 29 item 3: the bytes read per cold operation are a figure per variant (plain and encrypted reads are
+    two figures), the note their lowest to highest, never one mean over both."""
+    per: dict[str, list[float]] = {}
+    for run in views.doc["runs"]:
+        for op in [] if run.get("warmup") else run.get("operations", []):
+            if op.get("cache", {}).get("cache") == "cold" and "read_bytes" in op["metrics"] \
+                    and "restart_s" not in op["cache"]:
+                per.setdefault(run["variant_label"], []).append(op["metrics"]["read_bytes"])
+    if not per:
+        return
+    means = sorted(sum(v) / len(v) for v in per.values())
+    (note,) = [n for n in views.json["notes"] if n.startswith("cache=cold: OS page cache dropped")]
+    low, high = fmt_bytes(means[0]), fmt_bytes(means[-1])
+    assert (f"on average {low} to {high} read from storage per operation, per variant" if low != high
+            else f"on average {low} read from storage per operation") in note, note
 
 
 def test_the_columns_name_the_confidence_really_used():
