@@ -21,7 +21,7 @@ from encbench.util.units import fmt_bytes, fmt_change, fmt_seconds
 
 GOLDEN = Path(__file__).resolve().parents[2] / "golden"
 FILES = ("results-v1.json", "sqlite-default.json", "postgres-tls.json", "sqlite-oltp.json", "mariadb-atrest.json",
-         "sqlite-metered.json")
+         "sqlite-metered.json", "advise-kdf-iter.json")
 
 
 class _Cells(HTMLParser):
