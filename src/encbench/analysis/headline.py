@@ -24,6 +24,7 @@ from typing import Callable
 from . import columncost as cc, instrattr as ia, lead, oltpcost as oc, stats
 from .lead import ONE_LINE, WIDTH, fit  # noqa: F401 (headline.WIDTH, headline.fit: the short form's, lead.py's)
 from .oneline import leak_check_line, tls_scan_line  # noqa: F401 (the one-line answers, read as headline.*)
+from .oltpwords import oltp_figures
 from .words import metric_word as _metric_word
 from ..host.rawcipher import CI_ABOVE, CONTRADICTS, UNRESOLVED
 from ..util.units import fmt_percent, fmt_seconds
@@ -153,8 +154,10 @@ def writes_per_page(analysis, rows) -> list[dict]:
 
 
 def _mean_of(analysis, workload: str, operation: str, variant: str, metric: str, stat: str = "mean"):
-    return next((s[stat] for s in analysis.summaries if (s["workload"], s["operation"], s["variant"], s["metric"])
-                 == (workload, operation, variant, metric)), None)
+    """A summary's statistic; its centre, the median in a summary stored before the centre (as lead.baseline_centre)."""
+    return next((s.get(stat, s.get("median")) if stat == "centre" else s[stat] for s in analysis.summaries
+                 if (s["workload"], s["operation"], s["variant"], s["metric"]) == (workload, operation, variant, metric)),
+                None)
 
 
 def compression(analysis, rows) -> list[dict]:
@@ -188,31 +191,32 @@ def _compression_text(figs: list[dict]) -> str:
 
 
 def open_time(analysis, rows) -> list[dict]:
-    """The connection open's median time, with and without (medians of the runs, from the summaries)."""
+    """The connection open's time with and without, per variant the centre of its runs (summaries[].centre: the
+    trimmed geometric mean every comparison and the line's own figure rest on), as [lowest, highest] over them."""
     with_, without = [], []
     for r in rows:
-        w = _mean_of(analysis, r["workload"], r["operation"], r["contender"], "wall_s", "median")
-        b = _mean_of(analysis, r["workload"], r["operation"], r["baseline"], "wall_s", "median")
+        w = _mean_of(analysis, r["workload"], r["operation"], r["contender"], "wall_s", "centre")
+        b = _mean_of(analysis, r["workload"], r["operation"], r["baseline"], "wall_s", "centre")
         if w is not None:
             with_.append(w)
         if b is not None:
             without.append(b)
     if not with_:
         return []
-    return [{"name": "open_wall_s_median", "value": [min(with_), max(with_)],
+    return [{"name": "open_wall_s", "value": [min(with_), max(with_)],
              "baseline": [min(without), max(without)] if without else None}]
 
 
 def _open_text(figs: list[dict]) -> str:
     (f,) = figs
-    text = f"{_span(f['value'], fmt_seconds)} per connection (median)"
+    text = f"{_span(f['value'], fmt_seconds)} per connection (trimmed geometric mean)"
     return text + (f", {_span(f['baseline'], fmt_seconds)} without" if f["baseline"] else "")
 
 
 # a figure's name -> the text of the line's figures of that name
 FIGURE_TEXT = {"per_page_read_cpu_s": lambda figs: _per_page_text(figs, "read"),
                "per_page_write_cpu_s": lambda figs: _per_page_text(figs, "write"),
-               "compression_ratio": _compression_text, "open_wall_s_median": _open_text,
+               "compression_ratio": _compression_text, "open_wall_s": _open_text,
                "side_metric": lambda figs: _side_text(figs),
                "instructions_per_page": ia.page_figures_text, "instruction_attribution": ia.figures_text}
 
@@ -633,35 +637,6 @@ def column_lines(analysis) -> list[dict]:
 
 # -- oltp: per mix, memory share and clients, what encryption costs the transactions, and the model checked --------
 
-def _us(x: float) -> str:
-    return f"{x:.1f}" if abs(x) < 100 else f"{x:,.0f}"
-
-
-def _us_ci(value: float, ci) -> str:
-    return f"{_us(value)} µs" + (f" [{_us(ci[0])}, {_us(ci[1])}]" if ci else "")
-
-
-def _oltp_figures(e: dict) -> list[str]:
-    """The per-page figure beside the scans', and the estimate's check, in words."""
-    out = []
-    if e.get("added_cpu_us_per_page_read") is not None:
-        size = f" {_size(e['page_size'])}" if e.get("page_size") else ""
-        text = (f"{_us_ci(e['added_cpu_us_per_page_read'], e['added_cpu_us_per_page_read_ci'])} per{size} page read"
-                f" ({e['pages_read_per_txn']:.2f} per transaction" + (", writes included" if e.get("includes_writes")
-                                                                        else "") + ")")
-        if e.get("times_scan"):
-            text += f", {e['times_scan']:.1f}x the scans' {_us(e['scan_per_page_us'])} µs"
-        out.append(text)
-    chk = e.get("estimate_check")
-    if chk and chk["error_pct"] is not None:
-        ci = chk.get("error_ci_pct")
-        out.append(f"the per-page estimate predicts {_us(chk['predicted_us_per_txn'])} of the "
-                   f"{_us(chk['measured_us_per_txn'])} µs added per transaction: error {lead.number(chk['error_pct'], True, 0)}%"
-                   + (f" [{lead.number(ci[0], True, 0)}, {lead.number(ci[1], True, 0)}]" if ci else ""))
-        out += chk["misses"]
-    return out
-
-
 def oltp_lines(analysis) -> list[dict]:
     """One line per oltp entry (analysis.oltp_costs): the throughput's verdict, CPU per transaction and p95 latency
     with their CIs, the added CPU per page read beside the scans', and the per-page estimate checked."""
@@ -685,7 +660,7 @@ def oltp_lines(analysis) -> list[dict]:
         line = _line(LABS.get(axis, "oltp"), spec, mine, analysis, check)
         if line is None:
             continue
-        extra = _oltp_figures(e)
+        extra = oltp_figures(e)
         if extra:
             line["detail"] += "; " + "; ".join(extra)
         line["figures"].append({"name": "oltp_cost", **{k: e[k] for k in ("added_cpu_us_per_txn",

@@ -134,7 +134,11 @@ def figure_text(f: dict) -> str:
     value, ci = amount(f["metric"], f["value"], f["ci"])
     row = f["row"]
     if (row["workload"], row["operation"]) == OPEN:  # the time says what it is: per connection, beside a plain one
-        return f"{value} per connection {ci}" + (f" ({fmt_seconds(f['baseline'])} without)" if "baseline" in f else "")
+        counted = " instructions" if f["metric"].startswith("instructions") else ""  # a count is no time
+        base = f.get("baseline")
+        without = "" if base is None else fmt_seconds(base) if f["metric"].endswith("_s") else amount(
+            f["metric"], base, None, sign=False)[0]
+        return f"{value}{counted} per connection {ci}" + (f" ({without} without)" if without else "")
     return f"{value} {f['word']} {ci}{beside}"
 
 
@@ -149,23 +153,32 @@ def best_row(analysis, rows: list[dict], metric: str, word: str) -> dict | None:
 
 def counts(rows: list[dict], source: dict | None) -> str:
     """'2 of 4 rows cost' when the rows' verdicts differ (those of the figure's row counted); '' when they agree
-    (the verdict word says it)."""
+    (the verdict word says it) or when the resolved rows disagree (the verdict word counts them)."""
     c = Counter(COUNT_WORDS.get(r["verdict"], "not resolved") for r in rows)
     mine = next((COUNT_WORDS.get(r["verdict"], "") for r in rows if source and _key(r) == _key(source)), "")
-    if len(c) < 2 or not mine:
+    if len(c) < 2 or not mine or _differ(rows):
         return ""
     return f"{c[mine]} of {len(rows)} rows {mine}"
 
 
+def _differ(rows: list[dict]) -> bool:
+    """Do the resolved rows disagree (costs beside saves or no cost)?"""
+    return len({r["verdict"] for r in rows if r["verdict"] in RESOLVED}) > 1
+
+
+def _differ_words(rows: list[dict]) -> str:
+    """'verdicts differ (2 cost, 1 save):': a line whose resolved rows disagree leads with no one row's verdict."""
+    c = Counter(COUNT_WORDS[r["verdict"]] for r in rows if r["verdict"] in RESOLVED)
+    return "verdicts differ (" + ", ".join(f"{n} {w}" for w, n in c.items()) + "):"
+
+
 def verdict_word(rows: list[dict], source: dict | None = None) -> str:
-    """The resolved rows' common verdict in a word ('costs', 'no cost (±2%):'); when they differ, the verdict of
-    the row the figure comes from (`source`), the rows counted beside it."""
+    """The resolved rows' common verdict in a word ('costs', 'no cost (±2%):'); when they differ, the verdicts
+    counted ('verdicts differ (2 cost, 1 save):'), never one row's verdict leading a line the others contradict."""
     codes = {r["verdict"] for r in rows if r["verdict"] in RESOLVED}
     if len(codes) != 1:
         found = [r["verdict"] for r in rows if source and _key(r) == _key(source) and r["verdict"] in RESOLVED]
-        if not found:
-            return ""
-        codes = set(found[:1])
+        return _differ_words(rows) if found else ""
     code = next(iter(codes))
     if code == stats.NO_COST:
         margin = next((r["margin_pct"] for r in rows if r.get("margin_pct") is not None), stats.DEFAULT_MARGIN_PCT)

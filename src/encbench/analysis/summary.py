@@ -12,13 +12,17 @@ from dataclasses import dataclass, field, fields, replace
 
 from . import columncost, instrattr, oltpcost, stats
 from .context import lines as context_lines
+from .groups import (  # noqa: F401 (read as an.*: every caller's one import)
+    OPEN, PAGES_PER_UNIT, PER_UNIT, _normalize, baseline_for, centre, collect, per_unit, table_for, tables,
+    variants_by_label)
+from .notes import notes, open_notes  # noqa: F401 (read as an.*)
+from .perpage import (  # noqa: F401 (read as an.*)
+    KWORKER_METHOD, _in_kernel_workers, _kernel_worker_part, _raw_reference_applies, _uncounted, _with_kworkers,
+    derived, kernel_cipher, kernel_cipher_notes, write_costs)
 from .words import METRIC_WORDS, VERDICT_METRICS, VERDICT_WORDS, metric_word  # noqa: F401 (read as an.*)
 from ..drivers.client_share import notes as client_notes, withheld_reason
-from ..engines import engine_named
-from ..host import rawcipher
 from ..probes import metric_catalog
 from ..profiling import profiler
-from ..util.units import fmt_bytes, fmt_seconds
 from ..lab import meter
 from ..vocab.variants import label, placebo_note, placebo_reference, placebo_twin
 
@@ -65,86 +69,6 @@ def verdict_metrics(doc: dict, workload: str) -> tuple[str, ...]:
     constant elapsed), else fixed work's."""
     found = _workload_fact(doc, workload, "verdict_metrics")
     return tuple(found) if found else tuple(m for m, _ in VERDICT_METRICS)
-OPEN = ("(open)", "connect")  # workload/operation names of the connection open (key derivation)
-
-
-def _normalize(variant: dict, keys: list[dict]) -> dict:
-    return {
-        k["name"]: variant[k["name"]]
-        for k in keys
-        if k["name"] in variant and all(variant.get(a) == b for a, b in k["applies_when"])
-    }
-
-
-def tables(engine: dict) -> list[dict]:
-    """The report's tables (one per axis); a file without engine.tables has one, from engine.axis."""
-    return engine.get("tables") or [{"title": "", "axis": engine["axis"], "axis_baseline": engine["axis_baseline"],
-                                     "workloads": None, "table_columns": engine.get("table_columns"),
-                                     "metric_words": engine.get("metric_words") or {}}]
-
-
-def table_for(engine: dict, workload: str) -> dict:
-    found = [t for t in tables(engine) if not t["workloads"] or workload in t["workloads"]]
-    return found[0] if found else tables(engine)[0]
-
-
-def baseline_for(variant: dict, engine: dict, workload: str = "") -> dict | None:
-    t = table_for(engine, workload)
-    axis, base = t["axis"], t["axis_baseline"]
-    if variant.get(axis) in (None, base):
-        return None
-    return _normalize({**variant, axis: base}, engine["variant_keys"])
-
-
-def collect(doc: dict) -> dict[tuple[str, str, str], dict[str, list[float]]]:
-    """(workload, operation, variant label) -> metric -> per-run values (warmups left out)."""
-    out: dict[tuple[str, str, str], dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
-    for run in doc["runs"]:
-        if run.get("warmup"):
-            continue
-        vl = run["variant_label"]
-        for op in run.get("operations", []):
-            bucket = out[(run["workload"], op["operation"], vl)]
-            for name, value in {**op.get("metrics", {}), **op.get("extra", {})}.items():
-                if isinstance(value, (int, float)):
-                    bucket[name].append(float(value))
-            per_unit(bucket, op.get("metrics", {}), op.get("extra", {}))
-        for name, value in (run.get("open") or {}).items():
-            out[(*OPEN, vl)][name].append(float(value))
-    return out
-
-
-# extra counts that make a per-unit cost: CPU per query, per message, per connection
-PER_UNIT = (("queries", "query"), ("messages", "message"), ("connections", "connection"), ("rows_hashed", "row"),
-            ("transactions", "transaction"))
-
-
-PAGES_PER_UNIT = {"transaction": ("pages_read", "pages_written")}  # a transaction's physical page I/O
-
-
-def per_unit(bucket: dict, metrics: dict, extra: dict) -> None:
-    for count_key, unit in PER_UNIT:
-        count = extra.get(count_key)
-        if not count:
-            continue
-        for metric, prefix in (("cpu_s", "cpu"), ("client_cpu_s", "client_cpu")):
-            if metric in metrics:
-                bucket[f"{prefix}_us_per_{unit}"].append(1e6 * metrics[metric] / count)
-        if "instructions" in metrics:  # --meter instructions: the count per unit, as CPU per unit
-            bucket[f"instructions_per_{unit}"].append(metrics["instructions"] / count)
-        for metric in PAGES_PER_UNIT.get(unit, ()):
-            if isinstance(metrics.get(metric), (int, float)):
-                bucket[f"{metric}_per_{unit}"].append(metrics[metric] / count)
-        return
-
-
-def variants_by_label(doc: dict) -> dict[str, dict]:
-    found = {label(v): v for v in doc["engine"].get("variants", [])}
-    for run in doc["runs"]:
-        found.setdefault(run["variant_label"], run["variant"])
-    return found
-
-
 def summaries(groups) -> list[dict]:
     catalog = metric_catalog()
     out = []
@@ -164,12 +88,6 @@ def summaries(groups) -> list[dict]:
             out.append({"workload": wl, "operation": op, "variant": vl, "metric": metric,
                         "unit": m.unit if m else "", **s.to_dict(), "centre": centre(values), "warnings": warn})
     return out
-
-
-def centre(values: list[float]) -> float | None:
-    """The value a Δ's ratio is made of (stats.ratio_ci's centre of one side): the 20%-trimmed geometric mean, the
-    mean when a value is zero or negative; what the summary scales a ratio by to say a change in its unit."""
-    return stats.log_contrast([(values, 1)]).value
 
 
 def catalog_word(metric: str) -> str:
@@ -320,303 +238,6 @@ def row_code(comps: list[dict], words: dict[str, str] | None = None, margin_pct:
     if codes and all(v == stats.NO_COST for v in codes):
         return stats.NO_COST
     return next((c for c in (stats.TOO_FEW_RUNS, stats.INCONCLUSIVE) if c in codes), stats.NO_ESTIMATE)
-
-
-def derived(doc: dict, groups, comps: list[dict]) -> list[dict]:
-    """The per-page decrypt CPU cost from cold encrypted minus cold plain reads."""
-    out = []
-    raw = (doc.get("calibration") or {}).get("raw_cipher", {})
-    variants = variants_by_label(doc)
-    engine = engine_named(doc["engine"]["name"])
-    for c in comps:
-        wl_meta = doc.get("workloads", {}).get(c["workload"], {})
-        contender = variants[c["contender"]]
-        if c["metric"] != "cpu_s" or not wl_meta.get("reads_only") or contender.get("cache") != "cold":
-            continue
-        if _uncounted(engine, contender, doc):  # its decryption is in no measured process: no per-page figure
-            continue
-        cont = groups[(c["workload"], c["operation"], c["contender"])]
-        base = groups[(c["workload"], c["operation"], c["baseline"])]
-        kernel = _in_kernel_workers(engine, contender)
-        if kernel:  # the server's CPU and the kernel workers' (where fscrypt decrypts), run by run, both sides
-            base_cpu, cont_cpu = (_with_kworkers(doc, c["workload"], c["operation"], c[side])
-                                  for side in ("baseline", "contender"))
-        else:
-            base_cpu, cont_cpu = base["cpu_s"], cont["cpu_s"]
-        # the pages the engine says it decrypted when it counts them (InnoDB), else the pages read
-        basis = "pages_decrypted" if sum(cont.get("pages_decrypted", [])) > 0 else "pages_read"
-        pages = stats.summarize(cont.get(basis, []))
-        if pages is None or pages.mean <= 0:
-            continue
-        diff = stats.difference_ci(base_cpu, cont_cpu)
-        if diff.value is None:
-            continue
-        page_size = int(contender.get("page_size") or (doc.get("dataset") or {}).get("page_size") or 4096)
-        per_page = diff.value / pages.mean
-        ci = [x / pages.mean for x in diff.ci] if diff.ci else None
-        entry = {
-            "workload": c["workload"], "operation": c["operation"], "baseline": c["baseline"],
-            "contender": c["contender"], "page_size": page_size, "pages_read": pages.mean, "pages_basis": basis,
-            "added_cpu_s": diff.value, "added_cpu_ci": list(diff.ci) if diff.ci else None,
-            "per_page_cpu_s": per_page, "per_page_cpu_ci": ci,
-            "decrypt_mb_per_s_per_core": page_size / per_page / 1e6 if per_page > 0 else None,
-            "decrypt_mb_per_s_ci": ([page_size / ci[1] / 1e6, page_size / ci[0] / 1e6]
-                                    if ci and ci[0] > 0 else None),
-            "method": f"(mean CPU cold encrypted - mean CPU cold plain) / mean {basis.replace('_', ' ')}, "
-                      "Welch t 95% CI",
-            "kind": "read",
-        }
-        if kernel:
-            entry.update(_kernel_worker_part(doc, c, base, cont, pages.mean, page_size))
-        ref = raw.get(engine.raw_cipher_key(contender, page_size) if engine else str(page_size)) \
-            if _raw_reference_applies(engine, contender) else None
-        if ref and entry["decrypt_mb_per_s_per_core"]:
-            rawcipher.set_beside(entry, ref)  # a contradiction (faster than the raw cipher) is flagged, not printed
-        out.append(entry)
-    return out + write_costs(doc, groups, comps)
-
-
-KWORKER_METHOD = ("(mean server + kernel-worker CPU cold encrypted - the same cold plain) / mean pages read, "
-                  "Welch t 95% CI; kernel-worker CPU: every kworker thread of the machine over the operation "
-                  "(the kworkers probe), so the plain baseline's share (its I/O, other work) cancels out")
-
-
-def _in_kernel_workers(engine, variant: dict) -> bool:
-    """Does this variant decrypt in kernel worker threads (fscrypt), whose CPU the kworkers probe measures?"""
-    return bool(engine) and variant.get("encryption") in engine.kernel_worker_crypto
-
-
-def _with_kworkers(doc: dict, workload: str, operation: str, variant_label: str) -> list[float] | None:
-    """cpu_s + kworker_cpu_s of each measured run of this operation and variant; None when a run lacks either
-    (a file from before the kworkers probe, or --probe without it)."""
-    out = []
-    for run in doc["runs"]:
-        if run.get("warmup") or run["workload"] != workload or run["variant_label"] != variant_label:
-            continue
-        for op in run.get("operations", []):
-            if op["operation"] != operation:
-                continue
-            m = op.get("metrics", {})
-            if not isinstance(m.get("cpu_s"), (int, float)) or not isinstance(m.get("kworker_cpu_s"), (int, float)):
-                return None
-            out.append(float(m["cpu_s"]) + float(m["kworker_cpu_s"]))
-    return out or None
-
-
-def kernel_cipher(doc: dict, value: str) -> dict:
-    """The kernel driver behind an encryption value's filesystem, as the dataset recorded it (PostgreSQL's
-    `clusters`, MariaDB's `filesystems`: cipher_info's `contents`), with cpu_has_aes; {} when not recorded."""
-    data = doc.get("dataset") or {}
-    for key in ("clusters", "filesystems"):
-        cipher = ((data.get(key) or {}).get(value) or {}).get("cipher") or {}
-        if cipher.get("contents"):
-            return {**cipher["contents"], "cpu_has_aes": cipher.get("cpu_has_aes")}
-    return {}
-
-
-def _kernel_worker_part(doc: dict, c: dict, base: dict, cont: dict, pages: float, page_size: int) -> dict:
-    """The kernel-worker keys of a per-page entry: the CPU basis, the workers lost, the host-wide figure, the driver."""
-    out = {"cpu_basis": "cpu_s + kworker_cpu_s", "method": KWORKER_METHOD,
-           "kworkers_exited": int(sum(base.get("kworkers_exited", [])) + sum(cont.get("kworkers_exited", []))),
-           "kworker_added_cpu_s": None, "host_added_cpu_s": None, "host_added_cpu_ci": None,
-           "host_decrypt_mb_per_s_per_core": None}
-    kw = stats.difference_ci(base.get("kworker_cpu_s", []), cont.get("kworker_cpu_s", []))
-    out["kworker_added_cpu_s"] = kw.value
-    host = stats.difference_ci(base.get("host_cpu_s", []), cont.get("host_cpu_s", []))
-    if host.value is not None:  # the broader figure: every core's non-idle CPU, whatever ran
-        out["host_added_cpu_s"], out["host_added_cpu_ci"] = host.value, list(host.ci) if host.ci else None
-        if host.value > 0:
-            out["host_decrypt_mb_per_s_per_core"] = page_size / (host.value / pages) / 1e6
-    driver = kernel_cipher(doc, variants_by_label(doc)[c["contender"]].get("encryption", ""))
-    if driver.get("driver"):
-        out["kernel_driver"] = {k: driver.get(k) for k in ("name", "driver", "accelerated", "implementation",
-                                                            "cpu_has_aes")}
-    return out
-
-
-def kernel_cipher_notes(derived_entries: list[dict], doc: dict) -> list[str]:
-    """Issue 15 item 3's sentence per cold read decrypted in kernel workers: the speed per core, the driver
-    the kernel runs, the userspace speed of the same mode on this CPU; or why no speed is claimed."""
-    out = []
-    for d in derived_entries:
-        if d.get("kind") != "read" or d.get("cpu_basis") != "cpu_s + kworker_cpu_s":
-            continue
-        value = variants_by_label(doc)[d["contender"]].get("encryption", "")
-        where = f"{d['workload']}/{d['operation']} {d['contender']}"
-        k = d.get("kernel_driver") or {}
-        through = f" through {k['driver']}" if k.get("driver") else ""
-        if k.get("accelerated") is False:
-            through += " (this kernel has no AES-NI driver" + (
-                "; the CPU has AES instructions)" if k.get("cpu_has_aes") else ")")
-        elif k.get("accelerated"):
-            through += f" ({k.get('implementation')})"
-        speed = d.get("decrypt_mb_per_s_per_core")
-        if not speed:
-            out.append(f"{where}: no decrypt speed claimed for {value}: the added server + kernel-worker CPU "
-                       f"({fmt_seconds(d['added_cpu_s'])}) is not above zero; use a larger --size")
-            continue
-        ci = d.get("decrypt_mb_per_s_ci")
-        text = (f"{where}: {value} decrypts at {speed:,.0f} MB/s per core"
-                + (f" [{ci[0]:,.0f}, {ci[1]:,.0f}]" if ci else "") + through)
-        raw = d.get("raw_cipher_mb_per_s_per_core")
-        if raw:  # the calibration's cipher: "AES-256-XTS per 8192-byte page (fscrypt's contents mode), userspace"
-            ref = ((doc.get("calibration") or {}).get("raw_cipher") or {}).get(str(d["page_size"])) or {}
-            text += (f"; userspace {str(ref.get('cipher', 'raw cipher')).split(' per ')[0]} on this CPU: "
-                     f"{raw / 1000:,.1f} GB/s per core")
-        if d.get("raw_cipher_flag"):  # faster than the userspace cipher: a figure of noise (rawcipher.set_beside)
-            text += f"; {d['raw_cipher_flag']}"
-        if d.get("kworkers_exited"):
-            text += f" ({d['kworkers_exited']} kernel workers exited mid-operation: their CPU is not counted)"
-        out.append(text)
-    return out
-
-
-def _uncounted(engine, variant: dict, doc: dict | None = None) -> str | None:
-    """Why this variant's crypto CPU is in no measured process, else None: an engine's uncounted_crypto, or a
-    variant that decrypts in kernel workers in a file whose runs have no kworker_cpu_s."""
-    why = (engine.uncounted_crypto if engine else {}).get(variant.get("encryption", ""))
-    if why or doc is None or not _in_kernel_workers(engine, variant):
-        return why
-    if all("kworker_cpu_s" in op.get("metrics", {}) for r in doc["runs"] if not r.get("warmup")
-           and r["variant"].get("encryption") in (variant.get("encryption"), doc["engine"]["axis_baseline"])
-           and r["variant"].get("cache") == "cold" for op in r.get("operations", [])):
-        return None
-    return (f"{variant.get('encryption')} decrypts reads in kernel worker threads and these runs have no "
-            "kworker_cpu_s (a file from before the kworkers probe, or --probe without it): the CPU ratio leaves "
-            "the decryption out, read the elapsed ratio")
-
-
-def _raw_reference_applies(engine, variant: dict) -> bool:
-    """Is the calibration's raw cipher the one this variant runs (the engine's own encryption, not a filesystem's)?
-    Files of an engine this version does not know: as before, when the variant encrypts."""
-    values = engine.raw_cipher_values if engine else ("on",)
-    return variant.get("encryption") in values
-
-
-def write_costs(doc: dict, groups, comps: list[dict]) -> list[dict]:
-    """The write side: a warm rebuild reads from the cache and writes (encrypts) every page, so its added CPU
-    over the pages encrypted (InnoDB's counter) or written is a per-page encrypt cost."""
-    out = []
-    variants = variants_by_label(doc)
-    for c in comps:
-        wl_meta = doc.get("workloads", {}).get(c["workload"], {})
-        contender = variants[c["contender"]]
-        rewrites = wl_meta.get("rewrites", c["workload"] == "rebuild")  # files before the flag: rebuild
-        if c["metric"] != "cpu_s" or not rewrites or contender.get("cache") != "warm":
-            continue
-        cont = groups[(c["workload"], c["operation"], c["contender"])]
-        base = groups[(c["workload"], c["operation"], c["baseline"])]
-        basis = "pages_encrypted" if sum(cont.get("pages_encrypted", [])) > 0 else "pages_written"
-        pages = stats.summarize(cont.get(basis, []))
-        diff = stats.difference_ci(base["cpu_s"], cont["cpu_s"])
-        if pages is None or pages.mean <= 0 or diff.value is None:
-            continue
-        page_size = int(contender.get("page_size") or (doc.get("dataset") or {}).get("page_size") or 4096)
-        per_page = diff.value / pages.mean
-        ci = [x / pages.mean for x in diff.ci] if diff.ci else None
-        out.append({
-            "workload": c["workload"], "operation": c["operation"], "baseline": c["baseline"],
-            "contender": c["contender"], "page_size": page_size, "pages_read": pages.mean, "pages_basis": basis,
-            "added_cpu_s": diff.value, "added_cpu_ci": list(diff.ci) if diff.ci else None,
-            "per_page_cpu_s": per_page, "per_page_cpu_ci": ci,
-            "decrypt_mb_per_s_per_core": None, "decrypt_mb_per_s_ci": None, "kind": "write",
-            "method": f"(mean CPU warm encrypted - mean CPU warm plain) / mean {basis.replace('_', ' ')}, "
-                      "Welch t 95% CI: a per-page encrypt cost (an upper bound: other write work is in it too)",
-        })
-    return out
-
-
-def notes(doc: dict, groups) -> list[str]:
-    """Plain-word facts a reader needs: cache drops, key derivation, negotiated ciphers."""
-    out = []
-    cold_ops = [op for run in doc["runs"] if not run.get("warmup") for op in run.get("operations", [])
-                if op.get("cache", {}).get("cache") == "cold"]
-    restarts = [op["cache"]["restart_s"] for op in cold_ops if "restart_s" in op["cache"]]
-    if restarts:
-        physical = [op["metrics"]["pages_read"] for op in cold_ops if "pages_read" in op["metrics"]]
-        msg = (f"cache=cold: the server was restarted before each of {len(restarts)} operations "
-               f"({cold_ops[0]['cache'].get('method', '')}; median restart {fmt_seconds(sorted(restarts)[len(restarts) // 2])})")
-        if physical:
-            msg += f"; on average {sum(physical) / len(physical):,.0f} pages read from storage per operation"
-        verified = sum(1 for run in doc["runs"] if not run.get("warmup") for op in run.get("operations", [])
-                       if op.get("extra", {}).get("cache_verified"))
-        if verified:
-            msg += (f"; the cache state of {verified} operations was verified from the engine's counters "
-                    "(warm: no page read from storage; cold: pages read, and decrypted only when encrypted)")
-        out.append(msg)
-    elif cold_ops:
-        dropped = sum(1 for op in cold_ops if op["cache"].get("os_cache_dropped"))
-        physical = [op["metrics"].get("read_bytes", 0) for op in cold_ops if "read_bytes" in op["metrics"]]
-        fs = doc["environment"].get("os_cache", {}).get("data_dir_filesystem", "?")
-        method = cold_ops[0]["cache"].get("method", "")
-        fs_text = f"an {fs} file system" if fs != "unknown" else "a file system of unknown type"
-        msg = f"cache=cold: OS page cache dropped ({method}) before {dropped} of {len(cold_ops)} operations on {fs_text}"
-        if physical:
-            msg += f"; on average {fmt_bytes(sum(physical) / len(physical))} read from storage per operation"
-            if max(physical) == 0:
-                msg += " — none: reads came from the OS cache, so 'cold' here is SQLite-cache-cold only"
-        out.append(msg)
-    for (wl, op, vl), metrics in groups.items():
-        out_b, in_b = metrics.get("output_bytes"), metrics.get("backup_bytes")
-        if out_b and in_b and out_b != in_b:
-            ratio = sum(in_b) / sum(out_b)
-            parts = ""
-            if metrics.get("table_file_bytes") and metrics.get("system_tablespace_bytes"):
-                parts = (f" (the table {fmt_bytes(sum(metrics['table_file_bytes']) / len(out_b))}, the system "
-                         f"tablespace {fmt_bytes(sum(metrics['system_tablespace_bytes']) / len(out_b))}, the rest "
-                         "redo log and server files)")
-            out.append(f"{wl}/{op} {vl}: output {fmt_bytes(sum(out_b) / len(out_b))} from "
-                       f"{fmt_bytes(sum(in_b) / len(in_b))}{parts}, compression ratio {ratio:.2f}"
-                       + (" (encrypted pages look random: they do not compress)" if ratio < 1.05 else ""))
-    negotiated: dict[str, dict[str, int]] = defaultdict(lambda: defaultdict(int))
-    for run in doc["runs"]:
-        if run.get("warmup"):
-            continue
-        tls = (run.get("session") or {}).get("tls")
-        if tls is not None and table_for(doc["engine"], run["workload"])["axis"] == "tls":
-            bits = f" ({tls['bits']} bits)" if tls.get("bits") else ""
-            key = f"{tls['version']} {tls['cipher']}{bits}" if tls.get("ssl") else "no TLS"
-            axis = table_for(doc["engine"], run["workload"])["axis"]
-            negotiated[f'{axis}={run["variant"].get(axis, "?")}'][key] += 1
-    if negotiated:
-        engine = engine_named(doc["engine"]["name"])
-        view = engine.tls_view if engine and engine.tls_view else "the server's own view"
-        out.append(f"negotiated, as the server reports it in {view} (every measured connection is checked; "
-                   "a run fails on any mismatch), per measured run: " + "; ".join(
-            f"{v}: " + ", ".join(f"{k} in {n} runs" for k, n in seen.items())
-            for v, seen in negotiated.items()))
-    measured = [r for r in doc["runs"] if not r.get("warmup")]
-    if measured and any(t["metric_words"] for t in tables(doc["engine"])) and not any(
-            "cpu_s" in op.get("metrics", {}) for r in measured for op in r.get("operations", [])):
-        out.append("server-side CPU, context switches and I/O are not measured: the server is not on this machine "
-                   "(only the client's side is)")
-    for t in tables(doc["engine"]):
-        mine = [r for r in measured if table_for(doc["engine"], r["workload"]) == t]
-        if mine and not any(baseline_for(r["variant"], doc["engine"], r["workload"]) is None for r in mine):
-            axis, base = t["axis"], t["axis_baseline"]
-            out.append(f"no baseline ({axis}={base}) was measured, so nothing is compared: "
-                       f"add it, e.g. --variant {axis}={base},...")
-    engine = engine_named(doc["engine"]["name"])
-    for value in sorted({r["variant"].get("encryption") for r in measured if r["variant"].get("cache") == "cold"
-                         and _uncounted(engine, r["variant"], doc)}):
-        out.append(f"no per-page decrypt cost for encryption={value}: "
-                   f"{_uncounted(engine, {'encryption': value, 'cache': 'cold'}, doc)}")
-    return out + open_notes(groups, doc["engine"]["name"])
-
-
-def open_notes(groups, engine_name: str | None = None) -> list[str]:
-    """The connection open's median per variant (never across variants: a plain open of 0.4 ms and a SQLCipher open
-    of 400 ms have no common median), timed apart from every workload."""
-    parts = []
-    for (wl, op, vl), metrics in groups.items():
-        s = stats.summarize(metrics.get("wall_s", [])) if (wl, op) == OPEN else None
-        if s is not None:
-            parts.append(f"{vl or 'every variant'}: {fmt_seconds(s.median)} (median of {s.n})")
-    if not parts:
-        return []
-    engine = engine_named(engine_name or "")
-    includes = engine.open_includes if engine else "its whole set-up included"
-    return [f"connection open ({includes}), timed apart and never inside a workload, per variant: " + "; ".join(parts)]
 
 
 WAIT_PREFIX = "wait_share_"
@@ -810,7 +431,9 @@ ANALYSIS_VERSION = 6  # the shape of Analysis and its to_dict(): bump it when a 
 # 5: instructions (--meter instructions: attribution by function, per page, the CPU-model gap; issue 23)
 # 6: summaries[].centre and headline[].lead: the short line's figure in its unit (issue 30 item 2)
 
-HEADER, STORED, SHOWN = "header", "stored", "shown"  # where a field comes from (Analysis field metadata)
+HEADER, STORED, SHOWN = "header", "stored", "shown"
+  # where a field comes from (Analysis field metadata)
+UNMADE = type("Unmade", (), {"__repr__": lambda self: "UNMADE"})()  # a headline not made yet (Analysis.headline)
 
 
 def _field(part: str, *, optional: bool = False):
@@ -874,7 +497,7 @@ class Analysis(Mapping):
     def from_doc(cls, doc: dict) -> Analysis:
         """The analysis a run stored in its result file (runner: `doc.update(analysis.stored())`), as it is."""
         stored = {f.name: doc.get(f.name, None if f.metadata["optional"] else []) for f in cls._parts(STORED)}
-        return cls(**cls._header(doc), **stored, context=context_lines(doc) or None).with_headline()
+        return cls(**cls._header(doc), **stored, context=context_lines(doc) or None, headline=UNMADE)
 
     @classmethod
     def of(cls, analysis: Mapping) -> Analysis:
@@ -899,7 +522,7 @@ class Analysis(Mapping):
 
     def rejudged(self, margin_pct: float) -> Analysis:
         """The same analysis with its comparisons' verdicts for another equivalence margin (the CIs stay)."""
-        return replace(self, comparisons=rejudge(self.comparisons, margin_pct)).with_headline()
+        return replace(self, comparisons=rejudge(self.comparisons, margin_pct), headline=UNMADE)
 
     def with_headline(self) -> Analysis:
         """This analysis with its headline summary made from its fields (None when it has nothing to say)."""
@@ -907,6 +530,14 @@ class Analysis(Mapping):
 
         self.headline = headline.build(self) or None
         return self
+
+    def __getattribute__(self, name: str):
+        """The headline is made on its first read, once: a run that only stores its analysis never makes it, and
+        one that prints it makes it once (analyze and from_doc leave it UNMADE; rejudged makes it again)."""
+        value = object.__getattribute__(self, name)
+        if name == "headline" and value is UNMADE:
+            return object.__getattribute__(self, "with_headline")().headline
+        return value
 
     @property
     def margin_pct(self) -> float:
@@ -958,8 +589,8 @@ def analyze(doc: dict, margin_pct: float = stats.DEFAULT_MARGIN_PCT) -> Analysis
         column_costs=columncost.column_costs(doc, groups, baseline_for) or None,
         oltp_costs=oltpcost.oltp_costs(doc, groups, comps, per_page, baseline_for) or None,
         instructions=instrattr.instructions(doc, groups, comps, instrattr.Keys(PER_UNIT, OPEN, variants_by_label(doc))),
-        placebo_comparisons=placebo or None, context=context_lines(doc) or None,
-    ).with_headline()
+        placebo_comparisons=placebo or None, context=context_lines(doc) or None, headline=UNMADE,
+    )
 
 
 def machine_cores(doc: dict) -> int:

@@ -19,19 +19,22 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     add_margin_argument(p)
 
 
-def _emit(doc: dict, analysis: dict, fmt: str, margin: float | None = None, detail: bool = False) -> None:
+def _emit(doc: dict, analysis, fmt: str, margin: float | None = None, detail: bool = False) -> None:
+    """Print one view of the result model (analysis/model.py), built once here: every format renders it."""
+    from ..analysis import model
     from ..report import render as report
 
+    m = model.of(doc, analysis)
     if fmt == "json":
-        print(report.render_json(doc, analysis))
+        print(report.render_json(doc, m))
     elif fmt == "markdown":
-        print(report.render_markdown(doc, analysis, detail=detail), end="")
+        print(report.render_markdown(doc, m, detail=detail), end="")
     elif fmt == "csv":
         from ..report import csvout
 
-        print(csvout.show_csv(doc, analysis, margin), end="")
+        print(csvout.show_csv(doc, m, margin), end="")
     else:
-        report.render_text(doc, analysis, console(), detail=detail)
+        report.render_text(doc, m, console(), detail=detail)
 
 
 def cmd_show(args) -> int:

@@ -73,7 +73,7 @@ def run_entry(doc: dict, analysis, *, result_file: str | None = None, exit_code:
         "baseline": c["baseline"], "metric": c["metric"], "ratio": c.get("ratio"),
         "ci_low": (c.get("ci") or [None, None])[0], "ci_high": (c.get("ci") or [None, None])[1],
         "verdict": c.get("verdict"), "n_baseline": c.get("n_baseline"), "n_contender": c.get("n_contender"),
-    } for c in analysis.shown_comparisons()]
+    } for c in getattr(analysis, "analysis", analysis).shown_comparisons()]  # an Analysis, or the model of one
     return Entry(
         kind="run", measured_at=doc.get("created_at") or now_utc(), engine=engine,
         target=redact(dsn) if dsn else private_target(engine), command=_command(config.get("command")),

@@ -17,8 +17,8 @@ import io
 import math
 from typing import Any, Iterable
 
-from ..analysis import stats
-from ..analysis import summary as an
+from ..analysis import model, stats
+from ..probes import metric_catalog
 
 SHOW_FIELDS = (
     "workload", "operation", "table", "axis", "baseline", "contender", "kind", "metric", "unit",
@@ -69,31 +69,28 @@ def _write(fields: tuple[str, ...], rows: Iterable[dict]) -> str:
     return buf.getvalue()
 
 
-def show_rows(doc: dict, analysis: an.Analysis, margin_pct: float | None = None) -> list[dict]:
-    """One dict per comparison of the analysis (placebo twins last), keyed by SHOW_FIELDS; the margin is
-    the one given, else the one the verdicts were judged with."""
-    analysis = an.Analysis.of(analysis)
-    margin = margin_pct if margin_pct is not None else analysis.margin_pct
-    summary = {(s["workload"], s["operation"], s["variant"], s["metric"]): s for s in analysis.summaries}
-    catalog = an.metric_catalog()
+def show_rows(doc: dict, analysis, margin_pct: float | None = None) -> list[dict]:
+    """One dict per comparison of the analysis (placebo twins last, model.records), keyed by SHOW_FIELDS; the
+    margin is the one given, else the one the verdicts were judged with."""
+    found = analysis.analysis if isinstance(analysis, model.Model) else analysis
+    margin = margin_pct if margin_pct is not None else _margin(list(found["comparisons"]), None)
+    summary = {(s["workload"], s["operation"], s["variant"], s["metric"]): s for s in found["summaries"]}
+    catalog = metric_catalog()
     out = []
-    for kind, comps in ((KIND_COMPARISON, analysis.shown_comparisons()),
-                        (KIND_PLACEBO, analysis.placebo_comparisons or [])):
-        for c in comps:
-            t = an.table_for(doc["engine"], c["workload"])
-            base = summary.get((c["workload"], c["operation"], c["baseline"], c["metric"])) or {}
-            cont = summary.get((c["workload"], c["operation"], c["contender"], c["metric"])) or {}
-            m = catalog.get(c["metric"])
-            out.append({
-                "workload": c["workload"], "operation": c["operation"], "table": t.get("title") or "",
-                "axis": t["axis"], "baseline": c["baseline"], "contender": c["contender"], "kind": kind,
-                "metric": c["metric"], "unit": base.get("unit") or cont.get("unit") or (m.unit if m else ""),
-                "n_baseline": c.get("n_baseline"), "n_contender": c.get("n_contender"),
-                "mean_baseline": base.get("mean"), "mean_contender": cont.get("mean"),
-                "ratio": c.get("ratio"), **_interval(c.get("ci"), "ci"), **_interval(c.get("ci90"), "ci90"),
-                "significant": c.get("significant"), "margin_pct": margin,
-                "verdict": c.get("verdict"), "verdict_text": c.get("verdict_text"), "method": c.get("method"),
-            })
+    for kind, c, t in model.records(doc, found):
+        base = summary.get((c["workload"], c["operation"], c["baseline"], c["metric"])) or {}
+        cont = summary.get((c["workload"], c["operation"], c["contender"], c["metric"])) or {}
+        m = catalog.get(c["metric"])
+        out.append({
+            "workload": c["workload"], "operation": c["operation"], "table": t.get("title") or "",
+            "axis": t["axis"], "baseline": c["baseline"], "contender": c["contender"], "kind": kind,
+            "metric": c["metric"], "unit": base.get("unit") or cont.get("unit") or (m.unit if m else ""),
+            "n_baseline": c.get("n_baseline"), "n_contender": c.get("n_contender"),
+            "mean_baseline": base.get("mean"), "mean_contender": cont.get("mean"),
+            "ratio": c.get("ratio"), **_interval(c.get("ci"), "ci"), **_interval(c.get("ci90"), "ci90"),
+            "significant": c.get("significant"), "margin_pct": margin,
+            "verdict": c.get("verdict"), "verdict_text": c.get("verdict_text"), "method": c.get("method"),
+        })
     return out
 
 
@@ -104,7 +101,7 @@ def show_csv(doc: dict, analysis, margin_pct: float | None = None) -> str:
 
 def compare_rows(out: dict, path_a: str, path_b: str) -> list[dict]:
     """One dict per row of compare.compare() (absolute and overhead), keyed by COMPARE_FIELDS."""
-    catalog = an.metric_catalog()
+    catalog = metric_catalog()
     margin = _margin(out["comparisons"], out.get("margin_pct"))
     rows = []
     for r in out["comparisons"]:

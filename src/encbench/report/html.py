@@ -14,7 +14,7 @@ import html
 import io
 from pathlib import Path
 
-from ..analysis import summary as an
+from ..analysis import model, summary as an
 from . import render as report
 from ..errors import OutputError
 
@@ -40,15 +40,9 @@ def _verdict(c: dict) -> str:
 
 
 def chart_groups(t: dict, rows: list[dict]) -> dict[str, list[dict]]:
-    """metric -> the rows charted on it: each row's lead metric, the one its table's Δ column and its verdict rest on
-    (render.rows: `lead`, from the workload's verdict metrics); a row without one, the first metric of its verdict."""
-    out: dict[str, list[dict]] = {}
-    for r in rows:
-        lead = r.get("lead")
-        basis = [c["metric"] for c in an.basis_of(list(r["comparisons"].values()))]
-        metric = lead[0] if lead else (basis[0] if basis else "wall_s")
-        out.setdefault(metric, []).append(r)
-    return out
+    """metric -> the rows charted on it: each row's chart_metric (analysis/rows.py: its lead metric, the one its
+    table's Δ column and its verdict rest on; a row without one, the first metric of its verdict)."""
+    return {metric: mine for metric, _, mine in model.Table(t, rows).charts()}
 
 
 def _e(text) -> str:
@@ -62,8 +56,8 @@ def _svg(fig) -> str:
     return text[text.index("<svg"):]
 
 
-def overhead_chart(rows: list[dict], metric: str, word: str, title: str) -> str | None:
-    """Horizontal bars: Δ metric (%) per row with its 95% CI as error bars; coloured by the metric's verdict."""
+def overhead_chart(rows: list[dict], metric: str, word: str, title: str, level: float = 0.95) -> str | None:
+    """Horizontal bars: Δ metric (%) per row with its CI as error bars; coloured by the metric's verdict."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -87,7 +81,7 @@ def overhead_chart(rows: list[dict], metric: str, word: str, title: str) -> str 
             ax.plot(lo + hi, cy + cy, linestyle="none", marker="|", markersize=7, color="#222")
         ax.set_yticks(y, labels, fontsize=8)
         ax.axvline(0, color="#333", linewidth=0.8)
-        ax.set_xlabel(f"Δ {word}, contender vs baseline (%), 95% CI; red: costs, green: saves, blue: no cost "
+        ax.set_xlabel(f"Δ {word}, contender vs baseline (%), {level:.0%} CI; red: costs, green: saves, blue: no cost "
                       "(equivalence shown), grey: inconclusive or too few runs")
         ax.set_title(title, fontsize=10)
         ax.grid(axis="x", alpha=0.3)
@@ -96,17 +90,17 @@ def overhead_chart(rows: list[dict], metric: str, word: str, title: str) -> str 
     return text
 
 
-def _table_html(doc: dict, analysis: an.Analysis, t: dict) -> tuple[str, list[dict]]:
-    rows = report.rows(doc, analysis, t)
-    cols = report.columns(t, rows)
-    head = "".join(f"<th>{_e(report.COLUMNS[c][0])}</th>" for c in cols)
+def _table_html(t: model.Table, level: float) -> str:
+    rows = t.rows
+    cols = report.columns(t.spec, rows)
+    head = "".join(f"<th>{_e(report.head(c, level))}</th>" for c in cols)
     body = []
     for r in rows:
         cells = report._cells(r, cols)
         body.append("<tr>" + "".join(
             f"<td class=\"{'sig' if c == 'verdict' and r['verdict_code'] in SHOWN else ''}\">{_e(v)}</td>"
             for c, v in zip(cols, cells)) + "</tr>")
-    return f"<table class=\"results\"><thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>", rows
+    return f"<table class=\"results\"><thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>"
 
 
 def _lines(title: str, lines: list[str], cls: str) -> str:
@@ -124,47 +118,49 @@ SECTION_CLASSES = {"Where the overhead went": "attribution", "Scaling of the in-
                    "Every warning": "warnings-detail"}
 
 
-def _tables_html(doc: dict, analysis: an.Analysis) -> list[str]:
+def _tables_html(m: model.Model) -> list[str]:
     """Every table (every declared column), each followed by its bar charts: one per lead metric of its rows."""
     out = []
-    for t in report._tables(doc):
-        if t.get("title"):
-            out.append(f"<h3>{_e(t['title'])}</h3>")
-        table, rows = _table_html(doc, analysis, t)
-        out.append(table)
-        for metric, mine in chart_groups(t, rows).items():
-            word = an.metric_word(metric, t.get("metric_words"))
-            chart = overhead_chart(mine, metric, word, t.get("title") or f"{t['axis']} vs {t['axis_baseline']}")
+    for t in m.tables:
+        spec = t.spec
+        if spec.get("title"):
+            out.append(f"<h3>{_e(spec['title'])}</h3>")
+        out.append(_table_html(t, m.level))
+        for metric, word, mine in t.charts():
+            chart = overhead_chart(mine, metric, word, spec.get("title") or f"{spec['axis']} vs {spec['axis_baseline']}",
+                                   m.level)
             if chart:
                 out.append(f"<figure class=\"plot overhead\" data-metric=\"{_e(metric)}\">{chart}<figcaption>Δ "
-                           f"{_e(word)} per row with its 95% CI (red: costs, green: saves, blue: no cost, equivalence "
+                           f"{_e(word)} per row with its {m.level:.0%} CI (red: costs, green: saves, blue: no cost, equivalence "
                            "shown; grey: no verdict)</figcaption></figure>")
     return out
 
 
-def _sections_html(doc: dict, analysis: an.Analysis) -> list[str]:
+def _sections_html(doc: dict, m: model.Model) -> list[str]:
     """The sections `show --detail` prints after its tables (report.SECTIONS and DETAIL_SECTIONS, the same lines),
     with a hash sweep's scaling figure before its lines and its flame graphs after the server's profile."""
     out = []
+    scaling = m.analysis.scaling
     for _, title, lines in report._sections(True):
-        if title == "Scaling of the in-query hash" and analysis.scaling:
-            out.append(_scaling_figure(doc, analysis.scaling))
-        out.append(_lines(title, lines(doc, analysis), SECTION_CLASSES.get(title, "section")))
-        if title == "CPU profile of the server" and analysis.scaling:
+        if title == "Scaling of the in-query hash" and scaling:
+            out.append(_scaling_figure(doc, scaling))
+        out.append(_lines(title, lines(doc, m), SECTION_CLASSES.get(title, "section")))
+        if title == "CPU profile of the server" and scaling:
             out.append(_flames(doc))
     return out
 
 
 def section(doc: dict, path: Path, index: int) -> str:
     """One result file: the summary, the header, the run context, the tables and charts, every section of
-    `show --detail`, the environment and the command; all from one analysis (analyze), nothing computed here."""
-    analysis = an.analyze(doc)
+    `show --detail`, the environment and the command; all from one model (analyze, model.build), nothing computed
+    here."""
+    m = model.build(doc, an.analyze(doc))
     out = [f"<section id=\"file-{index}\" class=\"result\"><h2>{_e(path.name)}: {_e(doc['engine']['name'])}</h2>",
-           _lines(report.SUMMARY[1], report.SUMMARY[2](doc, analysis, True), "summary"),  # the headline, first
-           "<ul class=\"meta\">" + "".join(f"<li>{_e(x)}</li>" for x in report.header_lines(doc, analysis)) + "</ul>",
-           _lines(report.CONTEXT_TITLE, [x.strip() for x in analysis.context or []], "context")]
-    out += _tables_html(doc, analysis)
-    out += _sections_html(doc, analysis)
+           _lines(report.SUMMARY[1], m.summary_detail, "summary"),  # the headline, first
+           "<ul class=\"meta\">" + "".join(f"<li>{_e(x)}</li>" for x in report.header_lines(doc, m)) + "</ul>",
+           _lines(report.CONTEXT_TITLE, [x.strip() for x in m.context], "context")]
+    out += _tables_html(m)
+    out += _sections_html(doc, m)
     env = doc["environment"]
     out.append("<h3>Environment</h3><pre class=\"environment\">" + _e(
         f"CPU: {env['cpu']['model']} ({env['cpu']['logical_cores']} cores)\nkernel: {env.get('kernel')}\n"

@@ -3,100 +3,19 @@
 from __future__ import annotations
 
 import json
-import re
-from collections import defaultdict
 
 from rich.console import Console
 from rich.table import Table
 
-from ..analysis import summary as an
-from ..analysis import columncost, headline, instrattr, oltpcost, stats
+from ..analysis import model, stats
+from ..analysis.rows import (  # noqa: F401 (read as render.*: the rows are the model's, analysis/rows.py)
+    DEFAULT_COLUMNS, HEADLINE, INSTRUCTION_UNITS, METERED, PER_UNIT_CPU, RATES, _aliases, headline_of, rows,
+    short_verdict)
+from ..analysis.rowwarnings import warning_detail_lines, warning_lines  # noqa: F401 (read as render.*)
 from ..engines import engine_named
-from ..lab import meter
 from ..profiling import profiler
 from ..util.redact import command_line as redact_command_line
 from ..util.units import fmt_bytes, fmt_change, fmt_count, fmt_number, fmt_percent, fmt_seconds
-
-
-def _means(groups, key) -> dict[str, float]:
-    return {m: sum(v) / len(v) for m, v in groups.get(key, {}).items() if v}
-
-
-def _in_table(doc: dict, table: dict | None, workload: str) -> bool:
-    return table is None or an.table_for(doc["engine"], workload) == table
-
-
-def rows(doc: dict, analysis: an.Analysis, table: dict | None = None) -> list[dict]:
-    """One row per (workload, operation, contender variant), baseline and contender side by side.
-
-    With a table (one of analysis.tables), only the rows of its workloads.
-    """
-    analysis = an.Analysis.of(analysis)
-    groups = an.collect(doc)
-    t = table or an.tables(doc["engine"])[0]
-    axis = t["axis"]
-    comps = defaultdict(list)
-    for c in analysis.comparisons:
-        if _in_table(doc, table, c["workload"]):
-            comps[(c["workload"], c["operation"], c["contender"], c["baseline"])].append(c)
-    order = list(doc.get("workloads", {}))
-    variants = {vl: v for vl, v in an.variants_by_label(doc).items()
-                if table is None or not t["workloads"] or any(r["variant_label"] == vl and r["workload"] in t["workloads"]
-                                                             for r in doc["runs"])}
-    varying = {k for v in variants.values() for k in v
-               if k != axis and len({x[k] for x in variants.values() if k in x}) > 1}
-    base_value = t["axis_baseline"]
-    if len({v.get(axis) for v in variants.values()} - {base_value, None}) > 1:
-        varying.add(axis)  # several contenders (cipher suites): name each one
-    aliases = _aliases(variants.values(), varying)
-    out = []
-    for (wl, op, cont, base), cs in comps.items():
-        if (wl, op) == an.OPEN:
-            continue  # connection open (key derivation) is reported apart, never as a workload
-        b, c = _means(groups, (wl, op, base)), _means(groups, (wl, op, cont))
-        by_metric = {x["metric"]: x for x in cs}
-        setting = ",".join(f"{k}={v}" for k, v in variants[cont].items() if k in varying) or "-"
-        short = ",".join(_short_setting(k, v, axis, aliases) for k, v in variants[cont].items() if k in varying) or "-"
-        n = min(x["n_contender"] for x in cs), min(x["n_baseline"] for x in cs)
-        head = headline_of(t, cs)
-        too_short = {x["metric"] for x in analysis.summaries if (x["workload"], x["operation"]) == (wl, op)
-                     and x["variant"] in (base, cont) and any(TOO_SHORT in w for w in x["warnings"])}
-        out.append({
-            "workload": wl, "operation": op, "setting": setting, "setting_short": short, "baseline": base,
-            "contender": cont, "legend": {a: v for (k, v), a in aliases.items() if a in short.split(",")},
-            "n": n, "base": b, "cont": c, "comparisons": by_metric,
-            "verdict": an.row_verdict(cs, t.get("metric_words")),
-            "verdict_code": an.row_code(cs, t.get("metric_words")),
-            "verdict_short": short_verdict(cs, t.get("metric_words"), head[0] if head else None),
-            "lead": head, "too_short": too_short,
-        })
-    out.sort(key=lambda r: (order.index(r["workload"]) if r["workload"] in order else len(order),
-                            r["workload"], r["setting"]))
-    return out
-
-
-LONG_SETTING = 14  # a setting value longer than this is named key#n in the compact table, with a legend
-BARE_VALUES = frozenset({"on", "off", "yes", "no", "true", "false", "none"})  # say nothing without their key
-
-
-def _aliases(variants, varying: set[str]) -> dict[tuple[str, str], str]:
-    """(key, value) -> key#n for the long values of the varying keys (TLS suites), numbered in sorted order."""
-    long = sorted({(k, str(v)) for v in variants for k, v in v.items() if k in varying and len(str(v)) > LONG_SETTING})
-    numbered: dict[str, int] = defaultdict(int)
-    out = {}
-    for k, v in long:
-        numbered[k] += 1
-        out[(k, v)] = f"{k}#{numbered[k]}"
-    return out
-
-
-def _short_setting(key: str, value, axis: str, aliases: dict) -> str:
-    """The compact table's name of a setting: a long value by its alias (tls#1, see the legend), the measured
-    axis by its value alone when the value says what it is (fscrypt), the others as key=value (cache=cold)."""
-    value = str(value)
-    if (key, value) in aliases:
-        return aliases[(key, value)]
-    return value if key == axis and not value.isdigit() and value not in BARE_VALUES else f"{key}={value}"
 
 
 def legend_line(shown: list[dict]) -> str | None:
@@ -104,9 +23,6 @@ def legend_line(shown: list[dict]) -> str | None:
     legend = {a: full for r in shown for a, full in r["legend"].items()}
     order = sorted(legend, key=lambda a: (a.rpartition("#")[0], int(a.rpartition("#")[2])))
     return "; ".join(f"{a} = {legend[a]}" for a in order) or None
-
-
-TOO_SHORT = ": too short to time"  # stats.warnings_for's: a figure below 100x its probe's resolution is no figure
 
 
 def _short(r: dict, metric: str) -> bool:
@@ -175,9 +91,6 @@ def _reads_cell(r: dict) -> str:
     return _pair(r, _reads)
 
 
-RATES = (("qps", "q/s"), ("tps", "txn/s"), ("mb_per_s", "MB/s"), ("connections_per_s", "conn/s"), ("rows_per_s", "rows/s"))
-
-
 def _rate(d: dict) -> str:
     for key, unit in RATES:
         if key in d:
@@ -200,9 +113,6 @@ def _d_rate(r: dict) -> str:
     return "-"
 
 
-PER_UNIT_CPU = ("query", "message", "connection", "row", "transaction")
-
-
 def _per_unit(prefix: str):
     def fmt(d: dict) -> str:
         for unit in PER_UNIT_CPU:
@@ -218,9 +128,6 @@ def _d_per_unit(r: dict, prefix: str) -> str:
         if f"{prefix}cpu_us_per_{unit}" in r["comparisons"]:
             return _ratio(r, f"{prefix}cpu_us_per_{unit}")
     return "-"
-
-
-INSTRUCTION_UNITS = ("query", "message", "connection", "row", "transaction")
 
 
 def _instructions(d: dict) -> str:
@@ -257,16 +164,18 @@ def _sent(d: dict) -> str:
     return fmt_bytes(d["write_syscall_bytes"]) if "write_syscall_bytes" in d else "-"
 
 
-# name -> (header, cell); an engine lists the columns it wants (Engine.table_columns)
+# name -> (header, cell); an engine lists the columns it wants (Engine.table_columns); LEVEL in a header is the
+# confidence of the CIs shown (head(): 95%, or a sequential run's 99%)
+LEVEL = "{level}"
 COLUMNS = {
     "workload": ("workload", lambda r: r["workload"]),
     "op": ("op", lambda r: r["operation"]),
     "variant": ("variant", lambda r: r["setting"]),
     "elapsed": ("elapsed (mean)", lambda r: _timed(r, "wall_s", lambda d: fmt_seconds(d.get("wall_s")))),
-    "d_elapsed": ("Δ elapsed [95% CI]", lambda r: _ratio(r, "wall_s")),
+    "d_elapsed": (f"Δ elapsed [{LEVEL} CI]", lambda r: _ratio(r, "wall_s")),
     "cpu": ("CPU user / sys (mean)", lambda r: _timed(r, "cpu_s", _user_sys(""))),
     "server_cpu": ("server CPU user / sys", lambda r: _timed(r, "cpu_s", _user_sys(""))),
-    "d_cpu": ("Δ CPU [95% CI]", lambda r: _ratio(r, "cpu_s")),
+    "d_cpu": (f"Δ CPU [{LEVEL} CI]", lambda r: _ratio(r, "cpu_s")),
     "d_server_cpu": ("Δ server CPU", lambda r: _ratio(r, "cpu_s")),
     "client_cpu": ("client CPU user / sys", lambda r: _timed(r, "client_cpu_s", _user_sys("client_"))),
     "d_client_cpu": ("Δ client CPU", lambda r: _ratio(r, "client_cpu_s")),
@@ -294,12 +203,11 @@ COLUMNS = {
     "verdict_short": ("verdict", lambda r: r["verdict_short"]),
     # --meter instructions: the count (per unit for a fixed-duration workload), whatever the engine declares
     "instructions_mean": ("mean instructions", lambda r: _pair(r, _instructions)),
-    "d_instructions": ("Δ instructions [95% CI]", lambda r: _ratio(r, "instructions")),
+    "d_instructions": (f"Δ instructions [{LEVEL} CI]", lambda r: _ratio(r, "instructions")),
     "instructions_per_unit": ("instructions per op", lambda r: _pair(r, _instructions_per_unit)),
     "d_instructions_per_unit": ("Δ instructions per op", _d_instructions_per_unit),
     "variant_short": ("variant", lambda r: r["setting_short"]),
 }
-DEFAULT_COLUMNS = ("workload", "op", "variant", "elapsed", "d_elapsed", "cpu", "d_cpu", "ctx", "reads", "verdict")
 
 
 def columns(table: dict, shown: list[dict] | None = None) -> list[str]:
@@ -315,27 +223,10 @@ def columns(table: dict, shown: list[dict] | None = None) -> list[str]:
     return cols
 
 
-# The compact table (the default): the row, the headline metric's means and Δ, the verdict in a few words.
-# A row's headline is the first metric its verdict rests on (analysis.basis_of: its workload's verdict metrics)
-# that the table declares a Δ column for: (metric, its Δ column as engines declare it, the compact means column).
-HEADLINE = (("cpu_s", "d_cpu", "cpu_mean"), ("cpu_s", "d_server_cpu", "server_cpu_mean"),
-            ("client_cpu_s", "d_client_cpu", "client_cpu_mean"), ("wall_s", "d_elapsed", "elapsed_mean"),
-            *((rate, "d_rate", "rate_mean") for rate, _ in RATES),
-            *((f"cpu_us_per_{u}", "d_server_per_unit", "server_per_unit") for u in PER_UNIT_CPU),
-            *((f"cpu_us_per_{u}", "d_cpu_per_unit", "cpu_per_unit") for u in PER_UNIT_CPU),
-            ("instructions", "d_instructions", "instructions_mean"),
-            *((f"instructions_per_{u}", "d_instructions_per_unit", "instructions_per_unit") for u in INSTRUCTION_UNITS))
-METERED = frozenset(h[1] for h in HEADLINE if h[0].startswith("instructions"))  # shown in any table that has them
+# The compact table (the default): the row, its lead metric's means and Δ (analysis/rows.HEADLINE), the verdict
+# in a few words.
 ROW_COLUMNS = ("workload", "op", "variant")
 COMPACT_CELLS = {"variant": "variant_short"}  # a row column the compact table shows in fewer characters
-
-
-def headline_of(table: dict, comps: list[dict]) -> tuple[str, str, str] | None:
-    """(metric, Δ column, means column) of a row's headline: the first metric of its verdict (an.basis_of) with a
-    HEADLINE entry whose Δ column the table declares (else the first entry it declares)."""
-    declared = [h for h in HEADLINE if h[1] in columns(table) or h[1] in METERED]
-    return next((h for c in an.basis_of(comps) for h in declared if h[0] == c["metric"]),
-                declared[0] if declared else None)
 
 
 def compact_groups(table: dict, shown: list[dict]) -> list[tuple[dict, list[dict]]]:
@@ -360,37 +251,9 @@ def compact_columns(table: dict, shown: list[dict]) -> list[str]:
             + ([head[2], head[1]] if head else []) + ["verdict_short"])
 
 
-def _short_pct(c: dict) -> str:
-    return f"{fmt_number((c['ratio'] - 1) * 100, True, 0)}%"
-
-
-def short_verdict(comps: list[dict], words: dict[str, str] | None = None, shown_metric: str | None = None) -> str:
-    """The row's verdict in a few words: 'costs' when the metric in the Δ column (`shown_metric`) is the first
-    shown to cost (else to save, in the verdict metrics' order), else that metric named: 'costs +8% elapsed';
-    'no cost (±2%)', 'inconclusive', 'too few runs'; the full sentence is `show --detail`'s."""
-    code = an.row_code(comps, words)
-    if code == stats.WITHHELD:
-        return "no verdict: client-bound"
-    judged = an.row_judgements(comps, words)
-    if code in (stats.COSTS, stats.SAVES):
-        metric, c = next((m, c) for m, c in judged if c["verdict"] == code)
-        if metric == shown_metric:
-            return code
-        return f"{code} {_short_pct(c)} {an.metric_word(metric, words)}"
-    if code == stats.NO_COST:
-        return f"no cost (±{judged[0][1]['equivalence']['margin_pct']:g}%)"
-    return {stats.TOO_FEW_RUNS: "too few runs", stats.INCONCLUSIVE: "inconclusive",
-            stats.NO_ESTIMATE: "no estimate"}.get(code, "no comparison") if judged else "no comparison"
-
-
-def _tables(doc: dict) -> list[dict]:
-    """The tables with something to show (every one when none has rows: an empty table says so)."""
-    ts = an.tables(doc["engine"])
-    if len(ts) == 1:
-        return ts
-    measured = {r["workload"] for r in doc["runs"]}
-    shown = [t for t in ts if not t["workloads"] or measured & set(t["workloads"])]
-    return shown or ts[:1]
+def head(column: str, level: float = stats.CONFIDENCE) -> str:
+    """A column's header, the confidence its CIs were computed at named ('Δ CPU [99% CI]' on a sequential run)."""
+    return COLUMNS[column][0].replace(LEVEL, f"{level:.0%}")
 
 
 def _axis_line(t: dict) -> str:
@@ -401,9 +264,9 @@ def _cells(r: dict, cols: list[str]) -> list[str]:
     return [COLUMNS[c][1](r) for c in cols]
 
 
-def derived_lines(analysis: an.Analysis) -> list[str]:
+def derived_lines(analysis) -> list[str]:
     out = []
-    for d in an.Analysis.of(analysis).derived:
+    for d in analysis["derived"]:
         ci = d["per_page_cpu_ci"]
         if d.get("kind") == "write":
             line = (f"write side, {d['workload']}/{d['operation']} {d['contender']}: "
@@ -433,11 +296,10 @@ def _ci_text(ci, fmt="{:.2f}") -> str:
     return f" [{fmt.format(ci[0])}, {fmt.format(ci[1])}]" if ci else ""
 
 
-def scaling_lines(analysis: an.Analysis, workload: str | None = None) -> list[str]:
+def scaling_lines(analysis, workload: str | None = None) -> list[str]:
     """The sessions sweep's levels (of one workload, or all): throughput, efficiency, degradation, CPU, waits."""
-    analysis = an.Analysis.of(analysis)
     out = []
-    for e in analysis.scaling or []:
+    for e in analysis.get("scaling") or []:
         if e["operation"] == "profile" or (workload and e.get("workload", "hash") != workload):
             continue
         where = "" if e.get("workload", "hash") == "hash" else f"{e['workload']} "
@@ -458,7 +320,7 @@ def scaling_lines(analysis: an.Analysis, workload: str | None = None) -> list[st
         out.append("efficiency = throughput(k) / (min(k, cores) x throughput(1)), cores = the CPUs the server's "
                    "sessions may run on where recorded, else the machine's; degradation = wall(k) / wall(1), "
                    "the same rows per session; ratios of trimmed geometric means with Yuen-Welch t 95% CIs")
-    for c in (analysis.hash_costs or []) if workload in (None, "hash") else []:
+    for c in (analysis.get("hash_costs") or []) if workload in (None, "hash") else []:
         line = (f"{c['function']}: the engine spends {c['function_us_per_row']:.3f} µs of server CPU per row on the "
                 f"function ({c['hash_us_per_row']:.3f} with it, {c['baseline_us_per_row']:.3f} without, 1 session)")
         if c.get("raw_us_per_call"):
@@ -468,9 +330,9 @@ def scaling_lines(analysis: an.Analysis, workload: str | None = None) -> list[st
     return out
 
 
-def profile_lines(analysis: an.Analysis) -> list[str]:
+def profile_lines(analysis) -> list[str]:
     out = []
-    for p in an.Analysis.of(analysis).profiles or []:
+    for p in analysis.get("profiles") or []:
         if "error" in p:
             continue
         funcs = ", ".join(f"{name} {share:.0%}" for name, share in p["top_functions"][:6])
@@ -494,9 +356,10 @@ def plot_scaling(doc: dict, scale: list[dict], prefix) -> list:
 
 def flame_graphs(doc: dict):
     """(variant, SVG text) of every recorded profile that has folded stacks."""
+    from ..analysis.summary import profiled
     from ..profiling import flame
 
-    for v, extra in an.profiled(doc):
+    for v, extra in profiled(doc):
         folded = (extra.get("profile") or {}).get("folded")
         if folded:
             yield v, flame.flamegraph_svg(
@@ -528,9 +391,9 @@ def write_files(doc: dict, result_path, scale: list[dict], *, only_missing: bool
     return sorted(set(written))
 
 
-def attribution_lines(analysis: an.Analysis) -> list[str]:
+def attribution_lines(analysis) -> list[str]:
     out = []
-    for a in an.Analysis.of(analysis).attribution:
+    for a in analysis["attribution"]:
         if a["elapsed_s"] is None:
             continue
         parts = [f"server CPU {_signed_seconds(a['server_cpu_s'])}", f"client CPU {_signed_seconds(a['client_cpu_s'])}"]
@@ -565,222 +428,153 @@ def raw_cipher_lines(doc: dict) -> list[str]:
     return out
 
 
-# warnings grouped by cause: (pattern of stats.warnings_for's text, what the rows are, what to do); a warning
-# no pattern matches is printed as it is
-WARNING_CAUSES = (
-    (re.compile(r": \d+ non-finite value"), "have values that are not finite (NaN or Inf), left out of every "
-     "statistic", "see which with `encbench show FILE --detail`; the probe or the run misbehaved"),
-    (re.compile(r": no runs$"), "have no finite run", "run again"),
-    (re.compile(r": unstable, stdev is"), f"unstable (stdev >= {stats.UNSTABLE_CV:.0%} of the mean)",
-     "run with --precision 3% or --runs 20, on a quieter machine"),
-    (re.compile(r": too short to time"), "too short to time (mean < 100x the probe's resolution)",
-     "use a larger --size, or --param repeat=N"),
-    (re.compile(r": \d+ outlier run"), f"have outlier runs (modified Z-score > {stats.OUTLIER_Z:g})",
-     "see what else ran (run context in `encbench show FILE --json`), or add runs (--runs 20)"),
-)
-FEW_RUNS = " runs (< "  # stats.warnings_for's few-runs warning: folded into one line per run count
-
-
-def _warned(analysis: an.Analysis) -> list[dict]:
-    """The summaries behind the table's figures of the compared rows: the metrics their verdicts rest on (elapsed
-    and CPU for fixed work; throughput and CPU per query for a fixed-duration run), or elapsed and CPU."""
-    rows_: dict = defaultdict(list)
-    for c in analysis.comparisons:
-        if (c["workload"], c["operation"]) != an.OPEN:
-            rows_[(c["workload"], c["operation"], c["contender"], c["baseline"])].append(c)
-    keys = {(wl, op, v, c["metric"]) for (wl, op, cont, base), cs in rows_.items()
-            for c in (an.basis_of(cs) or [x for x in cs if x["metric"] in ("wall_s", "cpu_s")]) for v in (cont, base)}
-    return [s for s in analysis.summaries if (s["workload"], s["operation"], s["variant"], s["metric"]) in keys]
-
-
-def _row_names(doc: dict | None, analysis: an.Analysis) -> dict[tuple[str, str, str], list[str]]:
-    """(workload, operation, variant label) -> the names of the table rows it is a side of."""
-    out: dict[tuple[str, str, str], list[str]] = defaultdict(list)
-    if doc is None:  # no document: the rows named by the contender's label
-        for c in analysis.comparisons:
-            for v in (c["baseline"], c["contender"]):
-                out[(c["workload"], c["operation"], v)].append(f"{c['workload']}/{c['operation']} {c['contender']}")
-        return out
-    many = len(_tables(doc)) > 1
-    for t in _tables(doc):
-        for r in rows(doc, analysis, t if many else None):
-            name = f"{r['workload']}/{r['operation']}" + (f" {r['setting_short']}" if r["setting"] != "-" else "")
-            for v in (r["baseline"], r["contender"]):
-                out[(r["workload"], r["operation"], v)].append(name)
-    return out
-
-
-def _named(names: list[str], limit: int) -> str:
-    shown = ", ".join(names[:limit])
-    return shown + (f" and {len(names) - limit} more (`encbench show FILE --detail` lists them)"
-                    if len(names) > limit else "")
-
-
-def warning_lines(analysis: an.Analysis, limit: int = 6, doc: dict | None = None) -> list[str]:
-    """The warnings on the table's figures (elapsed, CPU), one line per cause: how many rows, which (the first
-    `limit`), what to do. With the document the rows are named as the table names them."""
-    analysis = an.Analysis.of(analysis)
-    shown = _warned(analysis)
-    names = _row_names(doc, analysis)
-    few = sorted({s["n"] for s in shown if s["n"] < stats.MIN_RUNS  # a count that repeats needs 2 (stats.repeats)
-                  and not (meter.is_count(s["metric"]) and s["n"] >= stats.EXACT_MIN_RUNS
-                           and not any("too few" in w for w in s["warnings"]))})
-    out = [f"only {', '.join(map(str, few))} run(s) per variant: too few for a verdict (it takes "
-           f"{stats.MIN_RUNS} per side); use --runs 10"] if few else []
-    by_cause: dict[int, dict[str, set[str]]] = defaultdict(lambda: defaultdict(set))  # cause -> row -> metrics
-    other = []
-    for s in shown:
-        for w in s["warnings"]:
-            if FEW_RUNS in w:
-                continue
-            cause = next((i for i, (pattern, _, _) in enumerate(WARNING_CAUSES) if pattern.search(w)), None)
-            if cause is None:
-                other.append(w)
-                continue
-            for name in names.get((s["workload"], s["operation"], s["variant"])) or [
-                    f"{s['workload']}/{s['operation']} {s['variant']}"]:
-                by_cause[cause][name].add(an.metric_word(s["metric"]))
-    for cause, found in sorted(by_cause.items()):
-        _, what, todo = WARNING_CAUSES[cause]
-        if len(found) == 1 and what.startswith("have "):  # one row has, several have
-            what = "has " + what.removeprefix("have ")
-        listed = [f"{name} ({', '.join(sorted(metrics))})" for name, metrics in found.items()]
-        out.append(f"{len(found)} row{'s' if len(found) != 1 else ''} {what}: {todo}. Rows: {_named(listed, limit)}")
-    return out + other
-
-
-def warning_detail_lines(analysis: an.Analysis) -> list[str]:
-    """Every warning on the table's figures, one per row, side and metric (`show --detail`)."""
-    return [w for s in _warned(an.Analysis.of(analysis)) for w in s["warnings"]]
-
-
-def _margin(analysis: an.Analysis | None) -> float:
-    """The equivalence margin the analysis' verdicts were judged with."""
-    return an.Analysis.of(analysis).margin_pct if analysis is not None else stats.DEFAULT_MARGIN_PCT
-
-
-def header_lines(doc: dict, analysis: an.Analysis | None = None) -> list[str]:
+def header_lines(doc: dict, analysis=None) -> list[str]:
+    """The lines after the summary: the version, the machine, the data, the axes, what the verdicts mean."""
+    m = _model(doc, analysis) if analysis is not None else None
     env, cfg, ds = doc["environment"], doc["config"], doc.get("dataset") or {}
     flags = ",".join(k for k, v in env["cpu"]["flags"].items() if v) or "none"
     versions = ", ".join(f"{k} {v}" for k, v in env.get("engine_versions", {}).items())
     runs = sum(1 for r in doc["runs"] if not r.get("warmup"))
     warm = sum(1 for r in doc["runs"] if r.get("warmup"))
-    if ds.get("rows") or ("rows" in ds and "server" not in ds):  # 0 rows on a server: its oltp tables, named below
-        data = f"data: {ds['rows']:,} rows (seed {ds.get('seed', '?')}, {fmt_bytes(cfg['size_bytes'])} target)"
-    elif "server" in ds:
-        srv = ds["server"]
-        engine = engine_named(doc["engine"]["name"])
-        where = srv.get("address") or f"{srv.get('host')}:{srv.get('port')}"  # address: the clients' (a socket's path)
-        data = (f"server: {engine.label if engine else doc['engine']['name']} {srv.get('version')} at {where} "
-                f"({'private, started by encbench' if ds.get('managed') else 'external'}; {srv.get('ssl_library') or 'TLS library ?'})")
-    else:
-        data = "data: -"
-    params = "; ".join(f"{wl}: " + ", ".join(f"{k}={v}" for k, v in meta["params"].items())
-                       for wl, meta in doc.get("workloads", {}).items() if meta.get("params"))
-    level = an.verdict_confidence(doc)
+    level = m.level if m else model.an.verdict_confidence(doc)
+    tables = [t.spec for t in m.tables] if m else model.shown_tables(doc)
     lines = [
         f"encbench {doc['encbench_version']} - engine {doc['engine']['name']} ({versions})",
         f"CPU {env['cpu']['model']}, {env['cpu']['logical_cores']} cores, flags {flags}; kernel {env['kernel']}",
-        f"{data}; {runs} measured runs + {warm} warmups (each a fresh process and connection), status {doc['status']}",
-        f"{'; '.join(_axis_line(t) for t in _tables(doc))}; Δ = contender vs baseline, "
+        f"{_data_line(doc, ds, cfg)}; {runs} measured runs + {warm} warmups (each a fresh process and connection), "
+        f"status {doc['status']}",
+        f"{'; '.join(_axis_line(t) for t in tables)}; Δ = contender vs baseline, "
         f"ratio of trimmed geometric means with a Yuen-Welch t {level:.0%} CI" + (
-            " (every [95% CI] below is at this level: a sequential run's verdicts, --quick/--budget)"
+            " (a sequential run's verdicts, --quick/--budget: every CI below is at this level)"
             if level != stats.CONFIDENCE else ""),
         f"verdicts: 'costs' / 'saves' = the {level:.0%} CI excludes 0%; 'no cost' = the {2 * level - 1:.0%} CI lies "
-        f"within ±{_margin(analysis):g}% "
+        f"within ±{m.margin_pct if m else stats.DEFAULT_MARGIN_PCT:g}% "
         f"(equivalence shown by two one-sided tests); 'inconclusive' = neither, run longer; none below "
         f"{stats.MIN_RUNS} runs per side" + (f" ({stats.EXACT_MIN_RUNS} for a count whose runs repeat within "
                                              f"{stats.EXACT_TOLERANCE:.1%}: bounded, no t-interval)"
                                              if doc.get("meter") else ""),
     ]
+    return lines + _settings_lines(doc, m)
+
+
+def _data_line(doc: dict, ds: dict, cfg: dict) -> str:
+    """'data: 25,000 rows (...)', or the server measured."""
+    if ds.get("rows") or ("rows" in ds and "server" not in ds):  # 0 rows on a server: its oltp tables, named below
+        return f"data: {ds['rows']:,} rows (seed {ds.get('seed', '?')}, {fmt_bytes(cfg['size_bytes'])} target)"
+    if "server" in ds:
+        srv = ds["server"]
+        engine = engine_named(doc["engine"]["name"])
+        where = srv.get("address") or f"{srv.get('host')}:{srv.get('port')}"  # address: the clients' (a socket's path)
+        return (f"server: {engine.label if engine else doc['engine']['name']} {srv.get('version')} at {where} "
+                f"({'private, started by encbench' if ds.get('managed') else 'external'}; "
+                f"{srv.get('ssl_library') or 'TLS library ?'})")
+    return "data: -"
+
+
+def _settings_lines(doc: dict, m: model.Model | None) -> list[str]:
+    """The workloads' settings and, with --meter instructions, what was counted and the CPU-model gap."""
+    lines = []
+    params = "; ".join(f"{wl}: " + ", ".join(f"{k}={v}" for k, v in meta["params"].items())
+                       for wl, meta in doc.get("workloads", {}).items() if meta.get("params"))
     if params:
         lines.append(f"workload settings: {params}")
-    m = doc.get("meter") or {}
-    if m:  # --meter instructions: what was counted, and the CPU it was counted on
-        lines.append(f"meter: instructions counted by valgrind {m.get('valgrind', '?')} {m.get('tool', 'callgrind')}"
-                     + (" with its cache simulation" if m.get("cache_sim") else "")
+    meter_ = doc.get("meter") or {}
+    if meter_:  # --meter instructions: what was counted, and the CPU it was counted on
+        lines.append(f"meter: instructions counted by valgrind {meter_.get('valgrind', '?')} "
+                     f"{meter_.get('tool', 'callgrind')}" + (" with its cache simulation" if meter_.get("cache_sim") else "")
                      + "; the verdicts rest on the counts; times and CPU times are the simulation's, not this CPU's")
-        gap = (an.Analysis.of(analysis).instructions or {}).get("cpu_gap") if analysis is not None else None
+        gap = (m.analysis.instructions or {}).get("cpu_gap") if m else None
         if gap:
             lines.append(f"CPU-model gap: {gap['text']}")
     return lines
 
 
+def _model(doc: dict, analysis) -> model.Model:
+    """The result model: the one given, else built once from the analysis (model.build)."""
+    return analysis if isinstance(analysis, model.Model) else model.build(doc, analysis)
+
+
 # the headline summary (analysis/headline.py), shown first: before the header and the tables
 # the summary printed first: each line within 100 columns; with --detail (and in the HTML report) the sentences
-SUMMARY = ("Summary", "Summary", lambda doc, a, detail=False: headline.lines(a, detail))
+SUMMARY = ("Summary", "Summary", lambda doc, a, detail=False: (lambda m: m.summary_detail if detail else m.summary)(
+    _model(doc, a)))
 
 # the sections after the tables, in order: (terminal title, markdown and HTML title, lines from the document
-# and its analysis); every renderer walks this table
+# and its model, model.build: an analysis given instead is made into one); every renderer walks this table
 SECTIONS = (
     ("Where the overhead went (mean contender minus mean baseline)", "Where the overhead went",
-     lambda doc, a: attribution_lines(a)),
+     lambda doc, a: attribution_lines(_model(doc, a).analysis)),
     ("Scaling of the in-query hash", "Scaling of the in-query hash",
-     lambda doc, a: scaling_lines(a, "hash")),
+     lambda doc, a: scaling_lines(_model(doc, a).analysis, "hash")),
     ("Scaling of the column's in-database methods (--sessions)", "Scaling of the column's in-database methods",
-     lambda doc, a: scaling_lines(a, "column")),
-    ("CPU profile of the server (perf, warmup runs)", "CPU profile of the server", lambda doc, a: profile_lines(a)),
-    ("Files", "Files", lambda doc, a: a.files or []),
+     lambda doc, a: scaling_lines(_model(doc, a).analysis, "column")),
+    ("CPU profile of the server (perf, warmup runs)", "CPU profile of the server",
+     lambda doc, a: profile_lines(_model(doc, a).analysis)),
+    ("Files", "Files", lambda doc, a: _model(doc, a).analysis.files or []),
     ("Per-page decrypt cost", "Per-page decrypt cost",
-     lambda doc, a: derived_lines(a) + raw_cipher_lines(doc)),
+     lambda doc, a: derived_lines(_model(doc, a).analysis) + raw_cipher_lines(doc)),
     ("Column encryption per row vs the raw cipher", "Column encryption per row vs the raw cipher",
-     lambda doc, a: columncost.lines(a.column_costs)),
+     lambda doc, a: _model(doc, a).lab_lines["column"]),
     ("The transaction mix: cost per transaction and per page, the estimate checked", "The transaction mix",
-     lambda doc, a: oltpcost.lines(a.oltp_costs)),
+     lambda doc, a: _model(doc, a).lab_lines["oltp"]),
     ("Where the instructions go (callgrind, --meter instructions)", "Where the instructions go",
-     lambda doc, a: instrattr.lines(a.instructions)),
-    ("Notes", "Notes", lambda doc, a: a.notes),
-    ("Warnings", "Warnings", lambda doc, a: warning_lines(a, doc=doc)),
+     lambda doc, a: _model(doc, a).lab_lines["instructions"]),
+    ("Notes", "Notes", lambda doc, a: _model(doc, a).analysis.notes),
+    ("Warnings", "Warnings", lambda doc, a: _model(doc, a).warnings),
 )
-# the title of Analysis.context (precision, placement, run context) in Markdown and the HTML report; the terminal
-# prints its lines last, without a title
+# the title of the model's context (precision, placement, run context) in Markdown and the HTML report; the
+# terminal prints its lines last, without a title
 CONTEXT_TITLE = "Run context"
 # what `show --detail` adds after them
 DETAIL_SECTIONS = (
-    ("Every warning (per row, side and metric)", "Every warning", lambda doc, a: warning_detail_lines(a)),
+    ("Every warning (per row, side and metric)", "Every warning", lambda doc, a: _model(doc, a).warning_detail),
 )
 
 
-def _shown_tables(doc: dict, analysis: an.Analysis) -> list[tuple[dict, list[dict]]]:
+def _shown_tables(doc: dict, analysis) -> list[tuple[dict, list[dict]]]:
     """(table, its rows) of every table shown."""
-    return [(t, rows(doc, analysis, t)) for t in _tables(doc)]
+    return [(t.spec, t.rows) for t in _model(doc, analysis).tables]
 
 
 def _sections(detail: bool):
     return SECTIONS + (DETAIL_SECTIONS if detail else ())
 
 
-def render_text(doc: dict, analysis: an.Analysis, console: Console, detail: bool = False) -> None:
-    """The summary, the header, the compact tables (with `detail` every column, a block per row), the sections."""
-    analysis = an.Analysis.of(analysis)
-    _print_section(console, SUMMARY[0], SUMMARY[2](doc, analysis, detail))
-    for line in header_lines(doc, analysis):  # prose: wrapped at a terminal's width, whole in a pipe
+def render_text(doc: dict, analysis, console: Console, detail: bool = False) -> None:
+    """The summary, the header, the compact tables (with `detail` every column, a block per row), the sections:
+    all from one model (model.build, made here once when an analysis is given)."""
+    m = _model(doc, analysis)
+    _print_section(console, SUMMARY[0], SUMMARY[2](doc, m, detail))
+    for line in header_lines(doc, m):  # prose: wrapped at a terminal's width, whole in a pipe
         console.print(line, highlight=False, soft_wrap=not console.is_terminal)
-    for t, shown in _shown_tables(doc, analysis):
+    for t in m.tables:
         if detail:
-            _print_long(console, t, shown)
+            _print_long(console, t.spec, t.rows, m.level)
             continue
-        for g, mine in compact_groups(t, shown):
-            table = Table(show_lines=False, header_style="bold", pad_edge=False,
-                          title=g["title"] or None, title_justify="left", title_style="bold")
-            cols = compact_columns(g, mine)
-            for c in cols:
-                table.add_column(COLUMNS[c][0], overflow="fold")
-            for r in mine:
-                table.add_row(*_cells(r, cols))
-            console.print(table)
-            if legend_line(mine):
-                console.print(f"  {legend_line(mine)}", highlight=False, soft_wrap=not console.is_terminal,
-                              markup=False)
+        for g, mine in compact_groups(t.spec, t.rows):
+            _print_compact(console, g, mine, m.level)
     for title, _, lines in _sections(detail):
-        _print_section(console, title, lines(doc, analysis))
+        _print_section(console, title, lines(doc, m))
     if doc["config"].get("command"):
         console.print(f"Reproduce: {doc['config']['command']}", highlight=False, soft_wrap=not console.is_terminal)
-    for line in analysis.context or []:  # precision, placement, run context: wrapped at a terminal's width
+    for line in m.context:  # precision, placement, run context: wrapped at a terminal's width
         console.print(line, highlight=False, markup=False, soft_wrap=not console.is_terminal)
 
 
-def _print_long(console: Console, t: dict, shown: list[dict]) -> None:
+def _print_compact(console: Console, g: dict, mine: list[dict], level: float) -> None:
+    table = Table(show_lines=False, header_style="bold", pad_edge=False,
+                  title=g["title"] or None, title_justify="left", title_style="bold")
+    cols = compact_columns(g, mine)
+    for c in cols:
+        table.add_column(head(c, level), overflow="fold")
+    for r in mine:
+        table.add_row(*_cells(r, cols))
+    console.print(table)
+    if legend_line(mine):
+        console.print(f"  {legend_line(mine)}", highlight=False, soft_wrap=not console.is_terminal, markup=False)
+
+
+def _print_long(console: Console, t: dict, shown: list[dict], level: float = stats.CONFIDENCE) -> None:
     """Every declared column of a table, one row per block: its name, then a line per column."""
     if t["title"]:
         console.print(f"[bold]{t['title']}[/bold]")
@@ -789,8 +583,8 @@ def _print_long(console: Console, t: dict, shown: list[dict]) -> None:
         name = f"{r['workload']} / {r['operation']}" + (f" / {r['setting']}" if r["setting"] != "-" else "")
         console.print(f"[bold]{name}[/bold] ({r['contender']} vs {r['baseline']})", highlight=False)
         for c in cols:
-            console.print(f"    {COLUMNS[c][0]}: {COLUMNS[c][1](r)}", highlight=False, soft_wrap=not console.is_terminal,
-                          markup=False)
+            console.print(f"    {head(c, level)}: {COLUMNS[c][1](r)}", highlight=False,
+                          soft_wrap=not console.is_terminal, markup=False)
     if not shown:
         console.print("  (no rows)")
 
@@ -803,40 +597,47 @@ def _print_section(console: Console, title: str, lines: list[str]) -> None:
             console.print(f"  - {line}", highlight=False, soft_wrap=not console.is_terminal, markup=False)
 
 
-def render_markdown(doc: dict, analysis: an.Analysis, detail: bool = False) -> str:
-    """The compact tables (every declared column with `detail`) and the sections, for a ticket."""
-    analysis = an.Analysis.of(analysis)
+def render_markdown(doc: dict, analysis, detail: bool = False) -> str:
+    """The compact tables (every declared column with `detail`) and the sections, for a ticket: one model."""
+    m = _model(doc, analysis)
     out = ["# encbench results\n"]
-    summary = SUMMARY[2](doc, analysis, detail)
+    summary = SUMMARY[2](doc, m, detail)
     out += [f"## {SUMMARY[1]}", ""] + [f"- {line}" for line in summary] + [""] if summary else []
-    out += [f"- {line}" for line in header_lines(doc, analysis)]
-    for t, every in _shown_tables(doc, analysis):
-        for g, shown in [(t, every)] if detail else compact_groups(t, every):
-            out.append("")
-            if g["title"]:
-                out += [f"## {g['title']}", ""]
-            cols = columns(g, shown) if detail else compact_columns(g, shown)
-            out.append("| " + " | ".join(COLUMNS[c][0] for c in cols) + " |")
-            out.append("|" + "---|" * len(cols))
-            for r in shown:
-                out.append("| " + " | ".join(c.replace("|", "\\|") for c in _cells(r, cols)) + " |")
-            if not detail and legend_line(shown):
-                out += ["", legend_line(shown)]
+    out += [f"- {line}" for line in header_lines(doc, m)]
+    for t in m.tables:
+        for g, shown in [(t.spec, t.rows)] if detail else compact_groups(t.spec, t.rows):
+            out += _markdown_table(g, shown, detail, m.level)
     for _, title, section in _sections(detail):
-        lines = section(doc, analysis)
+        lines = section(doc, m)
         if lines:
             out += ["", f"## {title}", ""] + [f"- {line}" for line in lines]
-    if analysis.context:
-        out += ["", f"## {CONTEXT_TITLE}", ""] + [f"- {line.strip()}" for line in analysis.context]
+    if m.context:
+        out += ["", f"## {CONTEXT_TITLE}", ""] + [f"- {line.strip()}" for line in m.context]
     if doc["config"].get("command"):
         out += ["", f"Reproduce: `{doc['config']['command']}`"]
     return "\n".join(out) + "\n"
 
 
-def render_json(doc: dict, analysis: an.Analysis) -> str:
+def _markdown_table(g: dict, shown: list[dict], detail: bool, level: float) -> list[str]:
+    out = [""]
+    if g["title"]:
+        out += [f"## {g['title']}", ""]
+    cols = columns(g, shown) if detail else compact_columns(g, shown)
+    out.append("| " + " | ".join(head(c, level) for c in cols) + " |")
+    out.append("|" + "---|" * len(cols))
+    for r in shown:
+        out.append("| " + " | ".join(c.replace("|", "\\|") for c in _cells(r, cols)) + " |")
+    if not detail and legend_line(shown):
+        out += ["", legend_line(shown)]
+    return out
+
+
+def render_json(doc: dict, analysis) -> str:
     """Analysis.to_dict() (each comparison carries `verdict`, one of stats.VERDICTS, `verdict_text` and
     `equivalence`); the document's facts (schema version, status, engine) are in the analysis' header."""
-    return json.dumps(an.Analysis.of(analysis).to_dict(), indent=1)
+    found = analysis.analysis if isinstance(analysis, model.Model) else analysis
+    return json.dumps((found if isinstance(found, model.an.Analysis) else model.an.Analysis.of(found)).to_dict(),
+                      indent=1)
 
 
 def command_line(argv: list[str]) -> str:

@@ -129,7 +129,7 @@ def test_verdicts_rest_on_instructions_and_the_words_say_so():
     for text in (line["text"], line["detail"]):
         assert " s " not in text and "µs" not in text  # no time under valgrind
     (opening,) = [x for x in a.headline if x["label"] == "opening a connection"]
-    assert "per connection (median)" not in opening["detail"] and "PBKDF2" in opening["detail"], opening["detail"]
+    assert "per connection (trimmed geometric mean)" not in opening["detail"] and "PBKDF2" in opening["detail"], opening["detail"]
     assert any("every time and CPU time in this file is valgrind's" in n for n in a.notes)
 
 

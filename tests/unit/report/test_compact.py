@@ -9,6 +9,7 @@ from pathlib import Path
 from encbench.analysis import stats
 from encbench.analysis import summary as an
 from encbench.cli.run import RunClock
+from encbench.analysis import rows as table_rows
 from encbench.report import render
 
 GOLDEN = next(p for p in Path(__file__).resolve().parents if (p / "golden").is_dir()) / "golden" / "results-v1.json"
@@ -22,30 +23,30 @@ def _comp(metric, ratio, ci, ci90, n=6):
 
 def test_short_verdicts_follow_the_row_code():
     costs = [_comp("cpu_s", 3.66, [3.2, 4.2], [3.3, 4.1]), _comp("wall_s", 2.9, [2.5, 3.3], [2.6, 3.2])]
-    assert render.short_verdict(costs) == "costs +266% CPU"
-    assert render.short_verdict(costs, {"cpu_s": "server CPU"}) == "costs +266% server CPU"
-    assert render.short_verdict(costs, shown_metric="cpu_s") == "costs"  # the Δ column shows the CPU's figure
-    assert render.short_verdict(costs, shown_metric="client_cpu_s") == "costs +266% CPU"
+    assert table_rows.short_verdict(costs) == "costs +266% CPU"
+    assert table_rows.short_verdict(costs, {"cpu_s": "server CPU"}) == "costs +266% server CPU"
+    assert table_rows.short_verdict(costs, shown_metric="cpu_s") == "costs"  # the Δ column shows the CPU's figure
+    assert table_rows.short_verdict(costs, shown_metric="client_cpu_s") == "costs +266% CPU"
     free = [_comp("cpu_s", 1.003, [0.99, 1.016], [0.992, 1.014])]
-    assert render.short_verdict(free) == "no cost (±2%)"
-    assert render.short_verdict([_comp("cpu_s", 1.01, [0.95, 1.07], [0.96, 1.06])]) == "inconclusive"
-    assert render.short_verdict([_comp("cpu_s", 3.0, [2.5, 3.5], [2.6, 3.4], n=3)]) == "too few runs"
+    assert table_rows.short_verdict(free) == "no cost (±2%)"
+    assert table_rows.short_verdict([_comp("cpu_s", 1.01, [0.95, 1.07], [0.96, 1.06])]) == "inconclusive"
+    assert table_rows.short_verdict([_comp("cpu_s", 3.0, [2.5, 3.5], [2.6, 3.4], n=3)]) == "too few runs"
     # CPU saves, elapsed costs: the row costs, and the verdict names the metric that costs
     mixed = [_comp("cpu_s", 0.8, [0.7, 0.9], [0.72, 0.88]), _comp("wall_s", 1.3, [1.2, 1.4], [1.22, 1.38])]
-    assert render.short_verdict(mixed, shown_metric="cpu_s") == "costs +30% elapsed"
-    assert render.short_verdict([dict(costs[0], withheld="no verdict: the client is saturated")]) \
+    assert table_rows.short_verdict(mixed, shown_metric="cpu_s") == "costs +30% elapsed"
+    assert table_rows.short_verdict([dict(costs[0], withheld="no verdict: the client is saturated")]) \
         == "no verdict: client-bound"
 
 
 def test_long_settings_get_an_alias_and_a_legend():
     suites = ("TLSv1.2:ECDHE-RSA-AES256-GCM-SHA384", "TLSv1.3:TLS_AES_256_GCM_SHA384")
     variants = [{"tls": "off"}, {"tls": "on"}] + [{"tls": s, "clients": "1"} for s in suites]
-    aliases = render._aliases(variants, {"tls", "clients"})
+    aliases = table_rows._aliases(variants, {"tls", "clients"})
     assert aliases == {("tls", suites[0]): "tls#1", ("tls", suites[1]): "tls#2"}
-    assert render._short_setting("tls", suites[1], "tls", aliases) == "tls#2"
-    assert render._short_setting("tls", "on", "tls", aliases) == "tls=on"  # 'on' says nothing alone
-    assert render._short_setting("encryption", "fscrypt", "encryption", aliases) == "fscrypt"
-    assert render._short_setting("sessions", "4", "sessions", aliases) == "sessions=4"
+    assert table_rows._short_setting("tls", suites[1], "tls", aliases) == "tls#2"
+    assert table_rows._short_setting("tls", "on", "tls", aliases) == "tls=on"  # 'on' says nothing alone
+    assert table_rows._short_setting("encryption", "fscrypt", "encryption", aliases) == "fscrypt"
+    assert table_rows._short_setting("sessions", "4", "sessions", aliases) == "sessions=4"
     assert render.legend_line([{"legend": {"tls#2": suites[1]}}, {"legend": {"tls#1": suites[0]}}]) \
         == f"tls#1 = {suites[0]}; tls#2 = {suites[1]}"
     assert render.legend_line([{"legend": {"tls#10": "a"}}, {"legend": {"tls#2": "b"}}]) == "tls#2 = b; tls#10 = a"

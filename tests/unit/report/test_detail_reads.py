@@ -60,7 +60,7 @@ def test_one_row_has_outlier_runs_several_have(monkeypatch):
     """'1 row have outlier runs' was read in a quick run: the verb follows the count."""
     import json
 
-    from encbench.analysis import summary as an
+    from encbench.analysis import rowwarnings, summary as an
     from encbench.report import render
 
     golden = Path(__file__).resolve().parents[2] / "golden" / "results-v1.json"
@@ -70,9 +70,9 @@ def test_one_row_has_outlier_runs_several_have(monkeypatch):
         return [{"workload": "scan-like", "operation": "scan", "variant": f"v{i}", "metric": "cpu_s", "n": 10,
                  "warnings": ["cpu_s: 1 outlier run (modified Z-score 4.1)"]} for i in range(n)]
 
-    monkeypatch.setattr(render, "_warned", lambda a: rows(1))
+    monkeypatch.setattr(rowwarnings, "_warned", lambda a: rows(1))
     [line] = render.warning_lines(analysis)
     assert line.startswith("1 row has outlier runs"), line
-    monkeypatch.setattr(render, "_warned", lambda a: rows(2))
+    monkeypatch.setattr(rowwarnings, "_warned", lambda a: rows(2))
     [line] = render.warning_lines(analysis)
     assert line.startswith("2 rows have outlier runs"), line
