@@ -14,10 +14,10 @@ from __future__ import annotations
 import json
 from importlib import resources
 
+from ..engines import ENGINES  # each engine declares its setups (Engine.heldout_setups)
+from ..errors import UnknownNameError
+
 DATA = "heldout.json"
-# the setup a bill's side is on, per engine, where the engine has one encrypted setup per side
-_SETUP_OF_SIDE = {("sqlite", "at rest"): "sqlcipher", ("mariadb", "at rest"): "encrypted tables",
-                  ("postgres", "at rest"): "fscrypt", ("postgres", "in transit"): "tls"}
 
 
 def load(text: str | None = None) -> dict | None:
@@ -32,7 +32,11 @@ def load(text: str | None = None) -> dict | None:
 
 def setup_for(engine: str, side: str) -> str | None:
     """The setup a bill of this engine and side prices (e.g. postgres at rest: fscrypt), or None."""
-    return _SETUP_OF_SIDE.get((engine, side))
+    try:
+        found = ENGINES.get(engine)
+    except UnknownNameError:  # an engine this encbench does not know: no check
+        return None
+    return (getattr(found, "heldout_setups", None) or {}).get(side)
 
 
 def find(doc: dict | None, engine: str, setup: str | None) -> dict | None:

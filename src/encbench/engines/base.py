@@ -29,6 +29,9 @@ class Engine:
     label: str = ""  # its name in prose (reports)
     # what opening a connection (the "(open)" figure) includes, in the engine's own words (the summary's remark)
     open_includes: str = "the connection's whole set-up included"
+    # the encrypted setup a bill of each side prices on this engine (side -> the held-out check's setup name:
+    # bench/estimate_heldout.py, analysis/heldout.py); a side absent here has no held-out check
+    heldout_setups: dict = {}
     at_rest_names: dict[str, str] = {}  # encryption value -> the option's name across engines (encbench atrest)
     # encryption values whose per-page CPU is set beside the calibration's raw cipher (the engine's own cipher)
     raw_cipher_values: tuple[str, ...] = ("on",)

@@ -166,6 +166,7 @@ class MariaDBEngine(Engine):
     profile_categories = (("mariadb", r"mariadbd|mysqld", r""),)
     options = ("dsn", "keep", "allow_reconfigure", "wait_interval", "settings")
     label = "MariaDB"
+    heldout_setups = {"at rest": "encrypted tables"}
     open_includes = "TCP connect, TLS handshake when on, and login included; InnoDB derives no key per connection"
     metric_words = {"cpu_s": "server CPU", "client_cpu_s": "client CPU"}
     at_rest_names = {"on": "InnoDB TDE", "fscrypt": "InnoDB on fscrypt", "gocryptfs": "InnoDB on gocryptfs"}

@@ -133,6 +133,7 @@ class PostgresEngine(Engine):
                      "verdict")
     metric_words = {"cpu_s": "server CPU", "client_cpu_s": "client CPU"}
     label = "PostgreSQL"
+    heldout_setups = {"at rest": "fscrypt", "in transit": "tls"}
     open_includes = "TCP connect, TLS handshake when on, login and the backend's start included"
     dsn_schemes = ("postgresql", "postgres")
     default_port = 5432

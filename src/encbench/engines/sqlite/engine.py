@@ -432,6 +432,7 @@ class SQLiteEngine(Engine):
     quick_workloads, quick_variants = ("scan-like",), ("cache=cold",)
     session_class = SQLiteSession
     label = "SQLite/SQLCipher"
+    heldout_setups = {"at rest": "sqlcipher"}
     open_includes = "key derivation included"  # SQLCipher derives the page key from the passphrase per open
     at_rest_names = {"on": "SQLCipher"}
     # selftest: one minute on 2 cores at the default size and runs (scan-eq has cold reads and warm CPU)
