@@ -141,3 +141,24 @@ def test_maria_never_drops_a_database_encbench_does_not_make(cache, gone_pid, na
     j.data["schema"] = name
     assert maria_state.restore(None, j, earlier=True) is False  # the connection is never used
     assert j.path.exists() and "not a database encbench makes" in capsys.readouterr().err
+
+
+def test_a_journal_owner_is_judged_by_util_proc_whatever_its_format(cache):
+    """One liveness rule (util/proc): a new journal's owner is proc's record (start time both ways) + hostname; an
+    older journal's "start" (clock ticks since boot, a string) reads as proc's since_boot; a zombie is gone."""
+    from encbench.util import proc
+
+    me = restore_journal.new("postgres", {"host": "h", "port": 1}, SYSID).data["owner"]
+    assert {"pid", "start", "since_boot", "hostname"} <= me.keys() and restore_journal.owner_alive(me)
+    ticks = str(round(proc.since_boot(me["pid"]) * restore_journal.os.sysconf("SC_CLK_TCK")))
+    assert restore_journal.owner_alive({"pid": me["pid"], "start": ticks, "hostname": me["hostname"]})
+    assert not restore_journal.owner_alive({"pid": me["pid"], "start": "1", "hostname": me["hostname"]})
+    zombie = subprocess.Popen(["true"])
+    try:
+        while proc.running(zombie.pid):  # exited, not yet reaped: a zombie
+            pass
+        assert not restore_journal.owner_alive(dict(proc.identity(zombie.pid) or {}, pid=zombie.pid,
+                                                    hostname=me["hostname"]))
+    finally:
+        zombie.wait()
+    assert restore_journal.owner_alive({"pid": 1, "start": "1", "hostname": "another-machine"})

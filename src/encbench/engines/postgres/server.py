@@ -25,7 +25,7 @@ from ..local import affinity, certs
 from ...errors import EngineUnavailableError
 from ...lab import leftovers
 from ...util import owners
-from ...util.proc import running, stop_pid
+from ...util.proc import running, stop_child, stop_pid
 from ..local.server import keep_log, last_log_line, log_tail, run_tool, start_on_free_port, unprivileged_user, wait_ready
 
 INSTALL_HINT = "install them with: apt-get install postgresql (Debian/Ubuntu), or measure an existing server with --dsn"
@@ -37,6 +37,7 @@ STOP_TIMEOUT_S = 15
 # to stop (every backend writes its last dump as it exits)
 METER_START_TIMEOUT_S = 180
 METER_STOP_TIMEOUT_S = 120
+FAST_SHUTDOWN = (signal.SIGINT, signal.SIGKILL)  # a postmaster's fast shutdown (clients disconnected), then a kill
 SERVER_SETTINGS = {
     "listen_addresses": "127.0.0.1",
     "ssl": "on",
@@ -186,13 +187,7 @@ class PgServer:
         if self.keep:
             return
         proc, self.proc = self.proc, None
-        if proc is not None and proc.poll() is None:
-            proc.send_signal(signal.SIGINT)  # fast shutdown: disconnect clients, stop
-            try:
-                proc.wait(self.stop_timeout)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
+        stop_child(proc, self.stop_timeout, FAST_SHUTDOWN)  # SIGINT: disconnect clients, stop
         shutdown(self.datadir, self.stop_timeout)
         if self.data_parent is not None:
             shutil.rmtree(self.data_parent, ignore_errors=True)
@@ -247,7 +242,7 @@ def shutdown(datadir: Path, timeout: float = STOP_TIMEOUT_S) -> None:
     """Fast shutdown (SIGINT) of whatever postmaster runs on `datadir`, waited for; SIGKILL when it hangs."""
     pid = postmaster_pid(datadir)
     if pid is not None:
-        stop_pid(pid, timeout, signals=(signal.SIGINT, signal.SIGKILL))
+        stop_pid(pid, timeout, signals=FAST_SHUTDOWN)
 
 
 def restart_handle(handle: dict, conninfo: dict) -> float:

@@ -34,6 +34,7 @@ from pathlib import Path
 
 from ...errors import CheckFailedError, EngineUnavailableError
 from ...util.redact import redact
+from ...util.proc import kill_and_reap
 from ...drivers import session_storm as session_storm_base
 
 C_SOURCE = r"""
@@ -276,10 +277,7 @@ GONE_SIGNS = ("server closed the connection unexpectedly", "terminating connecti
 
 def _stderr_of(proc: subprocess.Popen, finish) -> str:
     """What a failed driver said: it is given a moment to exit (and finish writing) before it is killed."""
-    try:
-        proc.wait(timeout=2)
-    except subprocess.TimeoutExpired:
-        proc.kill()
+    kill_and_reap(proc, 2)
     err = proc.stderr.read() if proc.stderr else ""
     finish()
     return err.decode(errors="replace") if isinstance(err, bytes) else err
