@@ -360,7 +360,7 @@ class PostgresEngine(Engine):
         setup["oltp"]["servers"]["tls"] = {"datadir": str(server.datadir), "port": server.port,
                                            "cgroup": str(group.path) if group else None,
                                            **self._load_oltp(ctx, setup, server.conninfo(), "its private server")}
-        setup["_oltp_access"] = {"conninfo": server.conninfo(), "handle": server.handle()}
+        setup["_oltp_access"] = {"conninfo": server.conninfo(), "handle": server.worker_handle()}
         setup["versions"]["postgresql_server"] = version
 
     def _prepare_at_rest(self, ctx: PrepareContext, setup: dict, filesystems: dict, parent: Path | None) -> None:
@@ -411,7 +411,7 @@ class PostgresEngine(Engine):
                 "daemon_pid": daemon, "marker": marker, "load_s": load_s,
                 "server_log_outside_mount": str(server.logfile), "cipher": encfs.cipher_info(mount),
                 **({"encryption": enc, "options": options} if key != enc else {})}
-            setup["_cluster_access"][key] = {"conninfo": server.conninfo(), "handle": server.handle(),
+            setup["_cluster_access"][key] = {"conninfo": server.conninfo(), "handle": server.worker_handle(),
                                              "place": {**mount.describe(), "workdir": str(mount.workdir)}}
             setup["versions"]["postgresql_server"] = version
             if with_oltp:
