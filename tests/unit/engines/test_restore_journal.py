@@ -13,7 +13,6 @@ from types import SimpleNamespace
 import pytest
 
 from encbench.engines.local import restore_journal
-from encbench.engines.postgres import engine as pg
 from encbench.engines.postgres import external as pg_external
 
 SYSID = {"system_identifier": "7712358355634069753", "port": 5432}
