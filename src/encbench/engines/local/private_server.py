@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Iterator, Protocol, runtime_checkable
 
 from ...errors import EngineUnavailableError
+from ...host import valgrind
 from ...util import owners
 from .server import keep_log, log_tail
 
@@ -102,8 +103,6 @@ def own_dir(path: Path, user: tuple[str, int, int] | None, *, make: bool = False
 def meter_wrapper(meter_dir: Path, user, meter: dict, options: tuple[str, ...]) -> list[str]:
     """--meter instructions: the server's directory for callgrind's dumps made (the server's user's), and
     valgrind's command line to put before the server's."""
-    from ...host import valgrind
-
     own_dir(meter_dir, user, make=True)
     return valgrind.callgrind_argv(str(meter_dir / "cg.%p"), cache_sim=bool(meter.get("cache_sim")), options=options)
 

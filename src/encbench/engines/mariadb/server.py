@@ -23,6 +23,7 @@ from pathlib import Path
 
 from ..local import affinity, certs
 from ...errors import BadValueError, EngineUnavailableError
+from ...host import valgrind
 from ..local.private_server import ServerLog, meter_wrapper, own_dir, record_spawned, start_failed, stopped_on_error
 from ..local.server import last_log_line, run_tool, start_on_free_port, unprivileged_user, wait_ready
 from .client import connect_bounded
@@ -162,8 +163,6 @@ class Handle:
 
     @property
     def start_timeout(self) -> float:
-        from ...host import valgrind
-
         return valgrind.start_timeout(METER_START_TIMEOUT_S) if self.wrapper else START_TIMEOUT_S
 
     @property
@@ -300,7 +299,6 @@ def start(settings: dict | None = None, *, base: dict | None = None, buffer_pool
     start in time has its log kept in keep_dir (exit 10).
     """
     from . import meter as maria_meter
-    from ...host import valgrind
 
     if meter:
         valgrind.find()  # exit 10 with the apt-get line, before anything is made

@@ -26,6 +26,7 @@ from pathlib import Path
 
 from ...errors import EngineUnavailableError, UsageError
 from ...lab import leakcheck
+from ...util import interrupts
 from ...util.redact import redact
 from . import client
 from . import state as pg_state
@@ -264,7 +265,6 @@ def posture(info: dict) -> leakcheck.PostureReport:
 def canary_check(options: dict, workdir: Path) -> leakcheck.LeakReport:
     """Community PostgreSQL has no encryption at rest: say so, and show where the canary lands (table files,
     WAL, a pg_dump). With --setting encryption=KIND: on a filesystem of that kind (atrest.leak_check)."""
-    from ...util import interrupts
     from . import atrest, external
     from . import server as pg_server
 

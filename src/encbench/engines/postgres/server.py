@@ -21,6 +21,7 @@ from pathlib import Path
 
 from ..local import affinity, certs
 from ...errors import EngineUnavailableError
+from ...host import valgrind
 from ...lab import leftovers
 from ...util.proc import running, stop_child, stop_pid
 from ..local.private_server import ServerLog, meter_wrapper, own_dir, record_spawned, start_failed, stopped_on_error
@@ -280,8 +281,6 @@ def start(*, keep: bool = False, settings: dict | None = None, data_parent: Path
     in, and every restart too.
     meter (--meter instructions: {"cache_sim", "keep_dir"}): the server runs under callgrind (meter.py), its
     dumps in root/callgrind; one that does not start in time has its log kept in keep_dir (exit 10)."""
-    from ...host import valgrind
-
     bindir = find_bindir()
     if meter:
         valgrind.find()  # exit 10 with the apt-get line, before anything is made
