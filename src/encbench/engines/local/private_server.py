@@ -18,7 +18,7 @@ from typing import Iterator, Protocol, runtime_checkable
 
 from ...errors import EngineUnavailableError
 from ...host import valgrind
-from ...util import owners
+from ...util import owners, proc
 from .server import keep_log, log_tail
 
 
@@ -83,6 +83,16 @@ class ServerLog:
         kept = self.logfile if self.keep else keep_log(self.logfile, keep_dir,
                                                        f"encbench-{self.LOG_TAG}-{self.port}-server.log")
         return {"server_log": str(kept) if kept else f"{self.logfile} (could not be kept)", "server_log_tail": tail}
+
+
+def running_pid(pidfile: Path) -> int | None:
+    """The server process its pid file names (the first line), while it runs: a zombie, which holds no port or
+    file, counts as gone (its parent may not be us); None when there is no such file or process."""
+    try:
+        pid = int(Path(pidfile).read_text().split("\n", 1)[0].strip())
+    except (OSError, ValueError):
+        return None
+    return pid if proc.running(pid) else None
 
 
 def record_spawned(pid: int, engine: str, root, metered: bool) -> None:

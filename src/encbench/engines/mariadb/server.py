@@ -24,12 +24,13 @@ from pathlib import Path
 from ..local import affinity, certs
 from ...errors import BadValueError, EngineUnavailableError
 from ...host import valgrind
-from ..local.private_server import ServerLog, meter_wrapper, own_dir, record_spawned, start_failed, stopped_on_error
+from ..local.private_server import (ServerLog, meter_wrapper, own_dir, record_spawned, running_pid, start_failed,
+                                    stopped_on_error)
 from ..local.server import last_log_line, run_tool, start_on_free_port, unprivileged_user, wait_ready
 from .client import connect_bounded
 from ...lab import leftovers
 from ...util import owners
-from ...util.proc import kill_and_reap, running, stop_pid
+from ...util.proc import kill_and_reap, stop_pid
 
 INSTALL_HINT = "install it with: apt-get install mariadb-server mariadb-backup sysbench (the oltp workload's driver)"
 START_TIMEOUT_S = 60
@@ -173,11 +174,7 @@ class Handle:
         return asdict(self)
 
     def pid(self) -> int | None:
-        try:
-            pid = int(self.pidfile.read_text().strip())
-        except (OSError, ValueError):
-            return None
-        return pid if running(pid) else None  # a zombie, which holds no port or file, counts as gone
+        return running_pid(self.pidfile)
 
     def connect(self, **extra):
         """root over the private socket (authenticated by the socket's owner: no password)."""

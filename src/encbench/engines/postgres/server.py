@@ -23,8 +23,9 @@ from ..local import affinity, certs
 from ...errors import EngineUnavailableError
 from ...host import valgrind
 from ...lab import leftovers
-from ...util.proc import running, stop_child, stop_pid
-from ..local.private_server import ServerLog, meter_wrapper, own_dir, record_spawned, start_failed, stopped_on_error
+from ...util.proc import stop_child, stop_pid
+from ..local.private_server import (ServerLog, meter_wrapper, own_dir, record_spawned, running_pid, start_failed,
+                                    stopped_on_error)
 from ..local.server import last_log_line, run_tool, start_on_free_port, unprivileged_user, wait_ready
 
 INSTALL_HINT = "install them with: apt-get install postgresql (Debian/Ubuntu), or measure an existing server with --dsn"
@@ -224,11 +225,7 @@ def setting_of(args: list[str], name: str) -> str | None:
 
 def postmaster_pid(datadir: Path) -> int | None:
     """The running postmaster of `datadir` (its pid file's first line), or None."""
-    try:
-        pid = int((Path(datadir) / "postmaster.pid").read_text().split("\n", 1)[0])
-    except (OSError, ValueError):
-        return None
-    return pid if running(pid) else None  # a zombie has stopped (its parent may not be us)
+    return running_pid(Path(datadir) / "postmaster.pid")
 
 
 def shutdown(datadir: Path, timeout: float = STOP_TIMEOUT_S) -> None:
