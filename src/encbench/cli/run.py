@@ -156,8 +156,37 @@ def _checked_key(key: str, where: str) -> str:
 
 
 def cmd_run(args, argv: list[str]) -> int:
+    from ..lab import results, runner
+
+    config = _run_config(args, argv)
+    output, budget = config.output, config.budget_s
+    planned = runner.plan(config)  # every name and value checked before anything is created
+    check_store(args)
+    results.check_writable(output, create_parent=not args.output)  # only the default directory is created
+    prometheus.check_path(args.prometheus)
+    err = console(stderr=True)
+    found = _file_state(output)
+    if config.sequential and (args.progress in ("lines", "bar") or (args.progress == "auto" and err.is_terminal)):
+        _print_plan(planned, budget)
+    try:
+        doc = _run_with_progress(config, err, args.progress)
+    except KeyboardInterrupt as e:
+        kept = f"results so far kept in {output}" if _written(e, output, found) else "nothing measured yet"
+        print(f"encbench: interrupted: {kept}", file=sys.stderr)
+        return errors.EXIT_INTERRUPTED
+    except errors.EncbenchError as e:
+        if _written(e, output, found):  # a configuration error writes no file (nothing was measured)
+            e.hint = (e.hint + "; " if e.hint else "") + f"results so far kept in {output}"
+        raise
+    _show_run(args, doc, config.engine, output)
+    return 0
+
+
+def _run_config(args, argv: list[str]):
+    """The run's configuration from the command line (every amount parsed, the question's workloads and variants,
+    the workload an option names); runner.plan checks the names and values."""
     from ..engines import DEFAULT_ENGINE, ENGINES
-    from ..lab import precision, results, runner
+    from ..lab import precision, runner
     from ..lab.meter import default_probes as meter_probes
     from ..probes import DEFAULT_PROBES
     from ..report import render as report
@@ -174,16 +203,14 @@ def cmd_run(args, argv: list[str]) -> int:
     budget = precision.parse_duration(args.budget, what="--budget") if args.budget else (
         precision.parse_duration(QUICK_BUDGET) if sequential else None)
     adaptive = target is not None or max_time is not None or sequential
-    quick_runs = METER_QUICK_RUNS if metered else QUICK_RUNS
-    runs = parse_positive_int(args.runs or (precision.MIN_RUNS if adaptive else quick_runs if args.quick
-                                            else DEFAULT_RUNS), what="--runs", maximum=1000)
+    runs_text, warmups_text, size_text = _amounts(args, metered, adaptive=adaptive, min_runs=precision.MIN_RUNS)
+    runs = parse_positive_int(runs_text, what="--runs", maximum=1000)
     if adaptive and runs < precision.MIN_RUNS:
         raise errors.BadValueError(f"--runs {runs} is below the {precision.MIN_RUNS} runs per variant a verdict needs "
                                    "with --precision/--max-time/--budget (and --quick alone)",
                                    hint=f"use --runs {precision.MIN_RUNS} or more")
-    warmups = parse_count(args.warmups or str(METER_WARMUPS if metered else 1), what="--warmups", maximum=100)
-    size = parse_size(args.size or ((METER_QUICK_SIZE if args.quick else METER_SIZE) if metered else
-                                    (QUICK_SIZE if args.quick else DEFAULT_SIZE)))
+    warmups = parse_count(warmups_text, what="--warmups", maximum=100)
+    size = parse_size(size_text)
     seed = parse_positive_int(args.seed, what="--seed", maximum=2**31)
     key, key_source = _read_key(args)
     data_dir = defaults.data_dir(args.data_dir)
@@ -206,7 +233,7 @@ def cmd_run(args, argv: list[str]) -> int:
     if (args.sessions or args.function or args.rows or args.parallel or (args.profile and "hash" in engine.workloads)) \
             and not args.workload:
         args.workload = ["hash"]  # so do the hash options
-    config = runner.RunConfig(
+    return runner.RunConfig(
         engine=engine_name,
         workloads=args.workload or _default_workloads(engine, variants),
         variant_filters=variants,
@@ -219,29 +246,27 @@ def cmd_run(args, argv: list[str]) -> int:
         precision=target, max_time_s=max_time, pin=args.pin, budget_s=budget, sequential=sequential,
         meter="instructions" if metered else "time", cache_sim=args.meter == "instructions+cache",
     )
-    planned = runner.plan(config)  # every name and value checked before anything is created
-    check_store(args)
-    results.check_writable(output, create_parent=not args.output)  # only the default directory is created
-    prometheus.check_path(args.prometheus)
-    err = console(stderr=True)
-    found = _file_state(output)
-    if sequential and (args.progress in ("lines", "bar") or (args.progress == "auto" and err.is_terminal)):
-        _print_plan(planned, budget)
-    try:
-        doc = _run_with_progress(config, err, args.progress)
-    except KeyboardInterrupt as e:
-        kept = f"results so far kept in {output}" if _written(e, output, found) else "nothing measured yet"
-        print(f"encbench: interrupted: {kept}", file=sys.stderr)
-        return errors.EXIT_INTERRUPTED
-    except errors.EncbenchError as e:
-        if _written(e, output, found):  # a configuration error writes no file (nothing was measured)
-            e.hint = (e.hint + "; " if e.hint else "") + f"results so far kept in {output}"
-        raise
+
+
+def _amounts(args, metered: bool, *, adaptive: bool, min_runs: int) -> tuple[str, str, str]:
+    """(runs per variant, warm-ups, data size) as given, else the defaults of the run's kind: the words to parse."""
+    quick_runs = METER_QUICK_RUNS if metered else QUICK_RUNS
+    runs = args.runs or (min_runs if adaptive else quick_runs if args.quick else DEFAULT_RUNS)
+    warmups = args.warmups or str(METER_WARMUPS if metered else 1)
+    size = args.size or ((METER_QUICK_SIZE if args.quick else METER_SIZE) if metered else
+                         (QUICK_SIZE if args.quick else DEFAULT_SIZE))
+    return runs, warmups, size
+
+
+def _show_run(args, doc: dict, engine_name: str, output: Path) -> None:
+    """A finished run's views: the kept server, the files, the terminal (or --json), Prometheus, the history."""
+    from ..analysis.summary import Analysis
+    from ..history import run_entry
+    from ..report import render as report
+
     kept = (doc.get("dataset") or {}).get("kept_server")
     if kept:
         print(f"encbench: the private server is kept (--keep): {kept}", file=sys.stderr)
-    from ..analysis.summary import Analysis
-
     analysis = Analysis.from_doc(doc)  # what the runner stored in the file
     if args.margin is not None:  # the file's verdicts use the default margin: judged again (the CIs stay)
         analysis = analysis.rejudged(margin_pct(args))
@@ -254,10 +279,7 @@ def cmd_run(args, argv: list[str]) -> int:
         print(f"results written to {output} (encbench show {output})", file=sys.stderr)
     if args.prometheus:
         prometheus.write(Path(args.prometheus), prometheus.run_registry(engine_name, list(analysis.comparisons)))
-    from ..history import run_entry
-
     record(args, lambda: run_entry(doc, analysis, result_file=str(output)), str(output))  # after the result file
-    return 0
 
 
 def _file_state(path: Path) -> tuple | None:

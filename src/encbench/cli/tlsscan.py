@@ -77,16 +77,7 @@ def cmd_tls_scan(args, argv: list[str]) -> int:
     check_store(args, argv)
     if args.targets:
         return _cmd_fleet(args)
-    for name in ("jobs", "baseline_dir", "update_baselines", "jsonl"):
-        if getattr(args, name):
-            raise errors.UsageError(f"--{name.replace('_', '-')} goes with --targets FILE")
-    if args.format != "text":
-        raise errors.UsageError("--format goes with --targets FILE", hint="use --json for one target")
-    if bool(args.target) == bool(args.engine):
-        raise errors.UsageError("give either a TARGET (postgresql://host:port, mysql://host:port) or --engine",
-                                hint="e.g. encbench tls-scan --engine postgres")
-    if args.setting and not args.engine:
-        raise errors.UsageError("--setting configures a private server: use it with --engine")
+    _check_one_target(args)
     top = parse_positive_int(args.top, what="--top", maximum=1000) if args.top else None
     runs = parse_positive_int(args.runs, what="--runs", maximum=1000)
     baseline = tlsbaseline.load(Path(args.baseline)) if args.baseline else None  # bad files fail before any scan
@@ -131,21 +122,7 @@ def cmd_tls_scan(args, argv: list[str]) -> int:
             out["measure"] = measured
         print(json.dumps(out, indent=1))
     else:
-        from ..analysis.headline import tls_scan_line
-
-        print(f"Summary: {tls_scan_line(result, changes if baseline is not None else None, measured)}")
-        for line in tlsscan.summary_lines(result):
-            print(line)
-        if args.save_baseline:
-            print(f"baseline saved to {args.save_baseline}")
-        if baseline is not None:
-            real = [c for c in changes if not c.startswith("note:")]
-            print(f"compared with the baseline {args.baseline}: " + ("no change" if not real else
-                                                                     f"{len(real)} change(s)"))
-            for line in changes:
-                print(f"  {line}" if line.startswith("note:") else f"  DRIFT  {line}")
-        if measured:
-            _print_tls_ranking(measured)
+        _print_scan(args, result, changes, baseline, measured)
     if args.prometheus:
         from ..report import prometheus
         from ..tls import fleet
@@ -159,6 +136,40 @@ def cmd_tls_scan(args, argv: list[str]) -> int:
     record(args, lambda: history.scan_entry([(stored, changes if baseline else None)], command=args.store_command,
                                             exit_code=errors.EXIT_DRIFT if changes else 0))
     return errors.EXIT_DRIFT if changes else 0
+
+
+def _check_one_target(args) -> None:
+    """One target (TARGET or --engine): the options that go with --targets FILE refused, one way to name it."""
+    for name in ("jobs", "baseline_dir", "update_baselines", "jsonl"):
+        if getattr(args, name):
+            raise errors.UsageError(f"--{name.replace('_', '-')} goes with --targets FILE")
+    if args.format != "text":
+        raise errors.UsageError("--format goes with --targets FILE", hint="use --json for one target")
+    if bool(args.target) == bool(args.engine):
+        raise errors.UsageError("give either a TARGET (postgresql://host:port, mysql://host:port) or --engine",
+                                hint="e.g. encbench tls-scan --engine postgres")
+    if args.setting and not args.engine:
+        raise errors.UsageError("--setting configures a private server: use it with --engine")
+
+
+def _print_scan(args, result: dict, changes: list[str], baseline, measured) -> None:
+    """One target's scan in words: the summary line, what it offers, the baseline's drift, the --measure ranking."""
+    from ..analysis.headline import tls_scan_line
+    from ..tls import scan as tlsscan
+
+    print(f"Summary: {tls_scan_line(result, changes if baseline is not None else None, measured)}")
+    for line in tlsscan.summary_lines(result):
+        print(line)
+    if args.save_baseline:
+        print(f"baseline saved to {args.save_baseline}")
+    if baseline is not None:
+        real = [c for c in changes if not c.startswith("note:")]
+        print(f"compared with the baseline {args.baseline}: " + ("no change" if not real else
+                                                                 f"{len(real)} change(s)"))
+        for line in changes:
+            print(f"  {line}" if line.startswith("note:") else f"  DRIFT  {line}")
+    if measured:
+        _print_tls_ranking(measured)
 
 
 def _record_no_tls(args, endpoint, e: errors.NoTLSError) -> None:

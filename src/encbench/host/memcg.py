@@ -18,7 +18,6 @@ host/encfs), a group that still holds one is reported and kept.
 
 from __future__ import annotations
 
-import json
 import os
 import secrets
 import sys
@@ -189,15 +188,8 @@ def _write_record(record: dict) -> Path:
 
 
 def records() -> list[tuple[Path, dict]]:
-    out = []
-    for p in sorted(STATE_DIR.glob("*.json")) if STATE_DIR.is_dir() else []:
-        try:
-            r = json.loads(p.read_text())
-        except (OSError, ValueError):
-            continue
-        if isinstance(r, dict) and isinstance(r.get("path"), str) and isinstance((r.get("owner") or {}).get("pid"), int):
-            out.append((p, r))
-    return out
+    return files.json_records(STATE_DIR, lambda r: isinstance(r.get("path"), str)
+                              and isinstance((r.get("owner") or {}).get("pid"), int))
 
 
 def create(tag: str) -> Group:

@@ -322,87 +322,106 @@ def execute(config: RunConfig, *, on_progress: Callable[[str, int, int], None] =
     doc = new_document(config, p, environment.collect(p.engine.versions(), config.data_dir))
     scratch = owners.make_dir("scratch-", config.data_dir)  # in the owner record before it exists
     leftovers.write_owner(scratch, leftovers.me())  # and its own record (encbench cleanup --data-dir)
-    setup = None
-    workers = None  # --meter instructions, an engine in the worker: the fork server under valgrind (meterfork)
-    started = False  # the file is first written once measuring can start: a configuration error leaves none
     # before prepare: a private server inherits the rest CPUs; after it when a workload's server works as a DBA's
     placed = placement.choose(config.pin, spread=any(w.spreads_server for w in p.workloads))
     if placed.before_prepare:
         placement.apply(placed)
     doc["placement"] = placed.describe()
-    metered = config.meter == meters.INSTRUCTIONS
-    probes = list(config.probes) + (["instructions"] if metered and "instructions" not in config.probes else [])
+    runs = _Runs(config, p, doc, scratch, placed, on_progress)
     try:
-        if metered:
+        if runs.metered:
             on_progress("reading the CPU valgrind simulates", 0, len(p.items))
             doc["meter"] = meters.facts(config.cache_sim)
-        ctx = PrepareContext(
-            size_bytes=config.size_bytes, seed=config.seed, data_dir=config.data_dir, scratch_dir=scratch,
-            variants=p.variants, regenerate=config.regenerate, key=config.key, key_source=config.key_source,
-            progress=lambda msg: on_progress(msg, 0, len(p.items)),
-            options=config.engine_options, params=p.params, data_dir_given=config.data_dir_given,
-            meter={"cache_sim": config.cache_sim, "keep_dir": str(config.data_dir)} if metered else {},
-        )
-        setup = p.engine.prepare(ctx)
-        if not placed.before_prepare:  # its servers started on every CPU; the runner now on the rest
-            placement.apply(placed)
-            doc["placement"] = placed.describe()
+        runs.setup = p.engine.prepare(_prepare_context(config, p, scratch, on_progress))
+        runs.prepared()
+        results.write_atomic(config.output, doc)
+        runs.started = True
+        runs.measure(budget)
+        on_progress("done", len(doc["runs"]), len(doc["runs"]))
+        doc["status"] = "complete"
+    except KeyboardInterrupt as e:
+        doc["status"] = "interrupted"
+        e.result_written = runs.started
+        raise
+    except EncbenchError as e:
+        if interrupts.stopped():  # what failed was stopped by the signal (a set-up tool in the group): interrupted
+            raise _interruption(doc, runs.started) from None
+        runs.failed(e)
+        raise
+    finally:
+        with interrupts.deferred():  # a second Ctrl-C must not cut the clean-up short
+            runs.clean_up()
+            _finish(doc, budget, runs.started, config.output)
+    return doc
+
+
+def _prepare_context(config: RunConfig, p: Plan, scratch: Path, on_progress: Callable) -> PrepareContext:
+    """What the engine's prepare gets: the data, the variants, the options, the progress line, the meter."""
+    metered = config.meter == meters.INSTRUCTIONS
+    return PrepareContext(
+        size_bytes=config.size_bytes, seed=config.seed, data_dir=config.data_dir, scratch_dir=scratch,
+        variants=p.variants, regenerate=config.regenerate, key=config.key, key_source=config.key_source,
+        progress=lambda msg: on_progress(msg, 0, len(p.items)),
+        options=config.engine_options, params=p.params, data_dir_given=config.data_dir_given,
+        meter={"cache_sim": config.cache_sim, "keep_dir": str(config.data_dir)} if metered else {},
+    )
+
+
+@dataclass
+class _Runs:
+    """One execute's measuring: the engine's setup, the worker under valgrind (--meter instructions, an engine in
+    the worker), each run in a fresh process appended to the result file, and the clean-up."""
+
+    config: RunConfig
+    p: Plan
+    doc: dict
+    scratch: Path
+    placed: placement.Placement
+    on_progress: Callable
+    setup: dict | None = None
+    workers: meterfork.MeteredWorkers | None = None
+    started: bool = False  # the file is first written once measuring can start: a configuration error leaves none
+    total: int = 0
+
+    @property
+    def metered(self) -> bool:
+        return self.config.meter == meters.INSTRUCTIONS
+
+    @property
+    def probes(self) -> list[str]:
+        probes = list(self.config.probes)
+        return probes + (["instructions"] if self.metered and "instructions" not in probes else [])
+
+    def prepared(self) -> None:
+        """After the engine's prepare: placement, what the data set and versions are, the raw cipher speed, the
+        worker under valgrind."""
+        p, doc, setup = self.p, self.doc, self.setup
+        if not self.placed.before_prepare:  # its servers started on every CPU; the runner now on the rest
+            placement.apply(self.placed)
+            doc["placement"] = self.placed.describe()
         doc["dataset"] = {k: v for k, v in setup.items() if not k.startswith("_")}
         doc["environment"]["engine_versions"].update(setup.get("versions", {}))
         if setup.get("kept_server"):
-            on_progress(f"server kept: {setup['kept_server']}", 0, len(p.items))
-        on_progress("measuring raw cipher speed", 0, len(p.items))
+            self.on_progress(f"server kept: {setup['kept_server']}", 0, len(p.items))
+        self.on_progress("measuring raw cipher speed", 0, len(p.items))
         doc["calibration"] = p.engine.calibrate(setup)
-        if metered and p.engine.metered == meters.WORKER:
-            on_progress("starting the worker under valgrind", 0, len(p.items))
-            workers = meterfork.MeteredWorkers(scratch, cache_sim=config.cache_sim, keep_dir=config.data_dir,
-                                               engine=p.engine.name)
-            workers.start()
-        results.write_atomic(config.output, doc)
-        started = True
-        ctx = _context()
-        sources = runctx.Sources()
-        total = [len(p.items)]
+        if self.metered and p.engine.metered == meters.WORKER:
+            self.on_progress("starting the worker under valgrind", 0, len(p.items))
+            self.workers = meterfork.MeteredWorkers(self.scratch, cache_sim=self.config.cache_sim,
+                                                    keep_dir=self.config.data_dir, engine=p.engine.name)
+            self.workers.start()
 
-        def one(item: dict) -> None:
-            i = len(doc["runs"])
-            interrupts.raise_if_stopped()
-            on_progress(f"{item['workload']} {label(item['variant'])}{' (warmup)' if item['warmup'] else ''}",
-                        i, total[0])
-            before = sources.snapshot()
-            server = p.engine.apply_variant(setup, item["variant"], item["workload"])
-            spec = dict(item, engine=p.engine.name, setup=setup, probes=probes, scratch_dir=str(scratch),
-                        params=p.params[item["workload"]], cpus=placed.worker_cpus if placed.pinned else None,
-                        meter=({"kind": config.meter} if metered else {})
-                        | ({"self_dir": str(workers.dir), "open": item["workload"] == p.workloads[0].name}
-                           if workers else {}))
-            with interrupts.deferred():
-                try:
-                    out = per_operation(resolve(outcome(*workers.run(spec))) if workers else
-                                        run_in_fresh_process(ctx, spec))
-                    if metered:
-                        meters.check_counted(out, f"run {i + 1} ({item['workload']} {label(item['variant'])})")
-                except KeyboardInterrupt:
-                    raise
-                except EncbenchError:
-                    if interrupts.stopped():  # a client or the server's worker killed by the group's signal
-                        raise KeyboardInterrupt from None
-                    raise
-                except Exception as e:
-                    raise RunFailedError(f"run {i + 1} ({item['workload']} {label(item['variant'])}) failed: "
-                                         f"{type(e).__name__}: {e}") from None
-                context = runctx.delta(before, sources.snapshot(),
-                                       worker_cpus=placed.worker_cpus if placed.pinned else None)
-                doc["runs"].append(dict(item, variant_label=label(item["variant"]), server_config=server, **out,
-                                        context=context))
-                results.write_atomic(config.output, doc)
-
+    def measure(self, budget: precision.Budget) -> None:
+        """The planned runs (--budget bounds its rounds), then more rounds while --precision / --max-time want
+        them; under --meter instructions the crypto library's code paths last."""
+        p, doc = self.p, self.doc
+        self._ctx, self._sources, self.total = _context(), runctx.Sources(), len(p.items)
         for item in p.items:
-            if config.budget_s is not None and starts_round(item, p) and not budget.fits(round_costs(doc, p)[
+            if self.config.budget_s is not None and starts_round(item, p) and not budget.fits(round_costs(doc, p)[
                     item["workload"]]):
                 break  # --budget bounds the planned rounds too: the rule below says which workloads stopped
-            one(item)
-            announce_estimate(doc, p, budget, on_progress, item)
+            self.one(item)
+            announce_estimate(doc, p, budget, self.on_progress, item)
         while True:  # --precision / --max-time: more rounds where a comparison is still too wide; --quick/--budget:
             chosen = (budget.next_sequential(precision.row_codes(doc), measured_rounds(doc, p), round_costs(doc, p))
                       if budget.sequential else budget.next_round(precision.rows(doc), round_costs(doc, p)))
@@ -413,53 +432,86 @@ def execute(config: RunConfig, *, on_progress: Callable[[str, int, int], None] =
             if len(doc["runs"]) + len(extra) > resultschema.MAX_RUNS:  # what any encbench reads back (RESULTS.md)
                 budget.stopped_because = f"a result file holds at most {resultschema.MAX_RUNS:,} runs"
                 break
-            total[0] += len(extra)
+            self.total += len(extra)
             for item in extra:
-                one(item)
-        if metered:  # the CPU-model gap: which code the crypto library runs natively and under valgrind
-            on_progress("probing the crypto library natively and under valgrind", len(doc["runs"]), len(doc["runs"]))
+                self.one(item)
+        if self.metered:  # the CPU-model gap: which code the crypto library runs natively and under valgrind
+            self.on_progress("probing the crypto library natively and under valgrind", len(doc["runs"]),
+                             len(doc["runs"]))
             from ..profiling.profiler import Profiler
 
-            doc["meter"].update(cpugap.code_paths(p.engine.crypto_probes(setup), doc["meter"]["host_cpu_features"],
+            doc["meter"].update(cpugap.code_paths(p.engine.crypto_probes(self.setup), doc["meter"]["host_cpu_features"],
                                                   doc["meter"]["missing_cpu_features"], Profiler.available()))
-        on_progress("done", len(doc["runs"]), len(doc["runs"]))
-        doc["status"] = "complete"
-    except KeyboardInterrupt as e:
-        doc["status"] = "interrupted"
-        e.result_written = started
-        raise
-    except EncbenchError as e:
-        if interrupts.stopped():  # what failed was stopped by the signal (a set-up tool in the group): interrupted
-            raise _interruption(doc, started) from None
-        doc["status"] = "failed"
-        died = p.engine.failure_detail(setup, config.data_dir) if setup is not None else []
+
+    def one(self, item: dict) -> None:
+        """One run in a fresh worker (or the worker under valgrind), appended to the file with its context."""
+        p, doc, placed = self.p, self.doc, self.placed
+        i = len(doc["runs"])
+        interrupts.raise_if_stopped()
+        self.on_progress(f"{item['workload']} {label(item['variant'])}{' (warmup)' if item['warmup'] else ''}",
+                         i, self.total)
+        before = self._sources.snapshot()
+        server = p.engine.apply_variant(self.setup, item["variant"], item["workload"])
+        spec = dict(item, engine=p.engine.name, setup=self.setup, probes=self.probes, scratch_dir=str(self.scratch),
+                    params=p.params[item["workload"]], cpus=placed.worker_cpus if placed.pinned else None,
+                    meter=({"kind": self.config.meter} if self.metered else {})
+                    | ({"self_dir": str(self.workers.dir), "open": item["workload"] == p.workloads[0].name}
+                       if self.workers else {}))
+        what = f"run {i + 1} ({item['workload']} {label(item['variant'])})"
+        with interrupts.deferred():
+            try:
+                out = per_operation(resolve(outcome(*self.workers.run(spec))) if self.workers else
+                                    run_in_fresh_process(self._ctx, spec))
+                if self.metered:
+                    meters.check_counted(out, what)
+            except KeyboardInterrupt:
+                raise
+            except EncbenchError:
+                if interrupts.stopped():  # a client or the server's worker killed by the group's signal
+                    raise KeyboardInterrupt from None
+                raise
+            except Exception as e:
+                raise RunFailedError(f"{what} failed: {type(e).__name__}: {e}") from None
+            context = runctx.delta(before, self._sources.snapshot(),
+                                   worker_cpus=placed.worker_cpus if placed.pinned else None)
+            doc["runs"].append(dict(item, variant_label=label(item["variant"]), server_config=server, **out,
+                                    context=context))
+            results.write_atomic(self.config.output, doc)
+
+    def failed(self, e: EncbenchError) -> None:
+        """A failed run's file: its one-line error (redacted), the log of a private server that died."""
+        self.doc["status"] = "failed"
+        died = self.p.engine.failure_detail(self.setup, self.config.data_dir) if self.setup is not None else []
         if died:  # a private server died: its log kept (path in the one line), its last lines in the file
             e.args = (f"{e}; server log kept: {', '.join(d['server_log'] for d in died)}", *e.args[1:])
-            doc["error_detail"] = died
-        doc["error"] = redact(e.one_line())
-        e.result_written = started
-        raise
-    finally:
-        with interrupts.deferred():  # a second Ctrl-C must not cut the clean-up short
-            if workers is not None:
-                workers.close()
-            if setup is not None:
-                p.engine.cleanup(setup)
-            placement.restore(placed)
-            shutil.rmtree(scratch, ignore_errors=True)
-            if doc["status"] == "running":
-                doc["status"] = "failed"
-            if budget.stopped_because is None:
-                budget.stopped_because = doc["status"]  # interrupted or failed before the plan was done
-            try:
-                doc["run_context"] = runctx.summary(doc["runs"])
-                doc["precision"] = precision.document(precision.rows(doc), budget, runs_per_variant(doc))
-            except Exception as e:  # as below: the raw runs matter more
-                doc["analysis_error"] = f"{type(e).__name__}: {e}"
-            try:
-                doc.update(analysis.analyze(doc).stored())
-            except Exception as e:  # the raw runs matter more than their summary: keep them
-                doc["analysis_error"] = f"{type(e).__name__}: {e}"
-            if started:
-                results.write_atomic(config.output, doc)
-    return doc
+            self.doc["error_detail"] = died
+        self.doc["error"] = redact(e.one_line())
+        e.result_written = self.started
+
+    def clean_up(self) -> None:
+        if self.workers is not None:
+            self.workers.close()
+        if self.setup is not None:
+            self.p.engine.cleanup(self.setup)
+        placement.restore(self.placed)
+        shutil.rmtree(self.scratch, ignore_errors=True)
+
+
+def _finish(doc: dict, budget: precision.Budget, started: bool, output: Path) -> None:
+    """Whatever happened: the status, why measuring stopped, the run context, precision and the analysis (the raw
+    runs matter more: an analysis that fails is said in the file), written once more."""
+    if doc["status"] == "running":
+        doc["status"] = "failed"
+    if budget.stopped_because is None:
+        budget.stopped_because = doc["status"]  # interrupted or failed before the plan was done
+    try:
+        doc["run_context"] = runctx.summary(doc["runs"])
+        doc["precision"] = precision.document(precision.rows(doc), budget, runs_per_variant(doc))
+    except Exception as e:  # as below: the raw runs matter more
+        doc["analysis_error"] = f"{type(e).__name__}: {e}"
+    try:
+        doc.update(analysis.analyze(doc).stored())
+    except Exception as e:  # the raw runs matter more than their summary: keep them
+        doc["analysis_error"] = f"{type(e).__name__}: {e}"
+    if started:
+        results.write_atomic(output, doc)

@@ -15,6 +15,7 @@ import os
 import stat
 import tempfile
 from pathlib import Path
+from typing import Callable
 
 from ..errors import BadValueError, EncbenchError
 from .units import fmt_bytes
@@ -159,3 +160,18 @@ def write_private_json(target: str | os.PathLike, data, **dump: object) -> Path:
         os.fsync(f.fileno())
     os.replace(tmp, target)
     return target
+
+
+def json_records(directory: str | os.PathLike, accept: Callable[[object], bool]) -> list[tuple[Path, dict]]:
+    """The records kept one per `*.json` file in `directory` (sorted by name) that read as JSON and that `accept`
+    takes, each with its path; an unreadable or refused file is passed over (a reclaimer never acts on it)."""
+    directory = Path(directory)
+    out = []
+    for p in sorted(directory.glob("*.json")) if directory.is_dir() else []:
+        try:
+            r = json.loads(p.read_text())
+        except (OSError, ValueError):
+            continue
+        if isinstance(r, dict) and accept(r):
+            out.append((p, r))
+    return out

@@ -166,6 +166,24 @@ def stop_pid(pid: int, timeout: float, signals: tuple = STOP_SIGNALS, start: flo
     return p is None or not stop([p], timeout, signals)
 
 
+def stop_child(proc: subprocess.Popen | None, timeout: float, signals: tuple = STOP_SIGNALS) -> None:
+    """stop() of a child started with subprocess: each signal in turn (SIGTERM, then SIGKILL) while it runs,
+    waiting up to `timeout` after each; reaped (no zombie). The last signal should be SIGKILL: it is waited for
+    without end."""
+    if proc is None or proc.poll() is not None:
+        return
+    for i, sig in enumerate(signals):
+        try:
+            proc.send_signal(sig)
+        except OSError:
+            pass
+        try:
+            proc.wait(None if i == len(signals) - 1 else timeout)
+            return
+        except subprocess.TimeoutExpired:
+            continue
+
+
 def kill_and_reap(proc: subprocess.Popen | None, timeout: float = 0.0) -> None:
     """A child started with subprocess that must not outlive an error: wait up to `timeout` for it to end,
     then SIGKILL it, and reap it (no zombie)."""
@@ -176,8 +194,4 @@ def kill_and_reap(proc: subprocess.Popen | None, timeout: float = 0.0) -> None:
         return
     except subprocess.TimeoutExpired:
         pass
-    try:
-        proc.kill()
-    except OSError:
-        pass
-    proc.wait()
+    stop_child(proc, 0.0, (signal.SIGKILL,))

@@ -231,103 +231,109 @@ class Column(Workload):
     )
 
     def operations(self, session, scratch: Path, params: dict) -> list[Operation]:
-        method = session.variant["method"]
-        cipher = cipher_for(method, session.column_key(), session.column_methods())
-        n, k = params["column_rows"], params["lookups"]
-        ids = list(range(1, n + 1))
-        plain = [value(i) for i in ids]
-        state: dict = {}
-
-        def create() -> None:
-            state["created"] = session.column_create(method, cipher.searchable)
-
-        def insert() -> dict:
-            stored, spent = _timed(cipher.encrypt, plain)
-            session.column_insert(list(zip(ids, stored)))
-            state["cipher_s"] = spent
-            return {"column_rows": n, "cipher_cpu_s": spent, **state["created"]}
-
-        def sizes() -> dict:
-            size = session.column_size()
-            return {"value_bytes_per_row": size["value_bytes"] / n, "db_bytes": size["db_bytes"],
-                    "db_bytes_per_row": size["db_bytes"] / n,
-                    "value_overhead_bytes": size["value_bytes"] / n - VALUE_BYTES}
-
-        def read() -> dict:
-            rows = session.column_read()
-            state["read"], spent = _timed(cipher.decrypt, [v for _, v in rows])
-            state["cipher_s"] = spent
-            return {"column_rows": len(rows), "cipher_cpu_s": spent}
-
-        def check_read() -> dict:
-            if state.pop("read") != plain:
-                raise CheckFailedError(f"column workload ({method}): the values read back differ from those written")
-            return {"read_back_equal": 1}
-
-        targets = _spread(n, k)
-
-        def lookup() -> dict:
-            found, examined, spent = [], 0, 0.0
-            for i in targets:
-                if cipher.searchable:  # the ciphertext of the value (deterministic) through the index
-                    t0 = time.thread_time()
-                    probe = cipher.encrypt(value(i))
-                    spent += time.thread_time() - t0
-                    hits = session.column_lookup(probe)
-                    examined += len(hits)
-                else:  # randomized: every row fetched and decrypted, the equal ones kept
-                    rows = session.column_read()
-                    clear, s = _timed(cipher.decrypt, [v for _, v in rows])
-                    spent += s
-                    examined += len(rows)
-                    hits = [rid for (rid, _), c in zip(rows, clear) if c == value(i)]
-                found.append(list(hits))
-            state["found"] = found
-            return {"queries": len(targets), "rows_examined_per_lookup": examined / len(targets),
-                    "cipher_cpu_s": spent}
-
-        def check_lookup() -> dict:
-            found = state.pop("found")
-            if [sorted(f) for f in found] != [[i] for i in targets]:
-                raise CheckFailedError(f"column workload ({method}): a lookup by equality did not find exactly its row")
-            return session.column_explain(cipher.searchable)
-
-        def lookup_rates(metrics: dict) -> dict:
-            if not metrics.get("wall_s"):
-                return {}
-            return {"qps": len(targets) / metrics["wall_s"], "wall_us_per_lookup": 1e6 * metrics["wall_s"] / len(targets)}
-
-        new_plain = [value(i, 1) for i in ids]
-
-        def update() -> dict:
-            stored, spent = _timed(cipher.encrypt, new_plain)
-            changed = session.column_update([(v, i) for i, v in zip(ids, stored)])
-            if changed != n:
-                raise CheckFailedError(f"column workload ({method}): the update changed {changed} rows, not {n}")
-            state["cipher_s"] = spent
-            return {"column_rows": n, "cipher_cpu_s": spent}
-
-        def per_row(metrics: dict) -> dict:  # after the run that set state["cipher_s"]
-            return _per_row(n, state.pop("cipher_s"))(metrics)
-
+        run = _ColumnRun(session, params["column_rows"], params["lookups"])
+        n = run.n
         ops = [
-            Operation("insert", insert, before=create, after=sizes, check=per_row),
-            Operation("read", read, after=check_read, check=per_row),
-            Operation("lookup", lookup, after=check_lookup, check=lookup_rates),
+            Operation("insert", run.insert, before=run.create, after=run.sizes, check=run.per_row),
+            Operation("read", run.read, after=run.check_read, check=run.per_row),
+            Operation("lookup", run.lookup, after=run.check_lookup, check=run.lookup_rates),
         ]
-        update_op = Operation("update", update, check=per_row)
+        update_op = Operation("update", run.update, check=run.per_row)
         if "sessions" not in session.variant:  # no --sessions: the four operations
             return ops + [update_op]
         k = int(session.variant["sessions"])
         readers = session.column_sessions()  # None: a client method (or SQLite): not swept, see SESSIONS_NOTE
         if k == 1:
             return ops + ([read_in_sessions(readers, n, 1)] if readers is not None else []) + [update_op]
+        return [read_in_sessions(readers, n, k, fill=run.fill)] if readers is not None else []
 
-        def fill() -> None:  # k > 1: the table of this level's sessions, written untimed
-            create()
-            session.column_insert(list(zip(ids, [cipher.encrypt(p) for p in plain])))
 
-        return [read_in_sessions(readers, n, k, fill=fill)] if readers is not None else []
+class _ColumnRun:
+    """One variant's column operations on one session: the values written, read back, looked up and updated
+    through the variant's method, each checked; what one operation leaves for its check in `state`."""
+
+    def __init__(self, session, n: int, k: int):
+        self.session, self.n = session, n
+        self.method = session.variant["method"]
+        self.cipher = cipher_for(self.method, session.column_key(), session.column_methods())
+        self.ids = list(range(1, n + 1))
+        self.plain = [value(i) for i in self.ids]
+        self.new_plain = [value(i, 1) for i in self.ids]
+        self.targets = _spread(n, k)
+        self.state: dict = {}
+
+    def create(self) -> None:
+        self.state["created"] = self.session.column_create(self.method, self.cipher.searchable)
+
+    def insert(self) -> dict:
+        stored, spent = _timed(self.cipher.encrypt, self.plain)
+        self.session.column_insert(list(zip(self.ids, stored)))
+        self.state["cipher_s"] = spent
+        return {"column_rows": self.n, "cipher_cpu_s": spent, **self.state["created"]}
+
+    def sizes(self) -> dict:
+        n, size = self.n, self.session.column_size()
+        return {"value_bytes_per_row": size["value_bytes"] / n, "db_bytes": size["db_bytes"],
+                "db_bytes_per_row": size["db_bytes"] / n,
+                "value_overhead_bytes": size["value_bytes"] / n - VALUE_BYTES}
+
+    def read(self) -> dict:
+        rows = self.session.column_read()
+        self.state["read"], spent = _timed(self.cipher.decrypt, [v for _, v in rows])
+        self.state["cipher_s"] = spent
+        return {"column_rows": len(rows), "cipher_cpu_s": spent}
+
+    def check_read(self) -> dict:
+        if self.state.pop("read") != self.plain:
+            raise CheckFailedError(f"column workload ({self.method}): the values read back differ from those written")
+        return {"read_back_equal": 1}
+
+    def lookup(self) -> dict:
+        found, examined, spent = [], 0, 0.0
+        for i in self.targets:
+            if self.cipher.searchable:  # the ciphertext of the value (deterministic) through the index
+                t0 = time.thread_time()
+                probe = self.cipher.encrypt(value(i))
+                spent += time.thread_time() - t0
+                hits = self.session.column_lookup(probe)
+                examined += len(hits)
+            else:  # randomized: every row fetched and decrypted, the equal ones kept
+                rows = self.session.column_read()
+                clear, s = _timed(self.cipher.decrypt, [v for _, v in rows])
+                spent += s
+                examined += len(rows)
+                hits = [rid for (rid, _), c in zip(rows, clear) if c == value(i)]
+            found.append(list(hits))
+        self.state["found"] = found
+        return {"queries": len(self.targets), "rows_examined_per_lookup": examined / len(self.targets),
+                "cipher_cpu_s": spent}
+
+    def check_lookup(self) -> dict:
+        found = self.state.pop("found")
+        if [sorted(f) for f in found] != [[i] for i in self.targets]:
+            raise CheckFailedError(f"column workload ({self.method}): a lookup by equality did not find exactly its row")
+        return self.session.column_explain(self.cipher.searchable)
+
+    def lookup_rates(self, metrics: dict) -> dict:
+        if not metrics.get("wall_s"):
+            return {}
+        return {"qps": len(self.targets) / metrics["wall_s"],
+                "wall_us_per_lookup": 1e6 * metrics["wall_s"] / len(self.targets)}
+
+    def update(self) -> dict:
+        stored, spent = _timed(self.cipher.encrypt, self.new_plain)
+        changed = self.session.column_update([(v, i) for i, v in zip(self.ids, stored)])
+        if changed != self.n:
+            raise CheckFailedError(f"column workload ({self.method}): the update changed {changed} rows, not {self.n}")
+        self.state["cipher_s"] = spent
+        return {"column_rows": self.n, "cipher_cpu_s": spent}
+
+    def per_row(self, metrics: dict) -> dict:  # after the run that set state["cipher_s"]
+        return _per_row(self.n, self.state.pop("cipher_s"))(metrics)
+
+    def fill(self) -> None:  # k > 1 sessions: the table of this level's sessions, written untimed
+        self.create()
+        self.session.column_insert(list(zip(self.ids, [self.cipher.encrypt(p) for p in self.plain])))
 
 
 # -- the sessions sweep (--sessions 1,2,...: the sessions variant key of workloads/sweep.py) ----------------

@@ -121,7 +121,7 @@ def test_mariadb_client_command_line_mirrors_the_pymysql_arguments():
 
 
 def test_a_driver_whose_server_died_says_the_server_went_away():
-    from encbench.engines.postgres.storm import driver_failure
+    from encbench.engines.local.storm_client import driver_failure
     from encbench.errors import CheckFailedError, EngineUnavailableError
 
     e = driver_failure("the native storm driver the storm failed",

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from encbench.engines.mariadb import leakcheck as maria_leak
-from encbench.engines.mariadb.engine import classify
+from encbench.engines.mariadb.leakcheck import classify
 from encbench.errors import UsageError
 
 

@@ -14,6 +14,7 @@ from encbench.engines.mariadb import client as mc
 from encbench.engines.mariadb import session as ms
 from encbench.engines.local import server as local_server
 from encbench.engines.mariadb import engine as md
+from encbench.engines.mariadb import leakcheck as maria_leak
 from encbench.errors import BadValueError, CheckFailedError, UsageError
 from encbench.vocab.variants import matrix
 
@@ -135,6 +136,6 @@ def test_two_report_tables_one_axis_each():
 
 
 def test_file_roles_name_the_fixing_setting():
-    assert md.classify(Path("/d/ib_logfile0")) == ("redo log", "innodb_encrypt_log=ON")
-    assert md.classify(Path("/d/binlog.000001"))[1] == "encrypt_binlog=ON"
-    assert md.classify(Path("/d/db/t.ibd"))[0] == "table data"
+    assert maria_leak.classify(Path("/d/ib_logfile0")) == ("redo log", "innodb_encrypt_log=ON")
+    assert maria_leak.classify(Path("/d/binlog.000001"))[1] == "encrypt_binlog=ON"
+    assert maria_leak.classify(Path("/d/db/t.ibd"))[0] == "table data"

@@ -229,6 +229,7 @@ def test_restore_journal_tells_left_behind_from_running_and_unreadable(tmp_path,
     import subprocess
 
     from encbench.engines.local import restore_journal
+    from encbench.util import proc
 
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
     gone = subprocess.Popen(["true"])
@@ -239,8 +240,8 @@ def test_restore_journal_tells_left_behind_from_running_and_unreadable(tmp_path,
         for pid in (gone.pid, running.pid):
             j = restore_journal.new("postgres", {"host": "h", "port": 1}, one)
             j.path = j.path.with_name(f"{restore_journal.server_key('postgres', one)}-{pid}.json")
-            j.data["owner"] = dict(j.data["owner"], pid=pid, start=restore_journal._start_time(pid)
-                                   if pid == running.pid else "1")
+            j.data["owner"] = dict(j.data["owner"], **(proc.identity(pid) if pid == running.pid
+                                                       else {"pid": pid, "start": "1"}))
             j.save()
         bad = restore_journal.directory() / f"{restore_journal.server_key('postgres', one)}-1.json"
         bad.write_text("{not json")

@@ -13,7 +13,7 @@ from types import SimpleNamespace
 import pytest
 
 from encbench.engines.local import restore_journal
-from encbench.engines.postgres import engine as pg
+from encbench.engines.postgres import external as pg_external
 
 SYSID = {"system_identifier": "7712358355634069753", "port": 5432}
 
@@ -63,27 +63,27 @@ def test_the_file_is_named_by_identity_whatever_the_spelling(cache):
 
 def test_format1_spelled_127_is_found_from_localhost_and_back(cache, gone_pid):
     _format1(cache, "127.0.0.1", 5432, gone_pid)
-    via_localhost = pg._journal_matcher(_admin("localhost", "127.0.0.1"), SYSID, None, False)
+    via_localhost = pg_external.journal_matcher(_admin("localhost", "127.0.0.1"), SYSID, None, False)
     [found], live, bad = restore_journal.existing("postgres", via_localhost)
     assert found.data["schema"] == "encbench_0badc0de" and (live, bad) == ([], [])
     found.discard()
     _format1(cache, "localhost", 5432, gone_pid)
-    via_ip = pg._journal_matcher(_admin("127.0.0.1", "127.0.0.1"), SYSID, None, False)
+    via_ip = pg_external.journal_matcher(_admin("127.0.0.1", "127.0.0.1"), SYSID, None, False)
     assert len(restore_journal.existing("postgres", via_ip)[0]) == 1
 
 
 @pytest.mark.parametrize("host, port", [("127.0.0.1", 5433), ("192.0.2.77", 5432), ("/tmp", 5432)])
 def test_format1_of_another_address_or_port_is_not_this_servers(cache, gone_pid, host, port):
     _format1(cache, host, port, gone_pid)
-    belongs = pg._journal_matcher(_admin("localhost", "127.0.0.1"), SYSID, None, False)
+    belongs = pg_external.journal_matcher(_admin("localhost", "127.0.0.1"), SYSID, None, False)
     assert restore_journal.existing("postgres", belongs) == ([], [], [])
 
 
 def test_format1_of_another_data_directory_is_not_this_servers(cache, gone_pid):
     _format1(cache, "127.0.0.1", 5432, gone_pid, data_directory="/srv/old")
-    assert restore_journal.existing("postgres", pg._journal_matcher(_admin("localhost", "127.0.0.1"), SYSID,
+    assert restore_journal.existing("postgres", pg_external.journal_matcher(_admin("localhost", "127.0.0.1"), SYSID,
                                                                     "/srv/new", False))[0] == []
-    assert len(restore_journal.existing("postgres", pg._journal_matcher(_admin("localhost", "127.0.0.1"), SYSID,
+    assert len(restore_journal.existing("postgres", pg_external.journal_matcher(_admin("localhost", "127.0.0.1"), SYSID,
                                                                         "/srv/old", False))[0]) == 1
 
 
@@ -92,9 +92,9 @@ def test_same_address_another_cluster_is_never_mistaken(cache, gone_pid):
     _left_behind(restore_journal.new("postgres", {"host": "127.0.0.1", "port": 5432, "address": "127.0.0.1"}, SYSID),
                  gone_pid)
     again = dict(SYSID, system_identifier="42")
-    assert restore_journal.existing("postgres", pg._journal_matcher(_admin("127.0.0.1", "127.0.0.1"), again,
+    assert restore_journal.existing("postgres", pg_external.journal_matcher(_admin("127.0.0.1", "127.0.0.1"), again,
                                                                     None, False)) == ([], [], [])
-    spelled_otherwise = pg._journal_matcher(_admin("203.0.113.9", "203.0.113.9"), SYSID, None, False)
+    spelled_otherwise = pg_external.journal_matcher(_admin("203.0.113.9", "203.0.113.9"), SYSID, None, False)
     assert len(restore_journal.existing("postgres", spelled_otherwise)[0]) == 1  # the same cluster, another route
 
 
@@ -103,7 +103,7 @@ def test_a_standby_never_takes_its_primarys_journal(cache, gone_pid):
     j = _left_behind(restore_journal.new("postgres", {"host": "db1", "port": 5432}, SYSID), gone_pid)
     j.data["in_recovery"] = False
     j.save()
-    standby = pg._journal_matcher(_admin("db2", "198.51.100.2"), SYSID, None, True)
+    standby = pg_external.journal_matcher(_admin("db2", "198.51.100.2"), SYSID, None, True)
     assert restore_journal.existing("postgres", standby) == ([], [], [])
 
 
@@ -112,9 +112,9 @@ def test_without_a_system_identifier_the_address_reached_decides(cache, gone_pid
     _left_behind(restore_journal.new("postgres", {"host": "localhost", "port": 5432, "address": "127.0.0.1"},
                                      SYSID), gone_pid)
     port_only = {"port": 5432}
-    assert len(restore_journal.existing("postgres", pg._journal_matcher(_admin("127.0.0.1", "127.0.0.1"), port_only,
+    assert len(restore_journal.existing("postgres", pg_external.journal_matcher(_admin("127.0.0.1", "127.0.0.1"), port_only,
                                                                         None, False))[0]) == 1
-    assert restore_journal.existing("postgres", pg._journal_matcher(_admin("192.0.2.5", "192.0.2.5"), port_only,
+    assert restore_journal.existing("postgres", pg_external.journal_matcher(_admin("192.0.2.5", "192.0.2.5"), port_only,
                                                                     None, False))[0] == []
 
 
@@ -141,3 +141,24 @@ def test_maria_never_drops_a_database_encbench_does_not_make(cache, gone_pid, na
     j.data["schema"] = name
     assert maria_state.restore(None, j, earlier=True) is False  # the connection is never used
     assert j.path.exists() and "not a database encbench makes" in capsys.readouterr().err
+
+
+def test_a_journal_owner_is_judged_by_util_proc_whatever_its_format(cache):
+    """One liveness rule (util/proc): a new journal's owner is proc's record (start time both ways) + hostname; an
+    older journal's "start" (clock ticks since boot, a string) reads as proc's since_boot; a zombie is gone."""
+    from encbench.util import proc
+
+    me = restore_journal.new("postgres", {"host": "h", "port": 1}, SYSID).data["owner"]
+    assert {"pid", "start", "since_boot", "hostname"} <= me.keys() and restore_journal.owner_alive(me)
+    ticks = str(round(proc.since_boot(me["pid"]) * restore_journal.os.sysconf("SC_CLK_TCK")))
+    assert restore_journal.owner_alive({"pid": me["pid"], "start": ticks, "hostname": me["hostname"]})
+    assert not restore_journal.owner_alive({"pid": me["pid"], "start": "1", "hostname": me["hostname"]})
+    zombie = subprocess.Popen(["true"])
+    try:
+        while proc.running(zombie.pid):  # exited, not yet reaped: a zombie
+            pass
+        assert not restore_journal.owner_alive(dict(proc.identity(zombie.pid) or {}, pid=zombie.pid,
+                                                    hostname=me["hostname"]))
+    finally:
+        zombie.wait()
+    assert restore_journal.owner_alive({"pid": 1, "start": "1", "hostname": "another-machine"})

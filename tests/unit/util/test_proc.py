@@ -108,3 +108,16 @@ def test_kill_and_reap():
     assert child.returncode == -signal.SIGKILL
     proc.kill_and_reap(child)  # twice: nothing
     proc.kill_and_reap(None)
+
+
+def test_stop_child_escalates_and_reaps():
+    """One stop-by-escalating-signals for a subprocess child too (PgServer.stop's SIGINT, then SIGKILL)."""
+    deaf = _sleeper("import signal", "signal.signal(signal.SIGINT, signal.SIG_IGN)")
+    polite = _sleeper()
+    proc.stop_child(polite, 5.0, (signal.SIGINT, signal.SIGKILL))
+    t0 = time.monotonic()
+    proc.stop_child(deaf, 0.5, (signal.SIGINT, signal.SIGKILL))
+    assert polite.returncode is not None and polite.returncode != -signal.SIGKILL
+    assert deaf.returncode == -signal.SIGKILL and time.monotonic() - t0 < 10
+    proc.stop_child(deaf, 1.0)  # ended: nothing
+    proc.stop_child(None, 1.0)

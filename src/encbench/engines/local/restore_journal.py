@@ -36,10 +36,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
-from ...util import files
+from ...util import files, proc
 
-FORMAT = 3  # 3: what was set recorded; 2: the server named by its identity; 1: by host:port as spelled
-READABLE = (1, 2, 3)
+# 4: the owner as util/proc's owner record (+ hostname); 3: what was set recorded; 2: the server named by its
+# identity; 1: by host:port as spelled
+FORMAT = 4
+READABLE = (1, 2, 3, 4)
 # compare_and_swap's verdicts
 AS_FOUND = "as found"  # the server holds what encbench found (or encbench never set it): nothing to undo
 RESTORE = "restore"  # the server holds what encbench set: put what it found back
@@ -119,24 +121,34 @@ def note(text: str) -> None:
     print(f"encbench: note: {text}", file=sys.stderr)
 
 
-def _start_time(pid: int) -> str | None:
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as f:
-            return f.read().rsplit(b")", 1)[1].split()[19].decode()
-    except (OSError, IndexError):
-        return None
-
-
 def _owner() -> dict:
-    return {"pid": os.getpid(), "start": _start_time(os.getpid()), "hostname": socket.gethostname()}
+    """This process as a journal's owner: util/proc's owner record and the machine it runs on."""
+    return dict(proc.me(), hostname=socket.gethostname())
+
+
+def _as_record(owner: dict) -> dict:
+    """A journal owner as util/proc's owner record. Formats 1-3 kept "start" as /proc/PID/stat's start in clock
+    ticks since boot, a string: read as proc's "since_boot" (the same clock, exact)."""
+    start = owner.get("start")
+    if not isinstance(start, str):
+        return owner
+    try:
+        ticks = int(start) / os.sysconf("SC_CLK_TCK")
+    except ValueError:
+        return {"pid": owner.get("pid")}  # no start time to tell a reused pid by: dead only when the pid is gone
+    return {"pid": owner.get("pid"), "start": None, "since_boot": ticks}
 
 
 def owner_alive(owner: dict) -> bool:
-    """True unless the owner is provably gone (same machine, no such pid, or a different process)."""
+    """True unless the owner is provably gone (on this machine, util/proc.owner_alive: no such pid, a zombie, or
+    a later process that reuses the pid). Another machine's run (a shared home) cannot be told: alive."""
     if owner.get("hostname") != socket.gethostname():
-        return True  # another machine's run (shared home): cannot tell, leave it alone
-    start = _start_time(int(owner.get("pid") or 0))
-    return start is not None and start == owner.get("start")
+        return True
+    return proc.owner_alive(_as_record(owner))
+
+
+def _ours(owner: dict) -> bool:
+    return proc.owner_pid(owner) == os.getpid() and owner_alive(owner)
 
 
 @dataclass
@@ -203,7 +215,7 @@ def existing(engine: str, belongs: Callable[[dict], bool]) -> tuple[list[Journal
             continue
         if data.get("engine", engine) != engine or not belongs(data):
             continue
-        if data["owner"].get("pid") == os.getpid() and data["owner"].get("start") == _start_time(os.getpid()):
+        if _ours(data["owner"]):
             continue  # our own
         (live if owner_alive(data["owner"]) else dead).append(Journal(path, data))
     return dead, live, bad

@@ -99,19 +99,20 @@ def run_tool(cmd: list[str], what: str, *, timeout: float = 300, error_mark: str
         raise EngineUnavailableError(f"{what} failed: {last}")
 
 
-def wait_ready(proc: subprocess.Popen, try_connect: Callable[[], None], not_yet: type[Exception] | tuple,
-               last_line: Callable[[], str], timeout: float) -> tuple[bool, str]:
-    """Poll until a connection succeeds: (True, "") or (False, why) when the server died or timed out."""
+def wait_ready(proc: subprocess.Popen | None, try_connect: Callable[[], None], not_yet: type[Exception] | tuple,
+               last_line: Callable[[], str], timeout: float, interval: float = 0.1) -> tuple[bool, str]:
+    """Poll until a connection succeeds: (True, "") or (False, why) when the server died (`proc`, our child, when
+    there is one: a server another process restarted is not) or timed out."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        if proc.poll() is not None:
+        if proc is not None and proc.poll() is not None:
             return False, last_line()
         try:
             try_connect()
             return True, ""
         except not_yet:
-            time.sleep(0.1)
-    return False, f"not accepting connections after {timeout} s; {last_line()}"
+            time.sleep(interval)
+    return False, f"not accepting connections after {timeout:g} s; {last_line()}"
 
 
 def start_on_free_port(launch: Callable[[int], subprocess.Popen],

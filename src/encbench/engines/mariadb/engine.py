@@ -22,12 +22,10 @@ the cipher is the plugin's default (AES_CBC) unless the run names a knob (knobs.
 
 from __future__ import annotations
 
-import fnmatch
+import dataclasses
 import os
 import secrets
-import subprocess
 import tempfile
-import time
 from pathlib import Path
 from urllib.parse import parse_qs, unquote
 
@@ -47,6 +45,7 @@ from . import column as maria_column
 from . import facts as maria_facts
 from . import oltp as maria_oltp
 from . import sysbench
+from . import tables as maria_tables
 from .. import column_base
 from . import filesystems
 from . import meter as maria_meter
@@ -58,13 +57,12 @@ from ..local import restore_journal
 from ..base import Engine, PrepareContext, Session, Table
 from ..concurrent import check_sessions_fit
 from .client import connect_bounded, first_line, pymysql, unreachable, where_of
-from .session import HASH_FUNCTIONS, RT_ROWS, MariaSession, check_table, copy_rows
+from .session import HASH_FUNCTIONS, MariaSession, check_table
 
 AT_REST = ("scan-like", "scan-eq", "dml", "rebuild", "backup")
 IN_TRANSIT = ("storm", "roundtrip", "bulk", "connect")
 OLTP = ("oltp",)  # sysbench on an encrypted and a plain schema (oltp.py): encryption by default, tls when named
 SORT = maria_knobs.SORT  # a sort spilling to temporary files (encrypt_tmp_files), on the at-rest table
-TABLES = {"off": "plain", "on": "enc"}  # fscrypt/gocryptfs: a `plain` table on a server of their own
 INNODB_ROW_BYTES = 420  # stored bytes per generated row in InnoDB (pages, index), to size the buffer pool
 
 VARIANT_KEYS = (
@@ -98,27 +96,6 @@ def _no_memory_on_dsn(value: str) -> str:
 
 DSN_MEMORY = VariantKey("memory", "with --dsn: none (the run records the share the server's own pool holds)", (),
                         validate=_no_memory_on_dsn, workloads=OLTP)
-
-# which file holds what, and the setting that encrypts it
-FILE_ROLES = (
-    ("ib_logfile*", "redo log", "innodb_encrypt_log=ON"),
-    ("binlog.*", "binary log", "encrypt_binlog=ON"),
-    ("ibtmp*", "temporary tablespace", "innodb_encrypt_temporary_tables=ON"),
-    ("ibdata*", "system tablespace", "innodb_encrypt_tables=ON"),
-    ("undo*", "undo log", "innodb_encrypt_tables=ON (undo tablespaces follow it)"),
-    ("*.ibd", "table data", "ENCRYPTED=YES on the table, or innodb_encrypt_tables=ON"),
-    ("aria_log*", "Aria log", "aria_encrypt_tables=ON"),
-    ("*.MA[DI]", "Aria table", "aria_encrypt_tables=ON"),
-    ("#sql*", "temporary file", "encrypt_tmp_files=ON"),
-)
-
-
-def classify(path: Path) -> tuple[str, str]:
-    for pattern, role, fix in FILE_ROLES:
-        if fnmatch.fnmatch(path.name, pattern):
-            return role, fix
-    return "data directory", "see which object writes this file"
-
 
 def parse_dsn(dsn: str, what: str = "--dsn") -> dict:
     """mysql://user:password@host:port/db -> PyMySQL arguments (~/.my.cnf [client] fills the gaps)."""
@@ -288,103 +265,10 @@ class MariaDBEngine(Engine):
     # -- server and data -----------------------------------------------------------------
     def prepare(self, ctx: PrepareContext) -> dict:
         my = pymysql()
-        opts = ctx.options
-        dsn, settings = opts.get("dsn"), dict(opts.get("settings") or {})
-        oltp = maria_oltp.variants_of(ctx.variants)  # its own encryption/tls values: two schemas, sysbench's TLS
-        at_rest = [v for v in ctx.variants if "encryption" in v and v not in oltp]
-        transit = [v for v in ctx.variants if "tls" in v and v not in oltp]
-        if oltp:
-            maria_oltp.check_variants(oltp, dsn=bool(dsn))
-            sysbench.binary()  # missing: one line (exit 10) before any server starts
-        wanted_workloads = set(ctx.params)
-        rows = datagen.row_count_for(ctx.size_bytes) if at_rest else 0
-        bulk_rows = int(ctx.params.get("bulk", {}).get("rows", 0))
-        hashing = [v for v in ctx.variants if "function" in v]  # the hash workload (a column sweep: sessions only)
-        hash_rows = int(ctx.params["hash"]["hash_rows"]) if hashing else 0
-        dsn_params = parse_dsn(dsn) if dsn else None
-        if dsn:
-            if opts.get("keep"):
-                raise UsageError("--keep applies to the private server; with --dsn nothing is started",
-                                 hint="drop --keep, or drop --dsn to let encbench start a server")
-            if settings:
-                raise UsageError("--setting changes the private server's configuration; an external server is never "
-                                 "reconfigured", hint="drop --setting, or drop --dsn")
-            if any(v.get("cache") == "cold" for v in at_rest):
-                raise UsageError("cache=cold restarts the server before each operation: only on the private server",
-                                 hint="with --dsn add --variant cache=warm")
-            if "backup" in wanted_workloads:
-                raise UsageError("the backup workload reads the server's data directory: only on the private server",
-                                 hint="with --dsn leave out --workload backup (name the others)")
-        fs_values = filesystems.wanted(v["encryption"] for v in at_rest)
-        if fs_values and dsn:
-            raise UsageError(f"encryption={fs_values[0]} puts a private server's data directory on an encrypted "
-                             "filesystem: not with --dsn", hint="drop --dsn, or --variant encryption=off,on")
-        if fs_values and opts.get("keep"):
-            raise UsageError(f"--keep keeps the private server, but encryption={fs_values[0]} removes its "
-                             "filesystems at the end", hint="drop --keep, or --variant encryption=off,on")
-        if fs_values:
-            filesystems.check(fs_values)
-        maria_knobs.check_settings(settings, ctx.variants)
-        base = maria_server.FS_BENCH if fs_values else maria_server.BENCH
-        base = dict(base, **maria_oltp.SERVER_SETTINGS) if oltp else base
-        # issue 24: a server per configuration of named startup knobs (the first on the main server); each holds
-        # the data of its own variants
-        groups = maria_knobs.server_groups(ctx.variants, dict(base, **settings))
-        if len(groups) > 1 and opts.get("keep"):
-            raise UsageError(f"--keep keeps the private server, but {groups[1][0][0]} runs a server of its own that "
-                             "is removed at the end", hint="drop --keep, or measure one configuration of the knobs")
-        main_keys = set(groups[0][0])
-        at_rest_main, oltp_main = _of_keys(at_rest, main_keys), _of_keys(oltp, main_keys)
-        if at_rest and not dsn:  # the plain table, its encrypted copy, a copy per filesystem: in the temp directory
-            tables = sum(len({v["encryption"] for v in _of_keys(at_rest, keys)}) for keys, _ in groups) \
-                + len(fs_values)
-            check_free_space(tempfile.gettempdir(), tables * rows * INNODB_ROW_BYTES,
-                             what=f"--size {fmt_bytes(ctx.size_bytes)} ({tables} table{'s' if tables > 1 else ''} of "
-                                  f"{rows:,} rows in the private server)",
-                             hint="free some space in the temporary directory (TMPDIR), or a smaller --size")
-        schema = f"encbench_{secrets.token_hex(4)}"
-        server = None
-        if dsn:
-            conn_params = dict(dsn_params)
-            admin_params = dict(conn_params)
-        else:
-            if oltp:  # the oltp runs size the pool themselves (oltp.py); the data loads through this one
-                maria_oltp.check_free_space(Path(tempfile.gettempdir()), maria_oltp.size_for(ctx.size_bytes, oltp)[0],
-                                            oltp, servers=sum(1 for keys, _ in groups if _of_keys(oltp, keys)))
-            pool_mb = 128 + (3 * rows * INNODB_ROW_BYTES + bulk_rows * 1300 + hash_rows * 80) // (1 << 20)
-            pool_mb = -(-pool_mb // 128) * 128
-            mounts = None
-            if fs_values:
-                mounts = self._mounts[schema] = filesystems.Mounts()
-                try:
-                    mounts.create(fs_values, filesystems.image_bytes(rows * INNODB_ROW_BYTES), ctx.progress)
-                except BaseException:
-                    self._destroy_mounts(schema)
-                    raise
-            ctx.progress(f"starting a private MariaDB server (buffer pool {pool_mb} MB"
-                         + (", data on the plain filesystem)" if mounts else ")"))
-            try:
-                server = maria_server.start(dict(settings, **groups[0][1]), base=base,
-                                            buffer_pool_mb=pool_mb, tls=True, keep=bool(opts.get("keep")),
-                                            data_root=mounts.by_value["off"].path if mounts else None,
-                                            client_cert=maria_oltp.tls_wanted(oltp_main), meter=ctx.meter or None)
-            except BaseException:
-                self._destroy_mounts(schema)
-                raise
-            conn_params = server.handle.tcp_params()
-            admin_params = {"unix_socket": str(server.handle.socket), "user": "root"}
-        setup: dict = {"managed": server is not None, "schema": schema, "_conn": conn_params, "_admin": admin_params,
-                       "wait_interval_s": float(opts.get("wait_interval") or DEFAULT_INTERVAL_S),
-                       "rows": rows, "seed": ctx.seed, "generator_version": datagen.GENERATOR_VERSION,
-                       "dsn": redact(dsn) if dsn else None, "tables": {}, "markers": {}}
-        self._servers[schema] = server
-        if fs_values:
-            setup["filesystems"] = {}
-            setup["fs_instance_settings"] = ("InnoDB instance-level encryption off on every server, as on a stock "
-                                            "server (server.FS_BENCH)")
-        algorithms = sorted({v["encryption_algorithm"] for v in ctx.variants if "encryption_algorithm" in v})
-        if algorithms:  # each its own raw cipher reference (calibrate)
-            setup["encryption_algorithms"] = algorithms
+        req = _request(ctx)
+        server, conn_params, admin_params = self._start_or_reach(ctx, req)
+        setup = _base_setup(ctx, req, server, conn_params, admin_params)
+        self._servers[req.schema] = server
         try:
             admin = _connect(my, admin_params, "the MariaDB server")
             setup["_answered"] = True  # the clean-up may reconnect (never to a server that did not answer)
@@ -392,82 +276,19 @@ class MariaDBEngine(Engine):
                 if server is None:  # what killed runs left here goes first, before anything is measured
                     setup["_journal"] = maria_state.open_journal(admin, admin_params)
                 cur = admin.cursor()
-                facts = maria_facts.server_facts(cur, conn_params)
-                setup["server"] = facts
-                setup["page_size"] = int(facts["innodb_page_size"])
-                # the waits probe: a private server's wait instruments turned on while it samples (waits.py); a
-                # --dsn server's only when its own settings have them on
-                setup["waits_on_demand"] = server is not None and facts["performance_schema"] == "ON"
-                setup["performance_schema"] = facts["performance_schema"] == "ON" and (
-                    facts["waits_consumer"] or setup["waits_on_demand"])
-                setup["instance_encrypts_tables"] = facts["innodb_encrypt_tables"] != "OFF"
-                setup["versions"] = {"mariadb_server": facts["version"]}
-                if server is not None:
-                    setup["_handle"] = server.handle.to_dict()
-                    if server.handle.wrapper:  # --meter instructions (meter.py)
-                        setup["meter"] = {"dir": str(server.handle.meter_dir), "marker": maria_meter.MARKER_SQL}
-                    setup["instance_settings"] = maria_facts.instance_settings(cur)  # the server's own word
-                    setup["mariadb_backup"] = maria_server.binaries().get("mariadb-backup")
-                    if maria_oltp.tls_wanted(oltp_main):  # sysbench's TLS files (sysbench.Workdir.with_tls)
-                        setup["_oltp_tls"] = {k: str(v) for k, v in server.handle.client_tls.items()}
-                    if server.keep:
-                        setup["kept_server"] = server.how_to_connect()
-                if any(v["encryption"] == "on" for v in at_rest + oltp) and not facts["encryption_plugins"]:
-                    raise EngineUnavailableError(
-                        "the server has no active encryption plugin (e.g. file_key_management): "
-                        "encrypted tables cannot be created",
-                        hint="load a key management plugin on the server, or run with --variant encryption=off")
-                if any(v.get("tls", "off") != "off" for v in transit + oltp) and facts["have_ssl"] != "YES":
-                    raise EngineUnavailableError(f"the server has TLS off (have_ssl={facts['have_ssl']}): "
-                                                 "TLS variants cannot run",
-                                                 hint="configure ssl_cert/ssl_key on the server, or --variant tls=off")
-                # a --dsn server's: written down before it is made, taken out again when it cannot be
-                maria_state.create_database(cur, setup.get("_journal"), schema, main=True)
-                maria_column.prepare(setup, ctx)
-                if at_rest_main:
-                    self._create_at_rest(cur, ctx, setup, {v["encryption"] for v in at_rest_main})
-                if transit:
-                    ctx.progress("creating the in-transit tables")
-                    _create_transit(cur, schema, bulk_rows)
-                if oltp_main:
-                    maria_oltp.prepare(cur, ctx, setup, oltp_main, _sysbench_address(conn_params), check_table)
-                if hashing:
-                    cur.execute("SELECT @@max_connections")
-                    check_sessions_fit(max(int(v["sessions"]) for v in hashing), int(cur.fetchone()[0]))
-                    ctx.progress(f"creating the hash table ({hash_rows:,} rows)")
-                    _create_hash_table(cur, schema, hash_rows)
-                    setup["hash_rows"] = hash_rows
-                    setup["hash_functions"] = sorted({v["function"] for v in hashing})
+                _read_facts(cur, req, setup, server, conn_params)
+                _create_main(cur, ctx, req, setup, conn_params)
             finally:
                 admin.close()
-            if fs_values:
-                self._prepare_filesystems(ctx, setup, fs_values, settings, pool_mb)
-            for keys, startup in groups[1:]:
-                self._prepare_knob_server(ctx, setup, keys, startup, dict(settings, **startup), base, pool_mb,
-                                          _of_keys(at_rest, keys), _of_keys(oltp, keys))
-            if server is not None:  # a checkpoint: the data load's redo is not in any backup or restart
-                ctx.progress("restarting the private server (checkpoint after the data load)")
-                server.handle.restart()
-                for other in self._fs_servers.get(schema, {}).values():
-                    other.handle.restart()
-                # InnoDB's own pages in a fresh pool: each oltp run's pool is sized beside them
-                for params, own in [(admin_params, setup)] + [(o["_admin"], o) for o in _knob_overrides(setup)]:
-                    if own.get("oltp"):
-                        admin = _connect(my, params, "the MariaDB server")
-                        try:
-                            maria_oltp.after_start(admin.cursor(), own)
-                        finally:
-                            admin.close()
-            if transit or hashing:  # these tables are read from the buffer pool, never from storage
-                admin = _connect(my, admin_params, "the MariaDB server")
-                try:
-                    cur = admin.cursor()
-                    for table, col in (("bulk", "payload"), ("rt", "v"), ("hashsrc", "v")):
-                        if table == "hashsrc" and not hashing or table != "hashsrc" and not transit:
-                            continue
-                        cur.execute(f"SELECT COUNT(*), SUM(LENGTH({col})) FROM {schema}.{table}")
-                finally:
-                    admin.close()
+            if req.fs_values:
+                self._prepare_filesystems(ctx, setup, req.fs_values, req.settings, req.pool_mb)
+            for keys, startup in req.groups[1:]:
+                self._prepare_knob_server(ctx, setup, keys, startup, dict(req.settings, **startup), req.base,
+                                          req.pool_mb, _of_keys(req.at_rest, keys), _of_keys(req.oltp, keys))
+            if server is not None:
+                self._checkpoint(ctx, setup, server, admin_params)
+            if req.transit or req.hashing:
+                _read_into_pool(my, req, admin_params)
         except my.err.MySQLError as e:
             self.cleanup(setup)
             raise EngineUnavailableError(f"setting up the MariaDB schema failed: {first_line(e)}",
@@ -477,21 +298,49 @@ class MariaDBEngine(Engine):
             raise
         return setup
 
-    def _create_at_rest(self, cur, ctx: PrepareContext, setup: dict, encryptions: set[str]) -> None:
-        schema, rows = setup["schema"], setup["rows"]
-        ctx.progress(f"generating the plain table ({rows:,} rows)")
-        t0 = time.perf_counter()
-        _load_plain(cur, schema, rows, ctx.seed)
-        setup["generation_s"] = time.perf_counter() - t0
-        if "on" in encryptions:
-            ctx.progress(f"copying it into an encrypted table ({rows:,} rows)")
-            cur.execute(f"CREATE TABLE {schema}.enc {TABLE_DDL} ENCRYPTED=YES")
-            copy_rows(cur, f"{schema}.plain", f"{schema}.enc", rows)
-        for enc in sorted(encryptions & set(TABLES)):
-            _finish_table(cur, setup, enc, TABLES[enc], TABLES[enc])
-        if "off" not in encryptions:
-            cur.execute(f"DROP TABLE {schema}.plain")
-        setup["rows"] = rows  # the marker row (id rows+1) is outside every workload's id range
+    def _start_or_reach(self, ctx: PrepareContext, req: "_Request") -> tuple:
+        """(the private server started, or None for --dsn; the parameters of the benchmark's connections and of
+        the admin's). A private server's filesystems are made first (its data goes on the plain one)."""
+        if req.dsn:
+            return None, dict(req.dsn_params), dict(req.dsn_params)
+        if req.oltp:  # the oltp runs size the pool themselves (oltp.py); the data loads through this one
+            maria_oltp.check_free_space(Path(tempfile.gettempdir()), maria_oltp.size_for(ctx.size_bytes, req.oltp)[0],
+                                        req.oltp, servers=sum(1 for keys, _ in req.groups if _of_keys(req.oltp, keys)))
+        mounts = None
+        if req.fs_values:
+            mounts = self._mounts[req.schema] = filesystems.Mounts()
+            try:
+                mounts.create(req.fs_values, filesystems.image_bytes(req.rows * INNODB_ROW_BYTES), ctx.progress)
+            except BaseException:
+                self._destroy_mounts(req.schema)
+                raise
+        ctx.progress(f"starting a private MariaDB server (buffer pool {req.pool_mb} MB"
+                     + (", data on the plain filesystem)" if mounts else ")"))
+        try:
+            server = maria_server.start(dict(req.settings, **req.groups[0][1]), base=req.base,
+                                        buffer_pool_mb=req.pool_mb, tls=True, keep=bool(ctx.options.get("keep")),
+                                        data_root=mounts.by_value["off"].path if mounts else None,
+                                        client_cert=maria_oltp.tls_wanted(req.oltp_main), meter=ctx.meter or None)
+        except BaseException:
+            self._destroy_mounts(req.schema)
+            raise
+        return server, server.handle.tcp_params(), {"unix_socket": str(server.handle.socket), "user": "root"}
+
+    def _checkpoint(self, ctx: PrepareContext, setup: dict, server, admin_params: dict) -> None:
+        """The private servers restarted: the data load's redo is in no backup or restart; InnoDB's own pages in
+        a fresh pool, each oltp run's pool sized beside them."""
+        my = pymysql()
+        ctx.progress("restarting the private server (checkpoint after the data load)")
+        server.handle.restart()
+        for other in self._fs_servers.get(setup["schema"], {}).values():
+            other.handle.restart()
+        for params, own in [(admin_params, setup)] + [(o["_admin"], o) for o in _knob_overrides(setup)]:
+            if own.get("oltp"):
+                admin = _connect(my, params, "the MariaDB server")
+                try:
+                    maria_oltp.after_start(admin.cursor(), own)
+                finally:
+                    admin.close()
 
     def _prepare_filesystems(self, ctx: PrepareContext, setup: dict, values: list[str], settings: dict,
                              pool_mb: int) -> None:
@@ -516,8 +365,8 @@ class MariaDBEngine(Engine):
                 cur = admin.cursor()
                 cur.execute(f"CREATE DATABASE {schema}")
                 ctx.progress(f"generating the table on {value} ({setup['rows']:,} rows)")
-                _load_plain(cur, schema, setup["rows"], ctx.seed)
-                _finish_table(cur, setup, value, "plain", f"{value}/plain")
+                maria_tables.load_plain(cur, schema, setup["rows"], ctx.seed)
+                maria_tables.finish_table(cur, setup, value, "plain", f"{value}/plain")
             finally:
                 admin.close()
 
@@ -543,7 +392,7 @@ class MariaDBEngine(Engine):
             own["instance_settings"] = maria_facts.instance_settings(cur)
             cur.execute(f"CREATE DATABASE {schema}")
             if at_rest:
-                self._create_at_rest(cur, ctx, own, {v["encryption"] for v in at_rest})
+                maria_tables.create_at_rest(cur, ctx, own, {v["encryption"] for v in at_rest})
             if oltp:
                 maria_oltp.prepare(cur, ctx, own, oltp, _sysbench_address(own["_conn"]), check_table)
         finally:
@@ -623,57 +472,203 @@ class MariaDBEngine(Engine):
 
     # -- leak-check --------------------------------------------------------------------
     def leak_check(self, options: dict, workdir: Path):
-        from ...lab import leakcheck
-
         if options.get("dsn"):  # an existing server on this host: leakcheck.py (never restarted or SET)
             if options.get("settings"):
                 raise UsageError("--setting configures the private server; an existing one is never reconfigured",
                                  hint="drop --setting, or drop --dsn")
             from . import leakcheck as existing
 
-            return existing.leak_check_existing(options["dsn"], options, parse_dsn(options["dsn"]), classify)
-        settings = options.get("settings", {})
-        server = maria_server.start(settings)
-        canary = leakcheck.new_canary()
-        changed = ", ".join(f"{k}={v}" for k, v in settings.items()) or "none"
-        report = leakcheck.LeakReport(
-            "mariadb", f"MariaDB private server, everything encrypted (AES_CTR) except as changed: {changed}", len(canary))
-        try:
-            conn = server.connect()
-            try:
-                cur = conn.cursor()
-                cur.execute("CREATE DATABASE encbench_leak")
-                cur.execute("CREATE TABLE encbench_leak.t (v TEXT NOT NULL) ENGINE=InnoDB ENCRYPTED=YES")
-                for i in range(200):
-                    cur.execute("INSERT INTO encbench_leak.t VALUES (%s)", (f"{canary} {i}",))
-                cur.execute("SELECT ENCRYPTION_SCHEME FROM information_schema.INNODB_TABLESPACES_ENCRYPTION "
-                            "WHERE NAME = 'encbench_leak/t'")
-                row = cur.fetchone()
-                report.notes.append(f"encbench_leak/t encrypted per INNODB_TABLESPACES_ENCRYPTION: {bool(row and row[0])}")
-                cur.execute("FLUSH TABLES encbench_leak.t FOR EXPORT")  # its pages written to the .ibd
-                cur.execute("UNLOCK TABLES")
-                cur.execute("FLUSH BINARY LOGS")
-            finally:
-                conn.close()
-            backup = workdir / "backup"
-            _backup(server, backup, report)
-            targets = [leakcheck.ScanTarget(str(server.datadir), "data directory", ""),
-                       leakcheck.ScanTarget(str(backup), "backup", "")]
-            leakcheck.scan(targets, canary, report)
-            for f in report.findings:
-                role, fix = classify(Path(f.path))
-                in_backup = f.path.startswith(str(backup))
-                f.role, f.fix = (f"backup: {role}" if in_backup else role), fix
-        finally:
-            server.stop()
-        return report
+            return existing.leak_check_existing(options["dsn"], options, parse_dsn(options["dsn"]), existing.classify)
+        from . import leakcheck as existing
 
+        return existing.canary_check(options.get("settings", {}), workdir, existing.classify)
 
     def posture(self, dsn: str):
         """leak-check --posture: what the server's own settings say is encrypted (leakcheck.py)."""
         from . import leakcheck as existing
 
         return existing.posture(dsn, parse_dsn(dsn))
+
+
+@dataclasses.dataclass
+class _Request:
+    """What a run asks of MariaDB, read and checked once before anything starts (prepare's steps share it)."""
+
+    dsn: str | None
+    dsn_params: dict | None
+    settings: dict
+    oltp: list
+    at_rest: list
+    transit: list
+    hashing: list
+    rows: int
+    bulk_rows: int
+    hash_rows: int
+    fs_values: list
+    base: dict
+    groups: list  # (knob keys, startup settings) per server; the first is the main server's
+    schema: str
+
+    @property
+    def at_rest_main(self) -> list:
+        return _of_keys(self.at_rest, set(self.groups[0][0]))
+
+    @property
+    def oltp_main(self) -> list:
+        return _of_keys(self.oltp, set(self.groups[0][0]))
+
+    @property
+    def pool_mb(self) -> int:
+        """A private server's buffer pool: the tables it holds, in 128 MB steps."""
+        pool_mb = 128 + (3 * self.rows * INNODB_ROW_BYTES + self.bulk_rows * 1300 + self.hash_rows * 80) // (1 << 20)
+        return -(-pool_mb // 128) * 128
+
+
+def _request(ctx: PrepareContext) -> _Request:
+    """The run's variants sorted by what they need, every refusal said before anything is made."""
+    opts = ctx.options
+    dsn, settings = opts.get("dsn"), dict(opts.get("settings") or {})
+    oltp = maria_oltp.variants_of(ctx.variants)  # its own encryption/tls values: two schemas, sysbench's TLS
+    at_rest = [v for v in ctx.variants if "encryption" in v and v not in oltp]
+    if oltp:
+        maria_oltp.check_variants(oltp, dsn=bool(dsn))
+        sysbench.binary()  # missing: one line (exit 10) before any server starts
+    hashing = [v for v in ctx.variants if "function" in v]  # the hash workload (a column sweep: sessions only)
+    dsn_params = parse_dsn(dsn) if dsn else None
+    fs_values = filesystems.wanted(v["encryption"] for v in at_rest)
+    _check_options(opts, settings, at_rest, fs_values, set(ctx.params))
+    maria_knobs.check_settings(settings, ctx.variants)
+    base = maria_server.FS_BENCH if fs_values else maria_server.BENCH
+    base = dict(base, **maria_oltp.SERVER_SETTINGS) if oltp else base
+    # issue 24: a server per configuration of named startup knobs (the first on the main server); each holds
+    # the data of its own variants
+    groups = maria_knobs.server_groups(ctx.variants, dict(base, **settings))
+    if len(groups) > 1 and opts.get("keep"):
+        raise UsageError(f"--keep keeps the private server, but {groups[1][0][0]} runs a server of its own that "
+                         "is removed at the end", hint="drop --keep, or measure one configuration of the knobs")
+    req = _Request(dsn=dsn, dsn_params=dsn_params, settings=settings, oltp=oltp, at_rest=at_rest,
+                   transit=[v for v in ctx.variants if "tls" in v and v not in oltp], hashing=hashing,
+                   rows=datagen.row_count_for(ctx.size_bytes) if at_rest else 0,
+                   bulk_rows=int(ctx.params.get("bulk", {}).get("rows", 0)),
+                   hash_rows=int(ctx.params["hash"]["hash_rows"]) if hashing else 0,
+                   fs_values=fs_values, base=base, groups=groups, schema=f"encbench_{secrets.token_hex(4)}")
+    if at_rest and not dsn:  # the plain table, its encrypted copy, a copy per filesystem: in the temp directory
+        tables = sum(len({v["encryption"] for v in _of_keys(at_rest, keys)}) for keys, _ in groups) + len(fs_values)
+        check_free_space(tempfile.gettempdir(), tables * req.rows * INNODB_ROW_BYTES,
+                         what=f"--size {fmt_bytes(ctx.size_bytes)} ({tables} table{'s' if tables > 1 else ''} of "
+                              f"{req.rows:,} rows in the private server)",
+                         hint="free some space in the temporary directory (TMPDIR), or a smaller --size")
+    return req
+
+
+def _check_options(opts: dict, settings: dict, at_rest: list, fs_values: list, workloads: set) -> None:
+    """What --dsn and --keep cannot do (an external server is never restarted or reconfigured; a filesystem is
+    removed at the end), and the filesystems' own checks (root, tools, ciphers)."""
+    dsn = opts.get("dsn")
+    if dsn:
+        if opts.get("keep"):
+            raise UsageError("--keep applies to the private server; with --dsn nothing is started",
+                             hint="drop --keep, or drop --dsn to let encbench start a server")
+        if settings:
+            raise UsageError("--setting changes the private server's configuration; an external server is never "
+                             "reconfigured", hint="drop --setting, or drop --dsn")
+        if any(v.get("cache") == "cold" for v in at_rest):
+            raise UsageError("cache=cold restarts the server before each operation: only on the private server",
+                             hint="with --dsn add --variant cache=warm")
+        if "backup" in workloads:
+            raise UsageError("the backup workload reads the server's data directory: only on the private server",
+                             hint="with --dsn leave out --workload backup (name the others)")
+    if fs_values and dsn:
+        raise UsageError(f"encryption={fs_values[0]} puts a private server's data directory on an encrypted "
+                         "filesystem: not with --dsn", hint="drop --dsn, or --variant encryption=off,on")
+    if fs_values and opts.get("keep"):
+        raise UsageError(f"--keep keeps the private server, but encryption={fs_values[0]} removes its "
+                         "filesystems at the end", hint="drop --keep, or --variant encryption=off,on")
+    if fs_values:
+        filesystems.check(fs_values)
+
+
+def _base_setup(ctx: PrepareContext, req: _Request, server, conn_params: dict, admin_params: dict) -> dict:
+    setup: dict = {"managed": server is not None, "schema": req.schema, "_conn": conn_params, "_admin": admin_params,
+                   "wait_interval_s": float(ctx.options.get("wait_interval") or DEFAULT_INTERVAL_S),
+                   "rows": req.rows, "seed": ctx.seed, "generator_version": datagen.GENERATOR_VERSION,
+                   "dsn": redact(req.dsn) if req.dsn else None, "tables": {}, "markers": {}}
+    if req.fs_values:
+        setup["filesystems"] = {}
+        setup["fs_instance_settings"] = ("InnoDB instance-level encryption off on every server, as on a stock "
+                                         "server (server.FS_BENCH)")
+    algorithms = sorted({v["encryption_algorithm"] for v in ctx.variants if "encryption_algorithm" in v})
+    if algorithms:  # each its own raw cipher reference (calibrate)
+        setup["encryption_algorithms"] = algorithms
+    return setup
+
+
+def _read_facts(cur, req: _Request, setup: dict, server, conn_params: dict) -> None:
+    """The server's own word (version, page size, plugins, TLS, performance_schema) in the setup; a variant the
+    server cannot run refused."""
+    facts = maria_facts.server_facts(cur, conn_params)
+    setup["server"] = facts
+    setup["page_size"] = int(facts["innodb_page_size"])
+    # the waits probe: a private server's wait instruments turned on while it samples (waits.py); a --dsn
+    # server's only when its own settings have them on
+    setup["waits_on_demand"] = server is not None and facts["performance_schema"] == "ON"
+    setup["performance_schema"] = facts["performance_schema"] == "ON" and (
+        facts["waits_consumer"] or setup["waits_on_demand"])
+    setup["instance_encrypts_tables"] = facts["innodb_encrypt_tables"] != "OFF"
+    setup["versions"] = {"mariadb_server": facts["version"]}
+    if server is not None:
+        setup["_handle"] = server.worker_handle()
+        if server.handle.wrapper:  # --meter instructions (meter.py)
+            setup["meter"] = {"dir": str(server.handle.meter_dir), "marker": maria_meter.MARKER_SQL}
+        setup["instance_settings"] = maria_facts.instance_settings(cur)  # the server's own word
+        setup["mariadb_backup"] = maria_server.binaries().get("mariadb-backup")
+        if maria_oltp.tls_wanted(req.oltp_main):  # sysbench's TLS files (sysbench.Workdir.with_tls)
+            setup["_oltp_tls"] = {k: str(v) for k, v in server.handle.client_tls.items()}
+        if server.keep:
+            setup["kept_server"] = server.how_to_connect()
+    if any(v["encryption"] == "on" for v in req.at_rest + req.oltp) and not facts["encryption_plugins"]:
+        raise EngineUnavailableError(
+            "the server has no active encryption plugin (e.g. file_key_management): "
+            "encrypted tables cannot be created",
+            hint="load a key management plugin on the server, or run with --variant encryption=off")
+    if any(v.get("tls", "off") != "off" for v in req.transit + req.oltp) and facts["have_ssl"] != "YES":
+        raise EngineUnavailableError(f"the server has TLS off (have_ssl={facts['have_ssl']}): "
+                                     "TLS variants cannot run",
+                                     hint="configure ssl_cert/ssl_key on the server, or --variant tls=off")
+
+
+def _create_main(cur, ctx: PrepareContext, req: _Request, setup: dict, conn_params: dict) -> None:
+    """The run's database on the main server (a --dsn server's written down before it is made, taken out again
+    when it cannot be) and every table its variants read."""
+    maria_state.create_database(cur, setup.get("_journal"), req.schema, main=True)
+    maria_column.prepare(setup, ctx)
+    if req.at_rest_main:
+        maria_tables.create_at_rest(cur, ctx, setup, {v["encryption"] for v in req.at_rest_main})
+    if req.transit:
+        ctx.progress("creating the in-transit tables")
+        maria_tables.create_transit(cur, req.schema, req.bulk_rows)
+    if req.oltp_main:
+        maria_oltp.prepare(cur, ctx, setup, req.oltp_main, _sysbench_address(conn_params), check_table)
+    if req.hashing:
+        cur.execute("SELECT @@max_connections")
+        check_sessions_fit(max(int(v["sessions"]) for v in req.hashing), int(cur.fetchone()[0]))
+        ctx.progress(f"creating the hash table ({req.hash_rows:,} rows)")
+        maria_tables.create_hash_table(cur, req.schema, req.hash_rows)
+        setup["hash_rows"] = req.hash_rows
+        setup["hash_functions"] = sorted({v["function"] for v in req.hashing})
+
+
+def _read_into_pool(my, req: _Request, admin_params: dict) -> None:
+    """The in-transit and hash tables read once: they are read from the buffer pool, never from storage."""
+    admin = _connect(my, admin_params, "the MariaDB server")
+    try:
+        cur = admin.cursor()
+        for table, col in (("bulk", "payload"), ("rt", "v"), ("hashsrc", "v")):
+            if table == "hashsrc" and not req.hashing or table != "hashsrc" and not req.transit:
+                continue
+            cur.execute(f"SELECT COUNT(*), SUM(LENGTH({col})) FROM {req.schema}.{table}")
+    finally:
+        admin.close()
 
 
 def _of_keys(variants: list[Variant], keys) -> list[Variant]:
@@ -699,74 +694,3 @@ def _connect(my, params: dict, what: str):
         why = unreachable(e, where_of(params))
         raise EngineUnavailableError(f"cannot connect to {what}: {why or first_line(e)}",
                                      hint="check --dsn (user, password, host, port) and that the server is running") from None
-
-
-TABLE_DDL = ("(id INT NOT NULL AUTO_INCREMENT PRIMARY KEY, k BIGINT NOT NULL, grp INT NOT NULL, "
-             "name VARCHAR(64) NOT NULL, body TEXT NOT NULL, KEY grp (grp)) ENGINE=InnoDB")
-
-
-def _load_plain(cur, schema: str, rows: int, seed: int) -> None:
-    """The table `plain` (ENCRYPTED=NO) with the generated rows."""
-    cur.execute(f"CREATE TABLE {schema}.plain {TABLE_DDL} ENCRYPTED=NO")
-    batch: list[tuple] = []
-    sql = f"INSERT INTO {schema}.plain VALUES (%s, %s, %s, %s, %s)"
-    for row in datagen.rows(rows, seed):
-        batch.append(row)
-        if len(batch) >= 5000:
-            cur.executemany(sql, batch)
-            batch.clear()
-    if batch:
-        cur.executemany(sql, batch)
-
-
-def _finish_table(cur, setup: dict, value: str, table: str, key: str) -> None:
-    """The marker row only this table holds (a backup of another never contains it), statistics, and the
-    server's own word on its encryption (checked against the variant)."""
-    rows, schema = setup["rows"], setup["schema"]
-    marker = f"encbench marker {table} {value} {secrets.token_hex(8)}"
-    cur.execute(f"INSERT INTO {schema}.{table} VALUES (%s, 0, 0, 'marker', %s)", (rows + 1, marker))
-    setup["markers"][value] = marker
-    setup["tables"][value] = table
-    cur.execute(f"ANALYZE TABLE {schema}.{table}")
-    cur.fetchall()
-    setup.setdefault("table_encryption", {})[key] = check_table(cur, schema, table, {"encryption": value})
-
-
-def _create_hash_table(cur, schema: str, rows: int) -> None:
-    """hashsrc: one 10-character value per row (seed 004's ID VARCHAR(10)), loaded in chunks."""
-    cur.execute(f"CREATE TABLE {schema}.hashsrc (id INT NOT NULL PRIMARY KEY, v VARCHAR(16) NOT NULL) ENGINE=InnoDB")
-    for lo in range(1, rows + 1, 50_000):
-        hi = min(rows, lo + 49_999)
-        cur.execute(f"INSERT INTO {schema}.hashsrc SELECT seq, LPAD(seq, {rawhash.VALUE_BYTES}, '0') "
-                    f"FROM {schema}.seq_{lo}_to_{hi}")
-
-
-def _create_transit(cur, schema: str, bulk_rows: int) -> None:
-    cur.execute(f"CREATE TABLE {schema}.rt (id INT PRIMARY KEY, v VARCHAR(32) NOT NULL) ENGINE=InnoDB")
-    cur.execute(f"INSERT INTO {schema}.rt SELECT seq, MD5(seq) FROM {schema}.seq_1_to_{RT_ROWS}")
-    # ~1 KB rows of hex text
-    cur.execute(f"CREATE TABLE {schema}.bulk (id INT NOT NULL PRIMARY KEY, payload TEXT NOT NULL) ENGINE=InnoDB")
-    for lo in range(1, int(bulk_rows) + 1, 20_000):  # a transaction per chunk: see copy_rows
-        hi = min(int(bulk_rows), lo + 19_999)
-        cur.execute(f"INSERT INTO {schema}.bulk SELECT seq, REPEAT(MD5(seq), 31) FROM {schema}.seq_{lo}_to_{hi}")
-    cur.execute(f"""CREATE PROCEDURE {schema}.storm(n INT, send BOOL)
-BEGIN
-  DECLARE i INT DEFAULT 0;
-  WHILE i < n DO
-    IF send THEN SELECT 'x'; ELSE SET @encbench_x = 'x'; END IF;
-    SET i = i + 1;
-  END WHILE;
-END""")
-
-
-def _backup(server, target: Path, report) -> None:
-    tool = maria_server.binaries().get("mariadb-backup")
-    if not tool:
-        report.notes.append("mariadb-backup not installed: the backup output was not checked")
-        return
-    done = subprocess.run([tool, "--backup", f"--target-dir={target}", f"--socket={server.socket}", "--user=root",
-                           f"--datadir={server.datadir}"], capture_output=True, text=True, timeout=300)
-    if done.returncode != 0:
-        last = ((done.stderr or done.stdout).strip().splitlines() or ["?"])[-1]
-        raise EngineUnavailableError(f"mariadb-backup failed: {last}")
-

@@ -16,8 +16,10 @@ files and tables/Aria, the query logs, key versions and rotation.
 
 from __future__ import annotations
 
+import fnmatch
 import os
 import secrets
+import subprocess
 from pathlib import Path
 
 from ...errors import EngineUnavailableError, UsageError
@@ -49,6 +51,27 @@ def check_local(params: dict, dsn: str) -> None:
     raise UsageError(f"leak-check --dsn reads the server's files: {redact(dsn)} is not on this host",
                      hint="run encbench on the server's machine with --dsn mysql://...@127.0.0.1/ "
                           "(or use --posture, which reads settings only)")
+
+
+# which file holds what, and the setting that encrypts it
+FILE_ROLES = (
+    ("ib_logfile*", "redo log", "innodb_encrypt_log=ON"),
+    ("binlog.*", "binary log", "encrypt_binlog=ON"),
+    ("ibtmp*", "temporary tablespace", "innodb_encrypt_temporary_tables=ON"),
+    ("ibdata*", "system tablespace", "innodb_encrypt_tables=ON"),
+    ("undo*", "undo log", "innodb_encrypt_tables=ON (undo tablespaces follow it)"),
+    ("*.ibd", "table data", "ENCRYPTED=YES on the table, or innodb_encrypt_tables=ON"),
+    ("aria_log*", "Aria log", "aria_encrypt_tables=ON"),
+    ("*.MA[DI]", "Aria table", "aria_encrypt_tables=ON"),
+    ("#sql*", "temporary file", "encrypt_tmp_files=ON"),
+)
+
+
+def classify(path: Path) -> tuple[str, str]:
+    for pattern, role, fix in FILE_ROLES:
+        if fnmatch.fnmatch(path.name, pattern):
+            return role, fix
+    return "data directory", "see which object writes this file"
 
 
 def _connect(params: dict):
@@ -151,7 +174,7 @@ def scan_targets(v: dict) -> list[leakcheck.ScanTarget]:
 
 def classify_finding(path: str, role: str, v: dict, classify) -> tuple[str, str]:
     """The role and fix of a leaking file: the binary log by its basename, the query logs by their target, the
-    rest by file name (classify: engine.classify, passed in: this module does not import the engine)."""
+    rest by file name (classify: FILE_ROLES by default)."""
     name = Path(path).name
     base = Path(v.get("log_bin_basename") or "").name
     if base and name.startswith(base + "."):
@@ -313,3 +336,60 @@ def posture(dsn: str, params: dict) -> leakcheck.PostureReport:
         rep.notes.append("file_key_management keeps its keys in a file on this host and cannot rotate them "
                          "(key version 1); the key file is as sensitive as the data")
     return rep
+
+
+def canary_check(settings: dict, workdir: Path, classify) -> leakcheck.LeakReport:
+    """A private server, everything encrypted (AES_CTR) but what `settings` change: a canary table forced to
+    disk and into a backup, then every file of the data directory and the backup scanned for it; each finding
+    named by `classify` (the engine's file roles)."""
+    from . import server as maria_server
+
+    server = maria_server.start(settings)
+    canary = leakcheck.new_canary()
+    changed = ", ".join(f"{k}={v}" for k, v in settings.items()) or "none"
+    report = leakcheck.LeakReport(
+        "mariadb", f"MariaDB private server, everything encrypted (AES_CTR) except as changed: {changed}", len(canary))
+    try:
+        conn = server.connect()
+        try:
+            cur = conn.cursor()
+            cur.execute("CREATE DATABASE encbench_leak")
+            cur.execute("CREATE TABLE encbench_leak.t (v TEXT NOT NULL) ENGINE=InnoDB ENCRYPTED=YES")
+            for i in range(200):
+                cur.execute("INSERT INTO encbench_leak.t VALUES (%s)", (f"{canary} {i}",))
+            cur.execute("SELECT ENCRYPTION_SCHEME FROM information_schema.INNODB_TABLESPACES_ENCRYPTION "
+                        "WHERE NAME = 'encbench_leak/t'")
+            row = cur.fetchone()
+            report.notes.append(f"encbench_leak/t encrypted per INNODB_TABLESPACES_ENCRYPTION: {bool(row and row[0])}")
+            cur.execute("FLUSH TABLES encbench_leak.t FOR EXPORT")  # its pages written to the .ibd
+            cur.execute("UNLOCK TABLES")
+            cur.execute("FLUSH BINARY LOGS")
+        finally:
+            conn.close()
+        backup = workdir / "backup"
+        backup_for_check(server, backup, report)
+        targets = [leakcheck.ScanTarget(str(server.datadir), "data directory", ""),
+                   leakcheck.ScanTarget(str(backup), "backup", "")]
+        leakcheck.scan(targets, canary, report)
+        for f in report.findings:
+            role, fix = classify(Path(f.path))
+            in_backup = f.path.startswith(str(backup))
+            f.role, f.fix = (f"backup: {role}" if in_backup else role), fix
+    finally:
+        server.stop()
+    return report
+
+
+def backup_for_check(server, target: Path, report) -> None:
+    """mariadb-backup of the private server into `target` (a note when it is not installed)."""
+    from . import server as maria_server
+
+    tool = maria_server.binaries().get("mariadb-backup")
+    if not tool:
+        report.notes.append("mariadb-backup not installed: the backup output was not checked")
+        return
+    done = subprocess.run([tool, "--backup", f"--target-dir={target}", f"--socket={server.socket}", "--user=root",
+                           f"--datadir={server.datadir}"], capture_output=True, text=True, timeout=300)
+    if done.returncode != 0:
+        last = ((done.stderr or done.stdout).strip().splitlines() or ["?"])[-1]
+        raise EngineUnavailableError(f"mariadb-backup failed: {last}")

@@ -35,6 +35,7 @@ from ...errors import BadValueError, CheckFailedError, UsageError
 from ...probes import Target
 from ...workloads.oltp import POOL_TOLERANCE, parse_share
 from ...util.units import fmt_bytes
+from ...util.proc import kill_and_reap
 from . import state as maria_state, sysbench
 from .client import check_tls_state, pymysql
 
@@ -280,8 +281,7 @@ class MariaOltp:
             states = self._watch_sysbench_tls(proc, clients)
             out, err = proc.communicate()
         except BaseException:
-            proc.kill()
-            proc.wait()
+            kill_and_reap(proc)
             raise
         if proc.returncode != 0:
             raise sysbench.failure(f"{script} run", err, out, proc.returncode)

@@ -13,23 +13,24 @@ part of a server that travels to workers as plain data.
 
 from __future__ import annotations
 
-import atexit
 import os
 import secrets
 import shutil
 import subprocess
-import tempfile
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from ..local import affinity, certs
 from ...errors import BadValueError, EngineUnavailableError
-from ..local.server import keep_log, last_log_line, run_tool, start_on_free_port, unprivileged_user
+from ...host import valgrind
+from ..local.private_server import (ServerLog, meter_wrapper, own_dir, record_spawned, running_pid, start_failed,
+                                    stopped_on_error)
+from ..local.server import last_log_line, run_tool, start_on_free_port, unprivileged_user, wait_ready
 from .client import connect_bounded
 from ...lab import leftovers
 from ...util import owners
-from ...util.proc import kill_and_reap, running, stop_pid
+from ...util.proc import kill_and_reap, stop_pid
 
 INSTALL_HINT = "install it with: apt-get install mariadb-server mariadb-backup sysbench (the oltp workload's driver)"
 START_TIMEOUT_S = 60
@@ -163,8 +164,6 @@ class Handle:
 
     @property
     def start_timeout(self) -> float:
-        from ...host import valgrind
-
         return valgrind.start_timeout(METER_START_TIMEOUT_S) if self.wrapper else START_TIMEOUT_S
 
     @property
@@ -175,11 +174,7 @@ class Handle:
         return asdict(self)
 
     def pid(self) -> int | None:
-        try:
-            pid = int(self.pidfile.read_text().strip())
-        except (OSError, ValueError):
-            return None
-        return pid if running(pid) else None  # a zombie, which holds no port or file, counts as gone
+        return running_pid(self.pidfile)
 
     def connect(self, **extra):
         """root over the private socket (authenticated by the socket's owner: no password)."""
@@ -201,22 +196,14 @@ class Handle:
             with open(self.logfile, "ab") as log:  # valgrind's own words go to the server's log
                 proc = subprocess.Popen(args, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=log,
                                         start_new_session=True)
-        owners.spawned(proc.pid, "MariaDB server" + (" under valgrind" if self.wrapper else ""), self.root)
+        record_spawned(proc.pid, MariaServer.ENGINE, self.root, metered=bool(self.wrapper))
         return proc
 
     def wait_ready(self, proc: subprocess.Popen | None) -> tuple[bool, str]:
         import pymysql
 
-        deadline = time.monotonic() + self.start_timeout
-        while time.monotonic() < deadline:
-            if proc is not None and proc.poll() is not None:
-                return False, self.last_log_line()
-            try:
-                self.connect(connect_timeout=2).close()
-                return True, ""
-            except pymysql.err.OperationalError:
-                time.sleep(0.05)
-        return False, f"not accepting connections after {self.start_timeout:g} s; {self.last_log_line()}"
+        return wait_ready(proc, lambda: self.connect(connect_timeout=2).close(), pymysql.err.OperationalError,
+                          self.last_log_line, self.start_timeout, interval=0.05)
 
     def shutdown(self) -> None:
         """A normal shutdown (SIGTERM), waited for; a kill when it hangs."""
@@ -245,7 +232,12 @@ class Handle:
 
 
 @dataclass
-class MariaServer:
+class MariaServer(ServerLog):
+    """A private MariaDB server (engines/local/private_server.PrivateServer): its Handle travels to workers."""
+
+    ENGINE = "MariaDB"
+    LOG_TAG = "maria"
+
     handle: Handle
     proc: subprocess.Popen | None = None
     keep: bool = False
@@ -255,6 +247,13 @@ class MariaServer:
     socket = property(lambda self: self.handle.socket)
     root = property(lambda self: Path(self.handle.root))
     port = property(lambda self: self.handle.port)
+    logfile = property(lambda self: self.handle.logfile)
+
+    def pid(self) -> int | None:
+        return self.handle.pid()
+
+    def worker_handle(self) -> dict:
+        return self.handle.to_dict()
 
     def connect(self, **extra):
         return self.handle.connect(**extra)
@@ -297,7 +296,6 @@ def start(settings: dict | None = None, *, base: dict | None = None, buffer_pool
     start in time has its log kept in keep_dir (exit 10).
     """
     from . import meter as maria_meter
-    from ...host import valgrind
 
     if meter:
         valgrind.find()  # exit 10 with the apt-get line, before anything is made
@@ -307,84 +305,88 @@ def start(settings: dict | None = None, *, base: dict | None = None, buffer_pool
                 **(settings or {}))
     _check_settings(conf)
     own_keys = "file_key_management" in conf.get("plugin_load_add", "") and "file_key_management_filename" not in conf
-    if "file_key_management_filename" in conf:  # the user's own key file: checked before anything starts
-        given = Path(str(conf["file_key_management_filename"]))
-        if not given.is_file() or not os.access(given, os.R_OK):
-            raise BadValueError(f"key file {given} is missing or unreadable",
-                                hint="give file_key_management_filename a readable file of lines '1;<64 hex digits>'")
+    _check_key_file(conf)
     root = leftovers.server_dir("encbench-maria-")  # owned before it exists: reclaimed after a kill
     handle = Handle(root=str(root), port=0, user=list(user) if user else None, mariadbd=bins["mariadbd"],
                     password=secrets.token_urlsafe(18), settings=conf,
                     data_root=str(Path(data_root) / f"mariadb-{root.name}") if data_root else "")
     server = MariaServer(handle)
-    atexit.register(server.stop)
-    try:
-        os.chmod(root, 0o700)
-        (root / "sock").mkdir(mode=0o700)
+    with stopped_on_error(server):
+        own_dir(root, None)
+        own_dir(root / "sock", None, make=True)
         if meter:
-            handle.meter_dir.mkdir(mode=0o700)
-            if user:
-                os.chown(handle.meter_dir, user[1], user[2])
-            handle.wrapper = valgrind.callgrind_argv(str(handle.meter_dir / "cg.%p"),
-                                                     cache_sim=bool(meter.get("cache_sim")),
-                                                     options=maria_meter.SERVER_OPTIONS)
+            handle.wrapper = meter_wrapper(handle.meter_dir, user, meter, maria_meter.SERVER_OPTIONS)
         if data_root:
             owners.add({"kind": "dir", "path": handle.data_root})
             Path(handle.data_root).mkdir(mode=0o700)
         handle.tmpdir.mkdir(mode=0o700)
-        fd = os.open(handle.keyfile, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-        with os.fdopen(fd, "w") as f:
-            f.write(f"1;{secrets.token_hex(32)}\n")
+        _write_keys(handle)
         if user:
             for p in (root, root / "sock", handle.tmpdir, handle.keyfile, *([Path(handle.data_root)] if data_root else [])):
                 os.chown(p, user[1], user[2])
-        tls_lines = []
-        if tls:
-            crt, key = certs.self_signed(root, owner=user[1:] if user else None)
-            tls_lines = [f"ssl_cert={crt}", f"ssl_key={key}"]
-            if client_cert:
-                (root / "client").mkdir(mode=0o700)
-                client_crt, _ = certs.self_signed(root / "client", common_name="encbench client")
-                if user:  # the server reads it as its CA; the key stays the caller's
-                    for p in (root / "client", client_crt):
-                        os.chown(p, user[1], user[2])
-                tls_lines.append(f"ssl_ca={client_crt}")
+        tls_lines = _tls_lines(root, user, client_cert) if tls else []
 
         def launch(port: int) -> subprocess.Popen:
             handle.port = port
             handle.cnf.write_text(config_text(handle, conf, buffer_pool_mb, own_keys, tls_lines))
             if not handle.datadir.exists():
-                try:
-                    run_tool([bins["mariadb-install-db"], f"--defaults-file={handle.cnf}",
-                              *([f"--user={user[0]}"] if user else []),
-                              "--auth-root-authentication-method=socket", "--skip-test-db"], "mariadb-install-db",
-                             error_mark="[ERROR]")
-                except EngineUnavailableError as e:  # its server's errors went to the log: the first is the cause
-                    cause = _first_error(handle.logfile)
-                    if cause:
-                        raise EngineUnavailableError(f"mariadb-install-db failed: {cause}") from None
-                    raise e from None
+                _install_db(handle, bins["mariadb-install-db"], user)
             server.proc = handle.launch()
             return server.proc
 
         proc, last = start_on_free_port(launch, handle.wait_ready,
                                         lambda why: "already in use" in why or "bind" in why.lower())
-        if proc is not None:
-            _create_bench_user(handle)
-            server.keep = keep
-            if keep:
-                leftovers.release_server_dir(root)
-            return server
-        server.proc = None
-        if meter:  # under valgrind: its log is kept (the directory goes with the server)
-            kept = keep_log(handle.logfile, Path(meter.get("keep_dir") or tempfile.gettempdir()),
-                            f"encbench-maria-valgrind-{handle.port}-server.log")
-            raise EngineUnavailableError(f"the private MariaDB server did not start under valgrind: {last}",
-                                         hint=f"its log kept: {kept}" if kept else "its log could not be kept")
-        raise EngineUnavailableError(f"the private MariaDB server did not start: {last}")
-    except BaseException:
-        server.stop()
-        raise
+        if proc is None:
+            server.proc = None
+            raise start_failed(server.ENGINE, "maria", handle.logfile, handle.port, last, meter)
+        _create_bench_user(handle)
+        server.keep = keep
+        if keep:
+            leftovers.release_server_dir(root)
+        return server
+
+
+def _check_key_file(conf: dict) -> None:
+    """The user's own key file (file_key_management_filename): checked before anything starts."""
+    if "file_key_management_filename" in conf:
+        given = Path(str(conf["file_key_management_filename"]))
+        if not given.is_file() or not os.access(given, os.R_OK):
+            raise BadValueError(f"key file {given} is missing or unreadable",
+                                hint="give file_key_management_filename a readable file of lines '1;<64 hex digits>'")
+
+
+def _write_keys(handle: Handle) -> None:
+    """A generated key for the file_key_management plugin (0600; deleted with the directory)."""
+    fd = os.open(handle.keyfile, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w") as f:
+        f.write(f"1;{secrets.token_hex(32)}\n")
+
+
+def _tls_lines(root: Path, user, client_cert: bool) -> list[str]:
+    """The server's certificate (and, with client_cert, the client certificate it trusts): its option lines."""
+    crt, key = certs.self_signed(root, owner=user[1:] if user else None)
+    lines = [f"ssl_cert={crt}", f"ssl_key={key}"]
+    if client_cert:
+        (root / "client").mkdir(mode=0o700)
+        client_crt, _ = certs.self_signed(root / "client", common_name="encbench client")
+        if user:  # the server reads it as its CA; the key stays the caller's
+            for p in (root / "client", client_crt):
+                os.chown(p, user[1], user[2])
+        lines.append(f"ssl_ca={client_crt}")
+    return lines
+
+
+def _install_db(handle: Handle, install_db: str, user) -> None:
+    """mariadb-install-db into the data directory; its failure names the first error its server logged."""
+    try:
+        run_tool([install_db, f"--defaults-file={handle.cnf}", *([f"--user={user[0]}"] if user else []),
+                  "--auth-root-authentication-method=socket", "--skip-test-db"], "mariadb-install-db",
+                 error_mark="[ERROR]")
+    except EngineUnavailableError as e:  # its server's errors went to the log: the first is the cause
+        cause = _first_error(handle.logfile)
+        if cause:
+            raise EngineUnavailableError(f"mariadb-install-db failed: {cause}") from None
+        raise e from None
 
 
 def config_text(handle: Handle, conf: dict, buffer_pool_mb: int, own_keys: bool, tls_lines: list[str]) -> str:

@@ -20,6 +20,7 @@ from ...errors import BadValueError, CheckFailedError, EngineUnavailableError
 from ...probes import Target
 from ..base import Session
 from ...util.redact import redact
+from ...util.proc import kill_and_reap
 from ...tls.variants import forced, openssl_client_conf
 from ...vocab.variants import Variant
 from .client import (
@@ -463,7 +464,7 @@ class MariaSession(MariaOltp, MariaColumn, SessionsTogether, Session):
             out, err = p.communicate()
             if p.returncode != 0:
                 for q in procs:
-                    q.kill()
+                    kill_and_reap(q)
                 raise CheckFailedError(f"the select driver failed: {redact((err.strip().splitlines() or ['?'])[-1])}")
             outs.append(json.loads(out))
         for o in outs:

@@ -35,6 +35,7 @@ from pathlib import Path
 
 from ...errors import EngineUnavailableError, RunFailedError
 from ...util.redact import redact
+from ...util.proc import kill_and_reap
 
 SCRIPTS = ("oltp_read_only", "oltp_read_write", "oltp_point_select")
 TABLES = 4  # sbtest1..4 per schema (the field notes' layout)
@@ -204,8 +205,7 @@ class Workdir:
         try:
             out, err = proc.communicate(timeout=timeout)
         except BaseException:
-            proc.kill()
-            proc.wait()
+            kill_and_reap(proc)
             raise
         if proc.returncode != 0:
             raise failure(what, err, out, proc.returncode)

@@ -531,3 +531,26 @@ def leak_check(settings: dict, workdir: Path):
                 server.stop()
             mount.destroy()
     return report
+
+
+def sweep_values(dsn: bool, notes: list[str]) -> dict[str, tuple | None]:
+    """advise: each at-rest cipher knob's values that run here (FS_KEYS -> values; None: not swept), what is left
+    out said in `notes` (one line each)."""
+    at_rest: dict[str, tuple | None] = {}
+    for key, (enc, option) in FS_KEYS.items():
+        kind = ENCRYPTION_KINDS[enc]
+        default, values = encfs.OPTIONS[kind][option]
+        why_not = sweep_blocker(kind, dsn)
+        if why_not:
+            notes.append(f"{key} not swept: {why_not}")
+            at_rest[key] = None
+            continue
+        missing = {v: encfs.unavailable(kind, {option: v}) for v in values if v != default}
+        found = tuple(v for v in values if v == default or not missing[v])
+        gone = "; ".join(f"{v} {why}" for v, why in missing.items() if why)
+        if len(found) < 2:
+            notes.append(f"{key}: not available: only {default} runs here ({gone})")
+        elif gone:
+            notes.append(f"{key}: {gone}")
+        at_rest[key] = found
+    return at_rest

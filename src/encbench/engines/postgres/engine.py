@@ -16,7 +16,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from ...errors import BadValueError, EncbenchError, EngineUnavailableError, FilesystemUnavailableError, UsageError
+from ...errors import EncbenchError, EngineUnavailableError, FilesystemUnavailableError, UsageError
 from ...probes.waits import DEFAULT_INTERVAL_S
 from ...util.files import check_free_space
 from ...util.redact import redact
@@ -24,7 +24,6 @@ from ...util.units import fmt_bytes
 from ...tls.variants import DEFAULT_TLS, TLS_RE, check_tls, openssl_client_conf  # noqa: F401 (re-exported)
 from ...vocab.variants import Variant, VariantKey, int_validator
 from ...util import interrupts
-from ..local import restore_journal
 from ..local.server import unprivileged_user
 from ..sqlite import datagen
 from ...host import encfs
@@ -34,6 +33,9 @@ from ...workloads import oltp as oltp_workload
 from ...workloads import sweep
 from . import atrest, client, knobs as pg_knobs
 from . import oltp
+from . import external
+from . import objects as pg_objects
+from .external import SSL_SETTINGS
 from . import column as pg_column
 from . import meter as pg_meter
 from .. import column_base
@@ -42,13 +44,10 @@ from . import server as pg_server
 from . import state as pg_state
 from .. import wire
 from ..base import Engine, PrepareContext, Session, Table
-from ..concurrent import check_sessions_fit
-from .client import connect_admin, first_line
-from .session import HASH_FUNCTIONS, RT_ROWS, PgSession
+from .client import connect_admin
+from .session import HASH_FUNCTIONS, PgSession
 
-SSL_SETTINGS = ("ssl_ciphers", "ssl_min_protocol_version", "ssl_max_protocol_version")
 IN_TRANSIT = ("storm", "roundtrip", "bulk", "connect")
-PGCRYPTO = ("digest-sha256", "hmac-sha256")
 OLTP = "oltp"
 AT_REST_FILES = atrest.AT_REST + (OLTP,)  # the workloads on the at-rest clusters' filesystems
 
@@ -167,7 +166,7 @@ class PostgresEngine(Engine):
         return pg_server.start(settings=settings)
 
     def check_dsn(self, dsn: str, what: str = "--dsn") -> None:
-        _parse_dsn(client.psycopg(), dsn, what)
+        external.parse_dsn(client.psycopg(), dsn, what)
 
     def client_offers(self, tls: str) -> bool:
         return client.offers(tls)
@@ -182,7 +181,7 @@ class PostgresEngine(Engine):
     def _live_connect(dsn: str):
         import psycopg
 
-        _parse_dsn(client.psycopg(), dsn, "--live")
+        external.parse_dsn(client.psycopg(), dsn, "--live")
         try:
             return psycopg.connect(dsn, autocommit=True, connect_timeout=10)
         except psycopg.Error as e:
@@ -318,7 +317,7 @@ class PostgresEngine(Engine):
             why = memcg.unavailable()
             if why:
                 facts["os_cache_not_held"] = why
-                _note(f"oltp: the OS page cache is not held to the memory share ({why}): only shared_buffers is "
+                external.note(f"oltp: the OS page cache is not held to the memory share ({why}): only shared_buffers is "
                       "sized; the page reads per transaction say what the share really was")
         return facts
 
@@ -361,7 +360,7 @@ class PostgresEngine(Engine):
         setup["oltp"]["servers"]["tls"] = {"datadir": str(server.datadir), "port": server.port,
                                            "cgroup": str(group.path) if group else None,
                                            **self._load_oltp(ctx, setup, server.conninfo(), "its private server")}
-        setup["_oltp_access"] = {"conninfo": server.conninfo(), "handle": server.handle()}
+        setup["_oltp_access"] = {"conninfo": server.conninfo(), "handle": server.worker_handle()}
         setup["versions"]["postgresql_server"] = version
 
     def _prepare_at_rest(self, ctx: PrepareContext, setup: dict, filesystems: dict, parent: Path | None) -> None:
@@ -412,7 +411,7 @@ class PostgresEngine(Engine):
                 "daemon_pid": daemon, "marker": marker, "load_s": load_s,
                 "server_log_outside_mount": str(server.logfile), "cipher": encfs.cipher_info(mount),
                 **({"encryption": enc, "options": options} if key != enc else {})}
-            setup["_cluster_access"][key] = {"conninfo": server.conninfo(), "handle": server.handle(),
+            setup["_cluster_access"][key] = {"conninfo": server.conninfo(), "handle": server.worker_handle(),
                                              "place": {**mount.describe(), "workdir": str(mount.workdir)}}
             setup["versions"]["postgresql_server"] = version
             if with_oltp:
@@ -428,17 +427,7 @@ class PostgresEngine(Engine):
         """The in-transit and in-query workloads' server: the private one, or --dsn (where oltp runs too)."""
         psycopg = client.psycopg()
         dsn = ctx.options.get("dsn")
-        server = None
-        if dsn and ctx.options.get("keep"):
-            raise UsageError("--keep applies to the private server; with --dsn nothing is started",
-                             hint="drop --keep, or drop --dsn to let encbench start a server")
-        if dsn:
-            conninfo = _parse_dsn(psycopg, dsn)
-            managed, reconfigure = False, bool(ctx.options.get("allow_reconfigure"))
-        else:
-            ctx.progress("starting a private PostgreSQL server")
-            server = pg_server.start(keep=bool(ctx.options.get("keep")), meter=ctx.meter or None)
-            conninfo, managed, reconfigure = server.conninfo(), True, True
+        server, conninfo, managed, reconfigure = _start_or_reach(ctx, psycopg)
         setup: dict[str, Any] = {"managed": managed, "reconfigure": reconfigure, "_conninfo": conninfo,
                                  "schema": f"encbench_{secrets.token_hex(4)}",
                                  "wait_interval_s": float(ctx.options.get("wait_interval") or DEFAULT_INTERVAL_S)}
@@ -447,33 +436,23 @@ class PostgresEngine(Engine):
         self._servers[setup["schema"]] = server
         try:
             admin = connect_admin(psycopg, conninfo)
-            journal = _open_journal(psycopg, admin, conninfo, managed=managed, reconfigure=reconfigure)  # restores first
+            journal = external.open_journal(psycopg, admin, conninfo, managed=managed, reconfigure=reconfigure)  # restores first
             setup["_journal"] = journal
-            setup["server"] = _server_facts(admin)
+            setup["server"] = external.server_facts(admin)
             if setup["server"]["ssl"] != "on" and any(v.get("tls", "off") != "off" for v in variants):
                 raise EngineUnavailableError("the server has TLS off (ssl=off): TLS variants cannot run",
                                              hint="enable ssl on the server, or run with --variant tls=off")
-            not_taken = _privilege_notes(admin, setup)
-            names = _settings_changed(admin, setup, variants)  # the ssl settings, and the curve's when named
+            not_taken = external.privilege_notes(admin, setup)
+            names = external.settings_changed(admin, setup, variants)  # the ssl settings, and the curve's when named
             if reconfigure and not managed:
-                blockers = pg_state.reconfigure_blockers(admin, names)
-                if blockers and setup.get("ecdh_setting"):  # the curve is the server's alone: no client fallback
-                    mine = [b for b in blockers if setup["ecdh_setting"] in b.what] or blockers
-                    raise EngineUnavailableError(f"--variant ecdh_curve: this role may not change the server's "
-                                                 f"{setup['ecdh_setting']} and put it back: "
-                                                 + "; ".join(b.text() for b in mine),
-                                                 hint="run as a role with that privilege, or drop --variant ecdh_curve")
-                for b in blockers:
-                    not_taken.append(f"--allow-reconfigure not used (the client still offers only the variant's "
-                                     f"suite): {b.text()}")
-                reconfigure = setup["reconfigure"] = not blockers
+                reconfigure = setup["reconfigure"] = external.may_reconfigure(admin, setup, names, not_taken)
             if reconfigure:  # what must be restored, written down before anything changes
                 journal.data["settings"] = pg_state.snapshot(admin, names)
             setup["not_taken"] = not_taken
             if oltp_facts is not None:
                 setup["oltp"] = oltp_facts
             for line in not_taken:
-                _note(line)
+                external.note(line)
             setup["_applied"] = {k: None for k in names}  # None: as found
             journal.data["schema"] = setup["schema"]
             journal.save()
@@ -482,24 +461,13 @@ class PostgresEngine(Engine):
             if blocker:  # encbench's tables live in a schema of its own, dropped after the run
                 raise EngineUnavailableError(f"cannot create encbench's schema for its tables: {blocker.reason}",
                                              hint=f"enable with: {blocker.grant}; or use a --dsn role that may")
-            _create_objects(admin, setup["schema"], ctx.params.get("bulk", {}).get("rows", 0))
+            pg_objects.create_objects(admin, setup["schema"], ctx.params.get("bulk", {}).get("rows", 0))
             # --allow-reconfigure is the user's leave to create pgcrypto, whether or not the ssl settings may change
             may_create = managed or bool(ctx.options.get("allow_reconfigure"))
             pg_column.prepare(admin, setup, ctx, may_create=may_create, journal=journal)
             hashing = [v for v in variants if "function" in v]  # the hash workload (a column sweep has sessions only)
             if hashing:
-                check_sessions_fit(max(int(v["sessions"]) for v in hashing),
-                                         int(admin.execute("SHOW max_connections").fetchone()[0]))
-                if any(v["function"] in PGCRYPTO for v in hashing):
-                    if not admin.execute("SELECT 1 FROM pg_extension WHERE extname = 'pgcrypto'").fetchone():
-                        journal.data["drop_extension"] = "pgcrypto"
-                        journal.save()
-                    setup["created_pgcrypto"] = _ensure_pgcrypto(admin, may_create)
-                rows = ctx.params["hash"]["hash_rows"]
-                ctx.progress(f"creating the hash table ({rows:,} rows)")
-                _create_hash_table(admin, setup["schema"], rows)
-                setup["hash_rows"] = rows
-                setup["hash_functions"] = sorted({v["function"] for v in hashing})
+                pg_objects.prepare_hash(admin, setup, ctx, hashing, journal, may_create=may_create)
             admin.close()
             if any("script" in v for v in variants):  # oltp on the --dsn server: pgbench's tables in our schema
                 setup["oltp"]["servers"]["dsn"] = self._load_oltp(ctx, setup, conninfo, "the --dsn server")
@@ -533,8 +501,8 @@ class PostgresEngine(Engine):
             found = setup["_journal"].data["settings"][curve_setting]["effective"]
             target[curve_setting] = None if curve in (None, found) else curve
         if target != setup["_applied"]:
-            _change_ssl_settings(setup, target)
-        return _running_values(setup, target)
+            external.change_ssl_settings(setup, target)
+        return external.running_values(setup, target)
 
     def _hold_memory(self, setup: dict, where: str, variant: Variant | None) -> dict:
         """The server of `where` ("tls": oltp's private one; else an at-rest cluster) set for this run: for oltp
@@ -624,7 +592,7 @@ class PostgresEngine(Engine):
             return
         journal = setup.get("_journal")
         if journal is not None and "_conninfo" in setup:
-            _restore(client.psycopg(), setup["_conninfo"], journal)
+            external.restore(client.psycopg(), setup["_conninfo"], journal)
 
     def calibrate(self, setup: dict) -> dict:
         functions = setup.get("hash_functions") or []
@@ -662,23 +630,7 @@ class PostgresEngine(Engine):
                     notes.append(f"ecdh_curve={curve}: {why}")
                 else:
                     curves.append(curve)
-        at_rest: dict[str, tuple | None] = {}
-        for key, (enc, option) in atrest.FS_KEYS.items():
-            kind = atrest.ENCRYPTION_KINDS[enc]
-            default, values = encfs.OPTIONS[kind][option]
-            why_not = atrest.sweep_blocker(kind, bool(dsn))
-            if why_not:
-                notes.append(f"{key} not swept: {why_not}")
-                at_rest[key] = None
-                continue
-            missing = {v: encfs.unavailable(kind, {option: v}) for v in values if v != default}
-            found = tuple(v for v in values if v == default or not missing[v])
-            gone = "; ".join(f"{v} {why}" for v, why in missing.items() if why)
-            if len(found) < 2:
-                notes.append(f"{key}: not available: only {default} runs here ({gone})")
-            elif gone:
-                notes.append(f"{key}: {gone}")
-            at_rest[key] = found
+        at_rest = atrest.sweep_values(bool(dsn), notes)
         for line in notes:
             print(f"advise: {line}", file=sys.stderr)
         return pg_knobs.sweeps(quick, curves=tuple(curves) if curves else None, dsn=bool(dsn),
@@ -689,7 +641,7 @@ class PostgresEngine(Engine):
         """(server_version_num, server_version) of the --dsn server, or of the private server's binaries."""
         if dsn:
             psycopg = client.psycopg()
-            admin = connect_admin(psycopg, _parse_dsn(psycopg, dsn))
+            admin = connect_admin(psycopg, external.parse_dsn(psycopg, dsn))
             try:
                 return admin.info.server_version, admin.execute("SHOW server_version").fetchone()[0]
             finally:
@@ -699,69 +651,28 @@ class PostgresEngine(Engine):
     def leak_check(self, options: dict, workdir: Path):
         """Community PostgreSQL has no encryption at rest: say so, and show where the canary lands. With
         --setting encryption=KIND: on a filesystem of that kind (atrest.leak_check)."""
-        from ...lab import leakcheck
+        from . import leakcheck as existing
 
-        if options.get("settings"):
-            if options.get("dsn"):
-                raise UsageError("leak-check --setting encryption=... runs a private cluster on a filesystem encbench "
-                                 "makes: not with --dsn", hint="drop --dsn")
-            return atrest.leak_check(options["settings"], workdir)
-
-        psycopg = client.psycopg()
-        dsn = options.get("dsn")
-        server = None if dsn else pg_server.start()
-        conninfo = _parse_dsn(psycopg, dsn) if dsn else server.conninfo()
-        canary = leakcheck.new_canary()
-        schema = f"encbench_leak_{secrets.token_hex(4)}"
-        report = leakcheck.LeakReport("postgres", "community PostgreSQL (no encryption at rest exists to turn on)",
-                                      len(canary))
-        admin = journal = None
-        try:
-            admin = connect_admin(psycopg, conninfo)
-            journal = _open_journal(psycopg, admin, conninfo, managed=server is not None, reconfigure=False)
-            from . import leakcheck as existing  # where the files are; the canary forced out (steps named)
-
-            targets = existing.leak_targets(admin, report)
-            blocker = pg_state.create_blocker(admin)
-            if blocker:  # the canary lives in a schema of encbench's own, dropped after the check
-                raise EngineUnavailableError(f"cannot create encbench's schema for its canary: {blocker.reason}",
-                                             hint=f"enable with: {blocker.grant}; or use --posture (settings only)")
-            journal.data["schema"] = schema
-            journal.save()
-            admin.execute(f"CREATE SCHEMA {schema}")
-            admin.execute(f"CREATE TABLE {schema}.leak (v text NOT NULL)")
-            admin.execute(f"INSERT INTO {schema}.leak SELECT %s || ' ' || i FROM generate_series(1, 200) i", (canary,))
-            existing.force_to_disk(admin, report, options)  # data pages to their files; the WAL has them
-            dump = workdir / "backup.sql"
-            existing.pg_dump(server.bindir if server is not None else None, conninfo, f"{schema}.leak", dump)
-            report.steps.append("scanned: " + ", ".join(leakcheck.target_text(t) for t in targets))
-            dumped = leakcheck.ScanTarget(str(dump), "backup (pg_dump)", existing.FIX)
-            # encbench's own dump and the other places first, the data directory last: under the cap on what one
-            # check reads (lab/leakcheck.MAX_BYTES), a large data directory is what is left unread
-            leakcheck.scan([dumped] + targets[1:] + targets[:1], canary, report)
-            datadir = Path(targets[0].path) if targets else None
-            for f in report.findings:
-                rel = Path(f.path).relative_to(datadir).parts if datadir and f.path.startswith(str(datadir)) else ()
-                f.role = {"base": "table data", "pg_wal": "WAL", "global": "global catalog"}.get(
-                    rel[0] if rel else "", f.role)
-            report.notes.append("community PostgreSQL has no encryption at rest: the canary is stored in plaintext "
-                                "wherever the table's data goes (table files, WAL, dumps)")
-        finally:
-            with interrupts.deferred():
-                if admin is not None:
-                    admin.close()
-                if journal is not None and server is None:
-                    _restore(psycopg, conninfo, journal)
-                if server is not None:
-                    server.stop()  # with everything in it
-        return report
-
+        return existing.canary_check(options, workdir)
 
     def posture(self, dsn: str):
         """leak-check --posture: no TDE; the filesystem under each place the server writes (leakcheck.py)."""
         from . import leakcheck as existing
 
-        return existing.posture(_parse_dsn(client.psycopg(), dsn))
+        return existing.posture(external.parse_dsn(client.psycopg(), dsn))
+
+
+def _start_or_reach(ctx: PrepareContext, psycopg) -> tuple:
+    """The in-transit server: (the private one started, or None for --dsn; its conninfo; managed; reconfigure)."""
+    dsn = ctx.options.get("dsn")
+    if dsn and ctx.options.get("keep"):
+        raise UsageError("--keep applies to the private server; with --dsn nothing is started",
+                         hint="drop --keep, or drop --dsn to let encbench start a server")
+    if dsn:
+        return None, external.parse_dsn(psycopg, dsn), False, bool(ctx.options.get("allow_reconfigure"))
+    ctx.progress("starting a private PostgreSQL server")
+    server = pg_server.start(keep=bool(ctx.options.get("keep")), meter=ctx.meter or None)
+    return server, server.conninfo(), True, True
 
 
 def _size_text(size_bytes: int) -> str:
@@ -769,259 +680,4 @@ def _size_text(size_bytes: int) -> str:
 
     return fmt_bytes(size_bytes).replace(" ", "")
 
-
-def _parse_dsn(psycopg, dsn: str, what: str = "--dsn") -> dict:
-    try:
-        info = psycopg.conninfo.conninfo_to_dict(dsn)
-    except psycopg.ProgrammingError as e:
-        raise BadValueError(f"{what} is not a valid connection string: {first_line(e)}",
-                            hint="use postgresql://user@host:port/db or 'host=... port=... dbname=...'") from None
-    for port in str(info.get("port") or "").split(","):  # libpq: one port per host of a multi-host list
-        if port.strip():
-            _check_port(port.strip(), what)
-    for k in ("sslmode", "application_name"):
-        info.pop(k, None)  # encbench sets these per variant
-    return info
-
-
-def _check_port(text: str, what: str) -> None:
-    """libpq refuses port 0 itself ("invalid port number", as if the server were unreachable): the same one line,
-    exit 4, as a MariaDB DSN's or a tls-scan target's port."""
-    from ...util import urls
-
-    if not text.isdigit():
-        raise BadValueError(f"{what} has a port that is not a number: {text!r}",
-                            hint="use postgresql://user@host:port/db or 'host=... port=... dbname=...'")
-    urls.check_port(int(text), what=what)
-
-
-def _server_facts(conn) -> dict:
-    return {
-        "version": conn.execute("SHOW server_version").fetchone()[0],
-        "ssl": conn.execute("SHOW ssl").fetchone()[0],
-        "ssl_library": _readable(pg_state.read_setting(conn, "ssl_library")),
-        "host": conn.info.host,
-        "port": conn.info.port,
-    }
-
-
-def _readable(value):
-    return value if isinstance(value, str) else None
-
-
-def _create_objects(conn, schema: str, bulk_rows: int) -> None:
-    conn.execute(f"CREATE SCHEMA {schema}")
-    conn.execute(f"CREATE TABLE {schema}.rt (id int PRIMARY KEY, v text NOT NULL)")
-    conn.execute(f"INSERT INTO {schema}.rt SELECT i, md5(i::text) FROM generate_series(1, {RT_ROWS}) i")
-    # ~1 KB rows of hex text (not compressible by TOAST below 2 KB either way)
-    conn.execute(f"CREATE TABLE {schema}.bulk (id int NOT NULL, payload text NOT NULL)")
-    if bulk_rows:
-        conn.execute(f"INSERT INTO {schema}.bulk SELECT i, repeat(md5(i::text), 31) "
-                     f"FROM generate_series(1, {int(bulk_rows)}) i")
-    conn.execute(f"VACUUM ANALYZE {schema}.rt")
-    conn.execute(f"VACUUM ANALYZE {schema}.bulk")
-    conn.execute(f"SELECT count(*) FROM {schema}.bulk")  # into shared buffers / OS cache
-
-
-def _ensure_pgcrypto(conn, may_create: bool) -> bool:
-    """True when encbench created it (and drops it again in cleanup)."""
-    if conn.execute("SELECT 1 FROM pg_extension WHERE extname = 'pgcrypto'").fetchone():
-        return False
-    if not may_create:
-        raise EngineUnavailableError("the pgcrypto extension is not installed on this server (digest, hmac)",
-                                     hint="run CREATE EXTENSION pgcrypto; in the database (Debian: the postgresql "
-                                          "package ships it), or pass --allow-reconfigure, or use --function sha256")
-    pg_state.check_may_create_pgcrypto(conn, "use --function sha256")
-    try:
-        conn.execute("CREATE EXTENSION IF NOT EXISTS pgcrypto")
-        return True
-    except Exception as e:  # psycopg.Error; not importable at module level here
-        raise EngineUnavailableError(f"cannot create the pgcrypto extension: {first_line(e)}",
-                                     hint="install the PostgreSQL contrib modules, or use --function sha256") from None
-
-
-def _create_hash_table(conn, schema: str, rows: int) -> None:
-    """hashsrc: one 10-character value per row (seed 004's ID VARCHAR(10)), read into shared buffers."""
-    conn.execute(f"CREATE TABLE {schema}.hashsrc (v text NOT NULL)")
-    conn.execute(f"INSERT INTO {schema}.hashsrc SELECT lpad(i::text, {rawhash.VALUE_BYTES}, '0') "
-                 f"FROM generate_series(1, {int(rows)}) i")
-    conn.execute(f"VACUUM ANALYZE {schema}.hashsrc")
-    conn.execute(f"SELECT count(v) FROM {schema}.hashsrc")
-
-
-_note = restore_journal.note  # one line on stderr
-
-
-def _privilege_notes(admin, setup: dict) -> list[str]:
-    """The ssl settings as found, each one this role may read; what it may not is a note with its GRANT."""
-    denied: dict[str, list[str]] = {}  # grant -> settings it would let this role read
-    found: dict[str, str | None] = {}
-    for k in SSL_SETTINGS:
-        value = pg_state.read_setting(admin, k)
-        if isinstance(value, pg_state.Denied):
-            denied.setdefault(value.grant, []).append(k)
-            value = None
-        found[k] = value
-    setup["original_ssl_settings"] = found
-    return [f"the server's {', '.join(names)} not taken (recorded as null: reading them needs "
-            f"superuser or pg_read_all_settings; enable with: {grant})" for grant, names in denied.items()]
-
-
-def _open_journal(psycopg, admin, conninfo: dict, *, managed: bool, reconfigure: bool) -> restore_journal.Journal:
-    """This run's journal; first, what earlier runs against this server left behind is restored, whatever
-    the spelling of the server's address then and now (journals are matched by what the server is)."""
-    ident = {"host": admin.info.host, "port": admin.info.port, "dbname": admin.info.dbname, "user": admin.info.user,
-             "address": admin.info.hostaddr or None}
-    if managed:
-        return restore_journal.new("postgres", ident, {}, persist=False)
-    identity = pg_state.identity(admin)
-    datadir = pg_state.read_setting(admin, "data_directory")
-    datadir = datadir if isinstance(datadir, str) else None
-    in_recovery = bool(admin.execute("SELECT pg_is_in_recovery()").fetchone()[0])
-    belongs = _journal_matcher(admin, identity, datadir, in_recovery)
-    dead, live, bad = restore_journal.existing("postgres", belongs)
-    for path in bad:
-        _note(f"{path} is not a restore journal this encbench can read: look at it, then delete it")
-    unrestored = []
-    for old in dead:
-        if _restore(psycopg, conninfo, old, earlier=True):
-            continue
-        if old.data.get("changed") and (old.data.get("settings") or not old.data.get("kept")):
-            unrestored.append(old)  # settings not restored (failed, or kept: changed since encbench set them)
-    if reconfigure:
-        busy = [j for j in live if j.data.get("settings")]
-        if busy or unrestored:
-            j = (busy or unrestored)[0]
-            why = (f"another encbench run ({j.describe()}) is reconfiguring this server" if busy else
-                   f"an earlier run's changes ({j.describe()}) are not restored yet (journal {j.path})")
-            raise EngineUnavailableError(f"--allow-reconfigure refused: {why}",
-                                         hint=(f"decide about what it kept, then: encbench cleanup --forget-journal "
-                                               f"{j.path}; or drop --allow-reconfigure" if j.data.get("kept") else
-                                               "wait for it to finish, or run again with --dsn as a role that can "
-                                               "restore it (a superuser); or drop --allow-reconfigure"))
-    journal = restore_journal.new("postgres", ident, identity)
-    journal.data["data_directory"] = datadir
-    journal.data["in_recovery"] = in_recovery
-    return journal
-
-
-def _journal_matcher(admin, identity: dict, datadir: str | None, in_recovery: bool):
-    """Whether a journal is this server's. By system identifier and port when both sides know them
-    (127.0.0.1, localhost or a hostname alike; two clusters never share one, a standby excepted:
-    see below); else (a format 1 journal, or a role pg_control_system() was revoked from) by the
-    address it names reaching the address this connection reached, on the same port. Never when
-    both know their data directory and they differ, nor a primary's journal on a standby (a
-    physical standby shares its primary's system identifier; no run can change one)."""
-    host, hostaddr, port = admin.info.host, admin.info.hostaddr, admin.info.port
-    reached: list[set[str]] = []  # resolved once, when a journal needs it
-
-    def belongs(data: dict) -> bool:
-        theirs = data.get("identity") or {}
-        if "system_identifier" in theirs and "system_identifier" in identity:
-            same = theirs == identity
-        else:
-            if not reached:
-                reached.append(restore_journal.addresses(host, port) | ({hostaddr} if hostaddr else set()))
-            same = restore_journal.reaches(data["server"], reached[0], port)
-        if not same:
-            return False
-        if data.get("data_directory") and datadir and data["data_directory"] != datadir:
-            return False  # another server that once listened there: not this one's to restore
-        return not in_recovery or bool(data.get("in_recovery"))
-
-    return belongs
-
-
-def _restore(psycopg, conninfo: dict, journal: restore_journal.Journal, *, earlier: bool = False) -> bool:
-    """Undo a journal's changes, verified, then delete it; on failure say so and keep it for the next run.
-    Through this run's address and role, in the database the journal's schema and extension were made in."""
-    where = dict(conninfo, dbname=journal.data.get("server", {}).get("dbname") or conninfo.get("dbname"))
-    where = {k: v for k, v in where.items() if v is not None}
-
-    def connect():
-        return connect_admin(psycopg, where)
-
-    whose = f"an earlier encbench run left on {journal.describe()}" if earlier else "this run changed"
-    try:
-        done, kept = pg_state.restore(connect, journal.data)
-    except (psycopg.Error, EncbenchError) as e:
-        msg = e.one_line() if isinstance(e, EncbenchError) else first_line(e)
-        where = f"; {journal.path} keeps what must be restored: the next `encbench run --dsn` against " \
-                f"this server restores it first" if journal.path else ""
-        _note(f"could not restore what {whose}: {msg}{where}")
-        return False
-    if kept:  # changed since encbench set it: the journal keeps only that, until the DBA drops it
-        journal.data["kept"] = True
-        journal.save()
-        _note(f"restored what {whose}{': ' + ', '.join(done) if done else ''}, except: "
-              + restore_journal.kept_text(kept, journal.path))
-        return False
-    journal.discard()
-    if earlier:
-        _note(f"restored what {whose}: {', '.join(done) or 'nothing was left changed'}")
-    return True
-
-
-def _running_values(setup: dict, target: dict) -> dict:
-    found = setup["_journal"].data["settings"]
-    return {k: found[k]["effective"] if target[k] is None else str(target[k]) for k in setup["_applied"]}
-
-
-def _settings_changed(admin, setup: dict, variants: list) -> tuple[str, ...]:
-    """The server settings this run may change: the ssl ones, and the key exchange group's when a variant names
-    ecdh_curve (setup["ecdh_setting"]; each curve checked against the server's version first: one line when the
-    version cannot take it)."""
-    curves = sorted({v["ecdh_curve"] for v in variants if "ecdh_curve" in v})
-    if not curves:
-        return SSL_SETTINGS
-    version_num, version = admin.info.server_version, setup["server"]["version"]
-    for curve in curves:
-        why = pg_knobs.curve_unavailable(curve, version_num, version)
-        if why:
-            raise EngineUnavailableError(f"--variant ecdh_curve={curve}: {why}",
-                                         hint=f"use ecdh_curve={','.join(c for c in pg_knobs.CURVES if c != curve)}")
-    setup["ecdh_setting"] = pg_knobs.curve_setting(version_num)
-    found = pg_state.read_setting(admin, setup["ecdh_setting"])
-    setup["original_ecdh_setting"] = found if isinstance(found, str) else None
-    return SSL_SETTINGS + (setup["ecdh_setting"],)
-
-
-def _change_ssl_settings(setup: dict, target: dict) -> None:
-    """ALTER SYSTEM + pg_reload_conf, then wait until a new connection sees the values.
-
-    Signals are deferred throughout: the change is whole or not begun. The journal says
-    what to restore before the first statement; a setting going back to as found is RESET
-    when it was not in postgresql.auto.conf, set to its old value when it was.
-    """
-    psycopg = client.psycopg()
-    journal = setup["_journal"]
-    found = journal.data["settings"]
-    changes: dict[str, str | None] = {}
-    for k in setup["_applied"]:
-        if target[k] != setup["_applied"][k]:
-            as_found = found[k]["value"] if found[k]["in_auto_conf"] else None
-            changes[k] = as_found if target[k] is None else str(target[k])
-
-    def applied(name: str) -> None:
-        setup["_applied"][name] = target[name]
-
-    with interrupts.deferred():
-        journal.data["changed"] = True
-        pg_state.journal_setting(found, setup["_applied"], changes)  # a restore undoes only what is still these
-        journal.save()
-        admin = connect_admin(psycopg, setup["_conninfo"])
-        try:
-            pg_state.alter_system(admin, changes, on_each=applied)
-            pg_state.wait_running(lambda: connect_admin(psycopg, setup["_conninfo"]), _running_values(setup, target))
-            pg_state.journal_setting(found, None, changes)
-            journal.save()
-        except psycopg.OperationalError as e:
-            raise EngineUnavailableError(f"the server went away while its ssl settings were changed: {first_line(e)}",
-                                         hint="check that it is running; the next run against it restores them") from None
-        except psycopg.Error as e:
-            raise BadValueError(f"the server rejected the ssl settings {changes}: {first_line(e)}",
-                                hint="use a cipher suite and protocol the server's OpenSSL knows") from None
-        finally:
-            admin.close()
-    interrupts.raise_if_stopped()
 

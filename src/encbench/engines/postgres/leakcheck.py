@@ -18,13 +18,15 @@ import errno
 import fcntl
 import os
 import re
+import secrets
 import shutil
 import struct
 import subprocess
 from pathlib import Path
 
-from ...errors import EngineUnavailableError
+from ...errors import EngineUnavailableError, UsageError
 from ...lab import leakcheck
+from ...util import interrupts
 from ...util.redact import redact
 from . import client
 from . import state as pg_state
@@ -258,3 +260,63 @@ def posture(info: dict) -> leakcheck.PostureReport:
     rep.items.append(Item("in transit (not at rest)", f"ssl={ssl}", None,
                           "ssl=on with a certificate" if ssl == "off" else ""))
     return rep
+
+
+def canary_check(options: dict, workdir: Path) -> leakcheck.LeakReport:
+    """Community PostgreSQL has no encryption at rest: say so, and show where the canary lands (table files,
+    WAL, a pg_dump). With --setting encryption=KIND: on a filesystem of that kind (atrest.leak_check)."""
+    from . import atrest, external
+    from . import server as pg_server
+
+    if options.get("settings"):
+        if options.get("dsn"):
+            raise UsageError("leak-check --setting encryption=... runs a private cluster on a filesystem encbench "
+                             "makes: not with --dsn", hint="drop --dsn")
+        return atrest.leak_check(options["settings"], workdir)
+
+    psycopg = client.psycopg()
+    dsn = options.get("dsn")
+    server = None if dsn else pg_server.start()
+    conninfo = external.parse_dsn(psycopg, dsn) if dsn else server.conninfo()
+    canary = leakcheck.new_canary()
+    schema = f"encbench_leak_{secrets.token_hex(4)}"
+    report = leakcheck.LeakReport("postgres", "community PostgreSQL (no encryption at rest exists to turn on)",
+                                  len(canary))
+    admin = journal = None
+    try:
+        admin = connect_admin(psycopg, conninfo)
+        journal = external.open_journal(psycopg, admin, conninfo, managed=server is not None, reconfigure=False)
+        targets = leak_targets(admin, report)
+        blocker = pg_state.create_blocker(admin)
+        if blocker:  # the canary lives in a schema of encbench's own, dropped after the check
+            raise EngineUnavailableError(f"cannot create encbench's schema for its canary: {blocker.reason}",
+                                         hint=f"enable with: {blocker.grant}; or use --posture (settings only)")
+        journal.data["schema"] = schema
+        journal.save()
+        admin.execute(f"CREATE SCHEMA {schema}")
+        admin.execute(f"CREATE TABLE {schema}.leak (v text NOT NULL)")
+        admin.execute(f"INSERT INTO {schema}.leak SELECT %s || ' ' || i FROM generate_series(1, 200) i", (canary,))
+        force_to_disk(admin, report, options)  # data pages to their files; the WAL has them
+        dump = workdir / "backup.sql"
+        pg_dump(server.bindir if server is not None else None, conninfo, f"{schema}.leak", dump)
+        report.steps.append("scanned: " + ", ".join(leakcheck.target_text(t) for t in targets))
+        dumped = leakcheck.ScanTarget(str(dump), "backup (pg_dump)", FIX)
+        # encbench's own dump and the other places first, the data directory last: under the cap on what one
+        # check reads (lab/leakcheck.MAX_BYTES), a large data directory is what is left unread
+        leakcheck.scan([dumped] + targets[1:] + targets[:1], canary, report)
+        datadir = Path(targets[0].path) if targets else None
+        for f in report.findings:
+            rel = Path(f.path).relative_to(datadir).parts if datadir and f.path.startswith(str(datadir)) else ()
+            f.role = {"base": "table data", "pg_wal": "WAL", "global": "global catalog"}.get(
+                rel[0] if rel else "", f.role)
+        report.notes.append("community PostgreSQL has no encryption at rest: the canary is stored in plaintext "
+                            "wherever the table's data goes (table files, WAL, dumps)")
+    finally:
+        with interrupts.deferred():
+            if admin is not None:
+                admin.close()
+            if journal is not None and server is None:
+                external.restore(psycopg, conninfo, journal)
+            if server is not None:
+                server.stop()  # with everything in it
+    return report

@@ -53,6 +53,7 @@ from ...errors import BadValueError, CheckFailedError, EngineUnavailableError, R
 from ...host import memcg
 from ...probes import Target
 from ...util.units import fmt_bytes
+from ...util.proc import kill_and_reap
 from ...workloads.oltp import parse_share
 from . import atrest, pgbench
 from .client import check_connection, client_params, is_local_postgres
@@ -259,8 +260,7 @@ class PgOltp:
                     sample()
                 time.sleep(SAMPLE_S if len(seen) >= clients else 0.02)
         except BaseException:
-            proc.kill()
-            proc.wait()
+            kill_and_reap(proc)
             raise
         out, err = proc.communicate()
         if proc.returncode != 0:

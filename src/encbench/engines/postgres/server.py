@@ -9,7 +9,6 @@ Ctrl-C and SIGTERM (and, as a last resort, at interpreter exit).
 
 from __future__ import annotations
 
-import atexit
 import glob
 import os
 import re
@@ -17,16 +16,17 @@ import secrets
 import shutil
 import signal
 import subprocess
-import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..local import affinity, certs
 from ...errors import EngineUnavailableError
+from ...host import valgrind
 from ...lab import leftovers
-from ...util import owners
-from ...util.proc import running, stop_pid
-from ..local.server import keep_log, last_log_line, log_tail, run_tool, start_on_free_port, unprivileged_user, wait_ready
+from ...util.proc import stop_child, stop_pid
+from ..local.private_server import (ServerLog, meter_wrapper, own_dir, record_spawned, running_pid, start_failed,
+                                    stopped_on_error)
+from ..local.server import last_log_line, run_tool, start_on_free_port, unprivileged_user, wait_ready
 
 INSTALL_HINT = "install them with: apt-get install postgresql (Debian/Ubuntu), or measure an existing server with --dsn"
 # a postmaster's words for a server process that crashed (it then restarts the others)
@@ -37,6 +37,7 @@ STOP_TIMEOUT_S = 15
 # to stop (every backend writes its last dump as it exits)
 METER_START_TIMEOUT_S = 180
 METER_STOP_TIMEOUT_S = 120
+FAST_SHUTDOWN = (signal.SIGINT, signal.SIGKILL)  # a postmaster's fast shutdown (clients disconnected), then a kill
 SERVER_SETTINGS = {
     "listen_addresses": "127.0.0.1",
     "ssl": "on",
@@ -92,7 +93,13 @@ def binary_version() -> tuple[int, str]:
 
 
 @dataclass
-class PgServer:
+class PgServer(ServerLog):
+    """A private PostgreSQL server (engines/local/private_server.PrivateServer)."""
+
+    ENGINE = "PostgreSQL"
+    LOG_TAG = "pg"
+    CRASH_MARKS = CRASH_MARKS
+
     bindir: Path
     root: Path
     port: int
@@ -157,28 +164,16 @@ class PgServer:
                                          start_new_session=True, **_as_user(self.user))
         finally:
             log.close()
-        owners.spawned(self.proc.pid, "PostgreSQL server" + (" under valgrind" if self.meter_dir else ""), self.root)
+        record_spawned(self.proc.pid, self.ENGINE, self.root, metered=bool(self.meter_dir))
 
-    def handle(self) -> dict:
+    def pid(self) -> int | None:
+        """The postmaster that runs now on the data directory (a worker may have restarted it)."""
+        return postmaster_pid(self.datadir)
+
+    def worker_handle(self) -> dict:
         """What another process (a worker) needs to restart this server: plain data (restart_handle)."""
         return {"bindir": str(self.bindir), "root": str(self.root), "port": self.port, "user": list(self.user or []),
                 "args": list(self.args), "data_parent": str(self.data_parent) if self.data_parent else None}
-
-    def died(self) -> bool:
-        """Did this server die under us: no postmaster on its data directory, or a server process that crashed
-        (the postmaster says so in its log and restarts the others)?"""
-        if postmaster_pid(self.datadir) is None:
-            return True
-        return any(mark in line for line in log_tail(self.logfile, 10_000) for mark in CRASH_MARKS)
-
-    def death_report(self, keep_dir: Path) -> dict | None:
-        """When the server died: its log kept (a redacted copy in keep_dir; a --keep server's own log stays) and
-        its last lines, redacted: {"server_log": path, "server_log_tail": [...]}; None while it runs well."""
-        if not self.died():
-            return None
-        tail = log_tail(self.logfile)
-        kept = self.logfile if self.keep else keep_log(self.logfile, keep_dir, f"encbench-pg-{self.port}-server.log")
-        return {"server_log": str(kept) if kept else f"{self.logfile} (could not be kept)", "server_log_tail": tail}
 
     def stop(self) -> None:
         """Fast shutdown, then delete the directory. Idempotent; a no-op with keep=True. The postmaster of the
@@ -186,13 +181,7 @@ class PgServer:
         if self.keep:
             return
         proc, self.proc = self.proc, None
-        if proc is not None and proc.poll() is None:
-            proc.send_signal(signal.SIGINT)  # fast shutdown: disconnect clients, stop
-            try:
-                proc.wait(self.stop_timeout)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
+        stop_child(proc, self.stop_timeout, FAST_SHUTDOWN)  # SIGINT: disconnect clients, stop
         shutdown(self.datadir, self.stop_timeout)
         if self.data_parent is not None:
             shutil.rmtree(self.data_parent, ignore_errors=True)
@@ -236,22 +225,18 @@ def setting_of(args: list[str], name: str) -> str | None:
 
 def postmaster_pid(datadir: Path) -> int | None:
     """The running postmaster of `datadir` (its pid file's first line), or None."""
-    try:
-        pid = int((Path(datadir) / "postmaster.pid").read_text().split("\n", 1)[0])
-    except (OSError, ValueError):
-        return None
-    return pid if running(pid) else None  # a zombie has stopped (its parent may not be us)
+    return running_pid(Path(datadir) / "postmaster.pid")
 
 
 def shutdown(datadir: Path, timeout: float = STOP_TIMEOUT_S) -> None:
     """Fast shutdown (SIGINT) of whatever postmaster runs on `datadir`, waited for; SIGKILL when it hangs."""
     pid = postmaster_pid(datadir)
     if pid is not None:
-        stop_pid(pid, timeout, signals=(signal.SIGINT, signal.SIGKILL))
+        stop_pid(pid, timeout, signals=FAST_SHUTDOWN)
 
 
 def restart_handle(handle: dict, conninfo: dict) -> float:
-    """Stop and start the server of `handle` (PgServer.handle()) from any process: an empty shared_buffers.
+    """Stop and start the server of `handle` (PgServer.worker_handle()) from any process: an empty shared_buffers.
     The new postmaster runs in a session of its own (it outlives a worker); the seconds it took."""
     import time
 
@@ -293,80 +278,71 @@ def start(*, keep: bool = False, settings: dict | None = None, data_parent: Path
     in, and every restart too.
     meter (--meter instructions: {"cache_sim", "keep_dir"}): the server runs under callgrind (meter.py), its
     dumps in root/callgrind; one that does not start in time has its log kept in keep_dir (exit 10)."""
-    from . import meter as pg_meter
-    from ...host import valgrind
-
     bindir = find_bindir()
-    prefix: list[str] = []
     if meter:
         valgrind.find()  # exit 10 with the apt-get line, before anything is made
     user = unprivileged_user("postgres")
     root = leftovers.server_dir("encbench-pg-", root_parent)  # owned before it exists: reclaimed after a kill
     server = PgServer(bindir=bindir, root=root, port=0, password=secrets.token_urlsafe(24), user=user, keep=False,
                       cgroup=cgroup)
-    atexit.register(server.stop)
-    try:
+    with stopped_on_error(server):
         if data_parent is not None:
-            server.data_parent = leftovers.server_dir("encbench-pgdata-", data_parent)
-            os.chmod(server.data_parent, 0o700)
-            if user:
-                os.chown(server.data_parent, user[1], user[2])
-        os.chmod(root, 0o700)
-        if user:
-            os.chown(root, user[1], user[2])
-        pwfile = root / "pwfile"
-        fd = os.open(pwfile, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-        with os.fdopen(fd, "w") as f:
-            f.write(server.password + "\n")
-        server.sockdir.mkdir(mode=0o700)
-        if user:
-            os.chown(pwfile, user[1], user[2])
-            os.chown(server.sockdir, user[1], user[2])
+            server.data_parent = own_dir(leftovers.server_dir("encbench-pgdata-", data_parent), user)
+        own_dir(root, user)
+        pwfile = _write_password(server)
+        own_dir(server.sockdir, user, make=True)
         run_tool([str(bindir / "initdb"), "-D", str(server.datadir), "-U", "postgres", "-E", "UTF8",
                   "--auth-local=trust", "--auth-host=scram-sha-256", f"--pwfile={pwfile}", "--no-instructions"],
                  "initdb", timeout=120, **_as_user(user))
         crt, key = certs.self_signed(root, owner=user[1:] if user else None)
         conf = dict(settings_for(settings, meter=bool(meter)), ssl_cert_file=str(crt), ssl_key_file=str(key),
                     unix_socket_directories=str(server.sockdir) if unix_socket else "")
-        if meter:
-            server.meter_dir = root / "callgrind"
-            server.meter_dir.mkdir(mode=0o700)
-            if user:
-                os.chown(server.meter_dir, user[1], user[2])
-            prefix = valgrind.callgrind_argv(str(server.meter_dir / "cg.%p"), cache_sim=bool(meter.get("cache_sim")),
-                                             options=pg_meter.SERVER_OPTIONS)
-            server.stop_timeout = METER_STOP_TIMEOUT_S
-
-        def launch(port: int) -> subprocess.Popen:
-            server.port = port
-            args = prefix + [str(bindir / "postgres"), "-D", str(server.datadir), "-c", f"port={port}"]
-            for k, v in conf.items():
-                args += ["-c", f"{k}={v}"]
-            server.args = in_cgroup(args, cgroup) if cgroup is not None else args
-            server._spawn()
-            return server.proc
-
+        prefix = _metered(server, meter) if meter else []
         timeout = valgrind.start_timeout(METER_START_TIMEOUT_S) if meter else START_TIMEOUT_S
-        proc, last_error = start_on_free_port(launch, lambda _proc: _wait_ready(server, timeout),
+        proc, last_error = start_on_free_port(lambda port: _launch(server, port, prefix, conf),
+                                              lambda _proc: _wait_ready(server, timeout),
                                               lambda why: _port_taken(server, why))
-        if proc is not None:
-            server.keep = keep
-            if keep:
-                for d in (root, server.data_parent):
-                    if d is not None:
-                        leftovers.release_server_dir(d)
-            return server
-        server.proc = None
-        if meter:  # under valgrind: its log (valgrind's words too) is kept, whatever --keep says
-            kept = keep_log(server.logfile, Path(meter.get("keep_dir") or tempfile.gettempdir()),
-                            f"encbench-pg-valgrind-{server.port}-server.log")
-            raise EngineUnavailableError(f"the private PostgreSQL server did not start under valgrind: {last_error}",
-                                         hint=f"its log kept: {kept}" if kept else "its log could not be kept")
-        raise EngineUnavailableError(f"the private PostgreSQL server did not start: {last_error}",
-                                     hint=f"see {server.logfile}" if keep else "run with --keep to inspect its log")
-    except BaseException:
-        server.stop()
-        raise
+        if proc is None:
+            server.proc = None
+            raise start_failed(server.ENGINE, "pg", server.logfile, server.port, last_error, meter,
+                               hint=f"see {server.logfile}" if keep else "run with --keep to inspect its log")
+        server.keep = keep
+        if keep:
+            for d in (root, server.data_parent):
+                if d is not None:
+                    leftovers.release_server_dir(d)
+        return server
+
+
+def _write_password(server: PgServer) -> Path:
+    """The superuser's password in a file initdb reads (0600, the server's user's)."""
+    pwfile = server.root / "pwfile"
+    fd = os.open(pwfile, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w") as f:
+        f.write(server.password + "\n")
+    if server.user:
+        os.chown(pwfile, server.user[1], server.user[2])
+    return pwfile
+
+
+def _metered(server: PgServer, meter: dict) -> list[str]:
+    """--meter instructions: the dumps' directory, the longer stop timeout, and valgrind's command line."""
+    from . import meter as pg_meter
+
+    server.meter_dir = server.root / "callgrind"
+    server.stop_timeout = METER_STOP_TIMEOUT_S
+    return meter_wrapper(server.meter_dir, server.user, meter, pg_meter.SERVER_OPTIONS)
+
+
+def _launch(server: PgServer, port: int, prefix: list[str], conf: dict) -> subprocess.Popen:
+    """The postmaster started on `port` (in the server's cgroup when it has one) with these -c settings."""
+    server.port = port
+    args = prefix + [str(server.bindir / "postgres"), "-D", str(server.datadir), "-c", f"port={port}"]
+    for k, v in conf.items():
+        args += ["-c", f"{k}={v}"]
+    server.args = in_cgroup(args, server.cgroup) if server.cgroup is not None else args
+    server._spawn()
+    return server.proc
 
 
 def _wait_ready(server: PgServer, timeout: float = START_TIMEOUT_S) -> tuple[bool, str]:
@@ -379,20 +355,10 @@ def _wait_ready(server: PgServer, timeout: float = START_TIMEOUT_S) -> tuple[boo
 
 def _wait_ready_pid(server: PgServer, conninfo: dict) -> tuple[bool, str]:
     """As _wait_ready, for a postmaster that is not our child: ready when a connection over its socket works."""
-    import time
-
     import psycopg
 
-    deadline = time.monotonic() + START_TIMEOUT_S
-    while time.monotonic() < deadline:
-        if server.proc is not None and server.proc.poll() is not None:
-            return False, _last_log_line(server)
-        try:
-            psycopg.connect(**conninfo, sslmode="disable", connect_timeout=2).close()
-            return True, ""
-        except psycopg.OperationalError:
-            time.sleep(0.05)
-    return False, f"not accepting connections after {START_TIMEOUT_S} s; {_last_log_line(server)}"
+    return wait_ready(server.proc, lambda: psycopg.connect(**conninfo, sslmode="disable", connect_timeout=2).close(),
+                      psycopg.OperationalError, lambda: _last_log_line(server), START_TIMEOUT_S, interval=0.05)
 
 
 def _port_taken(server: PgServer, last_error: str) -> bool:

@@ -19,6 +19,7 @@ from ...vocab.variants import Variant
 from ...probes import Target
 from ...tls.variants import TLS_RE, openssl_client_conf
 from ...util.redact import redact
+from ...util.proc import kill_and_reap
 from ...host.rawhash import HMAC_KEY
 from ..base import Session
 from ..concurrent import SessionsTogether
@@ -366,7 +367,7 @@ class PgSession(PgOltp, PgColumn, SessionsTogether, Session):
         for state in seen.values():
             check_connection(state, self.tls)
         if len(seen) < clients:
-            proc.kill()
+            kill_and_reap(proc)
             raise CheckFailedError(f"only {len(seen)} of {clients} pgbench connections could be checked in pg_stat_ssl",
                                    hint="use a longer --param seconds")
         return list(seen.values())

@@ -21,7 +21,6 @@ still found); keys in KEY_ROOT, a tmpfs when /dev/shm is one (keys never reach a
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import secrets
 import shutil
@@ -77,15 +76,10 @@ def add_mount(record: dict, point: Path, fstype: str, source: str) -> None:
 
 
 def records() -> list[dict]:
-    out = []
-    for p in sorted(STATE_DIR.glob("*.json")) if STATE_DIR.is_dir() else []:
-        try:
-            r = json.loads(p.read_text())
-        except (OSError, ValueError):
-            continue
-        if isinstance(r, dict) and {"id", "workdir", "image", "keydir", "mounts", "owner"} <= r.keys():
-            out.append(r)
-    return out
+    return [r for _, r in files.json_records(STATE_DIR, lambda r: RECORD_KEYS <= r.keys())]
+
+
+RECORD_KEYS = {"id", "workdir", "image", "keydir", "mounts", "owner"}
 
 
 @contextlib.contextmanager
