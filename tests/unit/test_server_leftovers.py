@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from encbench.lab import leftovers
+from encbench.util import leftovers
 
 
 @pytest.mark.parametrize("cmdline, expected", [

@@ -14,6 +14,13 @@ from pathlib import Path
 
 from .. import errors
 from .defaults import DEFAULT_RUNS, DEFAULT_SEED, DEFAULT_SIZE, QUICK_SIZE, data_dir_default
+from ..lab import runner
+from ..probes import DEFAULT_PROBES
+from ..report import render as report
+from ..util.units import parse_positive_int, parse_size
+from ..analysis import fit
+from ..engines import DEFAULT_ENGINE, ENGINES
+from ..lab import results, runner
 
 QUICK_PARAMS = ("seconds=3", "warmup_seconds=1")
 
@@ -30,10 +37,6 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def _config(args, engine, argv):
-    from ..lab import runner
-    from ..probes import DEFAULT_PROBES
-    from ..report import render as report
-    from ..util.units import parse_positive_int, parse_size
     from . import defaults
 
     out = Path(args.output) if args.output else Path("encbench-results") / (
@@ -48,10 +51,6 @@ def _config(args, engine, argv):
 
 
 def cmd_calibrate(args, argv: list[str]) -> int:
-    from ..analysis import fit
-    from ..engines import DEFAULT_ENGINE, ENGINES
-    from ..lab import results, runner
-
     engine = ENGINES.get(args.engine or DEFAULT_ENGINE)
     if not engine.calibration_variants:
         raise errors.UnknownNameError(f"engine {engine.name!r} has no calibration mixes yet", hint="engines with "

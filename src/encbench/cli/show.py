@@ -6,6 +6,10 @@ import argparse
 from pathlib import Path
 
 from .common import add_margin_argument, console, margin_pct
+from ..report import render as report
+from ..report import csvout
+from ..analysis import summary as analysis
+from ..lab import results
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -20,25 +24,17 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def _emit(doc: dict, analysis: dict, fmt: str, margin: float | None = None, detail: bool = False) -> None:
-    from ..report import render as report
-
     if fmt == "json":
         print(report.render_json(doc, analysis))
     elif fmt == "markdown":
         print(report.render_markdown(doc, analysis, detail=detail), end="")
     elif fmt == "csv":
-        from ..report import csvout
-
         print(csvout.show_csv(doc, analysis, margin), end="")
     else:
         report.render_text(doc, analysis, console(), detail=detail)
 
 
 def cmd_show(args) -> int:
-    from ..analysis import summary as analysis
-    from ..lab import results
-    from ..report import render as report
-
     results.check_readable(args.file)  # a FIFO or a device is refused, never opened
     doc = results.load(args.file)
     with results.reading(args.file):

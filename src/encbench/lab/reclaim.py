@@ -29,7 +29,9 @@ from pathlib import Path
 import psutil
 
 from ..util import owners, proc
-from . import leftovers
+from ..util import leftovers
+from ..host.encfs import ledger
+from ..host import memcg
 
 TERM_WAIT_S = 20  # a dead run's server: SIGTERM (a clean shutdown; under valgrind its last dumps), then SIGKILL
 
@@ -189,8 +191,6 @@ def remove_paths(plans: list[Plan], out: Reclaimed) -> None:
 
 
 def _filesystems(out: Reclaimed) -> None:
-    from ..host.encfs import ledger
-
     if os.geteuid() != 0 or not ledger.STATE_DIR.is_dir():
         return
     done = ledger.reclaim()
@@ -202,8 +202,6 @@ def _filesystems(out: Reclaimed) -> None:
 
 
 def _cgroups(out: Reclaimed) -> None:
-    from ..host import memcg
-
     if os.geteuid() != 0 or not memcg.STATE_DIR.is_dir():
         return
     rows = memcg.reclaim()

@@ -16,7 +16,7 @@ from typing import Callable
 from .. import __version__
 from ..analysis import summary as analysis
 from ..util import interrupts, owners
-from . import leftovers
+from ..util import leftovers
 from . import meter as meters
 from . import meterfork
 from . import placement
@@ -34,6 +34,7 @@ from ..probes.instructions import resolve
 from ..vocab.variants import Variant, label, matrix, parse_filters, with_placebo
 from ..workloads import WORKLOADS, capabilities
 from ..workloads.base import resolve_params
+from ..profiling.profiler import Profiler
 
 
 @dataclass
@@ -418,7 +419,6 @@ def execute(config: RunConfig, *, on_progress: Callable[[str, int, int], None] =
                 one(item)
         if metered:  # the CPU-model gap: which code the crypto library runs natively and under valgrind
             on_progress("probing the crypto library natively and under valgrind", len(doc["runs"]), len(doc["runs"]))
-            from ..profiling.profiler import Profiler
 
             doc["meter"].update(cpugap.code_paths(p.engine.crypto_probes(setup), doc["meter"]["host_cpu_features"],
                                                   doc["meter"]["missing_cpu_features"], Profiler.available()))

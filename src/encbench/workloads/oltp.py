@@ -17,6 +17,7 @@ from ..errors import BadValueError
 from ..vocab.variants import VariantKey
 from .base import Operation, Param, Workload
 from .capabilities import OltpSession
+from ..vocab.variants import int_validator
 
 OPERATION = "mix"
 FULL_READS_PER_TXN = 0.1  # memory=100%: at most one physical page read in ten transactions in steady state
@@ -48,8 +49,6 @@ def script_key(scripts: tuple[str, ...], default: tuple[str, ...] | None = None)
 
 
 def clients_key(default: tuple[str, ...] = ("1",)) -> VariantKey:
-    from ..vocab.variants import int_validator
-
     return VariantKey("clients", "concurrent client connections", default,
                       validate=int_validator("clients", lambda n: 1 <= n <= 256, "use 1 to 256"),
                       workloads=("oltp",))

@@ -3,6 +3,8 @@ the package face keeps what callers use. In process, no engine is started."""
 
 from __future__ import annotations
 
+import dataclasses
+
 import argparse
 import signal
 import tomllib
@@ -12,7 +14,7 @@ import pytest
 
 from encbench import cli, errors
 from encbench.cli import app
-from encbench.cli.commands import BY_NAME, COMMANDS, Command
+from encbench.cli.commands import BY_NAME, COMMANDS
 
 TESTS = next(p for p in Path(__file__).resolve().parents if p.name == "tests")
 
@@ -51,8 +53,9 @@ def _recording(monkeypatch, name: str, takes_argv: bool, result=0):
             raise result
         return result
 
-    monkeypatch.setitem(app.BY_NAME, name, Command(name, BY_NAME[name].help, BY_NAME[name].add_arguments,
-                                                   handler, takes_argv=takes_argv))
+    command = BY_NAME[name]
+    monkeypatch.setattr(command._module(), command.handler_name, handler)  # noqa: SLF001
+    monkeypatch.setitem(app.BY_NAME, name, dataclasses.replace(command, takes_argv=takes_argv))
     return calls
 
 

@@ -11,7 +11,7 @@ import sys
 
 import pytest
 
-from encbench.profiling import callgrind
+from encbench.host import callgrind
 
 # a dump as callgrind writes it (--dump-instr=no, --compress-strings): names given once with an id, then by the id;
 # a call's line is the callee's inclusive cost, never the caller's; fi/fe change the file, not the function

@@ -31,7 +31,7 @@ import time
 from pathlib import Path
 from urllib.parse import parse_qs, unquote
 
-from ..sqlite import datagen
+from ...vocab import datagen
 from ...workloads import sweep
 from ...errors import BadValueError, EngineUnavailableError, UsageError
 from ...host import rawcipher, rawhash
@@ -40,7 +40,7 @@ from ...util import urls
 from ...util.files import check_free_space
 from ...util.redact import redact
 from ...util.units import fmt_bytes
-from ...tls.variants import DEFAULT_TLS, check_tls
+from ...vocab.tls import DEFAULT_TLS, check_tls
 from ...vocab.variants import Variant, VariantKey, int_validator
 from ...workloads import oltp as oltp_workload
 from . import column as maria_column
@@ -59,6 +59,8 @@ from ..base import Engine, PrepareContext, Session, Table
 from ..concurrent import check_sessions_fit
 from .client import connect_bounded, first_line, pymysql, unreachable, where_of
 from .session import HASH_FUNCTIONS, RT_ROWS, MariaSession, check_table, copy_rows
+from ...errors import FilesystemUnavailableError
+from ...vocab import leakcheck
 
 AT_REST = ("scan-like", "scan-eq", "dml", "rebuild", "backup")
 IN_TRANSIT = ("storm", "roundtrip", "bulk", "connect")
@@ -558,8 +560,6 @@ class MariaDBEngine(Engine):
         mounts = self._mounts.pop(key, None)
         problems = mounts.destroy() if mounts is not None else []
         if problems:
-            from ...errors import FilesystemUnavailableError
-
             raise FilesystemUnavailableError(f"clean-up of the MariaDB filesystems incomplete: {'; '.join(problems)}",
                                              hint="run `encbench cleanup` once nothing uses them")
 
@@ -622,8 +622,6 @@ class MariaDBEngine(Engine):
 
     # -- leak-check --------------------------------------------------------------------
     def leak_check(self, options: dict, workdir: Path):
-        from ...lab import leakcheck
-
         if options.get("dsn"):  # an existing server on this host: leakcheck.py (never restarted or SET)
             if options.get("settings"):
                 raise UsageError("--setting configures the private server; an existing one is never reconfigured",

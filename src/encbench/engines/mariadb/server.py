@@ -27,9 +27,10 @@ from ..local import affinity, certs
 from ...errors import BadValueError, EngineUnavailableError
 from ..local.server import keep_log, last_log_line, run_tool, start_on_free_port, unprivileged_user
 from .client import connect_bounded
-from ...lab import leftovers
+from ...util import leftovers
 from ...util import owners
 from ...util.proc import kill_and_reap, running, stop_pid
+from ...host import valgrind
 
 INSTALL_HINT = "install it with: apt-get install mariadb-server mariadb-backup sysbench (the oltp workload's driver)"
 START_TIMEOUT_S = 60
@@ -163,8 +164,6 @@ class Handle:
 
     @property
     def start_timeout(self) -> float:
-        from ...host import valgrind
-
         return valgrind.start_timeout(METER_START_TIMEOUT_S) if self.wrapper else START_TIMEOUT_S
 
     @property
@@ -297,7 +296,6 @@ def start(settings: dict | None = None, *, base: dict | None = None, buffer_pool
     start in time has its log kept in keep_dir (exit 10).
     """
     from . import meter as maria_meter
-    from ...host import valgrind
 
     if meter:
         valgrind.find()  # exit 10 with the apt-get line, before anything is made

@@ -15,12 +15,12 @@ import uuid
 from pathlib import Path
 from typing import Any, Callable
 
-from ...lab.leakcheck import count_in_file
+from ...vocab.leakcheck import count_in_file
 from ...errors import BadValueError, CheckFailedError, EngineUnavailableError
 from ...probes import Target
 from ..base import Session
 from ...util.redact import redact
-from ...tls.variants import forced, openssl_client_conf
+from ...vocab.tls import forced, openssl_client_conf
 from ...vocab.variants import Variant
 from .client import (
     check_tls_state,

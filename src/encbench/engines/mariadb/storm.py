@@ -24,7 +24,7 @@ import os
 import shutil
 import subprocess
 
-from ...tls.variants import forced
+from ...vocab.tls import forced
 from ...drivers import session_storm as session_storm_base
 from ..postgres.storm import _stderr_of, driver_failure, steal_socket
 

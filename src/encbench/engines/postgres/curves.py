@@ -14,7 +14,7 @@ import socket
 import ssl
 
 from ...errors import CheckFailedError, EngineUnavailableError
-from ...tls import sslctl
+from ...host import sslctl
 from ..wire import postgres_preamble
 from .client import CONNECT_TIMEOUT_S
 from .knobs import CURVES, curve_setting

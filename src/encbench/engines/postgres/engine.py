@@ -21,12 +21,12 @@ from ...probes.waits import DEFAULT_INTERVAL_S
 from ...util.files import check_free_space
 from ...util.redact import redact
 from ...util.units import fmt_bytes
-from ...tls.variants import DEFAULT_TLS, TLS_RE, check_tls, openssl_client_conf  # noqa: F401 (re-exported)
+from ...vocab.tls import DEFAULT_TLS, TLS_RE, check_tls, openssl_client_conf
 from ...vocab.variants import Variant, VariantKey, int_validator
 from ...util import interrupts
 from ..local import restore_journal
 from ..local.server import unprivileged_user
-from ..sqlite import datagen
+from ...vocab import datagen
 from ...host import encfs
 from ...host import memcg
 from ...host import rawhash
@@ -45,6 +45,8 @@ from ..base import Engine, PrepareContext, Session, Table
 from ..concurrent import check_sessions_fit
 from .client import connect_admin, first_line
 from .session import HASH_FUNCTIONS, RT_ROWS, PgSession
+from ...vocab import leakcheck
+from ...util import urls
 
 SSL_SETTINGS = ("ssl_ciphers", "ssl_min_protocol_version", "ssl_max_protocol_version")
 IN_TRANSIT = ("storm", "roundtrip", "bulk", "connect")
@@ -698,8 +700,6 @@ class PostgresEngine(Engine):
     def leak_check(self, options: dict, workdir: Path):
         """Community PostgreSQL has no encryption at rest: say so, and show where the canary lands. With
         --setting encryption=KIND: on a filesystem of that kind (atrest.leak_check)."""
-        from ...lab import leakcheck
-
         if options.get("settings"):
             if options.get("dsn"):
                 raise UsageError("leak-check --setting encryption=... runs a private cluster on a filesystem encbench "
@@ -764,8 +764,6 @@ class PostgresEngine(Engine):
 
 
 def _size_text(size_bytes: int) -> str:
-    from ...util.units import fmt_bytes
-
     return fmt_bytes(size_bytes).replace(" ", "")
 
 
@@ -786,8 +784,6 @@ def _parse_dsn(psycopg, dsn: str, what: str = "--dsn") -> dict:
 def _check_port(text: str, what: str) -> None:
     """libpq refuses port 0 itself ("invalid port number", as if the server were unreachable): the same one line,
     exit 4, as a MariaDB DSN's or a tls-scan target's port."""
-    from ...util import urls
-
     if not text.isdigit():
         raise BadValueError(f"{what} has a port that is not a number: {text!r}",
                             hint="use postgresql://user@host:port/db or 'host=... port=... dbname=...'")

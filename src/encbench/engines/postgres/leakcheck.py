@@ -24,11 +24,12 @@ import subprocess
 from pathlib import Path
 
 from ...errors import EngineUnavailableError
-from ...lab import leakcheck
+from ...vocab import leakcheck
 from ...util.redact import redact
 from . import client
 from . import state as pg_state
 from .client import connect_admin, first_line
+from ...host.encfs import ledger
 
 FIX = ("none in community PostgreSQL (no TDE): put the data directory, WAL and temporary tablespaces on an "
        "encrypted filesystem (LUKS/dm-crypt, fscrypt, gocryptfs); its cost: encbench run --engine postgres "
@@ -179,8 +180,6 @@ def pg_dump(bindir: Path | None, conninfo: dict, table: str, out: Path) -> None:
 
 def _mount_of(path: Path) -> tuple[str, str, str]:
     """(source, mount point, fstype) of the filesystem holding path (the longest mount point prefix)."""
-    from ...host.encfs import ledger
-
     real = os.path.realpath(path)
     best = ("?", "/", "?")
     for source, point, fstype in ledger.mounts():
@@ -215,8 +214,6 @@ def _dm_crypt(source: str) -> bool:
 
 def filesystem(path: Path) -> tuple[bool | None, str]:
     """(encrypted?, how the filesystem under path is described)."""
-    from ...host.encfs import ledger
-
     source, point, fstype = _mount_of(path)
     ours = next((r["kind"] for r in ledger.records() for m in r.get("mounts", []) if m.get("point") == point), None)
     where = f"{fstype} at {point} ({source})" + (f", an encbench {ours} mount" if ours else "")

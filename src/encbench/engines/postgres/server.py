@@ -23,10 +23,11 @@ from pathlib import Path
 
 from ..local import affinity, certs
 from ...errors import EngineUnavailableError
-from ...lab import leftovers
+from ...util import leftovers
 from ...util import owners
 from ...util.proc import running, stop_pid
 from ..local.server import keep_log, last_log_line, log_tail, run_tool, start_on_free_port, unprivileged_user, wait_ready
+from ...host import valgrind
 
 INSTALL_HINT = "install them with: apt-get install postgresql (Debian/Ubuntu), or measure an existing server with --dsn"
 # a postmaster's words for a server process that crashed (it then restarts the others)
@@ -294,7 +295,6 @@ def start(*, keep: bool = False, settings: dict | None = None, data_parent: Path
     meter (--meter instructions: {"cache_sim", "keep_dir"}): the server runs under callgrind (meter.py), its
     dumps in root/callgrind; one that does not start in time has its log kept in keep_dir (exit 10)."""
     from . import meter as pg_meter
-    from ...host import valgrind
 
     bindir = find_bindir()
     prefix: list[str] = []
