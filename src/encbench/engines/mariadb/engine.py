@@ -42,7 +42,7 @@ from ...util.redact import redact
 from ...util.units import fmt_bytes
 from ...vocab.tls import DEFAULT_TLS, check_tls
 from ...vocab.variants import Variant, VariantKey, int_validator
-from ...workloads import oltp as oltp_workload
+from ...vocab import oltp as oltp_workload
 from . import column as maria_column
 from . import facts as maria_facts
 from . import oltp as maria_oltp

@@ -17,7 +17,7 @@ from typing import Any, Callable
 
 from ...vocab.leakcheck import count_in_file
 from ...errors import BadValueError, CheckFailedError, EngineUnavailableError
-from ...probes import Target
+from ...vocab.probe import Target
 from ..base import Session
 from ...util.redact import redact
 from ...vocab.tls import forced, openssl_client_conf

@@ -26,7 +26,7 @@ import subprocess
 
 from ...vocab.tls import forced
 from ...drivers import session_storm as session_storm_base
-from ..postgres.storm import _stderr_of, driver_failure, steal_socket
+from ...drivers.session_storm import driver_failure, steal_socket, stderr_of
 
 MARKER = "encbench-storm-done"
 PAD = "SELECT REPEAT('-', 16384);\n"  # more than stdio's buffer: what was printed before it reaches the pipe
@@ -129,7 +129,7 @@ class NativeStorm(session_storm_base.DriverProcess):
         return out[:out.index(b"\n")].decode()
 
     def _fail(self, what: str):
-        raise driver_failure(f"the mariadb client (storm) {what}", _stderr_of(self.proc, self.finish))
+        raise driver_failure(f"the mariadb client (storm) {what}", stderr_of(self.proc, self.finish))
 
 
 class SessionStorm(session_storm_base.SessionStorm):

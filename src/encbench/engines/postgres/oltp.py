@@ -51,9 +51,9 @@ from pathlib import Path
 
 from ...errors import BadValueError, CheckFailedError, EngineUnavailableError, RunFailedError
 from ...host import memcg
-from ...probes import Target
+from ...vocab.probe import Target
 from ...util.units import fmt_bytes
-from ...workloads.oltp import parse_share
+from ...vocab.oltp import parse_share
 from . import atrest, pgbench
 from .client import check_connection, client_params, is_local_postgres
 

@@ -16,7 +16,7 @@ from typing import Any, Callable
 from ...vocab.leakcheck import count_in_file
 from ...errors import BadValueError, CheckFailedError, EngineUnavailableError
 from ...vocab.variants import Variant
-from ...probes import Target
+from ...vocab.probe import Target
 from ...vocab.tls import TLS_RE, openssl_client_conf
 from ...util.redact import redact
 from ...host.rawhash import HMAC_KEY

@@ -23,11 +23,12 @@ from ...host import rawcipher
 from ...errors import BadValueError, CheckFailedError, EngineUnavailableError, WrongKeyError
 from ...util.files import check_free_space
 from ...util.units import fmt_bytes
-from ...probes import Target
+from ...vocab.probe import Target
 from ...util.files import replace_atomic
 from ...vocab.variants import Variant, VariantKey, int_validator, normalize
 from ...util import filelock
-from ...workloads import column as column_lab, oltp as oltp_lab
+from ...workloads import column as column_lab
+from ...vocab import oltp as oltp_lab
 from ..base import Engine, PrepareContext, Session, Table
 from ...vocab.leakcheck import ScanTarget, scan
 from ...host import rawcolumn
