@@ -7,6 +7,8 @@ import dataclasses
 
 import argparse
 import signal
+import subprocess
+import sys
 import tomllib
 from pathlib import Path
 
@@ -88,3 +90,17 @@ def test_the_package_face_keeps_what_callers_use():
     assert module == "encbench.cli" and callable(getattr(cli, attr))
     assert callable(cli.main) and callable(cli.build_parser)
     assert (cli.DEFAULT_SIZE, cli.DEFAULT_RUNS) == ("48MB", 6)  # bench/aa_check.py reads them
+
+
+def test_only_the_command_typed_is_imported():
+    """cli/commands names each command's module; build_parser(only=...) imports that one alone (issue 29: the
+    commands import at their top, and `encbench --help` still loads neither the engines nor numpy)."""
+    code = ("import sys\n"
+            "from encbench.cli import app\n"
+            "app.build_parser(only=app.command_named(['--debug']) or '')\n"
+            "assert not [m for m in ('encbench.engines', 'numpy') if m in sys.modules], sorted(sys.modules)\n"
+            "app.build_parser(only=app.command_named(['--debug', 'list', '--json']))\n"
+            "cli = sorted(m for m in sys.modules if m.startswith('encbench.cli.'))\n"
+            "assert 'encbench.cli.list' in cli and 'encbench.cli.run' not in cli, cli\n")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
