@@ -8,12 +8,10 @@ is the timed storm; `after` stops the driver and says which client drove the loa
 
 from __future__ import annotations
 
-import ctypes
 import os
 import subprocess
 
-from ..errors import CheckFailedError, EngineUnavailableError
-from ..util.redact import redact
+from ..errors import CheckFailedError
 
 
 class DriverProcess:
@@ -73,55 +71,3 @@ class SessionStorm:
         self.driver.finish()
         tls = f"{state['version']} {state['cipher']}" if state.get("ssl") else "no TLS"
         return {"client": self.CLIENT, "tls_checked_connections": 1, "client_tls": tls}
-
-
-# -- what the native storm clients share (engines/postgres/storm.py, engines/mariadb/storm.py) ----------------
-
-_SYS_PIDFD_OPEN, _SYS_PIDFD_GETFD = 434, 438  # the same on every Linux architecture
-
-
-def steal_socket(pid: int) -> int | None:
-    """A duplicate, in this process, of the TCP socket of process `pid` (pidfd_getfd, Linux 5.6+); None if not."""
-    try:
-        fds = [(int(fd), os.readlink(f"/proc/{pid}/fd/{fd}")) for fd in os.listdir(f"/proc/{pid}/fd")]
-    except OSError:
-        return None
-    sockets = [fd for fd, link in fds if link.startswith("socket:")]
-    if len(sockets) != 1:
-        return None
-    libc = ctypes.CDLL(None, use_errno=True)
-    pidfd = libc.syscall(_SYS_PIDFD_OPEN, pid, 0)
-    if pidfd < 0:
-        return None
-    try:
-        fd = libc.syscall(_SYS_PIDFD_GETFD, pidfd, sockets[0], 0)
-    finally:
-        os.close(pidfd)
-    return fd if fd >= 0 else None
-
-
-# what a client prints when the server is not there any more (runner.SERVER_GONE, plus the mariadb client's words)
-GONE_SIGNS = ("server closed the connection unexpectedly", "terminating connection due to administrator command",
-              "Lost connection to", "server has gone away", "Connection refused", "connection is lost",
-              "Can't connect to")
-
-
-def stderr_of(proc: subprocess.Popen, finish) -> str:
-    """What a failed driver said: it is given a moment to exit (and finish writing) before it is killed."""
-    try:
-        proc.wait(timeout=2)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-    err = proc.stderr.read() if proc.stderr else ""
-    finish()
-    return err.decode(errors="replace") if isinstance(err, bytes) else err
-
-
-def driver_failure(what: str, err: str) -> Exception:
-    """The server went away (EngineUnavailableError, as the Python client says it), else a failed check."""
-    lines = [x.strip() for x in err.strip().splitlines() if x.strip()] or ["no output"]
-    first = redact(lines[0])
-    if any(sign in err for sign in GONE_SIGNS):
-        return EngineUnavailableError(f"the server went away: {first}",
-                                      hint="it was reachable when the run started: was it stopped, restarted or killed?")
-    return CheckFailedError(f"{what}: {first}")

@@ -10,7 +10,7 @@ from encbench.analysis import summary as analysis
 from encbench.engines import base as engine_base
 from encbench.lab import worker
 from encbench.drivers import client_share
-from encbench.vocab.probe import Target
+from encbench.probes import Target
 from encbench.workloads.base import Operation
 
 
@@ -121,7 +121,7 @@ def test_mariadb_client_command_line_mirrors_the_pymysql_arguments():
 
 
 def test_a_driver_whose_server_died_says_the_server_went_away():
-    from encbench.drivers.session_storm import driver_failure
+    from encbench.engines.local.storm_client import driver_failure
     from encbench.errors import CheckFailedError, EngineUnavailableError
 
     e = driver_failure("the native storm driver the storm failed",

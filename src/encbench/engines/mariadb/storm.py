@@ -26,7 +26,7 @@ import subprocess
 
 from ...vocab.tls import forced
 from ...drivers import session_storm as session_storm_base
-from ...drivers.session_storm import driver_failure, steal_socket, stderr_of
+from ..local.storm_client import driver_failure, stderr_of, steal_socket
 
 MARKER = "encbench-storm-done"
 PAD = "SELECT REPEAT('-', 16384);\n"  # more than stdio's buffer: what was printed before it reaches the pipe

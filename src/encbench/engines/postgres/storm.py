@@ -32,7 +32,7 @@ import subprocess
 from pathlib import Path
 
 from ...drivers import session_storm as session_storm_base
-from ...drivers.session_storm import driver_failure, steal_socket, stderr_of
+from ..local.storm_client import driver_failure, stderr_of, steal_socket
 
 C_SOURCE = r"""
 #include <stdio.h>
