@@ -17,8 +17,7 @@ import math
 from ..host.rawcipher import CI_ABOVE, CONTRADICTS, UNRESOLVED, beyond_reference
 from ..vocab.variants import label
 from . import stats
-from ..engines.column_base import cipher_of
-from ..engines.column_base import IN_DATABASE_CIPHERS
+from ..engines.column_base import IN_DATABASE_CIPHERS, cipher_of
 
 WORKLOAD = "column"
 BASELINE = "none"

@@ -21,12 +21,11 @@ import argparse
 import json
 import os
 from pathlib import Path
-from ..errors import FilesystemUnavailableError
+from ..errors import BadValueError, FilesystemUnavailableError
 from ..host.encfs import ledger
 from ..lab import reclaim
 from ..util import proc
 from ..engines.local import restore_journal
-from ..errors import BadValueError
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:

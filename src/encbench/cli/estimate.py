@@ -11,16 +11,14 @@ from .. import errors
 from .common import workloads
 from ..analysis import estimate, unitcost
 from ..report import bill as bill_words
-from ..analysis.bill import TERM_KINDS
-from ..util.units import parse_positive_int
-from ..util.units import parse_seconds
+from ..analysis.bill import Rate, TERM_KINDS
+from ..util.units import parse_positive_int, parse_seconds
 from ..analysis import summary as analysis
 from ..lab import results
 from ..analysis import unitcost
 from ..analysis.estimate import relative_width
 from ..analysis import estimate
 from ..analysis.unitcost import Setup, setup_of
-from ..analysis.bill import Rate
 from ..analysis import oltpcost, summary as analysis
 
 

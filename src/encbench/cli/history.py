@@ -11,16 +11,14 @@ from typing import Callable
 
 from .. import errors
 from .common import workloads
-from ..history import Store, parse_url
+from ..history import Store, parse_url, run_entry, save
 from ..util.redact import command_line
-from ..history import parse_url, save
 from ..history import Store, parse_url, trend
 from ..history.store import holds_something
 from ..util.units import parse_positive_int
 from ..lab import results
 from ..history import page
 from ..analysis.summary import Analysis
-from ..history import run_entry, save
 from ..history.page import fmt_ci, fmt_value, series_title
 
 STORE_HELP = ("history store: postgresql://user@host/db, sqlite:///path.db, a file path, or 'default' "

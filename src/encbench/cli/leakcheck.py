@@ -21,12 +21,11 @@ from ..report import prometheus
 from ..util.columns import fit, output_width
 from .common import parse_settings
 from .history import add_store_argument, check_store, record
-from ..engines import ENGINES, engine_for_dsn
+from ..engines import DEFAULT_ENGINE, ENGINES, engine_for_dsn
 from ..tls import fleet
 from ..util.redact import redact
 from ..lab import results
 from ..util.units import parse_positive_int
-from ..engines import DEFAULT_ENGINE, ENGINES
 from ..analysis.headline import leak_check_line
 from ..history import leak_entry
 

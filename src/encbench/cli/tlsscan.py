@@ -12,19 +12,17 @@ from ..util.columns import fit, output_width
 from .common import parse_settings
 from .defaults import data_dir_default
 from .history import add_store_argument, check_store, record
-from ..engines import tls_scan_engines
+from ..engines import ENGINES, tls_scan_engines
 from ..report.prometheus import add_argument as add_prometheus_argument
-from ..engines import ENGINES
 from ..lab import results
 from ..tls import baseline as tlsbaseline
 from ..tls import scan as tlsscan
-from ..util.units import parse_positive_int
+from ..util.units import parse_positive_int, parse_seconds
 from ..analysis.headline import tls_scan_line
 from ..report import prometheus
 from ..tls import fleet
 from ..history import record as history
 from ..util.redact import redact
-from ..util.units import parse_seconds
 from ..report import render as report
 from ..tls import measure as tlsmeasure
 from ..util import urls

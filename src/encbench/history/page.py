@@ -5,8 +5,7 @@ from __future__ import annotations
 
 import datetime
 import html
-from ..report.html import _svg
-from ..report.html import CSS
+from ..report.html import CSS, _svg
 
 MAX_SERIES = 12  # more lines than this are unreadable in one chart: the page names the rest
 VERDICT_MARKERS = {"costs": "#c0392b", "saves": "#27ae60", "no_cost": "#2e86c1", "leak": "#c0392b",

@@ -14,10 +14,9 @@ from __future__ import annotations
 
 import re
 
-from ..errors import BadValueError, UsageError
+from ..errors import BadValueError, RunFailedError, UsageError
 from ..host import valgrind
 from ..engines import ENGINES
-from ..errors import RunFailedError
 
 TIME, INSTRUCTIONS = "time", "instructions"
 # probes of the whole machine (every process's context switches, the kernel workers' CPU, the server's wait

@@ -145,22 +145,6 @@ def check_free_space(directory: str | os.PathLike, needed: int, *, what: str, hi
                             hint=hint)
 
 
-def write_private_json(target: str | os.PathLike, data, **dump: object) -> Path:
-    """`data` as JSON in `target`, atomically and durably (a reader or a SIGKILL sees the old file or the new one,
-    never half of it), readable by its owner only (0600); its directory made 0700 when missing. `dump`: json.dump's
-    options (indent, sort_keys)."""
-    target = Path(target)
-    target.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-    tmp = target.with_name(f".{target.name}.{os.getpid()}")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    with os.fdopen(fd, "w") as f:
-        json.dump(data, f, **dump)
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, target)
-    return target
-
-
 # -- writing a file encbench makes (the result file, a baseline, a textfile) ----------------------
 
 
@@ -235,3 +219,19 @@ def _umask() -> int:
     mask = os.umask(0o022)
     os.umask(mask)
     return mask
+
+
+def write_private_json(target: str | os.PathLike, data, **dump: object) -> Path:
+    """`data` as JSON in `target`, atomically and durably (a reader or a SIGKILL sees the old file or the new one,
+    never half of it), readable by its owner only (0600); its directory made 0700 when missing. `dump`: json.dump's
+    options (indent, sort_keys)."""
+    target = Path(target)
+    target.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+    tmp = target.with_name(f".{target.name}.{os.getpid()}")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w") as f:
+        json.dump(data, f, **dump)
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, target)
+    return target

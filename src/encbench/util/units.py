@@ -5,8 +5,7 @@ from __future__ import annotations
 import math
 import re
 
-from ..errors import BadValueError
-from ..errors import UsageError
+from ..errors import BadValueError, UsageError
 
 _UNITS = {
     "": 1, "b": 1,

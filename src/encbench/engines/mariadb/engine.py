@@ -33,7 +33,7 @@ from urllib.parse import parse_qs, unquote
 
 from ...vocab import datagen
 from ...workloads import sweep
-from ...errors import BadValueError, EngineUnavailableError, UsageError
+from ...errors import BadValueError, EngineUnavailableError, FilesystemUnavailableError, UsageError
 from ...host import rawcipher, rawhash
 from ...probes.waits import DEFAULT_INTERVAL_S
 from ...util import urls
@@ -59,7 +59,6 @@ from ..base import Engine, PrepareContext, Session, Table
 from ..concurrent import check_sessions_fit
 from .client import connect_bounded, first_line, pymysql, unreachable, where_of
 from .session import HASH_FUNCTIONS, RT_ROWS, MariaSession, check_table, copy_rows
-from ...errors import FilesystemUnavailableError
 from ...vocab import leakcheck
 
 AT_REST = ("scan-like", "scan-eq", "dml", "rebuild", "backup")

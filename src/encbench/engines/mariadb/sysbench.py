@@ -36,7 +36,6 @@ from pathlib import Path
 from ...errors import EngineUnavailableError, RunFailedError
 from ...util.redact import redact
 from ...vocab.tls import forced, openssl_client_conf
-from ...vocab.tls import forced
 
 SCRIPTS = ("oltp_read_only", "oltp_read_write", "oltp_point_select")
 TABLES = 4  # sbtest1..4 per schema (the field notes' layout)

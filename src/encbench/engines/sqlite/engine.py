@@ -21,10 +21,9 @@ from . import knobs as sqlcipher_knobs, oltp as tpcb
 from ...host import oscache
 from ...host import rawcipher
 from ...errors import BadValueError, CheckFailedError, EngineUnavailableError, WrongKeyError
-from ...util.files import check_free_space
+from ...util.files import check_free_space, replace_atomic
 from ...util.units import fmt_bytes
 from ...vocab.probe import Target
-from ...util.files import replace_atomic
 from ...vocab.variants import Variant, VariantKey, int_validator, normalize
 from ...util import filelock
 from ...workloads import column as column_lab
