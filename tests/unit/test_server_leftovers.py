@@ -1,4 +1,4 @@
-"""lab/leftovers' private-server part: which process counts as a dead run's server, and what is reclaimed."""
+"""util/leftovers' private-server part: which process counts as a dead run's server, and what is reclaimed."""
 
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
 """`encbench cleanup`: remove what killed runs left (lab/reclaim, as every command that makes things does at its
 start, here with one line per part): what their owner records name (util/owners: processes, directories, files), the
-filesystems encbench made (host/encfs), the private servers it started (lab/leftovers.reclaim_servers), their working
-directories (lab/leftovers.reclaim: `scratch-*` in the data directory, `pymp-*` and the filesystems' directories in
+filesystems encbench made (host/encfs), the private servers it started (util/leftovers.reclaim_servers), their working
+directories (util/leftovers.reclaim: `scratch-*` in the data directory, `pymp-*` and the filesystems' directories in
 the temporary directory) and the memory cgroups those servers ran in (host/memcg: removed once the servers are
 stopped).
 

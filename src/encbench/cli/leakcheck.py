@@ -129,7 +129,7 @@ class PostureOutcome:
     target: PostureTarget
     exit_code: int = 0
     error: str | None = None
-    report: object = None  # lab.leakcheck.PostureReport
+    report: object = None  # vocab.leakcheck.PostureReport
     seconds: float = 0.0
 
     @property

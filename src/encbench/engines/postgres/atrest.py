@@ -9,7 +9,7 @@ What lives where: the data directory (tables, WAL, pgsql_tmp temporary files) on
 server's log, certificate and password file in a directory beside the mount (in the filesystem's
 working directory, so a killed run's are removed with it; on the host filesystem, unencrypted: a
 leak the leak-check names); no Unix socket (TCP on 127.0.0.1 only). Each cluster holds the same
-rows as SQLite and MariaDB (engines/sqlite/datagen.py, loaded by COPY) plus one marker row only its
+rows as SQLite and MariaDB (vocab/datagen.py, loaded by COPY) plus one marker row only its
 backups contain.
 
 cache=cold (session.set_cache): the server restarted (empty shared_buffers) and the OS page cache

@@ -736,7 +736,7 @@ class PostgresEngine(Engine):
             report.steps.append("scanned: " + ", ".join(leakcheck.target_text(t) for t in targets))
             dumped = leakcheck.ScanTarget(str(dump), "backup (pg_dump)", existing.FIX)
             # encbench's own dump and the other places first, the data directory last: under the cap on what one
-            # check reads (lab/leakcheck.MAX_BYTES), a large data directory is what is left unread
+            # check reads (vocab/leakcheck.MAX_BYTES), a large data directory is what is left unread
             leakcheck.scan([dumped] + targets[1:] + targets[:1], canary, report)
             datadir = Path(targets[0].path) if targets else None
             for f in report.findings:

@@ -61,7 +61,7 @@ def log_names(log_filename: str | None) -> tuple[str, ...]:
 
 
 # A place's own names when the server may share its directory with others: the server's entries of it are read,
-# the others skipped unopened (lab/leakcheck.ScanTarget.names); the data directory is the server's whole.
+# the others skipped unopened (vocab/leakcheck.ScanTarget.names); the data directory is the server's whole.
 WAL_NAMES = ("[0-9A-F]*", "archive_status", "summaries", "xlogtemp.*")  # segments, .history/.backup/.partial files
 TABLESPACE_NAMES = ("PG_*",)  # a tablespace's location holds one PG_<version>_<catalog version> directory a server
 

@@ -1,4 +1,4 @@
-"""Issue 23: reading callgrind's output files (profiling/callgrind.py): the totals of a dump and each function's
+"""Issue 23: reading callgrind's output files (host/callgrind.py): the totals of a dump and each function's
 own instructions, as `callgrind_annotate --inclusive=no` lists them."""
 
 from __future__ import annotations
