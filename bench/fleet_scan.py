@@ -45,7 +45,7 @@ import psutil
 
 from encbench.engines import ENGINES
 from encbench.engines.local import certs
-from encbench.tls import sslctl
+from encbench.host import sslctl
 
 SSLREQUEST = struct.pack("!II", 8, 80877103)
 

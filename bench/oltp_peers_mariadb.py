@@ -39,7 +39,7 @@ from encbench.lab import runner
 from encbench.probes import DEFAULT_PROBES
 from encbench.util import interrupts
 from encbench.util.units import parse_positive_int, parse_size
-from encbench.workloads.oltp import parse_share
+from encbench.vocab.oltp import parse_share
 from benchlib import progress, run, script_main
 
 ENC, PEER = "encbench", "sysbench"

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from encbench.lab import leftovers
+from encbench.util import leftovers
 from integration_helpers import HAVE_MARIADB
 
 pytestmark = pytest.mark.integration

@@ -281,7 +281,7 @@ KILLS = 4
 
 def _owned(directories: list[Path]) -> dict[Path, int]:
     """{directory: owner pid} of those holding an encbench owner record."""
-    from encbench.lab import leftovers
+    from encbench.util import leftovers
 
     return {d: o["pid"] for d in directories if (o := leftovers.read_owner(d))}
 
@@ -328,7 +328,7 @@ def test_sigkill_leftovers_are_reclaimed_by_the_next_run(long_data, cli_env, tmp
 def test_sigkill_leftovers_are_reclaimed_by_encbench_cleanup(long_data, cli_env, tmp_path):
     """SIGKILL of the runner mid-run: `encbench cleanup --data-dir` (not only the next run) removes its scratch-*
     and pymp-* directories, one line each; a live owner's directories and an unowned one stay."""
-    from encbench.lab import leftovers
+    from encbench.util import leftovers
 
     tmp = tmp_path / "tmp"  # a private TMPDIR: multiprocessing's pymp-* directories land here
     tmp.mkdir()

@@ -32,7 +32,7 @@ from pathlib import Path
 import pytest
 
 from encbench.host import memcg
-from encbench.lab import leftovers
+from encbench.util import leftovers
 from encbench.util import owners, proc
 from integration_helpers import HAVE_MARIADB, HAVE_PG, encbench_command, scratch_dirs, session_processes
 

@@ -92,7 +92,7 @@ def test_each_encryption_value_has_its_own_cluster_on_its_own_filesystem(scans):
                                                             "gocryptfs": "gocryptfs"}
     for enc, c in clusters.items():
         assert c["datadir"].startswith(c["mount_point"] + "/"), c  # data, WAL, pgsql_tmp on the mount
-        assert "scratch-" not in c["mount_point"]  # outside lab/leftovers' scratch directories
+        assert "scratch-" not in c["mount_point"]  # outside util/leftovers' scratch directories
         assert c["device"] and c["device"].startswith("loop")
         assert c["cipher"]["encrypted"] == (enc != "off")
     assert clusters["fscrypt"]["cipher"]["contents"]["driver"]  # the kernel driver, named

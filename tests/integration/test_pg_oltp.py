@@ -26,7 +26,7 @@ from encbench.engines.postgres import atrest
 from encbench.engines.postgres import server as pg_server
 from encbench.host import memcg
 from encbench.host.encfs import ledger
-from encbench.lab import leftovers
+from encbench.util import leftovers
 from integration_helpers import assert_one_line_error, encfs_unavailable, external_pg, needs_pg
 
 pytestmark = pytest.mark.integration

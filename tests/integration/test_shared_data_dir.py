@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from encbench.engines.sqlite import datagen
+from encbench.vocab import datagen
 from encbench.engines.sqlite import engine as sqlite_engine
 from integration_helpers import encbench_command
 

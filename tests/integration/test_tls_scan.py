@@ -13,7 +13,7 @@ import time
 import pytest
 
 from encbench.engines.postgres import server as pg_server
-from encbench.tls import sslctl
+from encbench.host import sslctl
 from integration_helpers import HAVE_PG, assert_one_line_error, external_maria, needs_mariadb, needs_pg
 
 pytestmark = pytest.mark.integration

@@ -1,4 +1,4 @@
-"""lab/leftovers' private-server part: which process counts as a dead run's server, and what is reclaimed."""
+"""util/leftovers' private-server part: which process counts as a dead run's server, and what is reclaimed."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from encbench.lab import leftovers
+from encbench.util import leftovers
 
 
 @pytest.mark.parametrize("cmdline, expected", [

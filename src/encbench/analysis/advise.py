@@ -23,7 +23,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from . import stats
-from .knob import Cost, Knob  # noqa: F401 (the engines declare their knobs with these)
+from ..vocab.knob import Cost, Knob
 from .summary import collect, variants_by_label, verdict_confidence
 from ..lab import meter
 from .words import metric_word

@@ -17,6 +17,7 @@ import math
 from ..host.rawcipher import CI_ABOVE, CONTRADICTS, UNRESOLVED, beyond_reference
 from ..vocab.variants import label
 from . import stats
+from ..engines.column_base import IN_DATABASE_CIPHERS, cipher_of
 
 WORKLOAD = "column"
 BASELINE = "none"
@@ -74,8 +75,6 @@ def fmt_ci(ci) -> str:
 
 def _references(doc: dict) -> dict[str, dict]:
     """method -> its raw reference (by the methods each names; a file before that: by the method's cipher name)."""
-    from ..engines.column_base import cipher_of
-
     refs = (doc.get("calibration") or {}).get("raw_column_cipher") or {}
     out = {m: r for r in refs.values() for m in r.get("methods", [])}
     for run in doc["runs"]:
@@ -89,8 +88,6 @@ def column_costs(doc: dict, groups, baseline_for) -> list[dict]:
     """One entry per column method (not `none`) and operation of DIRECTION: CPU per row (mean, t CI), added over
     `none` (Welch CI), the raw reference per value with its parts, and times raw or a flag.
     baseline_for is analysis.summary's (passed in: summary imports this module)."""
-    from ..engines.column_base import IN_DATABASE_CIPHERS
-
     refs = _references(doc)
     variants = {}
     for run in doc["runs"]:

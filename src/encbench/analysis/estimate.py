@@ -22,6 +22,7 @@ from ..errors import BadValueError, UsageError
 from .bill import TERM_KINDS, UnitCost, runs_hint
 from ..util.redact import redact
 from ..util.units import _UNITS, fmt_bytes
+from ..engines import ENGINES, engine_for_dsn
 
 _RATE_RE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([a-zA-Z]*)\s*(?:/\s*s)?\s*$")
 PREFERRED = ("scan-eq", "scan-like")  # scan-eq: the lightest query, its added CPU is all decryption
@@ -168,8 +169,6 @@ ALWAYS_LEFT_OUT = "work no counter separates (background threads), CPU speed dif
 
 def live_rates(dsn: str, seconds: float, *, all_tls: bool = False, sleep=time.sleep):
     """Every bill term's rate, sampled from the server's own counters over `seconds` (read-only)."""
-    from ..engines import ENGINES, engine_for_dsn
-
     engine = engine_for_dsn(dsn)
     if engine is None:
         schemes = " or ".join(f"{e.dsn_schemes[0]}://" for _, e in ENGINES.items() if e.dsn_schemes)

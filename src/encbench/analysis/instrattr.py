@@ -29,6 +29,8 @@ from dataclasses import dataclass
 
 from ..util.units import fmt_count
 from . import stats
+from ..engines import engine_named
+from ..lab.meter import is_metered
 
 PROFILE_KEY = "instructions_profile"
 METRIC = "instructions"
@@ -75,8 +77,6 @@ OTHER = "other"
 def _compiled(engine_name: str) -> list[tuple[str, re.Pattern | None, re.Pattern | None]]:
     """The ordered groups for an engine: its function-level groups, the shared ones, its object-level
     catch-alls (a group with no function regex), then the runtime's."""
-    from ..engines import engine_named
-
     engine = engine_named(engine_name)
     own = tuple(engine.instruction_groups) if engine else ()
     table = ([g for g in own if g[2]] + list(SHARED_GROUPS) + [g for g in own if not g[2]] + list(RUNTIME_GROUPS))
@@ -201,8 +201,6 @@ def attribution(doc: dict, comps: list[dict], keys: Keys) -> list[dict]:
 
 def role(doc: dict, family: str | None, operation: str, workload: str) -> str | None:
     """What the engine uses a crypto family for, in words (Engine.crypto_roles; 'FAMILY@operation' first)."""
-    from ..engines import engine_named
-
     engine = engine_named(doc["engine"]["name"])
     roles = engine.crypto_roles if engine else {}
     if family is None:
@@ -309,8 +307,6 @@ def cpu_gap(doc: dict) -> dict | None:
 
 def instructions(doc: dict, groups, comps: list[dict], keys: Keys) -> dict | None:
     """The Analysis field: attribution, per-page figures and the CPU-model gap of a metered file; None otherwise."""
-    from ..lab.meter import is_metered
-
     if not is_metered(doc):
         return None
     return {"attribution": attribution(doc, comps, keys), "per_page": per_page(doc, groups, comps, keys),

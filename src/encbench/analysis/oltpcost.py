@@ -22,6 +22,7 @@ import math
 from . import stats
 from .words import metric_word
 from ..util.units import fmt_number
+from ..engines import engine_named
 
 WORKLOAD = "oltp"
 MIN_READS_PER_TXN = 0.05  # below this a mix barely reads from storage: no cost per page read is derived
@@ -143,8 +144,6 @@ def misses(entry: dict, c: dict) -> list[str]:
 
 def oltp_costs(doc: dict, groups, comps: list[dict], derived: list[dict], baseline_for) -> list[dict]:
     """One entry per oltp comparison's contender: the added CPU per transaction, per page read, the check."""
-    from ..engines import engine_named  # the engine's word for its CPU: "server CPU", or the embedded engine's "CPU"
-
     engine = engine_named(doc["engine"]["name"])
     cpu_word = metric_word("cpu_s", engine.metric_words if engine else None)
     out = []

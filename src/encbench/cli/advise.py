@@ -12,6 +12,12 @@ from .. import errors
 from . import defaults
 from .common import console, parse_settings
 from .defaults import DEFAULT_RUNS, DEFAULT_SEED, DEFAULT_SIZE, QUICK_SIZE, data_dir_default
+from ..lab import precision
+from ..analysis import advise, summary as analysis
+from ..engines import DEFAULT_ENGINE, ENGINES, engine_named
+from ..lab import advise as sweeps_lab, results
+from ..report import render as report
+from ..util.units import parse_count, parse_positive_int, parse_size
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -42,7 +48,6 @@ def _budget(args) -> float | None:
     """--budget in seconds (checked), or None; with --runs below the 6 a sequential verdict starts from: refused."""
     if args.budget is None:
         return None
-    from ..lab import precision
 
     if args.runs is not None and str(args.runs).strip().isdigit() and int(args.runs) < precision.MIN_RUNS:
         raise errors.BadValueError(f"--runs {args.runs} is below the {precision.MIN_RUNS} runs per variant a verdict "
@@ -51,12 +56,6 @@ def _budget(args) -> float | None:
 
 
 def cmd_advise(args, argv: list[str]) -> int:
-    from ..analysis import advise, summary as analysis
-    from ..engines import DEFAULT_ENGINE, ENGINES, engine_named
-    from ..lab import advise as sweeps_lab, results
-    from ..report import render as report
-    from ..util.units import parse_count, parse_positive_int, parse_size
-
     skipped: list[str] = []
     if args.sources:
         if args.engine or args.dsn or args.quick or args.budget:

@@ -14,7 +14,7 @@ from ..lab import reclaim
 from ..util import interrupts, owners
 from ..util.redact import redact
 from .commands import BY_NAME
-from .parser import build_parser
+from .parser import build_parser, command_named
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -29,7 +29,7 @@ def main(argv: list[str] | None = None) -> int:
 
 def _main(argv: list[str], debug: bool) -> int:
     try:
-        args = build_parser().parse_args(argv)
+        args = build_parser(only=command_named(argv) or "").parse_args(argv)
         if args.command is None:
             build_parser().print_help()
             return 0

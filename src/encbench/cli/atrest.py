@@ -6,11 +6,11 @@ from __future__ import annotations
 import argparse
 
 from .common import add_margin_argument, console, margin_pct
+from ..report import atrest
+from ..lab import results
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    from ..report import atrest
-
     p.add_argument("files", nargs="+", metavar="FILE", help="result files of at-rest runs (any engines)")
     p.add_argument("--metric", choices=tuple(atrest.METRICS), default=atrest.DEFAULT_METRIC,
                    help=f"rank by this ratio (default {atrest.DEFAULT_METRIC})")
@@ -21,9 +21,6 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def cmd_atrest(args) -> int:
-    from ..lab import results
-    from ..report import atrest
-
     for f in args.files:
         results.check_readable(f)  # a FIFO or a device is refused, never opened
     docs = [(f, results.load(f)) for f in args.files]

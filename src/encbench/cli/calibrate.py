@@ -22,6 +22,13 @@ from pathlib import Path
 
 from .. import errors
 from .defaults import DEFAULT_RUNS, DEFAULT_SEED, DEFAULT_SIZE, QUICK_SIZE, data_dir_default
+from ..lab import runner
+from ..probes import DEFAULT_PROBES
+from ..report import render as report
+from ..util.units import parse_positive_int, parse_size
+from ..analysis import fit
+from ..engines import DEFAULT_ENGINE, ENGINES
+from ..lab import results, runner
 
 QUICK_PARAMS = ("seconds=3", "warmup_seconds=1")  # the oltp mixes
 TRANSIT = ("connect", "bulk", "roundtrip")

@@ -1,7 +1,7 @@
 """`encbench cleanup`: remove what killed runs left (lab/reclaim, as every command that makes things does at its
 start, here with one line per part): what their owner records name (util/owners: processes, directories, files), the
-filesystems encbench made (host/encfs), the private servers it started (lab/leftovers.reclaim_servers), their working
-directories (lab/leftovers.reclaim: `scratch-*` in the data directory, `pymp-*` and the filesystems' directories in
+filesystems encbench made (host/encfs), the private servers it started (util/leftovers.reclaim_servers), their working
+directories (util/leftovers.reclaim: `scratch-*` in the data directory, `pymp-*` and the filesystems' directories in
 the temporary directory) and the memory cgroups those servers ran in (host/memcg: removed once the servers are
 stopped).
 
@@ -21,6 +21,11 @@ import argparse
 import json
 import os
 from pathlib import Path
+from ..errors import BadValueError, FilesystemUnavailableError
+from ..host.encfs import ledger
+from ..lab import reclaim
+from ..util import proc
+from ..engines.local import restore_journal
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -35,15 +40,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def cmd_cleanup(args) -> int:
-    from ..errors import FilesystemUnavailableError
-    from ..host.encfs import ledger
-
     if args.forget_journal is not None:
         return _forget_journal(args.forget_journal, args.json)
     if os.geteuid() != 0:  # the ledger, the mounts and the loop devices are root's
         raise FilesystemUnavailableError(f"cleanup needs root (running as uid {os.geteuid()})",
                                          hint="run encbench cleanup as root")
-    from ..lab import reclaim
     from .defaults import data_dir_default
 
     # in order: processes, servers, filesystems, the records' paths, directories, memory cgroups (lab/reclaim)
@@ -95,17 +96,12 @@ def _server_line(row: dict) -> str:
 
 
 def _is_live(record: dict) -> bool:
-    from ..util import proc
-
     owner = record.get("owner") or {}
     return proc.owner_pid(owner) is not None and owner["pid"] != os.getpid() and proc.owner_alive(owner)
 
 
 def _forget_journal(which: str, as_json: bool) -> int:
     """The journal(s) deleted, the server untouched; a path that is not a dead run's journal: one line, exit 4."""
-    from ..engines.local import restore_journal
-    from ..errors import BadValueError
-
     deleted, refused = restore_journal.forget(which)
     if as_json:
         print(json.dumps({"forgotten": [{"path": str(j.path), "server": j.describe()} for j in deleted],

@@ -5,14 +5,15 @@ from __future__ import annotations
 
 import argparse
 import sys
+from ..util.columns import pipe_columns
+from ..analysis import gate
+from ..util.units import shown, split_list
 
 
 def columns() -> int | None:
     """The width tables are made for: a terminal's own (None: rich reads it, or COLUMNS); in a pipe or a file
     COLUMNS when it is a width, else 100 (util/columns). Prose lines stay whole in a pipe (soft_wrap): grep finds
     them."""
-    from ..util.columns import pipe_columns
-
     return None if sys.stdout.isatty() else pipe_columns()
 
 
@@ -30,28 +31,22 @@ def add_margin_argument(p: argparse.ArgumentParser) -> None:
 
 def _checked_margin(text: str) -> str:
     """--margin checked as the command line is read (exit 4), so `run --margin abc` fails before any work."""
-    from ..analysis import gate
-
     gate.parse_margin(text)
     return text
 
 
 def margin_pct(args) -> float:
-    from ..analysis import gate
-
     return gate.parse_margin(args.margin)
 
 
 def parse_settings(specs: list[str]) -> dict[str, str]:
-    from ..engines.local.server import parse_settings
+    from ..engines.local.server import parse_settings  # late: start-up (engines.local loads cryptography's x509)
 
     return parse_settings(specs)
 
 
 def workloads(specs: list[str] | str | None) -> list[str]:
     """--workload as given (repeatable, each a comma list, as --variant takes): the names in order, once each."""
-    from ..util.units import shown, split_list
-
     if not specs:
         return []
     specs = [specs] if isinstance(specs, str) else specs

@@ -8,6 +8,11 @@ from pathlib import Path
 
 from .. import errors
 from .common import add_margin_argument, console, margin_pct
+from ..analysis import compare, gate
+from ..lab import results
+from ..report import junit
+from ..analysis import compare
+from ..report import csvout
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -34,9 +39,6 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def cmd_compare(args) -> int:
-    from ..analysis import compare, gate
-    from ..lab import results
-
     conditions = [gate.parse(c) for c in args.fail_if]  # a bad condition fails before the files are read
     if args.junit:
         _check_junit(args.junit, conditions)
@@ -55,8 +57,6 @@ def cmd_compare(args) -> int:
         fmt = "json" if args.json else args.format
         _render(out, fmt, args)
         if args.junit:
-            from ..report import junit
-
             junit.write(Path(args.junit), conditions, out["comparisons"], args.a, args.b)
     if verdict and fmt != "json":
         _print_gate(_gate_lines(verdict, conditions), fmt)
@@ -66,8 +66,6 @@ def cmd_compare(args) -> int:
 
 def _check_junit(path: str, conditions: list) -> None:
     """--junit: only with a gate, and a writable path (checked before any file is read)."""
-    from ..report import junit
-
     if not conditions:
         raise errors.UsageError("--junit writes the gate's test cases: it needs --fail-if COND",
                                 hint="e.g. --fail-if 'overhead>5%' --junit gate.xml")
@@ -75,11 +73,7 @@ def _check_junit(path: str, conditions: list) -> None:
 
 
 def _render(out: dict, fmt: str, args) -> None:
-    from ..analysis import compare
-
     if fmt == "csv":
-        from ..report import csvout
-
         print(csvout.compare_csv(out, args.a, args.b), end="")
     elif fmt == "table":
         compare.render_table(out, args.a, args.b, console())

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from ..util import files
 
 DEFAULT_SIZE = "48MB"
 DEFAULT_RUNS = 6  # the verdict minimum (stats.MIN_RUNS); with the warm repeats it keeps ~75-120 s on 2 cores
@@ -28,8 +29,6 @@ def data_dir_default() -> Path:
 def data_dir(given: str | None) -> Path:
     """--data-dir (or the default), checked before any work: a directory encbench can create files in, or a path
     to one it can make (a regular file, a FIFO, an immutable or read-only directory, /proc: BadValueError, 4)."""
-    from ..util import files
-
     path = Path(given) if given else data_dir_default()
     files.check_directory(path, what="--data-dir", hint="give a directory encbench may write in: generated data is "
                                                         "kept there")

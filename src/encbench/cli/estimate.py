@@ -9,6 +9,17 @@ import os
 
 from .. import errors
 from .common import workloads
+from ..analysis import estimate, unitcost
+from ..report import bill as bill_words
+from ..analysis.bill import Rate, TERM_KINDS
+from ..util.units import parse_positive_int, parse_seconds
+from ..analysis import summary as analysis
+from ..lab import results
+from ..analysis import unitcost
+from ..analysis.estimate import relative_width
+from ..analysis import estimate
+from ..analysis.unitcost import Setup, setup_of
+from ..analysis import oltpcost, summary as analysis
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -108,8 +119,6 @@ def cmd_estimate(args) -> int:
 
 def _sided(side: str | None, rates: dict, absent: dict) -> tuple[dict, dict]:
     """--side: the other side's terms left out on request (absent, said on the first line)."""
-    from ..analysis.bill import TERM_KINDS
-
     if not side:
         return rates, absent
     kept = side.replace("-", " ")
@@ -120,22 +129,15 @@ def _sided(side: str | None, rates: dict, absent: dict) -> tuple[dict, dict]:
 
 
 def _cores(args) -> int:
-    from ..util.units import parse_positive_int
-
     return parse_positive_int(args.cores, what="--cores", maximum=4096) if args.cores else (os.cpu_count() or 1)
 
 
 def _seconds(args) -> float:
-    from ..util.units import parse_seconds
-
     return parse_seconds(args.seconds, what="--seconds", minimum=0.1, maximum=3600)
 
 
 def _analysed(path: str) -> tuple:
     """(path, the analysis, the document) of one --from file (re-analysed: an older file gains what this derives)."""
-    from ..analysis import summary as analysis
-    from ..lab import results
-
     results.check_readable(path)
     doc = results.load(path)
     with results.reading(path):
@@ -167,15 +169,11 @@ def _costs(args, files, cals=()) -> dict:
 
 
 def _reading(path):
-    from ..lab import results
-
     return results.reading(path)
 
 
 def _read_entry(args, files) -> dict | None:
     """The per-page read cost of the first file (what --check checks), or None where it has none."""
-    from ..analysis import estimate
-
     path, analysed, _ = files[0]
     if not estimate.candidates(analysed, "read"):
         return None
@@ -206,9 +204,6 @@ def _target(args, live, files, cals=()):
 
 def _rates(args, live, target) -> tuple[dict, dict]:
     """term -> bill.Rate (the live server's, then what the command line gives), and the absent terms."""
-    from ..analysis import estimate
-    from ..analysis.bill import Rate
-
     rates = {k: Rate(*v) for k, v in live.rates.items()} if live else {}
     absent = dict(live.absent) if live else {}
     given = [("reads", args.read_rate, "--read-rate"), ("writes", args.write_rate, "--write-rate")]
@@ -223,9 +218,6 @@ def _rates(args, live, target) -> tuple[dict, dict]:
 def _checks(args, analysed, entry: dict | None) -> list[dict]:
     """The per-page model checked against real mixes: the oltp runs of the same file, and of --check's file,
     each with the per-page cost this estimate uses (issue 22)."""
-    from ..analysis import oltpcost, summary as analysis
-    from ..lab import results
-
     if entry is None:
         return []
     sources = [(args.source, analysed)]
@@ -272,10 +264,6 @@ def _print_checks(checks: list[dict]) -> None:
 
 def _check_only(args) -> int:
     """--check without a rate: the model against the oltp file alone (what it would have predicted there)."""
-    from ..analysis import estimate
-    from ..analysis import summary as analysis
-    from ..lab import results
-
     results.check_readable(args.source)
     doc = results.load(args.source)
     with results.reading(args.source):

@@ -11,6 +11,15 @@ from typing import Callable
 
 from .. import errors
 from .common import workloads
+from ..history import Store, parse_url, run_entry, save
+from ..util.redact import command_line
+from ..history import Store, parse_url, trend
+from ..history.store import holds_something
+from ..util.units import parse_positive_int
+from ..lab import results
+from ..history import page
+from ..analysis.summary import Analysis
+from ..history.page import fmt_ci, fmt_value, series_title
 
 STORE_HELP = ("history store: postgresql://user@host/db, sqlite:///path.db, a file path, or 'default' "
               "($XDG_DATA_HOME/encbench/history.db)")
@@ -26,9 +35,6 @@ def add_store_argument(p: argparse.ArgumentParser) -> None:
 def check_store(args, argv: list[str] | None = None) -> None:
     """--store's value checked before anything is measured (a malformed URL: exit 4; an existing SQLite
     store that is no store or of a newer schema: 21/22); the command line kept (redacted) for the record."""
-    from ..history import Store, parse_url
-    from ..util.redact import command_line
-
     if getattr(args, "store", None):
         args.store_url = parse_url(args.store)
         Store.preflight(args.store_url)  # an existing SQLite store of a newer schema: refused before measuring
@@ -40,7 +46,6 @@ def record(args, entry: Callable[[], object], result_file: str | None = None) ->
     StoreUnavailableError (exit 21): the caller has written its result (result_file) before calling this."""
     if not getattr(args, "store", None):
         return None
-    from ..history import parse_url, save
 
     url = getattr(args, "store_url", None) or parse_url(args.store)
     try:
@@ -76,17 +81,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def cmd_history(args) -> int:
-    from ..history import Store, parse_url, trend
-    from ..history.store import holds_something
-    from ..util.units import parse_positive_int
-
     url = parse_url(args.store)
     limit = parse_positive_int(args.limit, what="--limit", maximum=1_000_000)
     source = trend.source(args.metric)  # an unknown figure: exit 3 before the store is opened
     chosen = workloads(args.workload) or None
     if args.html:
-        from ..lab import results
-
         results.check_writable(Path(args.html), what="the HTML page", hint="choose a writable file for --html")
     if args.record:
         _record_file(args, url)
@@ -107,9 +106,6 @@ def cmd_history(args) -> int:
         r["summary"] = json.loads(r["summary"]) if r["summary"] else {}
         r["environment"] = json.loads(r["environment"]) if r["environment"] else {}
     if args.html:
-        from ..history import page
-        from ..lab import results
-
         results.replace_atomic(Path(args.html), page.render(url.label, runs, found), what="the HTML page",
                                hint="choose a writable file for --html")
         print(f"history page written to {args.html}", file=sys.stderr)
@@ -125,10 +121,6 @@ def cmd_history(args) -> int:
 
 
 def _record_file(args, url) -> None:
-    from ..analysis.summary import Analysis
-    from ..history import run_entry, save
-    from ..lab import results
-
     doc = results.load(args.record)
     run_id = save(url, run_entry(doc, Analysis.from_doc(doc), result_file=str(args.record)))
     print(f"recorded {args.record} in the history store {url.label} (run {run_id})", file=sys.stderr)
@@ -143,8 +135,6 @@ def _print_runs(label: str, runs: list[dict]) -> None:
 
 
 def _print_trend(found: dict) -> None:
-    from ..history.page import fmt_ci, fmt_value, series_title
-
     print(f"trend of {found['metric']} ({found['description']}):")
     if not found["series"]:
         print("  nothing recorded for this figure (see --metric, --workload, --target)")

@@ -21,6 +21,13 @@ from ..report import prometheus
 from ..util.columns import fit, output_width
 from .common import parse_settings
 from .history import add_store_argument, check_store, record
+from ..engines import DEFAULT_ENGINE, ENGINES, engine_for_dsn
+from ..tls import fleet
+from ..util.redact import redact
+from ..lab import results
+from ..util.units import parse_positive_int
+from ..analysis.headline import leak_check_line
+from ..history import leak_entry
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -108,10 +115,6 @@ POSTURE_EXAMPLE = "one DSN per line, e.g. mysql://user@127.0.0.1:3306/ or postgr
 
 def posture_target(line: int, body: str, where: str) -> PostureTarget:
     """One line of a --posture targets file: a DSN of an engine that has a posture (from the registry)."""
-    from ..engines import ENGINES, engine_for_dsn
-    from ..tls import fleet
-    from ..util.redact import redact
-
     able = [e for _, e in ENGINES.items() if getattr(e, "posture", None) and e.dsn_schemes]
     schemes = " or ".join(f"{e.dsn_schemes[0]}://" for e in able)
     engine = engine_for_dsn(body) if "://" in body else None
@@ -126,7 +129,7 @@ class PostureOutcome:
     target: PostureTarget
     exit_code: int = 0
     error: str | None = None
-    report: object = None  # lab.leakcheck.PostureReport
+    report: object = None  # vocab.leakcheck.PostureReport
     seconds: float = 0.0
 
     @property
@@ -209,10 +212,6 @@ def posture_table(outcomes: list[PostureOutcome]) -> list[str]:
 
 def cmd_posture_targets(args) -> int:
     """leak-check --posture --targets FILE: each server's posture, a table or JSON Lines, exit 13 if any leaks."""
-    from ..lab import results
-    from ..tls import fleet
-    from ..util.units import parse_positive_int
-
     if not args.posture:
         raise errors.UsageError("--targets goes with --posture (the canary check takes one server, --dsn)",
                                 hint="add --posture, or check one server with --dsn")
@@ -244,8 +243,6 @@ def cmd_posture_targets(args) -> int:
 
 
 def cmd_leak_check(args, argv: list[str] | None = None) -> int:
-    from ..engines import DEFAULT_ENGINE, ENGINES
-
     if args.targets:
         return cmd_posture_targets(args)
     for name in ("jobs", "jsonl"):
@@ -276,8 +273,6 @@ def cmd_leak_check(args, argv: list[str] | None = None) -> int:
     if args.json:
         print(json.dumps(report.to_dict(), indent=1))
     else:
-        from ..analysis.headline import leak_check_line
-
         if report.unchecked and not report.findings:
             print(f"Summary: NOT CLEAN: no canary in the {report.scanned_files} files read, but "
                   f"{len(report.unchecked)} places were not checked ({report.configuration})")
@@ -302,7 +297,6 @@ def cmd_leak_check(args, argv: list[str] | None = None) -> int:
             print(f"control ({report.control['configuration']}): the same canary is found in {found}")
         for n in report.notes:
             print(f"note: {n}")
-    from ..history import leak_entry
 
     code = errors.EXIT_LEAK if report.leaks else 0
     if args.prometheus:

@@ -4,6 +4,10 @@ from __future__ import annotations
 
 import argparse
 import json
+from ..engines import ENGINES
+from ..vocab.variants import PLACEBO_KEY
+from ..probes import PROBES
+from ..workloads import WORKLOADS, capabilities
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -11,11 +15,6 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def cmd_list(args) -> int:
-    from ..engines import ENGINES
-    from ..vocab.variants import PLACEBO_KEY
-    from ..probes import PROBES
-    from ..workloads import WORKLOADS, capabilities
-
     data = {
         "engines": {n: e.description for n, e in ENGINES.items()},
         "workloads": {n: w.description for n, w in WORKLOADS.items()},

@@ -58,7 +58,8 @@ def epilog(examples: tuple[str, ...], page_name: str) -> str:
     return "\n".join(lines)
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(only: str | None = None) -> argparse.ArgumentParser:
+    """Every command's options; with `only`, that command's alone (the others listed, their modules not imported)."""
     p = _Parser(prog="encbench", description="Measure what encryption costs a database, side by side.",
                 epilog=epilog(EXAMPLES, "README.md") + " (every page: one line per question a DBA asks)",
                 formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -66,15 +67,21 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--debug", action="store_true", help="show tracebacks of internal errors")
     sub = p.add_subparsers(dest="command", parser_class=_Parser, metavar="COMMAND")
     for command in COMMANDS:
-        command.add_arguments(sub.add_parser(command.name, help=command.help,
-                                             epilog=epilog(command.examples, command.page),
-                                             formatter_class=argparse.RawDescriptionHelpFormatter))
+        sp = sub.add_parser(command.name, help=command.help, epilog=epilog(command.examples, command.page),
+                            formatter_class=argparse.RawDescriptionHelpFormatter)
+        if only is None or command.name == only:
+            command.add_arguments(sp)
     for parser in (p, *sub.choices.values()):
         for action in parser._actions:  # noqa: SLF001 - argparse keeps every option's action here, groups included
             if action.nargs != 0 and not isinstance(action, argparse._SubParsersAction):  # noqa: SLF001
                 action.type = _not_empty(action.type, " or leave the option out for its default"
                                          if action.option_strings else "")
     return p
+
+
+def command_named(argv: list[str]) -> str | None:
+    """The command a command line names (the first word that is not a top-level option), None when none."""
+    return next((a for a in argv if not a.startswith("-")), None)
 
 
 def _not_empty(convert, what_to_do: str):

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
+from ..lab import results
+from ..report import html as html_report
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -12,9 +14,6 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def cmd_report(args) -> int:
-    from ..lab import results
-    from ..report import html as html_report
-
     results.check_writable(Path(args.output), hint="choose a writable -o path")
     for f in args.files:
         results.check_readable(f)

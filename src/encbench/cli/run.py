@@ -15,6 +15,19 @@ from . import defaults
 from .defaults import (DEFAULT_RUNS, DEFAULT_SEED, DEFAULT_SIZE, METER_QUICK_RUNS, METER_QUICK_SIZE, METER_SIZE,
                        METER_WARMUPS, QUICK_BUDGET, QUICK_RUNS, QUICK_SIZE, data_dir_default)
 from .history import add_store_argument, check_store, record
+from ..lab import precision
+from ..vocab.variants import label
+from ..util import files
+from ..engines import DEFAULT_ENGINE, ENGINES
+from ..lab import precision, results, runner
+from ..lab.meter import default_probes as meter_probes
+from ..probes import DEFAULT_PROBES
+from ..report import render as report
+from ..util.units import parse_count, parse_positive_int, parse_seconds, parse_size
+from ..analysis.summary import Analysis
+from ..history import run_entry
+from ..lab.precision import clock_text
+from ..lab import runner
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -117,9 +130,6 @@ def _question(args, engine, metered: bool) -> bool:
 
 def _print_plan(planned, budget_s: float | None) -> None:
     """A sequential run's plan, first on stderr: what is measured, the rule, the budget."""
-    from ..lab import precision
-    from ..vocab.variants import label
-
     workloads = {wl: [label(v) for v in vs] for wl, vs in planned.by_workload.items()}
     print("encbench: " + precision.plan_text(workloads, budget_s, precision.Sequential()), file=sys.stderr,
           flush=True)
@@ -131,8 +141,6 @@ KEY_FILE_MAX_BYTES = 64 * 2**10  # a passphrase; a larger file is no key file
 def _read_key(args) -> tuple[str | None, str]:
     """The passphrase from --key-file or ENCBENCH_KEY: UTF-8 text without a NUL byte (SQL cannot carry one), else
     a one-line BadValueError before anything is generated."""
-    from ..util import files
-
     if args.key_file:
         text = files.read_text(args.key_file, what="--key-file", limit=KEY_FILE_MAX_BYTES, error=errors.BadValueError,
                                hint="give a file holding the passphrase as UTF-8 text").strip()
@@ -325,7 +333,6 @@ class RunClock:
         minutes, seconds = divmod(int(round(eta)), 60)
         text = f"ETA {minutes}:{seconds:02d}" if minutes else f"ETA {seconds} s"
         if self.budget_s is not None:  # a sequential run: the planned runs, then rounds while a verdict is open
-            from ..lab.precision import clock_text
 
             text += f" (then rounds until resolved: at most {clock_text(self.budget_s - (self.now() - self.started))})"
         return text
@@ -334,8 +341,6 @@ class RunClock:
 def _run_with_progress(config, err, mode: str = "auto") -> dict:
     """One rich bar on a terminal (the run in progress, runs done of planned, elapsed, ETA); a pipe or file gets
     nothing on stderr until the end (its one-line errors stay one line) unless plain lines are asked for."""
-    from ..lab import runner
-
     if mode == "lines":
         return runner.execute(config, on_progress=PlainProgress(config).update)
     if mode == "off" or (mode == "auto" and not err.is_terminal):

@@ -10,6 +10,10 @@ from .. import errors
 from . import defaults
 from .common import workloads
 from .defaults import DEFAULT_RUNS, DEFAULT_SEED, DEFAULT_SIZE
+from ..engines import DEFAULT_ENGINE, ENGINES
+from ..lab import results, runner, selftest
+from ..report import render as report
+from ..util.units import parse_count, parse_positive_int, parse_size
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -29,11 +33,6 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def cmd_selftest(args, argv: list[str]) -> int:
-    from ..engines import DEFAULT_ENGINE, ENGINES
-    from ..lab import results, runner, selftest
-    from ..report import render as report
-    from ..util.units import parse_count, parse_positive_int, parse_size
-
     engine = ENGINES.get(args.engine or DEFAULT_ENGINE)
     settings = selftest.Settings(
         engine=engine.name, workloads=workloads(args.workload) or selftest.workloads_for(engine),

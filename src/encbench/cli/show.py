@@ -6,6 +6,10 @@ import argparse
 from pathlib import Path
 
 from .common import add_margin_argument, console, margin_pct
+from ..report import render as report
+from ..report import csvout
+from ..analysis import summary as analysis
+from ..lab import results
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -38,10 +42,6 @@ def _emit(doc: dict, analysis, fmt: str, margin: float | None = None, detail: bo
 
 
 def cmd_show(args) -> int:
-    from ..analysis import summary as analysis
-    from ..lab import results
-    from ..report import render as report
-
     results.check_readable(args.file)  # a FIFO or a device is refused, never opened
     doc = results.load(args.file)
     with results.reading(args.file):

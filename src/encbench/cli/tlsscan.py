@@ -12,6 +12,20 @@ from ..util.columns import fit, output_width
 from .common import parse_settings
 from .defaults import data_dir_default
 from .history import add_store_argument, check_store, record
+from ..engines import ENGINES, tls_scan_engines
+from ..report.prometheus import add_argument as add_prometheus_argument
+from ..lab import results
+from ..tls import baseline as tlsbaseline
+from ..tls import scan as tlsscan
+from ..util.units import parse_positive_int, parse_seconds
+from ..analysis.headline import tls_scan_line
+from ..report import prometheus
+from ..tls import fleet
+from ..history import record as history
+from ..util.redact import redact
+from ..report import render as report
+from ..tls import measure as tlsmeasure
+from ..util import urls
 
 
 class _TlsScanEngines:
@@ -19,8 +33,6 @@ class _TlsScanEngines:
     building the parser imports no engine)."""
 
     def _names(self) -> list[str]:
-        from ..engines import tls_scan_engines
-
         return [e.name for e in tls_scan_engines()]
 
     def __iter__(self):
@@ -49,7 +61,6 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("-o", "--output", default=None, help="--measure: result file of the measuring run")
     p.add_argument("--timeout", default=None, metavar="SECONDS",
                    help="time limit of one target's whole scan (default 120; each network wait 10 at most)")
-    from ..report.prometheus import add_argument as add_prometheus_argument
 
     add_prometheus_argument(p, "the scan results (per target)")
     fleet = p.add_argument_group("many targets")
@@ -68,12 +79,6 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def cmd_tls_scan(args, argv: list[str]) -> int:
-    from ..engines import ENGINES
-    from ..lab import results
-    from ..tls import baseline as tlsbaseline
-    from ..tls import scan as tlsscan
-    from ..util.units import parse_positive_int
-
     check_store(args, argv)
     if args.targets:
         return _cmd_fleet(args)
@@ -124,13 +129,9 @@ def cmd_tls_scan(args, argv: list[str]) -> int:
     else:
         _print_scan(args, result, changes, baseline, measured)
     if args.prometheus:
-        from ..report import prometheus
-        from ..tls import fleet
-
         one = fleet.Outcome(fleet.Target(0, endpoint), exit_code=errors.EXIT_DRIFT if changes else 0,
                             status="drift" if changes else "ok", scan=result, drift=changes if baseline else None)
         prometheus.write(Path(args.prometheus), prometheus.tls_registry([one]))
-    from ..history import record as history
 
     stored = dict(result, target=history.private_target(args.engine)) if args.engine else result  # not its port
     record(args, lambda: history.scan_entry([(stored, changes if baseline else None)], command=args.store_command,
@@ -175,34 +176,22 @@ def _print_scan(args, result: dict, changes: list[str], baseline, measured) -> N
 def _record_no_tls(args, endpoint, e: errors.NoTLSError) -> None:
     """--store: a server that answers but offers no TLS, recorded as `--targets` records a target that failed (no
     scan row; the target and its one-line error under the summary's `failed`; the command's exit code)."""
-    from ..history import record as history
-    from ..util.redact import redact
-
     record(args, lambda: history.scan_entry(
         [], command=args.store_command, engine=endpoint.kind, target=endpoint.label, exit_code=e.exit_code,
         failed=[{"target": endpoint.label, "error": redact(e.one_line())}]))
 
 
 def _timeout(args) -> float:
-    from ..tls import fleet
-    from ..util.units import parse_seconds
-
     return parse_seconds(args.timeout, what="--timeout", minimum=0.1, maximum=3600) if args.timeout \
         else fleet.DEFAULT_TIMEOUT_S
 
 
 def _check_prometheus(path: str) -> None:
-    from ..report import prometheus
-
     prometheus.check_path(path)
 
 
 def _cmd_fleet(args) -> int:
     """tls-scan --targets FILE: every target scanned, a table or JSON Lines, per-target baselines."""
-    from ..lab import results
-    from ..tls import fleet
-    from ..util.units import parse_positive_int
-
     if args.target or args.engine:
         raise errors.UsageError("--targets FILE replaces TARGET and --engine", hint="give one of them")
     for name in ("setting", "save_baseline", "baseline", "measure", "json"):
@@ -231,8 +220,6 @@ def _cmd_fleet(args) -> int:
         results.replace_atomic(Path(args.jsonl), "".join(line + "\n" for line in lines), what="the JSON Lines file",
                                hint="choose a writable file for --jsonl")
     if args.prometheus:
-        from ..report import prometheus
-
         prometheus.write(Path(args.prometheus), prometheus.tls_registry(outcomes))
     if args.format == "jsonl":
         for line in lines:
@@ -240,7 +227,6 @@ def _cmd_fleet(args) -> int:
     else:
         for line in fleet.table_lines(outcomes):
             print(line)
-    from ..history import record as history
 
     record(args, lambda: history.scan_entry(
         [(o.scan, o.drift) for o in outcomes if o.scan], command=args.store_command,
@@ -252,8 +238,6 @@ def _cmd_fleet(args) -> int:
 def _tls_scan_server(engine: str, settings: dict):
     """The private server tls-scan --engine scans; a start failure hints at --setting, never at --keep
     (an option of `run` that tls-scan does not have)."""
-    from ..engines import ENGINES
-
     try:
         return ENGINES.get(engine).start_scan_server(settings)
     except errors.EngineUnavailableError as e:
@@ -263,15 +247,9 @@ def _tls_scan_server(engine: str, settings: dict):
 
 
 def _tls_measure(args, scan: dict, top, runs, argv) -> dict:
-    from ..report import render as report
-    from ..tls import measure as tlsmeasure
-    from ..tls import scan as tlsscan
-
     engine = args.engine or tlsscan.engine_of(scan["engine"]).name
     dsn = None
     if not args.engine:
-        from ..util import urls
-
         if not urls.split(args.target, what="target").username:
             raise errors.UsageError("--measure on a server needs credentials in TARGET",
                                     hint="e.g. postgresql://user:password@host:port/db, or use --engine for a private one")

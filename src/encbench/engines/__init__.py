@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from ..profiling import profiler
 from ..util.registry import Registry
 from .base import Engine, PrepareContext, Session
 from .mariadb.engine import MariaDBEngine
@@ -12,6 +13,7 @@ ENGINES: Registry[Engine] = Registry("engine")
 ENGINES.register(SQLiteEngine.name, SQLiteEngine())
 ENGINES.register(PostgresEngine.name, PostgresEngine())
 ENGINES.register(MariaDBEngine.name, MariaDBEngine())
+profiler.use_engines(e for _, e in ENGINES.items())  # --profile's categories, the engines' own among them
 
 DEFAULT_ENGINE = SQLiteEngine.name
 

@@ -6,6 +6,8 @@ from pathlib import Path
 
 from ..vocab.session import PrepareContext, Session, Table
 from ..vocab.variants import Variant, VariantKey
+from ..errors import UsageError
+from ..host import cpugap
 
 __all__ = ["Engine", "PrepareContext", "Session", "Table"]
 
@@ -85,8 +87,6 @@ class Engine:
 
     def start_scan_server(self, settings: dict):
         """tls-scan --engine: a private server with TLS on (`.port`, `.stop()`)."""
-        from ..errors import UsageError
-
         raise UsageError(f"engine {self.name} has no server to scan")
 
     # `encbench calibrate`: --variant filters of the oltp runs the bill's read and write costs are fitted over (a
@@ -95,8 +95,6 @@ class Engine:
 
     def live_rates_reader(self, dsn: str):
         """estimate --live: a vocab.live.LiveSampler of every bill term's counter on this engine's server."""
-        from ..errors import UsageError
-
         raise UsageError(f"engine {self.name} has no live server to sample: give its rates with --rate")
 
     def tables(self) -> tuple[Table, ...]:
@@ -155,8 +153,6 @@ class Engine:
         """--meter instructions (host/cpugap): per crypto family its variants use, a program exercising it through
         the engine's own crypto library ({"argv", "library": regex on its object}); default: the system OpenSSL's
         `openssl speed`, which a server engine links."""
-        from ..host import cpugap
-
         return cpugap.openssl_speed_probes()
 
     def cleanup(self, setup: dict) -> None:
@@ -172,6 +168,4 @@ class Engine:
 
     def leak_check(self, options: dict, workdir: Path):
         """Plant a canary in the encrypted objects, force it to disk, scan the files: a LeakReport."""
-        from ..errors import UsageError
-
         raise UsageError(f"engine {self.name} has no leak-check yet")

@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 
 from ..workloads import column as column_lab
+from ..host import rawcolumn
 
 
 # the raw reference (host/rawcolumn.CODECS) of each engine's in-database method, as its SQL calls it
@@ -29,7 +30,6 @@ def raw_reference(setup: dict) -> dict:
     col = setup.get("column")
     if not col:
         return {}
-    from ..host import rawcolumn
 
     methods: dict[str, list[str]] = {}
     for m in col["methods"]:

@@ -74,11 +74,6 @@ class Together(tuple):
         return self
 
 
-def overlap_s(spans: list[tuple[float, float]]) -> float:
-    """How long every session was running at once: the earliest end minus the latest start (<= 0: never)."""
-    return min(e for _, e in spans) - max(s for s, _ in spans) if spans else 0.0
-
-
 def run_together(conns: list, execute: Callable[[Any], Any]) -> Together:
     """execute(conn) in one thread per connection, all released at once by a barrier.
 

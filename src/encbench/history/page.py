@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import datetime
 import html
+from ..report.html import CSS, _svg
 
 MAX_SERIES = 12  # more lines than this are unreadable in one chart: the page names the rest
 VERDICT_MARKERS = {"costs": "#c0392b", "saves": "#27ae60", "no_cost": "#2e86c1", "leak": "#c0392b",
@@ -47,7 +48,6 @@ def trend_svg(found: dict) -> str | None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from ..report.html import _svg
 
     shown = [s for s in found["series"] if any(isinstance(p["value"], (int, float)) for p in s["points"])]
     if not shown:
@@ -83,8 +83,6 @@ def trend_svg(found: dict) -> str | None:
 
 
 def render(store_label: str, runs: list[dict], found: dict) -> str:
-    from ..report.html import CSS
-
     rows = "".join(f"<tr><td>{r['id']}</td><td>{_e(r['measured_at'])}</td><td>{_e(r['kind'])}</td>"
                    f"<td>{_e(r['engine'] or '-')}</td><td>{_e(r['exit_code'])}</td><td>{_e(r['target'] or '-')}</td>"
                    f"<td><code>{_e(r['command'] or '')}</code></td></tr>" for r in runs)

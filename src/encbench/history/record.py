@@ -119,7 +119,7 @@ def scan_entry(scans: list[tuple[dict, list[str] | None]], *, command: str | Non
 
 
 def leak_entry(report, *, dsn: str | None, command: str | None, exit_code: int) -> Entry:
-    """A `leak-check` (lab/leakcheck.LeakReport): each leaking file a finding."""
+    """A `leak-check` (vocab/leakcheck.LeakReport): each leaking file a finding."""
     return Entry(
         kind="leak-check", measured_at=now_utc(), engine=report.engine,
         target=redact(dsn) if dsn else private_target(report.engine), command=_command(command),

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Callable
 
 from ..errors import UnknownNameError
+from ..analysis.summary import COMPARED_METRICS
 
 
 @dataclass(frozen=True)
@@ -62,8 +63,6 @@ def _figure_source(metric: str) -> TrendSource:
 
 
 def source(metric: str | None) -> TrendSource:
-    from ..analysis.summary import COMPARED_METRICS
-
     metric = metric or DEFAULT_METRIC
     if metric in TREND_SOURCES:
         return TREND_SOURCES[metric]

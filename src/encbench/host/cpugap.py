@@ -112,7 +112,7 @@ def _native(argv: list[str], library: str, env: dict, perf: bool) -> tuple[float
 
 def _under_valgrind(argv: list[str], library: str, env: dict) -> list[tuple[str, str, float]]:
     """(object, function, share of the library's instructions) of the probe under callgrind, largest first."""
-    from ..profiling import callgrind
+    from . import callgrind
 
     with owners.temporary_dir("encbench-cpugap-") as tmp:  # owned: reclaimed after a kill
         try:

@@ -12,7 +12,7 @@ above it still apply and nothing is moved out of the hierarchy encbench runs in;
 Leftovers: a record (owner pid + start time, the group's path) is written in STATE_DIR before the group
 is made; `Group.destroy()` removes the group (its processes stopped first by their owner) and then the
 record. A killed run's group is removed by the next `create` or by `encbench cleanup` (`reclaim`) once
-nothing runs in it: no process is ever stopped here (the servers' own clean-up does that: lab/leftovers,
+nothing runs in it: no process is ever stopped here (the servers' own clean-up does that: util/leftovers,
 host/encfs), a group that still holds one is reported and kept.
 """
 

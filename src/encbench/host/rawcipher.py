@@ -31,7 +31,9 @@ import shutil
 import subprocess
 import time
 
-from encbench.util.tdist import t_ppf
+from ..util.tdist import t_ppf
+from . import procstat
+from ..util import owners
 
 IV = 16
 HMAC_SHA512 = 64
@@ -46,13 +48,11 @@ CONFIDENCE = 0.95
 
 
 def cpu_times() -> tuple[int, int] | None:
-    """(steal, total) jiffies of all CPUs from /proc/stat (runctx reads it), or None where unreadable."""
-    from ..lab import runctx
-
-    fields = (runctx.read_stat() or {}).get("cpu")
+    """(steal, total) jiffies of all CPUs from /proc/stat (host/procstat, as lab/runctx reads it), or None where unreadable."""
+    fields = (procstat.read_stat() or {}).get("cpu")
     if not fields:
         return None
-    _, total, steal = runctx.busy_total_steal(fields)
+    _, total, steal = procstat.busy_total_steal(fields)
     return steal, total
 
 
@@ -441,10 +441,9 @@ def _page_fns(page_size: int, engine_lib: str):
 def page_instructions(page_size: int, engine_lib: str, pages: int = INSTRUCTION_PAGES) -> dict:
     """The raw cipher's instructions per page, counted as the engine's are (callgrind): the engine library's own
     instructions (its OpenSSL, the Python that calls it left out) over `pages` pages, divided by them."""
-    from ..profiling import callgrind
+    from . import callgrind
     from . import valgrind
     import sys
-    from ..util import owners
 
     with owners.temporary_dir("encbench-rawinstr-") as tmp:  # owned: reclaimed after a kill
         argv = valgrind.callgrind_argv(f"{tmp}/cg.%p", cache_sim=False, options=("--collect-atstart=no",))

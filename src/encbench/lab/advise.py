@@ -13,7 +13,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
-from ..analysis.knob import Sweep
+from ..vocab.knob import Sweep
+from ..probes import DEFAULT_PROBES
 
 
 @dataclass
@@ -36,7 +37,6 @@ class Settings:
 
 def config(settings: Settings, sweep: Sweep, budget_s: float | None = None):
     from . import runner
-    from ..probes import DEFAULT_PROBES
 
     return runner.RunConfig(
         engine=settings.engine, workloads=list(sweep.workloads), variant_filters=list(sweep.variants),

@@ -14,7 +14,9 @@ from __future__ import annotations
 
 import re
 
-from ..errors import BadValueError, UsageError
+from ..errors import BadValueError, RunFailedError, UsageError
+from ..host import valgrind
+from ..engines import ENGINES
 
 TIME, INSTRUCTIONS = "time", "instructions"
 # probes of the whole machine (every process's context switches, the kernel workers' CPU, the server's wait
@@ -55,7 +57,6 @@ def check(meter: str, engine, workloads: list, options: dict, probes: list[str],
     if any(p.partition("=")[0].strip() == "profile" for p in params):
         raise BadValueError("--profile samples with perf, which cannot sample a process under valgrind",
                             hint="drop --profile: --meter instructions says where the instructions go itself")
-    from ..host import valgrind
 
     if not valgrind.supported_machine():
         raise BadValueError("--meter instructions talks to valgrind through x86-64 instructions: not on this CPU",
@@ -68,8 +69,6 @@ def default_probes(meter: str, probes: list[str]) -> list[str]:
 
 
 def metered_engines() -> list[str]:
-    from ..engines import ENGINES
-
     return [name for name, e in ENGINES.items() if e.metered]
 
 
@@ -121,8 +120,6 @@ def is_metered(doc: dict) -> bool:
 def facts(cache_sim: bool) -> dict:
     """What a metered result file records about the meter: the tool, and the CPU it simulates beside this one
     (the features a crypto library picks its code by: host/valgrind.FEATURES)."""
-    from ..host import valgrind
-
     host = valgrind.cpu_features()
     simulated = valgrind.simulated_cpu_features()
     return {"kind": INSTRUCTIONS, "tool": "callgrind", "valgrind": valgrind.version(), "cache_sim": cache_sim,
@@ -132,8 +129,6 @@ def facts(cache_sim: bool) -> dict:
 
 def check_counted(record: dict, where: str) -> None:
     """A metered run without its count is no measurement: every operation (and a counted open) must have one."""
-    from ..errors import RunFailedError
-
     for op in record.get("operations", []):
         if "instructions" not in (op.get("metrics") or {}):
             why = (op.get("probe_errors") or {}).get("instructions", "no count")

@@ -33,6 +33,9 @@ from pathlib import Path
 from ..errors import EngineUnavailableError, RunFailedError
 from ..host import valgrind
 from ..util import interrupts, owners, proc
+from ..engines.local.server import keep_log
+from ..probes import instructions
+from ..engines import ENGINES
 
 START_TIMEOUT_S = 180  # importing encbench under valgrind: ~3 s of CPU, far more on a loaded machine
 POLL_S = 0.05
@@ -102,8 +105,6 @@ class MeteredWorkers:
                 hint=f"valgrind's log kept: {kept}" if kept else "valgrind's log could not be kept")
 
     def _keep_log(self) -> str | None:
-        from ..engines.local.server import keep_log
-
         kept = keep_log(self.log, self.keep_dir, "encbench-valgrind-workers.log")
         return str(kept) if kept else None
 
@@ -188,10 +189,8 @@ def _child(sock: socket.socket, fd: int) -> None:
 
 def serve(fd: int, engine: str = "") -> None:
     from . import forkserver_init, placement, worker  # noqa: F401 (imported once, here: every child has them)
-    from ..probes import instructions  # noqa: F401
 
     if engine:  # the engine's library (SQLite: sqlcipher3, OpenSSL linked in), loaded once for every child
-        from ..engines import ENGINES
 
         ENGINES.get(engine).check_available()
 

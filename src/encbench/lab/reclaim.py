@@ -9,10 +9,10 @@ live command's servers, or a process that reused a dead owner's pid, are never t
 1. the commands' owner records (util/owners): each recorded process that is still the one recorded (start time),
    and every process whose command line points into one of the record's directories (a server's children, a server
    a worker restarted, valgrind's processes), stopped: SIGTERM, then SIGKILL;
-2. the private server directories holding an owner file of their own (lab/leftovers.reclaim_servers);
+2. the private server directories holding an owner file of their own (util/leftovers.reclaim_servers);
 3. as root, the filesystems of the encfs ledger (unmounted, loop devices detached, keys shredded);
 4. the records' directories and files removed (a directory with a mount still below it is kept and said);
-5. the scratch-*, pymp-* and filesystems' directories holding an owner file (lab/leftovers.reclaim);
+5. the scratch-*, pymp-* and filesystems' directories holding an owner file (util/leftovers.reclaim);
 6. as root, the memory cgroups of dead owners (host/memcg), once nothing runs in them.
 
 `plan()` is the pure part (which records, which of their items, in which order); `reclaim()` carries it out.
@@ -29,7 +29,9 @@ from pathlib import Path
 import psutil
 
 from ..util import owners, proc
-from . import leftovers
+from ..util import leftovers
+from ..host.encfs import ledger
+from ..host import memcg
 
 TERM_WAIT_S = 20  # a dead run's server: SIGTERM (a clean shutdown; under valgrind its last dumps), then SIGKILL
 
@@ -189,8 +191,6 @@ def remove_paths(plans: list[Plan], out: Reclaimed) -> None:
 
 
 def _filesystems(out: Reclaimed) -> None:
-    from ..host.encfs import ledger
-
     if os.geteuid() != 0 or not ledger.STATE_DIR.is_dir():
         return
     done = ledger.reclaim()
@@ -202,8 +202,6 @@ def _filesystems(out: Reclaimed) -> None:
 
 
 def _cgroups(out: Reclaimed) -> None:
-    from ..host import memcg
-
     if os.geteuid() != 0 or not memcg.STATE_DIR.is_dir():
         return
     rows = memcg.reclaim()

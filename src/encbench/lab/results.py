@@ -15,12 +15,12 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import tempfile
 from pathlib import Path
 
 from . import resultschema
 from ..util import files
-from ..errors import OutputError, ResultFileError, SchemaVersionError
+from ..util.files import check_writable, refuse_special, replace_atomic  # noqa: F401 (report/prometheus reads them here until its import moves)
+from ..errors import ResultFileError, SchemaVersionError
 from ..util.redact import stored_command
 
 SCHEMA_VERSION = 1
@@ -34,79 +34,12 @@ STATUSES = ("running", "complete", "interrupted", "failed")
 MAX_BYTES = 200 * 2**20
 
 
-def _not_regular(path: Path) -> str | None:
-    """What the existing path is when it is not a regular file (symlinks are not followed), else None."""
-    try:
-        mode = os.lstat(path).st_mode
-    except FileNotFoundError:
-        return None
-    except OSError as e:
-        return f"not accessible ({e.strerror or e})"
-    return files.kind_of(mode)
-
-
-def refuse_special(path: Path, what: str = "output", hint: str = "give a regular file name, e.g. -o results.json") -> None:
-    """An existing output that is not a regular file is never replaced (a device node, FIFO or symlink)."""
-    kind = _not_regular(Path(path))
-    if kind:
-        raise OutputError(f"{what} {path} is {kind}: encbench only writes regular files", hint=hint)
-
-
-def check_writable(path: Path, *, what: str = "output", create_parent: bool = False,
-                   hint: str = "choose a writable path with -o") -> None:
-    """Fail before any work if the result file cannot be written.
-
-    The target must be a new or a regular file (never a device node, FIFO, socket, symlink or
-    directory), in a directory that exists (missing directories are an error, unless
-    `create_parent`: encbench's own default directory) and that this process can write.
-    """
-    path = Path(path)
-    refuse_special(path, what, "give a regular file name, e.g. -o results.json" if what == "output" else hint)
-    parent = path.parent if str(path.parent) else Path(".")
-    if create_parent:
-        try:
-            parent.mkdir(parents=True, exist_ok=True)
-        except OSError as e:
-            raise OutputError(f"cannot create the directory {parent}: {e.strerror or e}", hint=hint) from None
-    if not parent.is_dir():
-        raise OutputError(f"cannot write {what} {path}: the directory {parent} does not exist",
-                          hint="create it first, or " + hint)
-    try:
-        fd, probe = tempfile.mkstemp(prefix=".encbench-", dir=parent)
-        os.close(fd)
-        os.unlink(probe)
-    except OSError as e:
-        raise OutputError(f"cannot write {what} {path}: {e.strerror or e}", hint=hint) from None
-
-
 def write_atomic(path: Path, doc: dict) -> None:
     """Write to a temporary file in the same directory, then rename over the target
     (which must be new or a regular file: checked again right before the rename)."""
     path = Path(path)
     data = json.dumps(doc, indent=1, sort_keys=False, default=_json_default)
     replace_atomic(path, data + "\n", what="the result file", hint="check the path and free space")
-
-
-def replace_atomic(path: Path, data: str, *, what: str, hint: str) -> None:
-    """data to path through a temporary file and a rename; never over a non-regular file."""
-    path = Path(path)
-    tmp = None
-    try:
-        refuse_special(path, what)
-        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent if str(path.parent) else ".")
-        os.fchmod(fd, 0o666 & ~_umask())  # as an ordinary new file, not mkstemp's 0600
-        with os.fdopen(fd, "w") as f:
-            f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
-        refuse_special(path, what)
-        os.replace(tmp, path)
-        tmp = None
-    except OSError as e:
-        raise OutputError(f"cannot write {what} {path}: {e.strerror or e}", hint=hint) from None
-    finally:
-        if tmp is not None:
-            Path(tmp).unlink(missing_ok=True)
 
 
 def check_readable(path: str | os.PathLike, what: str = "result file") -> None:
@@ -116,12 +49,6 @@ def check_readable(path: str | os.PathLike, what: str = "result file") -> None:
 
 
 _GIVE_SAVED = "give the path of a saved file"
-
-
-def _umask() -> int:
-    mask = os.umask(0o022)
-    os.umask(mask)
-    return mask
 
 
 def _json_default(obj):

@@ -23,35 +23,12 @@ from typing import Callable
 
 import psutil
 
+from ..host.procstat import busy_total_steal, read_stat
+
 HZ = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
 STEAL_PCT = 5.0  # % of the run's CPU time stolen by the hypervisor
 OTHER_LOAD_SHARE = 0.25  # of the machine's CPUs: 0.5 cores on 2 CPUs
 FREQ_CHANGE_PCT = 10.0
-
-
-def _cpu_lines(text: str) -> dict[str, list[int]]:
-    out = {}
-    for line in text.splitlines():
-        if line.startswith("cpu"):
-            name, *fields = line.split()
-            out[name] = [int(x) for x in fields]
-    return out
-
-
-def read_stat(path: str = "/proc/stat") -> dict[str, list[int]] | None:
-    """{"cpu": [user, nice, system, idle, iowait, irq, softirq, steal, ...], "cpu0": [...], ...}."""
-    try:
-        return _cpu_lines(Path(path).read_text())
-    except OSError:
-        return None
-
-
-def busy_total_steal(fields: list[int]) -> tuple[int, int, int]:
-    """(busy, total, steal) ticks of one /proc/stat cpu line."""
-    f = (fields + [0] * 8)[:8]  # guest time is already inside user
-    user, nice, system, idle, iowait, irq, softirq, steal = f
-    busy = user + nice + system + irq + softirq
-    return busy, busy + idle + iowait + steal, steal
 
 
 def read_mhz(root: str = "/sys/devices/system/cpu", cpuinfo: str = "/proc/cpuinfo") -> dict[int, float]:

@@ -16,7 +16,7 @@ from typing import Callable
 from .. import __version__
 from ..analysis import summary as analysis
 from ..util import interrupts, owners
-from . import leftovers
+from ..util import leftovers
 from . import meter as meters
 from . import meterfork
 from . import placement
@@ -34,6 +34,7 @@ from ..probes.instructions import resolve
 from ..vocab.variants import Variant, label, matrix, parse_filters, with_placebo
 from ..workloads import WORKLOADS, capabilities
 from ..workloads.base import resolve_params
+from ..profiling.profiler import Profiler
 
 
 @dataclass

@@ -32,6 +32,13 @@ from typing import Callable, Sequence
 from ..engines import DEFAULT_ENGINE
 from ..util import owners
 from ..vocab.variants import PLACEBO, flagged, judged
+from ..analysis import summary as analysis
+from ..host.environment import cpu_info
+from ..host import oscache
+from ..probes.base import read_proc_kv
+from ..probes import DEFAULT_PROBES
+from ..analysis import compare
+from ..util.units import fmt_bytes
 
 PLACEBO_VALUES = ("a", "b")
 HEADLINE = (("wall_s", "elapsed"), ("cpu_s", "CPU"))
@@ -98,8 +105,6 @@ def excess_p(k: int, n: int, rate: float = NOMINAL_FP) -> float | None:
 def log_stats(doc: dict, headline=HEADLINE) -> dict[tuple[str, str, str], dict[str, tuple[float, float]]]:
     """(workload, operation, variant) -> metric -> (mean of ln values, its variance: var(ln) / n), for the
     headline metrics of rows with 2 or more positive values (the connection open left out)."""
-    from ..analysis import summary as analysis
-
     out: dict = {}
     for key, metrics in analysis.collect(doc).items():
         if key[:2] == analysis.OPEN:
@@ -215,8 +220,6 @@ def verdict(floors: dict[str, dict | None], overhead: dict[str, dict | None], wi
 # -- what this machine offers --------------------------------------------------------------
 
 def machine_facts() -> dict:
-    from ..host.environment import cpu_info
-
     cpu = cpu_info()
     return {"hostname": socket.gethostname(), "cpu_model": cpu["model"], "logical_cores": cpu["logical_cores"],
             "kernel": platform.release(), "memory_bytes": _memory()}
@@ -234,8 +237,6 @@ def _memory() -> int | None:
 def fadvise_probe(directory: Path, size: int = 8 << 20) -> dict:
     """Write a file, read it (now cached), evict it with posix_fadvise(DONTNEED), read it again:
     do the bytes read from storage (/proc/self/io read_bytes) show the eviction?"""
-    from ..host import oscache
-
     out = dict(oscache.capabilities(directory))
     fd, name = tempfile.mkstemp(prefix=".encbench-selftest-", dir=directory)
     try:
@@ -269,8 +270,6 @@ def _read_all(name: str) -> None:
 
 def _io_read_bytes() -> int | None:
     """This process's bytes read from storage, as the io probe reads them."""
-    from ..probes.base import read_proc_kv
-
     try:
         return read_proc_kv("/proc/self/io").get("read_bytes")
     except OSError:
@@ -381,7 +380,6 @@ def workloads_for(engine) -> list[str]:
 def config_for(settings: Settings, output: Path, *, counted: bool = False):
     """The run of one invocation; counted: under --meter instructions (METER_RUNS runs, METER_SIZE, no warmup)."""
     from . import meter, runner
-    from ..probes import DEFAULT_PROBES
 
     kind = meter.INSTRUCTIONS if counted else meter.TIME
     return runner.RunConfig(
@@ -396,8 +394,6 @@ def config_for(settings: Settings, output: Path, *, counted: bool = False):
 
 def _counted(settings: Settings, work: Path, progress) -> dict:
     """--meter instructions: two more invocations, counted; the instruction A/A false positives and noise floor."""
-    from ..analysis import compare
-    from ..analysis import summary as analysis
     from . import runner
 
     docs, seconds = [], []
@@ -425,8 +421,6 @@ def _counted(settings: Settings, work: Path, progress) -> dict:
 
 def run(settings: Settings, *, progress: Callable[[str], None] = lambda msg: None) -> dict:
     """Two invocations, then every figure; the result files go to keep_dir or a removed temp dir."""
-    from ..analysis import summary as analysis
-    from ..analysis import compare
     from . import runner
 
     work = Path(settings.keep_dir) if settings.keep_dir else owners.make_dir("encbench-selftest-")
@@ -498,8 +492,6 @@ def _fp_line(name: str, fp: dict) -> str:
 
 
 def _bytes(x) -> str:
-    from ..util.units import fmt_bytes
-
     return "-" if x is None else fmt_bytes(x)
 
 

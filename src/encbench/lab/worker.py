@@ -18,6 +18,7 @@ from ..errors import EncbenchError
 from ..probes import PROBES
 from ..profiling.profiler import with_profiles
 from ..workloads import WORKLOADS
+from ..probes.instructions import SelfMeter
 
 
 def _measure(op, session, variant: dict, probe_names: list[str], self_meter=None) -> dict:
@@ -103,8 +104,6 @@ def _self_meter(spec: dict):
     the meter of this process; else None."""
     meter = spec.get("meter") or {}
     if meter.get("self_dir"):
-        from ..probes.instructions import SelfMeter
-
         return SelfMeter(meter["self_dir"])
     return None
 

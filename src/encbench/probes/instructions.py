@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..host import valgrind
-from ..profiling import callgrind
+from ..host import callgrind
 from .base import Metric, Probe, Target
 
 PROFILE_KEY = "instructions_profile"  # the operation's extra key holding the functions

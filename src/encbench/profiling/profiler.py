@@ -21,6 +21,7 @@ import signal
 import subprocess
 import time
 from pathlib import Path
+from ..util.units import fmt_seconds
 
 PROFILE_PARAM = "profile"
 PROFILE_PREFIX = "profile:"
@@ -43,12 +44,21 @@ RUNTIME_CATEGORIES: tuple[tuple[str, str, str], ...] = (
 )
 
 
+_ENGINES: list = []  # the engine classes, in their table's order: engines/__init__ hands them over (use_engines)
+
+
+def use_engines(engines) -> None:
+    """The engines whose profile_categories the table holds (engines/__init__ calls it: profiling sits below the
+    engines and never imports them)."""
+    _ENGINES[:] = list(engines)
+    categories.cache_clear()
+    _compiled.cache_clear()
+
+
 @functools.cache
 def categories() -> tuple[tuple[str, str, str], ...]:
     """The whole ordered table: the kernel and libcrypto, the in-process engines, the runtime, the server engines."""
-    from ..engines import ENGINES
-
-    engines = [e for _, e in ENGINES.items()]
+    engines = _ENGINES
     return (HEAD_CATEGORIES + tuple(c for e in engines if e.profile_in_process for c in e.profile_categories)
             + RUNTIME_CATEGORIES + tuple(c for e in engines if not e.profile_in_process for c in e.profile_categories))
 
@@ -290,8 +300,6 @@ CRYPTO_CATEGORIES = ("libcrypto", "sqlcipher")
 
 def finding_line(f: dict) -> str:
     """'scan-eq/scan cache=warm, encryption=on: +3.9 ms CPU per operation in the profile (+41%); libcrypto 0%...'"""
-    from ..util.units import fmt_seconds
-
     base = f["baseline_cpu_s"]
     pct = f"{f['added_cpu_s'] / base:+.0%}" if base > 0 else "n/a"
     crypto = sum(f["contender_categories"].get(x, 0) for x in CRYPTO_CATEGORIES)

@@ -14,22 +14,20 @@ from pathlib import Path
 
 from ..errors import ResultFileError, SchemaVersionError
 from .scan import SCAN_VERSION
+from ..util.files import check_writable, replace_atomic
+from ..util import files
 
 MAX_BYTES = 16 * 2**20  # a scan of every suite of every protocol is tens of kB
 
 
 def save(result: dict, path: Path) -> None:
     """Atomically, into an existing directory, never over a device node, FIFO or symlink."""
-    from ..lab.results import check_writable, replace_atomic
-
     hint = "choose a writable regular file for --save-baseline"
     check_writable(Path(path), what="the baseline", hint=hint)
     replace_atomic(Path(path), json.dumps(result, indent=1), what="the baseline", hint=hint)
 
 
 def load(path: Path) -> dict:
-    from ..util import files
-
     path = Path(path)
     text = files.read_text(path, what="baseline", limit=MAX_BYTES, error=ResultFileError,
                            hint="make one with --save-baseline")

@@ -27,6 +27,9 @@ from ..util.columns import fit, output_width
 from ..util.redact import redact
 from . import baseline as tlsbaseline
 from . import scan as tlsscan
+from ..errors import ResultFileError
+from ..util import files
+from ..util.files import check_writable
 
 DEFAULT_JOBS = 8
 DEFAULT_TIMEOUT_S = 120.0  # per target: the whole scan (a full scan of a local PostgreSQL takes ~3 s alone)
@@ -156,9 +159,6 @@ def _one_target(n: int, body: str, where: str, make, seen: dict):
 
 
 def read_targets(path: Path, make=tls_target, example: str = TLS_EXAMPLE, keep_bad: bool = False) -> list:
-    from ..errors import ResultFileError
-    from ..util import files
-
     # a FIFO or a device would block or never end: refused (6); text that is not UTF-8: a bad value (4)
     text = files.read_text(path, what="targets file", limit=TARGETS_MAX_BYTES, error=ResultFileError,
                            encoding_error=BadValueError, hint=example)
@@ -183,8 +183,6 @@ def baseline_name(ep: tlsscan.Endpoint) -> str:
 
 def prepare_baseline_dir(directory: Path) -> None:
     """The directory exists (made here if its parent does) and can be written; exit 5 otherwise."""
-    from ..lab.results import check_writable
-
     directory = Path(directory)
     if directory.exists() and not directory.is_dir():
         raise OutputError(f"--baseline-dir {directory} is not a directory", hint="give a directory for the baselines")

@@ -10,6 +10,11 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
+from ..engines import ENGINES
+from ..errors import BadValueError
+from ..lab import runner
+from ..probes import DEFAULT_PROBES
+from ..util.units import parse_size
 
 RANKED = (("storm", "messages", "wall_s", "storm elapsed"), ("bulk", "copy-out", "mb_per_s", "bulk MB/s"),
           ("connect", "connect", "connections_per_s", "connections/s"))
@@ -28,19 +33,12 @@ def variants_for(scan: dict, top: int | None) -> list[tuple[str, dict]]:
 def not_offered(scan: dict, engine: str, top: int | None) -> dict[str, str]:
     """{tls variant value: why} of the accepted suites the measuring client cannot offer (the server accepts them
     from a scan, which offers every suite; the engine's client library keeps some below its security level)."""
-    from ..engines import ENGINES
-
     eng = ENGINES.get(engine)
     return {v: CANNOT_OFFER for v, _ in variants_for(scan, top) if not eng.client_offers(v)}
 
 
 def run(scan: dict, engine: str, *, dsn: str | None, top: int | None, runs: int, quick: bool, output: Path,
         data_dir: Path, command: str, on_progress=lambda *a: None) -> dict:
-    from ..errors import BadValueError
-    from ..lab import runner
-    from ..probes import DEFAULT_PROBES
-    from ..util.units import parse_size
-
     skipped = not_offered(scan, engine, top)
     chosen = [(v, s) for v, s in variants_for(scan, top) if v not in skipped]
     if not chosen:
@@ -75,10 +73,6 @@ def group_variants(scan: dict) -> list[str]:
 def run_groups(scan: dict, engine: str, *, dsn: str | None, runs: int, quick: bool, output: Path, data_dir: Path,
                command: str) -> dict | None:
     """The connect workload under each accepted group (one suite), against tls=off."""
-    from ..lab import runner
-    from ..probes import DEFAULT_PROBES
-    from ..util.units import parse_size
-
     chosen = group_variants(scan)
     if not chosen:
         return None

@@ -20,7 +20,7 @@ import ssl
 import time
 from dataclasses import dataclass, field
 from typing import Callable
-from . import sslctl
+from ..host import sslctl
 from ..engines import tls_scan_engines
 from ..errors import BadValueError, EngineUnavailableError, NotADatabaseError
 from ..util import urls

@@ -29,7 +29,7 @@ from ..errors import BadValueError
 from . import files, proc
 
 PREFIX = "encbench-owners-"
-OWNER_FILE = ".encbench-owner"  # the owner file inside a directory (lab/leftovers' scans find it)
+OWNER_FILE = ".encbench-owner"  # the owner file inside a directory (util/leftovers' scans find it)
 _lock = threading.Lock()
 _state: dict = {"pid": None, "record": None}
 

@@ -2,7 +2,7 @@
 it), the owner of a record (this process, or a dead or live one), stopping processes by escalating signals, and
 killing a child on error.
 
-Owner records (util/owners, lab/leftovers, host/memcg, host/encfs/ledger) all hold `me()`: {"pid", "start",
+Owner records (util/owners, util/leftovers, host/memcg, host/encfs/ledger) all hold `me()`: {"pid", "start",
 "since_boot"}. An owner is dead when no process has its pid, when the process with its pid is a zombie, or when that
 process started at another time (the pid was reused): only then is what it left reclaimed. "start" is seconds since
 the epoch (the kernel's boot time, whole seconds that move when the clock is set, plus the start in clock ticks

@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 import re
 
-from ..errors import BadValueError
+from ..errors import BadValueError, UsageError
 
 _UNITS = {
     "": 1, "b": 1,
@@ -44,8 +44,6 @@ def shown(text: str, limit: int = 40) -> str:
 def split_list(text: str, *, what: str, example: str) -> list[str]:
     """'a,b, c' -> ['a', 'b', 'c']; an empty element ('a,,b', 'a,') is a UsageError: it never silently vanishes.
     `what` names the value in the message, e.g. "--workload 'a,,b'"."""
-    from ..errors import UsageError
-
     items = [item.strip() for item in str(text).split(",")]
     if not all(items):
         raise UsageError(f"{what} has an empty value between commas", hint=f"e.g. {example}")

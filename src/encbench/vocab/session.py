@@ -81,3 +81,8 @@ class Table:
         return {"title": self.title, "axis": self.axis, "axis_baseline": self.baseline,
                 "workloads": list(self.workloads) if self.workloads else None,
                 "table_columns": list(self.columns) if self.columns else None, "metric_words": dict(self.metric_words)}
+
+
+def overlap_s(spans: list[tuple[float, float]]) -> float:
+    """How long every session was running at once: the earliest end minus the latest start (<= 0: never)."""
+    return min(e for _, e in spans) - max(s for s, _ in spans) if spans else 0.0

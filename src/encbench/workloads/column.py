@@ -34,6 +34,7 @@ from ..vocab.variants import VariantKey
 from . import sweep
 from .base import Operation, Param, Workload
 from .capabilities import ColumnSession
+from ..vocab.session import overlap_s
 
 BASELINE = "none"
 KEY_BYTES = 32  # the master key material a run holds; each method derives its own subkey from it
@@ -352,8 +353,6 @@ def read_in_sessions(readers, n: int, k: int, *, fill: Callable[[], None] | None
     is no part of what scales); the sessions' backends or threads are the server side measured. Its
     rows_per_s at each sessions level is what analysis.scaling turns into efficiency (a per-call lock in the
     crypto library shows as efficiency below 1)."""
-    from ..engines.concurrent import overlap_s
-
     state: dict = {}
 
     def before() -> None:

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ..engines.sqlite import datagen
+from ..vocab import datagen
 from . import repeat
 from .base import Operation, Workload
 from .capabilities import ScanSession

@@ -4,7 +4,7 @@ an unresolved difference is not ranked."""
 from __future__ import annotations
 
 from encbench.analysis import advise, summary as an
-from encbench.analysis.knob import Cost, Knob
+from encbench.vocab.knob import Cost, Knob
 
 SCAN = Cost("scan-eq", "cpu_s", scope=(("cache", "cold"),), what="a cold scan")
 OPEN = Cost("(open)", "wall_s", operation="connect", what="opening a connection")

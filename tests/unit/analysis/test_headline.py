@@ -277,7 +277,7 @@ def test_every_renderer_shows_it_first(doc, analysis, tmp_path):
 # -- leak-check and tls-scan: one line each ----------------------------------------------------
 
 def test_the_leak_check_line_follows_the_report():
-    from encbench.lab.leakcheck import Finding, LeakReport
+    from encbench.vocab.leakcheck import Finding, LeakReport
 
     clean = LeakReport("sqlite", "SQLCipher on", 48, scanned_files=3, scanned_bytes=100,
                        control={"configuration": "plain SQLite", "found_in": ["db (main database)"]})

@@ -3,8 +3,12 @@ the package face keeps what callers use. In process, no engine is started."""
 
 from __future__ import annotations
 
+import dataclasses
+
 import argparse
 import signal
+import subprocess
+import sys
 import tomllib
 from pathlib import Path
 
@@ -12,7 +16,7 @@ import pytest
 
 from encbench import cli, errors
 from encbench.cli import app
-from encbench.cli.commands import BY_NAME, COMMANDS, Command
+from encbench.cli.commands import BY_NAME, COMMANDS
 
 TESTS = next(p for p in Path(__file__).resolve().parents if p.name == "tests")
 
@@ -51,8 +55,9 @@ def _recording(monkeypatch, name: str, takes_argv: bool, result=0):
             raise result
         return result
 
-    monkeypatch.setitem(app.BY_NAME, name, Command(name, BY_NAME[name].help, BY_NAME[name].add_arguments,
-                                                   handler, takes_argv=takes_argv))
+    command = BY_NAME[name]
+    monkeypatch.setattr(command._module(), command.handler_name, handler)  # noqa: SLF001
+    monkeypatch.setitem(app.BY_NAME, name, dataclasses.replace(command, takes_argv=takes_argv))
     return calls
 
 
@@ -85,3 +90,17 @@ def test_the_package_face_keeps_what_callers_use():
     assert module == "encbench.cli" and callable(getattr(cli, attr))
     assert callable(cli.main) and callable(cli.build_parser)
     assert (cli.DEFAULT_SIZE, cli.DEFAULT_RUNS) == ("48MB", 6)  # bench/aa_check.py reads them
+
+
+def test_only_the_command_typed_is_imported():
+    """cli/commands names each command's module; build_parser(only=...) imports that one alone (issue 29: the
+    commands import at their top, and `encbench --help` still loads neither the engines nor numpy)."""
+    code = ("import sys\n"
+            "from encbench.cli import app\n"
+            "app.build_parser(only=app.command_named(['--debug']) or '')\n"
+            "assert not [m for m in ('encbench.engines', 'numpy') if m in sys.modules], sorted(sys.modules)\n"
+            "app.build_parser(only=app.command_named(['--debug', 'list', '--json']))\n"
+            "cli = sorted(m for m in sys.modules if m.startswith('encbench.cli.'))\n"
+            "assert 'encbench.cli.list' in cli and 'encbench.cli.run' not in cli, cli\n")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr

@@ -9,7 +9,7 @@ import pytest
 from encbench import errors
 from encbench.history import Entry, Store, parse_url, schema, trend
 from encbench.history.record import leak_entry, scan_entry
-from encbench.lab.leakcheck import Finding, LeakReport
+from encbench.vocab.leakcheck import Finding, LeakReport
 
 SECRET = "s3cr3t-Pa55word-xyz"
 

@@ -12,7 +12,7 @@ from encbench.host import valgrind
 from encbench.lab import meter, runner, worker
 from encbench.probes import DEFAULT_PROBES, PROBES, Target
 from encbench.probes.instructions import InstructionMeter, InstructionsProbe, Reading
-from encbench.profiling import callgrind
+from encbench.host import callgrind
 from encbench.workloads import WORKLOADS
 from encbench.workloads.base import Operation
 

@@ -126,7 +126,7 @@ def test_quick_alone_asks_the_engines_question_and_with_a_workload_is_a_smoke_ru
 
 
 def test_advise_budget_shares_what_is_left_and_skips_what_no_longer_fits(monkeypatch, tmp_path):
-    from encbench.analysis.knob import Sweep
+    from encbench.vocab.knob import Sweep
     from encbench.lab import advise, runner
 
     clock, seen, said = Clock(0.0), [], []

@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 
+import encbench.engines  # noqa: F401 (the engines hand their profile categories to the profiler)
 from encbench.profiling import profiler
 from encbench.profiling.flame import Frame, Sample
 from encbench.workloads.base import Operation

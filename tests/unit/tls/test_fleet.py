@@ -153,7 +153,7 @@ def test_the_prometheus_file_parses_back(tmp_path):
 
 
 def test_run_and_leak_metrics_parse_back(tmp_path):
-    from encbench.lab.leakcheck import Finding, LeakReport
+    from encbench.vocab.leakcheck import Finding, LeakReport
 
     comps = [{"workload": "scan-eq", "operation": "select", "metric": "elapsed_s", "contender": "sqlcipher",
               "baseline": "plain", "ratio": 1.25, "ci": [1.1, 1.4]},

@@ -118,7 +118,7 @@ def test_baseline_files(tmp_path):
 
 
 def test_tls_variant_with_a_group():
-    from encbench.tls import variants as tls
+    from encbench.vocab import tls
 
     assert tls.check_tls("TLSv1.3:TLS_AES_256_GCM_SHA384@X25519") == "TLSv1.3:TLS_AES_256_GCM_SHA384@X25519"
     assert tls.forced("TLSv1.3:TLS_AES_256_GCM_SHA384@X25519") == ("TLSv1.3", "TLS_AES_256_GCM_SHA384")

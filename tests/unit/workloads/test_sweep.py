@@ -8,6 +8,7 @@ import time
 
 import pytest
 
+from encbench.vocab import session
 from encbench.analysis import summary as analysis
 from encbench.engines import concurrent
 from encbench.host import rawhash
@@ -74,9 +75,9 @@ def test_run_together_starts_every_session_at_once():
 
 
 def test_overlap_of_sessions():
-    assert concurrent.overlap_s([(0.0, 1.0), (0.5, 2.0)]) == pytest.approx(0.5)
-    assert concurrent.overlap_s([(0.0, 1.0), (1.5, 2.0)]) < 0  # one after the other: never together
-    assert concurrent.overlap_s([]) == 0.0
+    assert session.overlap_s([(0.0, 1.0), (0.5, 2.0)]) == pytest.approx(0.5)
+    assert session.overlap_s([(0.0, 1.0), (1.5, 2.0)]) < 0  # one after the other: never together
+    assert session.overlap_s([]) == 0.0
 
 
 def test_run_together_raises_the_first_error_after_all_end():

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Callable
 
 from ...probes.instructions import InstructionMeter, Reading
-from ...profiling import callgrind
+from ...host import callgrind
 
 WAIT_S = 120  # a process under valgrind ends its dump or its exit this much later at most
 FRAMING_MARKS = 3  # markers in a row: the dump between the last two is the markers' own cost

@@ -12,6 +12,7 @@ from typing import Callable
 from ...errors import EngineUnavailableError, UsageError
 from ...util.proc import kill_and_reap
 from . import ports
+from ...util.redact import redact
 
 
 def unprivileged_user(preferred: str) -> tuple[str, int, int] | None:
@@ -45,8 +46,6 @@ LOG_TAIL_BYTES = 256 << 10  # read no more than this of a log's end
 def log_tail(path: Path, lines: int = LOG_TAIL_LINES) -> list[str]:
     """The last `lines` non-empty lines of a server log, each with its passwords hidden (util/redact); [] when
     there is no log to read."""
-    from ...util.redact import redact
-
     try:
         with open(path, "rb") as f:
             f.seek(max(0, f.seek(0, os.SEEK_END) - LOG_TAIL_BYTES))
@@ -59,8 +58,6 @@ def log_tail(path: Path, lines: int = LOG_TAIL_LINES) -> list[str]:
 def keep_log(path: Path, dest_dir: Path, name: str) -> Path | None:
     """A copy of a server log that outlives the server's directory (deleted with it): `dest_dir/name` (a numbered
     name when taken), 0600, its passwords hidden; None when there is no log or no place to write it."""
-    from ...util.redact import redact
-
     try:
         text = Path(path).read_text(errors="replace")
         dest_dir = Path(dest_dir)

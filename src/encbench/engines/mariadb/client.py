@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from ...errors import BadValueError, CheckFailedError, EngineUnavailableError
 from ...util.redact import redact
-from ...tls import sslctl
-from ...tls.variants import forced, group_of
+from ...host import sslctl
+from ...vocab.tls import forced, group_of
 
 
 def pymysql():

@@ -29,18 +29,18 @@ import tempfile
 from pathlib import Path
 from urllib.parse import parse_qs, unquote
 
-from ..sqlite import datagen
+from ...vocab import datagen
 from ...workloads import sweep
-from ...errors import BadValueError, EngineUnavailableError, UsageError
+from ...errors import BadValueError, EngineUnavailableError, FilesystemUnavailableError, UsageError
 from ...host import rawcipher, rawhash
 from ...probes.waits import DEFAULT_INTERVAL_S
 from ...util import urls
 from ...util.files import check_free_space
 from ...util.redact import redact
 from ...util.units import fmt_bytes
-from ...tls.variants import DEFAULT_TLS, check_tls
+from ...vocab.tls import DEFAULT_TLS, check_tls
 from ...vocab.variants import Variant, VariantKey, int_validator
-from ...workloads import oltp as oltp_workload
+from ...vocab import oltp as oltp_workload
 from . import column as maria_column
 from . import facts as maria_facts
 from . import oltp as maria_oltp
@@ -408,8 +408,6 @@ class MariaDBEngine(Engine):
         mounts = self._mounts.pop(key, None)
         problems = mounts.destroy() if mounts is not None else []
         if problems:
-            from ...errors import FilesystemUnavailableError
-
             raise FilesystemUnavailableError(f"clean-up of the MariaDB filesystems incomplete: {'; '.join(problems)}",
                                              hint="run `encbench cleanup` once nothing uses them")
 

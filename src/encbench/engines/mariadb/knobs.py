@@ -25,10 +25,10 @@ import shutil
 import subprocess
 from dataclasses import dataclass, field
 
-from ...analysis.knob import Cost, Knob, Sweep, per_page_read_us
+from ...vocab.knob import Cost, Knob, Sweep, per_page_read_us
 from ...errors import CheckFailedError, UsageError
 from ...vocab.variants import Variant, VariantKey
-from ...tls.variants import forced
+from ...vocab.tls import forced
 
 SORT = ("sort",)
 

@@ -23,7 +23,7 @@ import subprocess
 from pathlib import Path
 
 from ...errors import EngineUnavailableError, UsageError
-from ...lab import leakcheck
+from ...vocab import leakcheck
 from ...util.redact import redact
 from .client import connect_bounded, first_line, pymysql, unreachable, where_of
 

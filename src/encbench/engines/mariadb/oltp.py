@@ -32,8 +32,8 @@ from pathlib import Path
 from typing import Any
 
 from ...errors import BadValueError, CheckFailedError, UsageError
-from ...probes import Target
-from ...workloads.oltp import POOL_TOLERANCE, parse_share
+from ...vocab.probe import Target
+from ...vocab.oltp import POOL_TOLERANCE, parse_share
 from ...util.units import fmt_bytes
 from ...util.proc import kill_and_reap
 from . import state as maria_state, sysbench

@@ -28,7 +28,7 @@ from ..local.private_server import (ServerLog, meter_wrapper, own_dir, record_sp
                                     stopped_on_error)
 from ..local.server import last_log_line, run_tool, start_on_free_port, unprivileged_user, wait_ready
 from .client import connect_bounded
-from ...lab import leftovers
+from ...util import leftovers
 from ...util import owners
 from ...util.proc import kill_and_reap, stop_pid
 

@@ -15,9 +15,9 @@ import uuid
 from pathlib import Path
 from typing import Any, Callable
 
-from ...lab.leakcheck import count_in_file
+from ...vocab.leakcheck import count_in_file
 from ...errors import BadValueError, CheckFailedError, EngineUnavailableError
-from ...probes import Target
+from ...vocab.probe import Target
 from ..base import Session
 from ...util.redact import redact
 from ...util.proc import kill_and_reap

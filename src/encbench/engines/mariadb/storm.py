@@ -24,7 +24,7 @@ import os
 import shutil
 import subprocess
 
-from ...tls.variants import forced
+from ...vocab.tls import forced
 from ...drivers import session_storm as session_storm_base
 from ..local.storm_client import driver_failure, stderr_of, steal_socket
 

@@ -215,8 +215,6 @@ class Workdir:
 def openssl_conf(tls: str) -> str | None:
     """For a forced variant (PROTOCOL:SUITE): an OpenSSL configuration offering that protocol and suite only
     (sysbench 1.0.20 has no option for the protocol); None otherwise."""
-    from ...tls.variants import forced, openssl_client_conf
-
     conf, f = openssl_client_conf(tls), forced(tls)
     if not conf or not f:
         return None
@@ -228,7 +226,6 @@ def tls_args(tls: str) -> list[str]:
     suite are pinned by its OPENSSL_CONF: openssl_conf)."""
     if tls == "off":
         return ["--mysql-ssl=off"]
-    from ...tls.variants import forced
 
     f = forced(tls)
     return ["--mysql-ssl=on", *([f"--mysql-ssl-cipher={f[1]}"] if f and f[0] != "TLSv1.3" else [])]

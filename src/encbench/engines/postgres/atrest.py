@@ -9,7 +9,7 @@ What lives where: the data directory (tables, WAL, pgsql_tmp temporary files) on
 server's log, certificate and password file in a directory beside the mount (in the filesystem's
 working directory, so a killed run's are removed with it; on the host filesystem, unencrypted: a
 leak the leak-check names); no Unix socket (TCP on 127.0.0.1 only). Each cluster holds the same
-rows as SQLite and MariaDB (engines/sqlite/datagen.py, loaded by COPY) plus one marker row only its
+rows as SQLite and MariaDB (vocab/datagen.py, loaded by COPY) plus one marker row only its
 backups contain.
 
 cache=cold (session.set_cache): the server restarted (empty shared_buffers) and the OS page cache
@@ -33,7 +33,11 @@ from pathlib import Path
 from ...errors import (BadValueError, CheckFailedError, EncryptionRefusedError, FilesystemUnavailableError,
                        UsageError)
 from ...host import encfs, oscache
-from ..sqlite import datagen
+from ...vocab import datagen
+from ...host import rawcipher
+from ...host.encfs import cipherinfo
+from ...vocab import leakcheck
+from ...util import interrupts
 
 AT_REST = ("scan-like", "scan-eq", "dml", "rebuild", "backup")
 CACHED = ("scan-like", "scan-eq", "dml", "rebuild")
@@ -276,7 +280,6 @@ def raw_xts(page_size: int = BLOCK_SIZE, repeats: int | None = None) -> dict:
     256: within 0.4%."""
     from cryptography.hazmat.primitives.ciphers import Cipher, algorithms, modes
 
-    from ...host import rawcipher
 
     key, tweak = os.urandom(64), os.urandom(16)
     big = os.urandom(rawcipher.BULK)
@@ -308,8 +311,6 @@ def kernel_xts(repeats: int = 7, chunk: int = 64 << 10) -> dict | None:
     CPU: the work runs in its system calls): MB/s per core with a 95% CI, the driver /proc/crypto names."""
     import socket
 
-    from ...host import rawcipher
-    from ...host.encfs import cipherinfo
 
     if not hasattr(socket, "AF_ALG"):
         return None
@@ -462,8 +463,6 @@ def leak_check(settings: dict, workdir: Path):
     outside the mount; the image (and gocryptfs's cipher dir) scanned after the server stopped."""
     import subprocess
 
-    from ...lab import leakcheck
-    from ...util import interrupts
     from . import server as pg_server
     from .client import connect_admin, psycopg
 

@@ -9,8 +9,8 @@ It imports nothing of encbench's engines, so every one of them can import it (no
 from __future__ import annotations
 
 from ...errors import CheckFailedError, EngineUnavailableError
-from ...tls import sslctl
-from ...tls.variants import TLS_RE
+from ...host import sslctl
+from ...vocab.tls import TLS_RE
 from ...util.redact import redact
 
 

@@ -2,7 +2,7 @@
 
 pg_stat_ssl says nothing of the group; libpq cannot tell it either. So each run makes one handshake of its own
 before anything is measured: the SSLRequest, then TLS offering every group this client's OpenSSL knows
-(sslctl.every_group), and reads the group the server chose (tls/sslctl.negotiated_group). Before PostgreSQL 18 the
+(sslctl.every_group), and reads the group the server chose (host/sslctl.negotiated_group). Before PostgreSQL 18 the
 server accepts exactly the one curve of ssl_ecdh_curve, so that group is the one every connection of the run uses;
 a server that did not take the setting (a reload that kept the old TLS context) shows its old group here, and the
 run fails (CheckFailedError) rather than measure the wrong one.
@@ -14,7 +14,7 @@ import socket
 import ssl
 
 from ...errors import CheckFailedError, EngineUnavailableError
-from ...tls import sslctl
+from ...host import sslctl
 from ..wire import postgres_preamble
 from .client import CONNECT_TIMEOUT_S
 from .knobs import CURVES, curve_setting

@@ -21,15 +21,15 @@ from ...probes.waits import DEFAULT_INTERVAL_S
 from ...util.files import check_free_space
 from ...util.redact import redact
 from ...util.units import fmt_bytes
-from ...tls.variants import DEFAULT_TLS, TLS_RE, check_tls, openssl_client_conf  # noqa: F401 (re-exported)
+from ...vocab.tls import DEFAULT_TLS, TLS_RE, check_tls, openssl_client_conf
 from ...vocab.variants import Variant, VariantKey, int_validator
 from ...util import interrupts
 from ..local.server import unprivileged_user
-from ..sqlite import datagen
+from ...vocab import datagen
 from ...host import encfs
 from ...host import memcg
 from ...host import rawhash
-from ...workloads import oltp as oltp_workload
+from ...vocab import oltp as oltp_workload
 from ...workloads import sweep
 from . import atrest, client, knobs as pg_knobs
 from . import oltp
@@ -676,8 +676,6 @@ def _start_or_reach(ctx: PrepareContext, psycopg) -> tuple:
 
 
 def _size_text(size_bytes: int) -> str:
-    from ...util.units import fmt_bytes
-
     return fmt_bytes(size_bytes).replace(" ", "")
 
 

@@ -17,9 +17,9 @@ from __future__ import annotations
 
 import re
 
-from ...analysis.knob import Cost, Knob, Sweep
+from ...vocab.knob import Cost, Knob, Sweep
 from ...host.encfs import fscrypt
-from ...tls.variants import DEFAULT_TLS, TLS_RE
+from ...vocab.tls import DEFAULT_TLS, TLS_RE
 
 # the key exchange groups ssl_ecdh_curve takes (OpenSSL's names), each in TLS's words, and its key share's size on
 # the wire (an uncompressed point: 1 + 2 x the field size; X25519's 32 bytes)

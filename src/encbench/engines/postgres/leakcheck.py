@@ -31,6 +31,7 @@ from ...util.redact import redact
 from . import client
 from . import state as pg_state
 from .client import connect_admin, first_line
+from ...host.encfs import ledger
 
 FIX = ("none in community PostgreSQL (no TDE): put the data directory, WAL and temporary tablespaces on an "
        "encrypted filesystem (LUKS/dm-crypt, fscrypt, gocryptfs); its cost: encbench run --engine postgres "
@@ -62,7 +63,7 @@ def log_names(log_filename: str | None) -> tuple[str, ...]:
 
 
 # A place's own names when the server may share its directory with others: the server's entries of it are read,
-# the others skipped unopened (lab/leakcheck.ScanTarget.names); the data directory is the server's whole.
+# the others skipped unopened (vocab/leakcheck.ScanTarget.names); the data directory is the server's whole.
 WAL_NAMES = ("[0-9A-F]*", "archive_status", "summaries", "xlogtemp.*")  # segments, .history/.backup/.partial files
 TABLESPACE_NAMES = ("PG_*",)  # a tablespace's location holds one PG_<version>_<catalog version> directory a server
 
@@ -181,8 +182,6 @@ def pg_dump(bindir: Path | None, conninfo: dict, table: str, out: Path) -> None:
 
 def _mount_of(path: Path) -> tuple[str, str, str]:
     """(source, mount point, fstype) of the filesystem holding path (the longest mount point prefix)."""
-    from ...host.encfs import ledger
-
     real = os.path.realpath(path)
     best = ("?", "/", "?")
     for source, point, fstype in ledger.mounts():
@@ -217,8 +216,6 @@ def _dm_crypt(source: str) -> bool:
 
 def filesystem(path: Path) -> tuple[bool | None, str]:
     """(encrypted?, how the filesystem under path is described)."""
-    from ...host.encfs import ledger
-
     source, point, fstype = _mount_of(path)
     ours = next((r["kind"] for r in ledger.records() for m in r.get("mounts", []) if m.get("point") == point), None)
     where = f"{fstype} at {point} ({source})" + (f", an encbench {ours} mount" if ours else "")

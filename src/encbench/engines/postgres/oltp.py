@@ -51,7 +51,7 @@ from pathlib import Path
 
 from ...errors import BadValueError, CheckFailedError, EngineUnavailableError, RunFailedError
 from ...host import memcg
-from ...probes import Target
+from ...vocab.probe import Target
 from ...util.units import fmt_bytes
 from ...util.proc import kill_and_reap
 from ...workloads.oltp import parse_share

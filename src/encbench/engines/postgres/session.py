@@ -13,11 +13,11 @@ import uuid
 from pathlib import Path
 from typing import Any, Callable
 
-from ...lab.leakcheck import count_in_file
+from ...vocab.leakcheck import count_in_file
 from ...errors import BadValueError, CheckFailedError, EngineUnavailableError
 from ...vocab.variants import Variant
-from ...probes import Target
-from ...tls.variants import TLS_RE, openssl_client_conf
+from ...vocab.probe import Target
+from ...vocab.tls import TLS_RE, openssl_client_conf
 from ...util.redact import redact
 from ...util.proc import kill_and_reap
 from ...host.rawhash import HMAC_KEY

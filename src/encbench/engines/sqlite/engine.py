@@ -16,18 +16,23 @@ import time
 from pathlib import Path
 from typing import Any, Callable
 
-from . import datagen, knobs as sqlcipher_knobs, oltp as tpcb
+from ...vocab import datagen
+from . import knobs as sqlcipher_knobs, oltp as tpcb
 from ...host import oscache
 from ...host import rawcipher
 from ...errors import BadValueError, CheckFailedError, EngineUnavailableError, WrongKeyError
-from ...util.files import check_free_space
+from ...util.files import check_free_space, replace_atomic
 from ...util.units import fmt_bytes
-from ...probes import Target
-from ...lab.results import replace_atomic
+from ...vocab.probe import Target
 from ...vocab.variants import Variant, VariantKey, int_validator, normalize
 from ...util import filelock
-from ...workloads import column as column_lab, oltp as oltp_lab
+from ...workloads import column as column_lab
+from ...vocab import oltp as oltp_lab
 from ..base import Engine, PrepareContext, Session, Table
+from ...vocab.leakcheck import ScanTarget, scan
+from ...host import rawcolumn
+from ...host import cpugap
+from ...vocab import leakcheck
 
 TABLE = "bench"
 DEFAULT_PASSPHRASE = "encbench-synthetic-data"  # the data is synthetic: this key protects nothing
@@ -395,8 +400,6 @@ def _connect(sqlcipher3, path: Path, variant: Variant, key: str | None, *, creat
 def _plant_sqlite(sqlcipher3, directory: Path, variant: Variant, canary: str, report) -> None:
     """Write the canary, commit, back it up, then hold a write transaction open so that the
     rollback journal (old pages) and the WAL (new frames) are on disk while they are scanned."""
-    from ...lab.leakcheck import ScanTarget, scan
-
     directory.mkdir(parents=True, exist_ok=True)
     key = key_sql(variant, DEFAULT_PASSPHRASE)
     fix = "open the database with a key (PRAGMA key): SQLCipher encrypts it, its journal, WAL and backups"
@@ -645,7 +648,6 @@ class SQLiteEngine(Engine):
             sizes = sorted({ps for ps, h in pages if h == DEFAULT_HMAC})  # SQLCipher 4's default HMAC
             out["raw_cipher_instructions"] = {str(ps): rawcipher.page_instructions(ps, lib) for ps in sizes}
         if setup.get("column"):  # the column methods' AEADs on one value: the floor of their per-row cost
-            from ...host import rawcolumn
 
             algorithms = [column_lab.CLIENT_METHODS[m].algorithm for m in setup["column"]["methods"]
                           if m in column_lab.CLIENT_METHODS and column_lab.CLIENT_METHODS[m].algorithm]
@@ -654,14 +656,10 @@ class SQLiteEngine(Engine):
 
     def crypto_probes(self, setup: dict) -> dict[str, dict]:
         """SQLCipher's own bundled libcrypto (not the system's): AES-256-CBC and HMAC-SHA512, as the raw cipher."""
-        from ...host import cpugap
-
         return cpugap.sqlcipher_probes(_import()._sqlite3.__file__)
 
     def leak_check(self, options: dict, workdir: Path):
         """SQLCipher with its defaults, rollback journal and WAL, plus a backup; a plain control."""
-        from ...lab import leakcheck
-
         sqlcipher3 = _import()
         canary = leakcheck.new_canary()
         encrypted = {"encryption": "on", "page_size": "4096", "kdf_iter": "256000", "key": "passphrase"}

@@ -8,7 +8,7 @@ decrypt cost of each value (analysis.derived) and this CPU's flags (SHA-NI).
 
 from __future__ import annotations
 
-from ...analysis.knob import Cost, Knob, Sweep, per_page_read_us
+from ...vocab.knob import Cost, Knob, Sweep, per_page_read_us
 
 # the page HMAC and the key derivation's hash: variant value -> what SQLCipher's PRAGMAs take and read back
 HMAC = {"sha512": "HMAC_SHA512", "sha256": "HMAC_SHA256", "sha1": "HMAC_SHA1", "off": None}

@@ -21,7 +21,7 @@ import time
 from pathlib import Path
 
 from ...errors import BadValueError, CheckFailedError
-from ...probes import Target
+from ...vocab.probe import Target
 
 SCRIPTS = ("tpcb-like", "select-only", "simple-update")  # pgbench's built-in names, the same statements
 ACCOUNT_BYTES = 110  # stored bytes per pgbench_accounts row here (84-character filler): sizes the table

@@ -29,6 +29,8 @@ from ...util import interrupts
 from ...util.registry import Registry
 from . import base, fscrypt, gocryptfs, ledger, plain
 from .base import Mount
+from ...util import owners, proc
+from ...util import owners
 
 KINDS: Registry[ModuleType] = Registry("encrypted filesystem kind")
 for _kind in (plain, fscrypt, gocryptfs):
@@ -155,8 +157,6 @@ def workdir(prefix: str) -> Path:
     """A new directory in the temporary directory to make a run's filesystems in, searchable by a server running
     as another user (postgres, mysql). It holds this process's owner record: what a killed run leaves of it is
     removed by the next run or `encbench cleanup` once empty (its mounts are the ledger's to tear down)."""
-    from ...util import owners, proc
-
     d = owners.make_dir(prefix)  # in the command's owner record before it exists
     d.chmod(0o755)
     owners.write_owner_file(d, proc.me())
@@ -165,8 +165,6 @@ def workdir(prefix: str) -> Path:
 
 def remove_workdir(directory: Path) -> None:
     """Remove a `workdir` once its filesystems are destroyed (OSError when something is still in it)."""
-    from ...util import owners
-
     (Path(directory) / owners.OWNER_FILE).unlink(missing_ok=True)
     Path(directory).rmdir()
 

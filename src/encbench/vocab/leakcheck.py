@@ -26,6 +26,7 @@ import stat
 from dataclasses import asdict, dataclass, field
 from fnmatch import fnmatchcase
 from pathlib import Path
+from ..util.units import fmt_bytes
 
 CHUNK = 1 << 20
 MAX_FILES = 100_000  # files read by one leak-check, at most (docs/leak-check.md)
@@ -202,8 +203,6 @@ def target_text(t: ScanTarget) -> str:
 
 
 def cap_text(max_files: int, max_bytes: int) -> str:
-    from ..util.units import fmt_bytes
-
     return f"leak-check reads at most {max_files:,} files and {fmt_bytes(max_bytes)}"
 
 

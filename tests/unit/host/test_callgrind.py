@@ -1,4 +1,4 @@
-"""Issue 23: reading callgrind's output files (profiling/callgrind.py): the totals of a dump and each function's
+"""Issue 23: reading callgrind's output files (host/callgrind.py): the totals of a dump and each function's
 own instructions, as `callgrind_annotate --inclusive=no` lists them."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ import sys
 
 import pytest
 
-from encbench.profiling import callgrind
+from encbench.host import callgrind
 
 # a dump as callgrind writes it (--dump-instr=no, --compress-strings): names given once with an id, then by the id;
 # a call's line is the callee's inclusive cost, never the caller's; fi/fe change the file, not the function

@@ -3,7 +3,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from encbench.lab import leakcheck
+from encbench.vocab import leakcheck
 
 
 def test_canary_is_random_and_long():

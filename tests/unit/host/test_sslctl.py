@@ -13,7 +13,7 @@ import pytest
 
 from encbench.engines.local import certs
 from encbench.tls import scan as tlsscan
-from encbench.tls import sslctl
+from encbench.host import sslctl
 
 SSLREQUEST = struct.pack("!II", 8, 80877103)
 TLS13_GROUPS = {"prime256v1", "secp384r1", "secp521r1", "X25519", "X448",
