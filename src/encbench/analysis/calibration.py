@@ -23,6 +23,7 @@ from pathlib import Path
 from ..errors import ResultFileError
 from . import fit
 from .bill import TERM_KINDS, UnitCost
+from ..util import files
 
 FORMAT = "encbench-calibration"
 VERSION = 1
@@ -104,8 +105,6 @@ def is_calibration(path) -> bool:
 
 def load(path) -> dict:
     """A calibration document, checked for its format and version; one ResultFileError naming what is wrong."""
-    from ..util import files
-
     text = files.read_text(Path(path), what="calibration file", limit=16 << 20, error=ResultFileError)
     try:
         doc = json.loads(text)

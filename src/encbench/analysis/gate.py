@@ -35,6 +35,7 @@ from pathlib import Path
 from . import stats
 from ..errors import BadValueError, NotMeteredError, ResultFileError, SchemaVersionError, UnknownNameError, UsageError
 from ..lab import meter
+from ..util import files
 
 # condition name -> (comparison kind, metric)
 METRICS = {
@@ -241,8 +242,6 @@ def load_floor(path) -> dict:
 
     Missing, not a regular file, too large, not JSON, or JSON that is no floor file (no integer "schema"):
     ResultFileError (6); a floor file of another schema: SchemaVersionError (7)."""
-    from ..util import files
-
     path = Path(path)
     hint = "write one with `encbench selftest --save-floor FILE`"
     text = files.read_text(path, what="noise floor file", limit=FLOOR_MAX_BYTES, error=ResultFileError, hint=hint)

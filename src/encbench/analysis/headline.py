@@ -28,6 +28,7 @@ from .oltpwords import oltp_figures
 from .words import metric_word as _metric_word
 from ..host.rawcipher import CI_ABOVE, CONTRADICTS, UNRESOLVED
 from ..util.units import fmt_percent, fmt_seconds
+from ..engines import engine_named
 
 MIXED = "mixed"  # a line whose rows got different verdicts (each row keeps its own)
 
@@ -409,8 +410,6 @@ def _side_text(figs: list[dict]) -> str:
 
 def _word(analysis, metric: str) -> str:
     """A metric's word as the engine's tables say it ('server CPU per query')."""
-    from ..engines import engine_named  # here: engines import workloads, which import analysis
-
     engine = engine_named(getattr(analysis, "engine", None) or "")
     return _metric_word(metric, engine.metric_words if engine else None)
 
@@ -419,7 +418,6 @@ def _remark(analysis, remark: str) -> str:
     """A line's remark with the engine's own words put in ({open_includes}: what its connection open includes)."""
     if "{open_includes}" not in remark:
         return remark
-    from ..engines import engine_named  # here: engines import workloads, which import analysis
 
     engine = engine_named(getattr(analysis, "engine", None) or "")
     return remark.replace("{open_includes}", engine.open_includes if engine else "its whole set-up included")

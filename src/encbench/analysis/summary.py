@@ -25,6 +25,9 @@ from ..probes import metric_catalog
 from ..profiling import profiler
 from ..lab import meter
 from ..vocab.variants import label, placebo_note, placebo_reference, placebo_twin
+from ..workloads import WORKLOADS
+from ..vocab.sweep import COLUMN_OP, SWEPT, SWEPT_OPERATIONS
+from ..workloads.column import SESSIONS_NOTE
 
 COMPARED_METRICS = (
     "wall_s", "cpu_s", "cpu_user_s", "cpu_sys_s", "ctx_voluntary", "ctx_involuntary",
@@ -53,7 +56,6 @@ def _workload_fact(doc: dict, workload: str, name: str):
     recorded = ((doc.get("workloads") or {}).get(workload) or {}).get(name)
     if recorded is not None:
         return recorded
-    from ..workloads import WORKLOADS  # here: workloads import engines, which import this package's neighbours
 
     return getattr(WORKLOADS.get(workload), name) if workload in WORKLOADS else None
 
@@ -328,8 +330,6 @@ def scaling(doc: dict, groups) -> list[dict]:
     same work per session; both with the 95% CIs of stats.ratio_ci (ratios of trimmed geometric means,
     Yuen-Welch t on logs).
     """
-    from ..workloads.sweep import SWEPT, SWEPT_OPERATIONS
-
     machine = machine_cores(doc)
     variants = variants_by_label(doc)
     levels: dict[tuple[str, str, str], dict[int, dict]] = defaultdict(dict)
@@ -401,8 +401,6 @@ def profiled(doc: dict):
 def swept_profiles(doc: dict):
     """(workload, what is swept, variant, extra) of every sessions-sweep profile: the hash workload's own
     `profile` operation, and the generic --profile of the column workload's read-sessions."""
-    from ..workloads.sweep import COLUMN_OP, SWEPT
-
     for variant, extra in profiled(doc):
         yield "hash", variant.get(SWEPT["hash"]), variant, extra
     for wl, op, _, variant, extra in profiler.recorded(doc):
@@ -613,8 +611,6 @@ def sweep_notes(doc: dict, scale: list[dict], found: list[dict]) -> list[str]:
     if (doc.get("workloads", {}).get("hash", {}).get("params") or {}).get("profile") and not found:
         out.append("--profile records during the warmup runs, and there were none: use --warmups 1")
     if any(e.get("workload") == "column" for e in scale):
-        from ..workloads.column import SESSIONS_NOTE
-
         out.append(SESSIONS_NOTE)
     pinned = sorted({(e["workload"], e["cores"]) for e in scale if e.get("cores", machine_cores(doc)) <
                      machine_cores(doc)})

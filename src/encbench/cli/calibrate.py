@@ -27,8 +27,11 @@ from ..probes import DEFAULT_PROBES
 from ..report import render as report
 from ..util.units import parse_positive_int, parse_size
 from ..analysis import fit
-from ..engines import DEFAULT_ENGINE, ENGINES
+from ..engines import DEFAULT_ENGINE, ENGINES, engine_for_dsn
 from ..lab import results, runner
+from ..workloads import WORKLOADS
+from ..analysis import calibration
+from ..analysis import summary, unitcost
 
 QUICK_PARAMS = ("seconds=3", "warmup_seconds=1")  # the oltp mixes
 TRANSIT = ("connect", "bulk", "roundtrip")
@@ -63,10 +66,6 @@ def _transit_variants(engine) -> tuple[str, ...]:
 
 
 def _config(args, engine, argv, side: str, out: Path):
-    from ..lab import runner
-    from ..probes import DEFAULT_PROBES
-    from ..report import render as report
-    from ..util.units import parse_positive_int, parse_size
     from . import defaults
 
     if side == "at_rest":
@@ -88,15 +87,11 @@ def _config(args, engine, argv, side: str, out: Path):
 def _own_params(given: list[str], workloads: list[str]) -> list[str]:
     """The --param values a side's workloads take (the other side's are for it; a name neither takes is refused
     by the run that checks every name: `_plan`)."""
-    from ..workloads import WORKLOADS
-
     names = {p.name for w in workloads for p in WORKLOADS.get(w).params}
     return [g for g in given if g.partition("=")[0].strip() in names]
 
 
 def _engine(args):
-    from ..engines import DEFAULT_ENGINE, ENGINES, engine_for_dsn
-
     if args.dsn:
         engine = engine_for_dsn(args.dsn)
         if engine is None:
@@ -114,8 +109,6 @@ def _engine(args):
 
 def _plan(args, engine, argv) -> tuple[Path, dict]:
     """The calibration file and side -> RunConfig of every side that runs (each checked before anything runs)."""
-    from ..lab import results, runner
-
     out = Path(args.output) if args.output else Path("encbench-results") / (
         f"calibrate-{engine.name}-{time.strftime('%Y%m%d-%H%M%S')}.json")
     sides = {}
@@ -138,10 +131,6 @@ def _plan(args, engine, argv) -> tuple[Path, dict]:
 
 
 def cmd_calibrate(args, argv: list[str]) -> int:
-    from ..analysis import calibration
-    from ..lab import results, runner
-    from ..report import render as report
-
     engine = _engine(args)
     out, configs = _plan(args, engine, argv)
     if args.dsn:
@@ -165,8 +154,6 @@ def cmd_calibrate(args, argv: list[str]) -> int:
 
 def _setup(docs: dict) -> dict:
     """The engine, page size and cipher the at-rest costs were measured with (the in-transit ones: the engine)."""
-    from ..analysis import summary, unitcost
-
     if "at_rest" not in docs:
         return {"page_size": None, "cipher": None}
     doc = docs["at_rest"][0]

@@ -20,6 +20,9 @@ from ..analysis.estimate import relative_width
 from ..analysis import estimate
 from ..analysis.unitcost import Setup, setup_of
 from ..analysis import oltpcost, summary as analysis
+from ..analysis import calibration, estimate, unitcost
+from ..analysis.heldout import beside_bill
+from ..analysis import calibration, unitcost
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -62,10 +65,6 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def cmd_estimate(args) -> int:
-    from ..analysis import calibration, estimate, unitcost
-    from ..analysis.heldout import beside_bill
-    from ..report import bill as bill_words
-
     args.source = args.sources[0]  # the file --check's model and the old per-page path read
     if args.check and not (args.read_rate or args.write_rate or args.rate or args.live):
         return _check_only(args)
@@ -146,9 +145,6 @@ def _analysed(path: str) -> tuple:
 
 def _costs(args, files, cals=()) -> dict:
     """term -> (UnitCost, Setup): of every file's and calibration's, each term's best-resolved."""
-    from ..analysis import calibration, unitcost
-    from ..analysis.estimate import relative_width
-
     found: dict[str, list] = {}
     for path, doc in cals:
         for name, cs in calibration.costs_of(doc, path).items():
@@ -184,9 +180,6 @@ def _read_entry(args, files) -> dict | None:
 def _target(args, live, files, cals=()):
     """The server the bill prices: the live one's setup, else --engine/--page-size, else the first file's (a result
     file's, else a calibration's)."""
-    from ..analysis.unitcost import Setup, setup_of
-    from ..util.units import parse_positive_int
-
     if live:
         f = live.facts
         return Setup(f["engine"], f.get("page_size"), f.get("cipher"))

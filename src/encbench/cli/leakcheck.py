@@ -164,8 +164,6 @@ def _engine_name(target) -> str:
 def posture_one(target: PostureTarget) -> PostureOutcome:
     """One server's posture; an EncbenchError (unreachable, refused, bad DSN) is its outcome, never raised. A line
     of the file that names no server (fleet.BadLine) is a failed target with its own reason and exit code."""
-    from ..util.redact import redact
-
     out, start = PostureOutcome(target), time.monotonic()
     bad = getattr(target, "error", None)
     if bad is not None:

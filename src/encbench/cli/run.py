@@ -28,6 +28,8 @@ from ..analysis.summary import Analysis
 from ..history import run_entry
 from ..lab.precision import clock_text
 from ..lab import runner
+from ..lab import results, runner
+from ..lab import precision, runner
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -164,8 +166,6 @@ def _checked_key(key: str, where: str) -> str:
 
 
 def cmd_run(args, argv: list[str]) -> int:
-    from ..lab import results, runner
-
     config = _run_config(args, argv)
     output, budget = config.output, config.budget_s
     planned = runner.plan(config)  # every name and value checked before anything is created
@@ -193,13 +193,6 @@ def cmd_run(args, argv: list[str]) -> int:
 def _run_config(args, argv: list[str]):
     """The run's configuration from the command line (every amount parsed, the question's workloads and variants,
     the workload an option names); runner.plan checks the names and values."""
-    from ..engines import DEFAULT_ENGINE, ENGINES
-    from ..lab import precision, runner
-    from ..lab.meter import default_probes as meter_probes
-    from ..probes import DEFAULT_PROBES
-    from ..report import render as report
-    from ..util.units import parse_count, parse_positive_int, parse_seconds, parse_size
-
     args.workload = workloads(args.workload)
     engine_name = args.engine or DEFAULT_ENGINE
     engine = ENGINES.get(engine_name)
@@ -268,10 +261,6 @@ def _amounts(args, metered: bool, *, adaptive: bool, min_runs: int) -> tuple[str
 
 def _show_run(args, doc: dict, engine_name: str, output: Path) -> None:
     """A finished run's views: the kept server, the files, the terminal (or --json), Prometheus, the history."""
-    from ..analysis.summary import Analysis
-    from ..history import run_entry
-    from ..report import render as report
-
     kept = (doc.get("dataset") or {}).get("kept_server")
     if kept:
         print(f"encbench: the private server is kept (--keep): {kept}", file=sys.stderr)

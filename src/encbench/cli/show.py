@@ -10,6 +10,7 @@ from ..report import render as report
 from ..report import csvout
 from ..analysis import summary as analysis
 from ..lab import results
+from ..analysis import model
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -25,17 +26,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 def _emit(doc: dict, analysis, fmt: str, margin: float | None = None, detail: bool = False) -> None:
     """Print one view of the result model (analysis/model.py), built once here: every format renders it."""
-    from ..analysis import model
-    from ..report import render as report
-
     m = model.of(doc, analysis)
     if fmt == "json":
         print(report.render_json(doc, m))
     elif fmt == "markdown":
         print(report.render_markdown(doc, m, detail=detail), end="")
     elif fmt == "csv":
-        from ..report import csvout
-
         print(csvout.show_csv(doc, m, margin), end="")
     else:
         report.render_text(doc, m, console(), detail=detail)

@@ -155,9 +155,6 @@ def _check_one_target(args) -> None:
 
 def _print_scan(args, result: dict, changes: list[str], baseline, measured) -> None:
     """One target's scan in words: the summary line, what it offers, the baseline's drift, the --measure ranking."""
-    from ..analysis.headline import tls_scan_line
-    from ..tls import scan as tlsscan
-
     print(f"Summary: {tls_scan_line(result, changes if baseline is not None else None, measured)}")
     for line in tlsscan.summary_lines(result):
         print(line)

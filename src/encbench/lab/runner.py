@@ -439,7 +439,6 @@ class _Runs:
         if self.metered:  # the CPU-model gap: which code the crypto library runs natively and under valgrind
             self.on_progress("probing the crypto library natively and under valgrind", len(doc["runs"]),
                              len(doc["runs"]))
-            from ..profiling.profiler import Profiler
 
             doc["meter"].update(cpugap.code_paths(p.engine.crypto_probes(self.setup), doc["meter"]["host_cpu_features"],
                                                   doc["meter"]["missing_cpu_features"], Profiler.available()))

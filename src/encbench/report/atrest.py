@@ -16,7 +16,7 @@ from pathlib import Path
 
 from ..analysis import stats
 from ..analysis import summary as an
-from ..engines import ENGINES
+from ..engines import ENGINES, engine_named
 from ..errors import IncomparableError, UsageError
 from ..vocab.variants import PLACEBO
 from ..util.units import fmt_change
@@ -64,8 +64,6 @@ def _at_rest_table(doc: dict) -> dict | None:
 
 
 def _engine_label(doc: dict) -> str:
-    from ..engines import engine_named
-
     try:
         return engine_named(doc["engine"]["name"]).label or doc["engine"]["name"]
     except Exception:  # noqa: BLE001 - an engine this version does not know: its name

@@ -17,6 +17,8 @@ from pathlib import Path
 from ..analysis import model, summary as an
 from . import render as report
 from ..errors import OutputError
+from ..analysis import advise
+from ..engines import engine_named
 
 CSS = """
 body{font-family:system-ui,-apple-system,'Segoe UI',sans-serif;margin:0 auto;max-width:1200px;padding:1.2em;color:#1d1d1f}
@@ -194,9 +196,6 @@ def _flames(doc: dict) -> str:
 def advice_section(docs: list[tuple[Path, dict]]) -> str:
     """`encbench advise`'s ranked list over every file of the report (issue 24), when they measured a knob at two
     values; else nothing."""
-    from ..analysis import advise
-    from ..engines import engine_named
-
     knobs = tuple({k.key: k for _, d in docs for k in getattr(engine_named(d["engine"]["name"]), "knobs", ())}.values())
     pairs = [(str(p), d) for p, d in docs]
     entries = advise.advise(pairs, knobs, {"docs": dict(pairs), "analyses": {s: an.analyze(d) for s, d in pairs}})

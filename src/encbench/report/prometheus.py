@@ -30,6 +30,8 @@ from pathlib import Path
 
 from ..errors import BadValueError
 from ..util import urls
+from ..util.files import check_writable, replace_atomic
+from ..tls.scan import PROTOCOLS
 
 GRADE_CODES = {"A": 1, "B": 2, "C": 3, "F": 4}
 HINT = "choose a writable file for --prometheus"
@@ -45,7 +47,6 @@ def check_path(path: str | None) -> None:
     """Before any work: a *.prom name (node_exporter's textfile collector reads no other) in a writable directory."""
     if not path:
         return
-    from ..lab.results import check_writable
 
     if not str(path).endswith(".prom"):
         raise BadValueError(f"--prometheus {path}: node_exporter's textfile collector reads *.prom files only",
@@ -57,7 +58,6 @@ def write(path: Path, registry) -> None:
     """The registry's samples into path, through a temporary file and a rename (never a half-written file)."""
     from prometheus_client import generate_latest
 
-    from ..lab.results import replace_atomic
 
     replace_atomic(Path(path), generate_latest(registry).decode(), what="the Prometheus file", hint=HINT)
 
@@ -80,7 +80,6 @@ def tls_registry(outcomes):
     """tls-scan results (tls.fleet.Outcome, one per target)."""
     from prometheus_client import CollectorRegistry, Gauge
 
-    from ..tls.scan import PROTOCOLS
 
     reg = CollectorRegistry()
     g = {name: Gauge(name, text, labels, registry=reg) for name, text, labels in (

@@ -16,6 +16,8 @@ from ..engines import engine_named
 from ..profiling import profiler
 from ..util.redact import command_line as redact_command_line
 from ..util.units import fmt_bytes, fmt_change, fmt_count, fmt_number, fmt_percent, fmt_seconds
+from ..analysis.summary import profiled
+from ..profiling import flame
 
 
 def legend_line(shown: list[dict]) -> str | None:
@@ -356,9 +358,6 @@ def plot_scaling(doc: dict, scale: list[dict], prefix) -> list:
 
 def flame_graphs(doc: dict):
     """(variant, SVG text) of every recorded profile that has folded stacks."""
-    from ..analysis.summary import profiled
-    from ..profiling import flame
-
     for v, extra in profiled(doc):
         folded = (extra.get("profile") or {}).get("folded")
         if folded:

@@ -31,7 +31,7 @@ from typing import Callable
 
 from ..errors import CheckFailedError, WrongKeyError
 from ..vocab.variants import VariantKey
-from . import sweep
+from ..vocab import sweep
 from .base import Operation, Param, Workload
 from .capabilities import ColumnSession
 from ..vocab.session import overlap_s
@@ -337,7 +337,7 @@ class _ColumnRun:
         self.session.column_insert(list(zip(self.ids, [self.cipher.encrypt(p) for p in self.plain])))
 
 
-# -- the sessions sweep (--sessions 1,2,...: the sessions variant key of workloads/sweep.py) ----------------
+# -- the sessions sweep (--sessions 1,2,...: the sessions variant key of vocab/sweep.py) ----------------
 
 SESSIONS_OP = sweep.COLUMN_OP
 SESSIONS_NOTE = ("column sessions sweep: only the in-database methods run in k sessions (read-sessions: each session "

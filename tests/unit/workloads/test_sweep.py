@@ -12,7 +12,7 @@ from encbench.vocab import session
 from encbench.analysis import summary as analysis
 from encbench.engines import concurrent
 from encbench.host import rawhash
-from encbench.workloads import sweep
+from encbench.vocab import sweep
 from encbench.errors import BadValueError
 from encbench.vocab.variants import VariantKey
 

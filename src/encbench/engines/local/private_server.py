@@ -1,6 +1,6 @@
 """The one contract of a private server encbench starts on loopback (PostgreSQL, MariaDB), and what both share.
 
-A private server is made in a directory of its own (lab/leftovers.server_dir: owned before it exists, so a killed
+A private server is made in a directory of its own (util/leftovers.server_dir: owned before it exists, so a killed
 run's server is reclaimed), runs as an unprivileged user when we are root, is recorded as an owned process when it
 starts (util/owners: its pid and start time), writes one log, and is stopped and deleted by `stop()` on exit,
 error, Ctrl-C and SIGTERM (a no-op with --keep). `PrivateServer` says what each engine's server offers;

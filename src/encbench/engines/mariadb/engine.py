@@ -30,7 +30,7 @@ from pathlib import Path
 from urllib.parse import parse_qs, unquote
 
 from ...vocab import datagen
-from ...workloads import sweep
+from ...vocab import sweep
 from ...errors import BadValueError, EngineUnavailableError, FilesystemUnavailableError, UsageError
 from ...host import rawcipher, rawhash
 from ...probes.waits import DEFAULT_INTERVAL_S

@@ -21,7 +21,7 @@ from ...vocab.probe import Target
 from ..base import Session
 from ...util.redact import redact
 from ...util.proc import kill_and_reap
-from ...tls.variants import forced, openssl_client_conf
+from ...vocab.tls import forced, openssl_client_conf
 from ...vocab.variants import Variant
 from .client import (
     check_tls_state,

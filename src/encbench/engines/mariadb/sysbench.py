@@ -36,6 +36,7 @@ from pathlib import Path
 from ...errors import EngineUnavailableError, RunFailedError
 from ...util.redact import redact
 from ...util.proc import kill_and_reap
+from ...vocab.tls import forced, openssl_client_conf
 
 SCRIPTS = ("oltp_read_only", "oltp_read_write", "oltp_point_select")
 TABLES = 4  # sbtest1..4 per schema (the field notes' layout)

@@ -7,7 +7,7 @@ from __future__ import annotations
 import secrets
 import time
 
-from ..sqlite import datagen
+from ...vocab import datagen
 from ...host import rawhash
 from .session import RT_ROWS, check_table, copy_rows
 

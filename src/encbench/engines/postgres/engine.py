@@ -30,7 +30,7 @@ from ...host import encfs
 from ...host import memcg
 from ...host import rawhash
 from ...vocab import oltp as oltp_workload
-from ...workloads import sweep
+from ...vocab import sweep
 from . import atrest, client, knobs as pg_knobs
 from . import oltp
 from . import external

@@ -14,6 +14,7 @@ from ..local import restore_journal
 from . import client, knobs as pg_knobs
 from . import state as pg_state
 from .client import connect_admin, first_line
+from ...util import urls
 
 SSL_SETTINGS = ("ssl_ciphers", "ssl_min_protocol_version", "ssl_max_protocol_version")
 note = restore_journal.note  # one line on stderr
@@ -36,8 +37,6 @@ def parse_dsn(psycopg, dsn: str, what: str = "--dsn") -> dict:
 def _check_port(text: str, what: str) -> None:
     """libpq refuses port 0 itself ("invalid port number", as if the server were unreachable): the same one line,
     exit 4, as a MariaDB DSN's or a tls-scan target's port."""
-    from ...util import urls
-
     if not text.isdigit():
         raise BadValueError(f"{what} has a port that is not a number: {text!r}",
                             hint="use postgresql://user@host:port/db or 'host=... port=... dbname=...'")

@@ -25,7 +25,7 @@ import subprocess
 from pathlib import Path
 
 from ...errors import EngineUnavailableError, UsageError
-from ...lab import leakcheck
+from ...vocab import leakcheck
 from ...util import interrupts
 from ...util.redact import redact
 from . import client
@@ -299,7 +299,7 @@ def canary_check(options: dict, workdir: Path) -> leakcheck.LeakReport:
         report.steps.append("scanned: " + ", ".join(leakcheck.target_text(t) for t in targets))
         dumped = leakcheck.ScanTarget(str(dump), "backup (pg_dump)", FIX)
         # encbench's own dump and the other places first, the data directory last: under the cap on what one
-        # check reads (lab/leakcheck.MAX_BYTES), a large data directory is what is left unread
+        # check reads (vocab/leakcheck.MAX_BYTES), a large data directory is what is left unread
         leakcheck.scan([dumped] + targets[1:] + targets[:1], canary, report)
         datadir = Path(targets[0].path) if targets else None
         for f in report.findings:

@@ -54,7 +54,7 @@ from ...host import memcg
 from ...vocab.probe import Target
 from ...util.units import fmt_bytes
 from ...util.proc import kill_and_reap
-from ...workloads.oltp import parse_share
+from ...vocab.oltp import parse_share
 from . import atrest, pgbench
 from .client import check_connection, client_params, is_local_postgres
 

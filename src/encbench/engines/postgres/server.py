@@ -22,7 +22,7 @@ from pathlib import Path
 from ..local import affinity, certs
 from ...errors import EngineUnavailableError
 from ...host import valgrind
-from ...lab import leftovers
+from ...util import leftovers
 from ...util.proc import stop_child, stop_pid
 from ..local.private_server import (ServerLog, meter_wrapper, own_dir, record_spawned, running_pid, start_failed,
                                     stopped_on_error)
