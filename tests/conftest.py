@@ -63,39 +63,26 @@ def pytest_unconfigure(config):
             shutil.rmtree(base, ignore_errors=True)
 
 
-# -- scheduling under xdist (`--dist loadgroup`) ------------------------------------------------------------------
-# Each test file is one unit of work (its module fixtures, often a private server, are set up once, on one worker),
-# unless its tests carry an xdist_group marker of their own (files that must not run beside each other share one).
-# The units are handed out heaviest first, so that a long file does not start last and leave the other worker idle:
-# FIRST lists the files that take longest (measured: --durations=0), in that order; the unit tests come last.
+# -- scheduling under xdist (`--dist loadfile`) -------------------------------------------------------------------
+# Each test file is one unit of work: its module fixtures (often a private server) are set up once, on one worker, and
+# its tests never run beside each other. (`--dist loadgroup` would let files share a unit through xdist_group
+# markers, but xdist 3.8 renames the nodeid through `item._nodeid`, which pytest 9 no longer reads: no group forms.)
+# The files are handed out heaviest first, so that a long one does not start last and leave the other worker idle:
+# FIRST lists the files that take longest (measured with --durations=0), in that order; the unit tests come last.
 FIRST = tuple(f"tests/integration/{name}.py" for name in (
     "test_kill_reclaim", "test_advise_mariadb", "test_mariadb_oltp", "test_pg_oltp", "test_pg_knobs", "test_meter",
     "test_pg_at_rest", "test_maria_encfs", "test_encfs", "test_interrupt", "test_hangs", "test_external_state",
     "test_mariadb", "test_postgres", "test_advise"))
 
 
-def _group(item) -> str:
-    return item.nodeid.split("::", 1)[0]
+def _rank(item) -> tuple[int, int]:
+    path = item.nodeid.split("::", 1)[0]
+    if path in FIRST:
+        return 0, FIRST.index(path)
+    return (2 if path.startswith("tests/unit/") else 1), 0
 
 
-def _rank(group: str) -> tuple[int, int]:
-    if group in FIRST:
-        return 0, FIRST.index(group)
-    return (2 if group.startswith("tests/unit/") else 1), 0
-
-
-@pytest.hookimpl(tryfirst=True)  # before xdist's own hook reads the markers
 def pytest_collection_modifyitems(config, items):
-    if not WORKER:
-        return
-    for item in items:
-        if item.get_closest_marker("xdist_group") is None:
-            item.add_marker(pytest.mark.xdist_group(_group(item)))
-    groups = {}
-    for item in items:
-        mark = item.get_closest_marker("xdist_group")
-        groups.setdefault(id(item), mark.args[0] if mark.args else mark.kwargs.get("name", "default"))
-    first_file = {}
-    for item in items:
-        first_file.setdefault(groups[id(item)], _group(item))
-    items.sort(key=lambda item: _rank(first_file[groups[id(item)]]))
+    """On an xdist worker (every worker collects the same order): the heaviest files first (a stable sort)."""
+    if WORKER:
+        items.sort(key=_rank)
