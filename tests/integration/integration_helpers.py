@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import os
 import sys
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -54,6 +55,92 @@ def process_command_lines(word: str) -> list[str]:
         line = " ".join(proc.info["cmdline"] or [])
         if word in line:
             out.append(line)
+    return out
+
+
+def temp_dir() -> Path:
+    """This test process's temporary directory (a pytest-xdist worker's own: tests/conftest.py), where encbench's
+    private servers, filesystems' and pymp directories land."""
+    return Path(tempfile.gettempdir())
+
+
+def temp_dirs(pattern: str) -> set[str]:
+    """The entries of this process's temporary directory that match `pattern` (e.g. "encbench-maria-*")."""
+    return {str(p) for p in temp_dir().glob(pattern)}
+
+
+def own_command_lines(word: str) -> list[str]:
+    """process_command_lines(word), only those naming a path in this process's temporary directory (a private
+    server's my.cnf or data directory, a callgrind output file): not another xdist worker's, nor another user's."""
+    prefix = str(temp_dir()) + "/"
+    return [line for line in process_command_lines(word) if prefix in line]
+
+
+def env_command_lines(word: str) -> list[str]:
+    """process_command_lines(word), only those of processes with this process's temporary directory in their
+    environment (uses_our_temp_dir)."""
+    import psutil
+
+    out = []
+    for proc in psutil.process_iter(["cmdline"]):
+        line = " ".join(proc.info["cmdline"] or [])
+        if word in line and uses_our_temp_dir(proc):
+            out.append(line)
+    return out
+
+
+def uses_our_temp_dir(proc) -> bool:
+    """A process (psutil) started with this process's temporary directory in its environment (a sysbench that
+    names no path of ours on its command line). Without TMPDIR a process's directory is tempfile's default."""
+    import psutil
+
+    try:
+        env = proc.environ()
+    except psutil.Error:
+        return False
+    return os.path.realpath(env.get("TMPDIR") or "/tmp") == os.path.realpath(temp_dir())
+
+
+def orphan_keys() -> list[str]:
+    """Key directories under the encfs key root that no ledger records: this worker's (ledger.records()), the other
+    xdist workers' and the default one (/var/lib/encbench/encfs: a run outside this test run). Read twice, so that
+    a filesystem made or torn down between reading the records and listing the keys is not taken for an orphan
+    (a record is written before its keys are made, and removed after they are destroyed)."""
+    from encbench.host.encfs import ledger
+
+    def listed() -> set[str]:
+        live = {r["keydir"] for r in ledger.records()} | _keydirs_in(_other_ledgers())
+        keys = {str(p) for p in ledger.KEY_ROOT.iterdir()} if ledger.KEY_ROOT.is_dir() else set()
+        return keys - live
+
+    first = listed()
+    return sorted(first & listed()) if first else []
+
+
+DEFAULT_ENCFS_STATE = Path("/var/lib/encbench/encfs")
+
+
+def _other_ledgers() -> list[Path]:
+    """The encfs ledgers other than this process's: the default one and the other workers' (tests/conftest.py)."""
+    from encbench.host.encfs import ledger
+
+    dirs = [DEFAULT_ENCFS_STATE]
+    base = os.environ.get("ENCBENCH_TEST_RUN_BASE")
+    if base:
+        dirs += sorted(Path(base).glob("*-encfs-state"))
+    return [d for d in dirs if d.resolve() != ledger.STATE_DIR.resolve()]
+
+
+def _keydirs_in(state_dirs: list[Path]) -> set[str]:
+    import json
+
+    out = set()
+    for d in state_dirs:
+        for path in sorted(d.glob("*.json")) if d.is_dir() else []:
+            try:
+                out.add(json.loads(path.read_text())["keydir"])
+            except (OSError, ValueError, KeyError, TypeError):
+                continue
     return out
 
 

@@ -25,7 +25,7 @@ import pytest
 from encbench import errors
 from encbench.host import encfs
 from encbench.host.encfs import base, fscrypt, ledger
-from integration_helpers import Result, assert_one_line_error, encbench_command
+from integration_helpers import Result, assert_one_line_error, encbench_command, orphan_keys
 
 SIZE = 32 << 20
 KINDS = ("plain", "fscrypt", "gocryptfs")
@@ -53,9 +53,7 @@ def leftovers(root: Path) -> dict:
     recs = [r for r in ledger.records() if r["workdir"].startswith(prefix)]
     loops = [f"{bf.parent.parent.name}: {bf.read_text().strip()}" for bf in Path("/sys/block").glob("loop*/loop/backing_file")
              if prefix in bf.read_text()]  # what losetup -a lists
-    live_keydirs = {r["keydir"] for r in ledger.records()}
-    keys = ([str(p) for p in ledger.KEY_ROOT.iterdir() if str(p) not in live_keydirs]
-            if ledger.KEY_ROOT.is_dir() else [])
+    keys = orphan_keys()
     procs = [p.pid for p in psutil.process_iter(["cmdline"])
              if any(prefix in a for a in (p.info.get("cmdline") or [])) and p.pid != os.getpid()]
     return {"mounts": [mp for _, mp, _ in ledger.mounts() if mp.startswith(prefix)], "loops": loops,

@@ -3,23 +3,22 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
 
-from integration_helpers import needs_mariadb, process_command_lines
+from integration_helpers import needs_mariadb, own_command_lines, temp_dirs
 
 pytestmark = pytest.mark.integration
 
 
 
 def _leftovers(before: set[str]) -> set[str]:
-    return {str(p) for p in Path("/tmp").glob("encbench-maria-*")} - before
+    return temp_dirs("encbench-maria-*") - before
 
 
 @pytest.fixture
 def maria_dirs_before():
-    return {str(p) for p in Path("/tmp").glob("encbench-maria-*")}
+    return temp_dirs("encbench-maria-*")
 
 
 @needs_mariadb
@@ -42,7 +41,7 @@ def test_unencrypted_redo_log_and_binlog_are_found(encbench, maria_dirs_before):
     assert ("binary log", "encrypt_binlog=ON") in found
     assert ("backup: redo log", "innodb_encrypt_log=ON") in found
     assert not _leftovers(maria_dirs_before)
-    assert not [c for c in process_command_lines("mariadbd") if "encbench-maria-" in c]
+    assert not [c for c in own_command_lines("mariadbd") if "encbench-maria-" in c]
 
 
 @needs_mariadb

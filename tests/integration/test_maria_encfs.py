@@ -20,7 +20,8 @@ import pytest
 
 from encbench import errors
 from encbench.host.encfs import ledger
-from integration_helpers import HAVE_MARIADB, Result, assert_one_line_error, encbench_command, process_command_lines, encfs_unavailable
+from integration_helpers import (HAVE_MARIADB, Result, assert_one_line_error, encbench_command, encfs_unavailable,
+                                 orphan_keys, process_command_lines)
 
 pytestmark = pytest.mark.integration
 PREFIX = f"{tempfile.gettempdir()}/encbench-maria-fs-"  # the filesystems' directory: in TMPDIR
@@ -41,11 +42,9 @@ def _proc_mounts() -> set[tuple[str, str]]:
 def leftovers() -> dict:
     loops = [bf.read_text().strip() for bf in Path("/sys/block").glob("loop*/loop/backing_file")
              if PREFIX in bf.read_text()]
-    live_keydirs = {r["keydir"] for r in ledger.records()}
     return {"mounts": sorted(_proc_mounts()), "loops": loops,
             "records": [r["id"] for r in ledger.records() if r["workdir"].startswith(PREFIX)],
-            "orphan_keys": [str(p) for p in ledger.KEY_ROOT.iterdir() if str(p) not in live_keydirs]
-            if ledger.KEY_ROOT.is_dir() else [],
+            "orphan_keys": orphan_keys(),
             # every server of a filesystem run names its data directory (on a mount under PREFIX)
             "servers": [c for c in process_command_lines("mariadbd") if f"--datadir={PREFIX}" in c],
             "dirs": sorted(str(p) for p in Path(tempfile.gettempdir()).glob("encbench-maria-fs-*"))}

@@ -17,7 +17,7 @@ import pytest
 from encbench.analysis import summary
 from encbench.engines.mariadb import server as maria_server
 from integration_helpers import (HAVE_MARIADB, assert_one_line_error, encbench_command, external_maria, needs_mariadb,
-                                 process_command_lines)
+                                 process_command_lines, temp_dirs)
 
 pytestmark = pytest.mark.integration
 
@@ -27,14 +27,14 @@ SMALL = ["--size", "2MB", "--param", "messages=2000", "--param", "rows=2000", "-
 
 
 def _leftovers(before: set[str]) -> tuple[set[str], list[str]]:
-    dirs = {str(p) for p in Path("/tmp").glob("encbench-maria-*")} - before
+    dirs = temp_dirs("encbench-maria-*") - before
     procs = [c for c in process_command_lines("mariadbd") if any(d in c for d in dirs)]
     return dirs, procs
 
 
 @pytest.fixture
 def maria_before():
-    return {str(p) for p in Path("/tmp").glob("encbench-maria-*")}
+    return temp_dirs("encbench-maria-*")
 
 
 @pytest.fixture(scope="module")
@@ -42,7 +42,7 @@ def managed_run(tmp_path_factory, encbench):
     """One managed run of every workload (at rest and in transit), shared by the tests below."""
     if not HAVE_MARIADB:
         pytest.skip("MariaDB server binaries not installed")
-    before = {str(p) for p in Path("/tmp").glob("encbench-maria-*")}
+    before = temp_dirs("encbench-maria-*")
     out = tmp_path_factory.mktemp("maria") / "m.json"
     res = encbench("run", "--engine", "mariadb", "--runs", "2", "--warmups", "0", "--variant", "clients=1",
                    "--variant", "tls=off,on,TLSv1.2:ECDHE-RSA-AES256-SHA384,TLSv1.3:TLS_CHACHA20_POLY1305_SHA256",

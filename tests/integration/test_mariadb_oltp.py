@@ -15,7 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from integration_helpers import HAVE_MARIADB, assert_one_line_error, external_maria, process_command_lines
+from integration_helpers import (HAVE_MARIADB, assert_one_line_error, env_command_lines, external_maria,
+                                 process_command_lines, uses_our_temp_dir)
 
 pytestmark = [pytest.mark.integration,
               pytest.mark.skipif(not HAVE_MARIADB or not shutil.which("sysbench"),
@@ -31,7 +32,7 @@ def _maria_dirs() -> set[str]:
 def _left_behind(before: set[str]) -> tuple[set[str], list[str]]:
     dirs = _maria_dirs() - before
     procs = [c for c in process_command_lines("mariadbd") if any(d in c for d in dirs)]
-    procs += [c for c in process_command_lines("sysbench") if "--mysql-db=encbench_" in c]
+    procs += [c for c in env_command_lines("sysbench") if "--mysql-db=encbench_" in c]
     return dirs, procs
 
 
@@ -179,7 +180,8 @@ def _sysbench_run_ports() -> set[int] | None:
     ports, seen = set(), False
     for p in psutil.process_iter(["name", "cmdline"]):
         cmd = p.info["cmdline"] or []
-        if p.info["name"] != "sysbench" or "run" not in cmd or not any("--mysql-db=encbench_" in a for a in cmd):
+        if p.info["name"] != "sysbench" or "run" not in cmd or not any("--mysql-db=encbench_" in a for a in cmd) \
+                or not uses_our_temp_dir(p):
             continue
         seen = True
         try:

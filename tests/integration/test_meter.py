@@ -17,17 +17,20 @@ from pathlib import Path
 import psutil
 import pytest
 
-from integration_helpers import assert_one_line_error, needs_mariadb, needs_pg
+from integration_helpers import assert_one_line_error, needs_mariadb, needs_pg, temp_dir, uses_our_temp_dir
 
 pytestmark = pytest.mark.skipif(not shutil.which("valgrind"), reason="valgrind not installed (scripts/setup.sh)")
 TIMEOUT = 600
 
 
 def _callgrind_pids() -> set[int]:
+    """Processes under callgrind of this test process: their command line names a path in its temporary directory,
+    or they run with that directory (not another test process's, running meanwhile)."""
+    prefix = str(temp_dir()) + "/"
     out = set()
     for p in psutil.process_iter(["cmdline"]):
         line = " ".join(p.info["cmdline"] or [])
-        if "--tool=callgrind" in line:
+        if "--tool=callgrind" in line and (prefix in line or uses_our_temp_dir(p)):
             out.add(p.pid)
     return out
 

@@ -21,7 +21,8 @@ import pytest
 from encbench.engines.postgres import knobs, server as pg_server
 from encbench.host import encfs, memcg
 from encbench.host.encfs import ledger
-from integration_helpers import assert_one_line_error, encfs_unavailable, external_pg, needs_pg
+from integration_helpers import (assert_one_line_error, encfs_unavailable, external_pg, needs_pg, orphan_keys,
+                                 temp_dir)
 from server_state import diff, journals, pg_state, start_encbench
 
 pytestmark = [pytest.mark.integration, needs_pg]
@@ -55,21 +56,27 @@ def open_dir():
 def _ours(root: Path) -> dict:
     """What a run in `root` could leave: mounts, ledger records, key directories, processes naming it."""
     prefix = str(root.resolve()) + "/"
-    live = {r["keydir"] for r in ledger.records()}
     return {"mounts": [mp for _, mp, _ in ledger.mounts() if mp.startswith(prefix)],
             "records": [r["id"] for r in ledger.records() if r["workdir"].startswith(prefix)],
-            "orphan_keys": [str(p) for p in ledger.KEY_ROOT.iterdir() if str(p) not in live]
-            if ledger.KEY_ROOT.is_dir() else [],
+            "orphan_keys": orphan_keys(),
             "procs": [p.pid for p in psutil.process_iter(["cmdline"])
                       if any(prefix in a for a in (p.info.get("cmdline") or [])) and p.pid != os.getpid()]}
 
 
-def _postgres_since(t0: float) -> list[int]:
-    """PostgreSQL server processes started after t0 and still running (a private server left behind)."""
+def _postgres_since(t0: float, *roots: Path) -> list[int]:
+    """PostgreSQL server processes started after t0 and still running (a private server left behind) whose
+    postmaster's command line (its own, or its parent's for a backend) names a path in `roots` or in this process's
+    temporary directory: not a server of another test process running meanwhile."""
+    prefixes = [str(temp_dir()) + "/"] + [str(r.resolve()) + "/" for r in roots]
     out = []
     for p in psutil.process_iter(["name", "create_time"]):
         if (p.info.get("name") or "").startswith("postgres") and (p.info.get("create_time") or 0) >= t0:
-            out.append(p.pid)
+            try:
+                lines = [" ".join(q.cmdline()) for q in [p, *p.parents()]]
+            except psutil.Error:
+                continue
+            if any(prefix in line for line in lines for prefix in prefixes):
+                out.append(p.pid)
     return out
 
 
@@ -305,6 +312,6 @@ def test_an_advise_interrupted_on_its_mounts_leaves_no_server_mount_or_key(tmp_p
                                    cli_env, tmp_path, lambda: bool(_ours(open_dir)["mounts"]), timeout=600)
     assert code == 130 and "Traceback" not in stderr, stderr
     assert _ours(open_dir) == {"mounts": [], "records": [], "orphan_keys": [], "procs": []}
-    assert _postgres_since(t0) == []  # the private servers of every sweep stopped
+    assert _postgres_since(t0, open_dir) == []  # the private servers of every sweep stopped
     assert {r["path"] for _, r in memcg.records()} <= groups_before
     assert not list(open_dir.glob("encfs-*"))

@@ -17,7 +17,7 @@ import pytest
 from encbench.analysis import summary
 from encbench.engines.postgres import server as pg_server
 from integration_helpers import (assert_one_line_error, encbench_command, external_pg, needs_pg,
-                                 process_command_lines)
+                                 process_command_lines, temp_dirs)
 
 pytestmark = pytest.mark.integration
 
@@ -26,7 +26,7 @@ SMALL = ["--param", "messages=3000", "--param", "rows=2000", "--param", "connect
 
 
 def _leftovers(before: set[str]) -> tuple[set[str], list[str]]:
-    dirs = {str(p) for p in Path("/tmp").glob("encbench-pg-*")} - before
+    dirs = temp_dirs("encbench-pg-*") - before
     procs = process_command_lines("postgres")
     ours = [p for p in procs if any(d in p for d in dirs)]
     return dirs, ours
@@ -34,7 +34,7 @@ def _leftovers(before: set[str]) -> tuple[set[str], list[str]]:
 
 @pytest.fixture
 def pg_dirs_before():
-    return {str(p) for p in Path("/tmp").glob("encbench-pg-*")}
+    return temp_dirs("encbench-pg-*")
 
 
 @needs_pg

@@ -12,6 +12,7 @@ import json
 import os
 import shutil
 import subprocess
+import sys
 import tempfile
 from pathlib import Path
 
@@ -34,24 +35,37 @@ def private_home():
     shutil.rmtree(home, ignore_errors=True)
 
 
-def _run(home: Path, *args: str, timeout: float = 400) -> Result:
+def _env(home: Path) -> dict[str, str]:
+    """The environment of root's run: its own HOME and cache, no key and no TMPDIR (the default one)."""
     env = dict(os.environ, HOME=str(home), XDG_CACHE_HOME=str(home / ".cache"), PYTHONUNBUFFERED="1")
     env.pop("ENCBENCH_KEY", None)
     env.pop("TMPDIR", None)
-    p = subprocess.run([*encbench_command(), "run", *args], cwd=home, env=env, capture_output=True, text=True,
+    return env
+
+
+def _run(home: Path, *args: str, timeout: float = 400) -> Result:
+    p = subprocess.run([*encbench_command(), "run", *args], cwd=home, env=_env(home), capture_output=True, text=True,
                        timeout=timeout)
     return Result(list(args), p.returncode, p.stdout, p.stderr)
 
 
-def _fs_dirs(prefix: str) -> set[Path]:
-    return set(Path(tempfile.gettempdir()).glob(prefix + "*"))
+def _default_temp_dir(home: Path) -> Path:
+    """The temporary directory of a command run without TMPDIR (not this test process's: under pytest-xdist each
+    worker has its own, tests/conftest.py)."""
+    p = subprocess.run([sys.executable, "-c", "import tempfile; print(tempfile.gettempdir())"], env=_env(home),
+                       capture_output=True, text=True, timeout=60, check=True)
+    return Path(p.stdout.strip())
+
+
+def _fs_dirs(home: Path, prefix: str) -> set[Path]:
+    return set(_default_temp_dir(home).glob(prefix + "*"))
 
 
 @needs_pg
 def test_postgres_at_rest_as_root_with_the_default_data_dir(private_home):
     if (reason := encfs_unavailable()) is not None:
         pytest.skip(f"encrypted filesystems unavailable: {reason}")
-    before = _fs_dirs(atrest.WORKDIR_PREFIX)
+    before = _fs_dirs(private_home, atrest.WORKDIR_PREFIX)
     out = private_home / "r.json"
     res = _run(private_home, "--engine", "postgres", "--variant", "encryption=off,fscrypt,gocryptfs", *ONE,
                "-o", str(out))
@@ -59,14 +73,14 @@ def test_postgres_at_rest_as_root_with_the_default_data_dir(private_home):
     doc = json.loads(out.read_text())
     assert doc["status"] == "complete" and doc["config"]["data_dir"] == str(private_home / ".cache/encbench/data")
     parent = doc["dataset"]["mounts_parent"]  # not the data directory: postgres cannot reach it
-    assert Path(parent).parent == Path(tempfile.gettempdir()) and Path(parent).name.startswith(atrest.WORKDIR_PREFIX)
+    assert Path(parent).parent == _default_temp_dir(private_home) and Path(parent).name.startswith(atrest.WORKDIR_PREFIX)
     clusters = doc["dataset"]["clusters"]
     assert set(clusters) == {"off", "fscrypt", "gocryptfs"}
     for c in clusters.values():
         assert c["mount_point"].startswith(parent + "/") and c["datadir"].startswith(c["mount_point"] + "/")
     assert all(op["extra"]["cache_verified"] == 1 for run in doc["runs"] for op in run["operations"])
     # nothing left: the directory, its mounts and their ledger records
-    assert not Path(parent).exists() and _fs_dirs(atrest.WORKDIR_PREFIX) <= before
+    assert not Path(parent).exists() and _fs_dirs(private_home, atrest.WORKDIR_PREFIX) <= before
     assert not [mp for _, mp, _ in ledger.mounts() if mp.startswith(parent + "/")]
     assert not [r["id"] for r in ledger.records() if r["workdir"].startswith(parent + "/")]
 

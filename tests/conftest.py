@@ -1,0 +1,88 @@
+"""What every test process shares: under pytest-xdist (`pytest -n N`), each worker's own temporary directory and
+its own encfs / memory-cgroup ledgers, set before anything imports encbench or asks tempfile for its directory.
+
+A worker's private servers, scratch and pymp directories, owner records, filesystems' working directories and the
+leftover scans of the tests (a glob of tempfile.gettempdir(), processes naming a path in it) then never see another
+worker's; nor does an encbench command of one worker reclaim (and name, on its stderr) what a killed run of the
+other left in the ledgers. The directory is made by the controller (the run's base, in the caller's TMPDIR) and
+is reachable by the servers' users (postgres, mysql), as /tmp is; each worker's is `<base>/<worker id>`.
+A run without xdist changes nothing.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+from pathlib import Path
+
+import pytest
+
+BASE_ENV = "ENCBENCH_TEST_RUN_BASE"  # the controller's directory of the workers' temporary directories
+WORKER = os.environ.get("PYTEST_XDIST_WORKER")
+
+
+def _worker_dirs(base: Path, worker: str) -> None:
+    tmp = base / worker
+    tmp.mkdir(exist_ok=True)
+    tmp.chmod(0o1777)  # as /tmp: a server running as postgres or mysql reaches its directory in it
+    os.environ["TMPDIR"] = str(tmp)
+    tempfile.tempdir = None  # tempfile caches its answer: ask again
+    for name, env in (("encfs-state", "ENCBENCH_ENCFS_STATE"), ("memcg-state", "ENCBENCH_MEMCG_STATE")):
+        os.environ[env] = str(base / f"{worker}-{name}")
+
+
+if WORKER and os.environ.get(BASE_ENV):
+    _worker_dirs(Path(os.environ[BASE_ENV]), WORKER)
+
+
+def pytest_configure(config):
+    """The controller of an xdist run makes the workers' base directory (inherited through the environment)."""
+    if WORKER or not getattr(config.option, "numprocesses", None) or os.environ.get(BASE_ENV):
+        return
+    base = Path(tempfile.mkdtemp(prefix="xd-"))  # short: socket paths below it stay under 107 bytes
+    base.chmod(0o755)
+    os.environ[BASE_ENV] = str(base)
+    config._encbench_run_base = base
+
+
+def _mounted_under(base: Path) -> bool:
+    prefix = str(base) + "/"
+    try:
+        return any(line.split()[1].startswith(prefix) for line in Path("/proc/mounts").read_text().splitlines())
+    except OSError:
+        return True
+
+
+def pytest_unconfigure(config):
+    """The base is removed after the run unless something is still mounted below it (never rmtree into a mount)."""
+    base = getattr(config, "_encbench_run_base", None)
+    if base is not None:
+        os.environ.pop(BASE_ENV, None)
+        if not _mounted_under(base):
+            shutil.rmtree(base, ignore_errors=True)
+
+
+# -- scheduling under xdist (`--dist loadfile`) -------------------------------------------------------------------
+# Each test file is one unit of work: its module fixtures (often a private server) are set up once, on one worker, and
+# its tests never run beside each other. (`--dist loadgroup` would let files share a unit through xdist_group
+# markers, but xdist 3.8 renames the nodeid through `item._nodeid`, which pytest 9 no longer reads: no group forms.)
+# The files are handed out heaviest first, so that a long one does not start last and leave the other worker idle:
+# FIRST lists the files that take longest (measured with --durations=0), in that order; the unit tests come last.
+FIRST = tuple(f"tests/integration/{name}.py" for name in (
+    "test_kill_reclaim", "test_advise_mariadb", "test_mariadb_oltp", "test_pg_oltp", "test_pg_knobs", "test_meter",
+    "test_pg_at_rest", "test_maria_encfs", "test_encfs", "test_interrupt", "test_hangs", "test_external_state",
+    "test_mariadb", "test_postgres", "test_advise"))
+
+
+def _rank(item) -> tuple[int, int]:
+    path = item.nodeid.split("::", 1)[0]
+    if path in FIRST:
+        return 0, FIRST.index(path)
+    return (2 if path.startswith("tests/unit/") else 1), 0
+
+
+def pytest_collection_modifyitems(config, items):
+    """On an xdist worker (every worker collects the same order): the heaviest files first (a stable sort)."""
+    if WORKER:
+        items.sort(key=_rank)
