@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import importlib
 import json
+import os
 import time
 from pathlib import Path
 
@@ -94,8 +95,13 @@ def build(engine: str, setup: dict, sides: dict, *, command: str = "", refused: 
 
 
 def is_calibration(path) -> bool:
-    """Whether a file is a calibration document (its first bytes name the format)."""
+    """Whether a file is a calibration document (its first bytes name the format). Only a regular file is opened:
+    a FIFO or a device would block here; the result-file reader then refuses it in one line."""
+    import stat
+
     try:
+        if not stat.S_ISREG(os.stat(path).st_mode):
+            return False
         with open(path, "rb") as f:
             head = f.read(200)
     except OSError:

@@ -146,3 +146,15 @@ def test_calibrate_refuses_a_param_no_mix_takes_and_a_dsn_of_another_engine_in_o
                      cwd=tmp_path)
     assert res.returncode == 2 and len(res.stderr.strip().splitlines()) == 1 and "secret" not in res.stderr, res
     assert not list(tmp_path.iterdir())  # nothing ran, nothing written
+
+
+def test_a_fifo_is_not_opened_to_ask_whether_it_is_a_calibration(tmp_path):
+    """estimate --from FIFO: the format sniff must not block on a FIFO (the result-file reader refuses it, exit 6)."""
+    import os
+
+    from encbench.analysis import calibration
+
+    fifo = tmp_path / "f.json"
+    os.mkfifo(fifo)
+    assert calibration.is_calibration(fifo) is False
+    assert calibration.is_calibration(tmp_path / "missing.json") is False
