@@ -48,15 +48,21 @@ def _imports(name: str, path: Path, is_pkg: bool, modules) -> dict[str, int]:
             for alias in node.names:
                 add(alias.name, node.lineno)
         elif isinstance(node, ast.ImportFrom):
-            if node.level:
-                base = name.split(".") if is_pkg else name.split(".")[:-1]
-                base = base[:len(base) - (node.level - 1)]
-                mod = ".".join(base + ([node.module] if node.module else []))
-            else:
-                mod = node.module or ""
-            for alias in node.names:
-                add(f"{mod}.{alias.name}" if f"{mod}.{alias.name}" in modules else mod, node.lineno)
+            for target in from_targets(name, is_pkg, node, modules):
+                add(target, node.lineno)
     return out
+
+
+def from_targets(name: str, is_pkg: bool, node: ast.ImportFrom, modules) -> list[str]:
+    """The modules a `from X import a, b` in module `name` names: X.a where X.a is a module, else X (relative
+    imports resolved against `name`'s package)."""
+    if node.level:
+        base = name.split(".") if is_pkg else name.split(".")[:-1]
+        base = base[:len(base) - (node.level - 1)]
+        mod = ".".join(base + ([node.module] if node.module else []))
+    else:
+        mod = node.module or ""
+    return [f"{mod}.{alias.name}" if f"{mod}.{alias.name}" in modules else mod for alias in node.names]
 
 
 def _cycles(graph: dict[str, dict[str, int]]) -> list[list[str]]:
