@@ -161,13 +161,7 @@ def stop_processes(procs: list[psutil.Process], timeout: float = SERVER_STOP_TIM
 
 
 def _server_candidates(base: Path | None = None) -> list[Path]:
-    base = Path(base or tempfile.gettempdir())
-    found = []
-    for pattern in SERVER_PATTERNS:
-        try:
-            found += [p for p in base.glob(pattern) if p.is_dir() and not p.is_symlink()]
-        except OSError:
-            continue
+    found = _glob_dirs(Path(base or tempfile.gettempdir()), SERVER_PATTERNS)
     return sorted({p for p in found if not any(p.match(n) for n in SERVER_NOT)})
 
 
