@@ -95,17 +95,20 @@ def build(engine: str, setup: dict, sides: dict, *, command: str = "", refused: 
 
 
 def is_calibration(path) -> bool:
-    """Whether a file is a calibration document (its first bytes name the format). Only a regular file is opened:
-    a FIFO or a device would block here; the result-file reader then refuses it in one line."""
-    import stat
-
+    """Whether a file is a calibration document (its first bytes name the format). Opened without blocking and read
+    only when what was opened is a regular file (as util/files.read_regular does): a FIFO or a device is not one,
+    and the result-file reader then refuses it in one line."""
     try:
-        if not stat.S_ISREG(os.stat(path).st_mode):
-            return False
-        with open(path, "rb") as f:
-            head = f.read(200)
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC)
     except OSError:
         return False
+    with os.fdopen(fd, "rb") as f:
+        if files.kind_of(os.fstat(fd).st_mode):
+            return False
+        try:
+            head = f.read(200)
+        except OSError:
+            return False
     return FORMAT.encode() in head
 
 
