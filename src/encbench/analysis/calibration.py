@@ -31,13 +31,24 @@ VERSION = 1
 SIDES = {"at_rest": ("at rest", fit.ATREST_WORDS), "in_transit": ("in transit", fit.TRANSIT_WORDS)}
 
 
+def _live(engine: str):
+    """The engine's live.py (what its bill reads and how calibrate measures it), or None when it has none."""
+    try:
+        return importlib.import_module(f"encbench.engines.{engine}.live")
+    except ImportError:
+        return None
+
+
 def engine_facts(engine: str) -> tuple[dict, dict]:
     """(absent, not fitted): term -> why, from the engine's live.py (ABSENT, NOT_FITTED); none when it has none."""
-    try:
-        mod = importlib.import_module(f"encbench.engines.{engine}.live")
-    except ImportError:
-        return {}, {}
+    mod = _live(engine)
     return dict(getattr(mod, "ABSENT", {})), dict(getattr(mod, "NOT_FITTED", {}))
+
+
+def transit_variants(engine: str) -> tuple[str, ...]:
+    """The --variant filters of calibrate's in-transit mixes, from the engine's live.py (TRANSIT_VARIANTS); none
+    when it has no in-transit side."""
+    return tuple(getattr(_live(engine), "TRANSIT_VARIANTS", ()))
 
 
 def _runs_per_variant(doc: dict | None) -> int | None:

@@ -14,24 +14,20 @@ TLS variant is the client's choice: nothing on the server changes); the at-rest 
 from __future__ import annotations
 
 import argparse
-import importlib
 import json
 import sys
 import time
 from pathlib import Path
 
 from .. import errors
-from .defaults import DEFAULT_RUNS, DEFAULT_SEED, DEFAULT_SIZE, QUICK_SIZE, data_dir_default
-from ..lab import runner
+from ..analysis import calibration, summary, unitcost
+from ..engines import DEFAULT_ENGINE, ENGINES, engine_for_dsn
+from ..lab import results, runner
 from ..probes import DEFAULT_PROBES
 from ..report import render as report
 from ..util.units import parse_positive_int, parse_size
-from ..analysis import fit
-from ..engines import DEFAULT_ENGINE, ENGINES, engine_for_dsn
-from ..lab import results, runner
 from ..workloads import WORKLOADS
-from ..analysis import calibration
-from ..analysis import summary, unitcost
+from .defaults import DEFAULT_RUNS, DEFAULT_SEED, DEFAULT_SIZE, QUICK_SIZE, data_dir_default
 
 QUICK_PARAMS = ("seconds=3", "warmup_seconds=1")  # the oltp mixes
 TRANSIT = ("connect", "bulk", "roundtrip")
@@ -57,14 +53,6 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--json", action="store_true", help="the calibration document on stdout")
 
 
-def _transit_variants(engine) -> tuple[str, ...]:
-    try:
-        mod = importlib.import_module(f"encbench.engines.{engine.name}.live")
-    except ImportError:
-        return ()
-    return tuple(getattr(mod, "TRANSIT_VARIANTS", ()))
-
-
 def _config(args, engine, argv, side: str, out: Path):
     from . import defaults
 
@@ -72,7 +60,7 @@ def _config(args, engine, argv, side: str, out: Path):
         workloads, variants = ["oltp"], list(engine.calibration_variants)
         params = list(QUICK_PARAMS if args.quick else ())
     else:
-        workloads, variants = list(TRANSIT), list(_transit_variants(engine))
+        workloads, variants = list(TRANSIT), list(calibration.transit_variants(engine.name))
         params = list(TRANSIT_QUICK if args.quick else TRANSIT_PARAMS)
     return runner.RunConfig(
         engine=engine.name, workloads=workloads, variant_filters=variants,
@@ -114,7 +102,7 @@ def _plan(args, engine, argv) -> tuple[Path, dict]:
     sides = {}
     if not args.dsn:
         sides["at_rest"] = out.with_name(out.stem + ".at-rest.json")
-    if _transit_variants(engine):
+    if calibration.transit_variants(engine.name):
         sides["in_transit"] = out.with_name(out.stem + ".in-transit.json")
     configs = {side: _config(args, engine, argv, side, path) for side, path in sides.items()}
     taken = {g for c in configs.values() for g in c.params}
