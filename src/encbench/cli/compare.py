@@ -10,9 +10,7 @@ from .. import errors
 from .common import add_margin_argument, console, margin_pct
 from ..analysis import compare, gate
 from ..lab import results
-from ..report import junit
-from ..analysis import compare
-from ..report import csvout
+from ..report import junit, csvout
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:

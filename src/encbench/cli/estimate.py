@@ -9,20 +9,14 @@ import os
 
 from .. import errors
 from .common import workloads
-from ..analysis import estimate, unitcost
+from ..analysis import estimate, unitcost, summary as analysis, oltpcost, calibration
 from ..report import bill as bill_words
 from ..analysis.bill import Rate, TERM_KINDS
 from ..util.units import parse_positive_int, parse_seconds
-from ..analysis import summary as analysis
 from ..lab import results
-from ..analysis import unitcost
 from ..analysis.estimate import relative_width
-from ..analysis import estimate
 from ..analysis.unitcost import Setup, setup_of
-from ..analysis import oltpcost, summary as analysis
-from ..analysis import calibration, estimate, unitcost
 from ..analysis.heldout import beside_bill
-from ..analysis import calibration, unitcost
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:

@@ -11,13 +11,11 @@ from typing import Callable
 
 from .. import errors
 from .common import workloads
-from ..history import Store, parse_url, run_entry, save
+from ..history import Store, parse_url, run_entry, save, trend, page
 from ..util.redact import command_line
-from ..history import Store, parse_url, trend
 from ..history.store import holds_something
 from ..util.units import parse_positive_int
 from ..lab import results
-from ..history import page
 from ..analysis.summary import Analysis
 from ..history.page import fmt_ci, fmt_value, series_title
 

@@ -9,27 +9,22 @@ import time
 from pathlib import Path
 
 from .. import errors
-from ..report import prometheus
+from ..report import prometheus, render as report
 from .common import add_margin_argument, console, margin_pct, parse_settings, workloads
 from . import defaults
 from .defaults import (DEFAULT_RUNS, DEFAULT_SEED, DEFAULT_SIZE, METER_QUICK_RUNS, METER_QUICK_SIZE, METER_SIZE,
                        METER_WARMUPS, QUICK_BUDGET, QUICK_RUNS, QUICK_SIZE, data_dir_default)
 from .history import add_store_argument, check_store, record
-from ..lab import precision
+from ..lab import precision, results, runner
 from ..vocab.variants import label
 from ..util import files
 from ..engines import DEFAULT_ENGINE, ENGINES
-from ..lab import precision, results, runner
 from ..lab.meter import default_probes as meter_probes
 from ..probes import DEFAULT_PROBES
-from ..report import render as report
 from ..util.units import parse_count, parse_positive_int, parse_seconds, parse_size
 from ..analysis.summary import Analysis
 from ..history import run_entry
 from ..lab.precision import clock_text
-from ..lab import runner
-from ..lab import results, runner
-from ..lab import precision, runner
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
