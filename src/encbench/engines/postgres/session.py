@@ -31,7 +31,6 @@ from .oltp import PgOltp
 from . import server as pg_server
 from ..local.server import runs_program
 from .client import CONNECT_TIMEOUT_S, NO_SERVER, check_connection, client_params, conninfo_of, first_line
-from .client import is_local_postgres
 from .waits import sampler_factory
 
 RT_ROWS = 10_000
