@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from encbench.engines.postgres import client
 from encbench.engines.postgres import leakcheck as pg_leak
 from encbench.errors import EngineUnavailableError
 
@@ -51,4 +52,4 @@ def test_a_failing_pg_dump_is_reported_by_its_first_error_line(tmp_path, monkeyp
         pg_leak.pg_dump(None, {}, "s.leak", tmp_path / "out.sql")
     assert str(e.value).startswith("pg_dump failed: pg_dump: error: connection to server on socket")
     assert "Is the server running" not in str(e.value)
-    assert pg_leak.tool_error("\n\npg_dump: warning: x\n") == "pg_dump: warning: x"
+    assert client.tool_error("\n\npg_dump: warning: x\n") == "pg_dump: warning: x"

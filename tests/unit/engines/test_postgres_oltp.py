@@ -185,12 +185,23 @@ def test_the_limit_covers_what_the_server_holds_when_it_is_set(monkeypatch):
 
 
 def test_pgbench_failure_names_the_servers_reason_not_only_the_query():
-    from encbench.engines.postgres import pgbench
+    from encbench.engines.postgres import client
 
     err = ("dropping old tables...\ncreating tables...\n"
            "pgbench: error: query failed: ERROR:  could not extend file \"base/16384/16397\": No space left on device\n"
            "pgbench: detail: Query was: alter table pgbench_accounts add primary key (aid)\n")
-    line = pgbench.last_line(err)
+    line = client.tool_error(err)
     assert "No space left on device" in line and "Query was: alter table" in line and "\n" not in line
-    assert pgbench.last_line("a\nb\nlast words\n") == "last words"
-    assert pgbench.last_line("") == "no output"
+    assert client.tool_error("a\nb\nlast words\n") == "last words"
+    assert client.tool_error("") == "no output"
+
+
+def test_one_definition_of_a_local_postgres_process_valgrind_aware():
+    """oltp's server CPU and the session's probes ask the same question of a pid: one function answers it, and it
+    finds a server run under valgrind (--meter instructions) too, which a comm-only check misses."""
+    import os
+    from encbench.engines.postgres import client, session
+    from encbench.engines.postgres import oltp as pg_oltp
+
+    assert session.is_local_postgres is client.is_local_postgres is pg_oltp.is_local_postgres
+    assert not client.is_local_postgres(os.getpid())

@@ -12,6 +12,7 @@ from ...errors import CheckFailedError, EngineUnavailableError
 from ...host import sslctl
 from ...vocab.tls import TLS_RE
 from ...util.redact import redact
+from ..local.server import runs_program
 
 
 def psycopg():
@@ -78,6 +79,20 @@ def first_line(e: Exception) -> str:
     return redact(str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__)
 
 
+def tool_error(text: str) -> str:
+    """A PostgreSQL client tool's own words for what went wrong (pgbench, pg_dump), redacted, on one line: its first
+    error line ('pgbench: error: query failed: ERROR: ...', the server's reason) with the detail line after it
+    ('pgbench: detail: Query was: ...'; libpq's hint lines are left out), else its last line."""
+    lines = [line.strip() for line in (text or "").splitlines() if line.strip()]
+    if not lines:
+        return "no output"
+    at = next((i for i, line in enumerate(lines) if "error:" in line or "FATAL:" in line), None)
+    if at is None:
+        return redact(lines[-1])
+    told = [lines[at]] + [line for line in lines[at + 1:at + 2] if "detail:" in line]
+    return redact("; ".join(" ".join(line.split()) for line in told))
+
+
 CONNECT_TIMEOUT_S = 10  # libpq connect_timeout: the whole connection attempt (docs/RESULTS.md)
 NO_SERVER = ("timeout expired", "Connection refused", "could not translate host name", "No such file or directory")
 
@@ -98,9 +113,6 @@ def connect_admin(psycopg, conninfo: dict):
 
 
 def is_local_postgres(pid: int) -> bool:
-    """Is this pid a PostgreSQL server process on this machine (what the probes can read)?"""
-    try:
-        with open(f"/proc/{pid}/comm") as f:
-            return f.read().strip().startswith("postgres")
-    except OSError:
-        return False
+    """Is this pid a PostgreSQL server process on this machine (what the probes can read), run directly or under
+    valgrind (`--meter instructions`: its comm is then the tool's and its command line names postgres)?"""
+    return runs_program(pid, ("postgres",))

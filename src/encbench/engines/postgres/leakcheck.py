@@ -157,14 +157,6 @@ def dump_command(tool: str, conninfo: dict, table: str, out: Path, psycopg) -> t
     return [tool, *where, "-t", table, "-f", str(out)], env
 
 
-def tool_error(stderr: str) -> str:
-    """A client tool's failure in one line: its first error line (libpq's hint lines come after it), else its
-    first line."""
-    lines = [line.strip() for line in stderr.splitlines() if line.strip()]
-    first = next((line for line in lines if "error:" in line or "FATAL:" in line), lines[0] if lines else "?")
-    return redact(first)
-
-
 def pg_dump(bindir: Path | None, conninfo: dict, table: str, out: Path) -> None:
     """pg_dump of encbench's canary table into out (the private server's own pg_dump, else the one on PATH)."""
     tool = str(bindir / "pg_dump") if bindir is not None else (shutil.which("pg_dump") or "")
@@ -174,7 +166,7 @@ def pg_dump(bindir: Path | None, conninfo: dict, table: str, out: Path) -> None:
     argv, env = dump_command(tool, conninfo, table, out, client.psycopg())
     done = subprocess.run(argv, env=env, capture_output=True, text=True)
     if done.returncode != 0:
-        raise EngineUnavailableError(f"pg_dump failed: {tool_error(done.stderr)}",
+        raise EngineUnavailableError(f"pg_dump failed: {client.tool_error(done.stderr)}",
                                      hint="check that pg_dump reaches the server as --dsn does (PG* variables, "
                                           "~/.pgpass) and that the client is as new as the server")
 

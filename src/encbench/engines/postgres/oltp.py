@@ -56,7 +56,7 @@ from ...util.units import fmt_bytes
 from ...util.proc import kill_and_reap
 from ...vocab.oltp import parse_share
 from . import atrest, pgbench
-from .client import check_connection, client_params, is_local_postgres
+from .client import check_connection, client_params, is_local_postgres, tool_error
 
 SCRIPTS = pgbench.BUILTIN
 TABLES = ("pgbench_accounts", "pgbench_branches", "pgbench_tellers", "pgbench_history")
@@ -264,7 +264,7 @@ class PgOltp:
             raise
         out, err = proc.communicate()
         if proc.returncode != 0:
-            raise RunFailedError(f"pgbench failed{' in the warm-up' if warm else ''}: {pgbench.last_line(err or out)}")
+            raise RunFailedError(f"pgbench failed{' in the warm-up' if warm else ''}: {tool_error(err or out)}")
         if len(seen) < clients:
             raise CheckFailedError(f"only {len(seen)} of {clients} pgbench connections could be checked in pg_stat_ssl",
                                    hint="use a longer --param seconds")
@@ -363,7 +363,7 @@ class PgOltp:
         cmd, out, states = self._oltp_pgbench(script, clients, seconds, scratch, warm=False)
         result = pgbench.oltp_summary(out, scratch)
         if not result["transactions"]:
-            raise RunFailedError(f"pgbench ran no transaction in {seconds:g} s ({pgbench.last_line(out)})")
+            raise RunFailedError(f"pgbench ran no transaction in {seconds:g} s ({tool_error(out)})")
         if sessions is not None:  # the connection knob, proven from the server's count of sessions
             result.update(check_connections(self.variant["connection"], self._sessions() - sessions,
                                             result["transactions"]))

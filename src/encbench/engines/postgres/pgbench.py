@@ -12,6 +12,7 @@ from pathlib import Path
 
 from ...errors import EngineUnavailableError
 from ...util.redact import redact
+from . import client
 from . import server as pg_server
 
 # the libpq parameters of a TLS variant -> pgbench's environment variables
@@ -98,7 +99,7 @@ def initialize(tool: str, *, scale: int, conninfo: dict, schema: str, cwd: Path,
     done = subprocess.run([tool, "-i", "-s", str(int(scale)), "-q"], env=env, capture_output=True, text=True,
                           cwd=cwd, timeout=timeout)
     if done.returncode != 0:
-        raise EngineUnavailableError(f"pgbench -i -s {scale} failed: {last_line(done.stderr or done.stdout)}",
+        raise EngineUnavailableError(f"pgbench -i -s {scale} failed: {client.tool_error(done.stderr or done.stdout)}",
                                      hint="check the server's free disk space and the role's right to create tables")
     return time.perf_counter() - t0
 
@@ -147,20 +148,6 @@ def oltp_summary(out: str, scratch: Path) -> dict:
         "latency_p99_ms": percentile(lat, 99),
         **({f"{connect.group(1)}_connection_ms": float(connect.group(2))} if connect else {}),
     }
-
-
-def last_line(text: str) -> str:
-    """pgbench's own words for what went wrong, redacted, on one line: its first error line ('pgbench: error:
-    query failed: ERROR: ...', the server's reason) with the detail line after it ('Query was: ...'), else its
-    last line."""
-    lines = [line.strip() for line in (text or "").splitlines() if line.strip()]
-    if not lines:
-        return "no output"
-    at = next((i for i, line in enumerate(lines) if "error:" in line or "FATAL:" in line), None)
-    if at is None:
-        return redact(lines[-1])
-    told = [lines[at]] + [line for line in lines[at + 1:at + 2] if "detail:" in line]
-    return redact("; ".join(" ".join(line.split()) for line in told))
 
 
 def summary(out: str, scratch: Path, seconds: float) -> dict:

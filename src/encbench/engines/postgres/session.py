@@ -29,8 +29,8 @@ from . import curves as knobs_proof
 from .column import PgColumn
 from .oltp import PgOltp
 from . import server as pg_server
-from ..local.server import runs_program
-from .client import CONNECT_TIMEOUT_S, NO_SERVER, check_connection, client_params, conninfo_of, first_line
+from .client import (CONNECT_TIMEOUT_S, NO_SERVER, check_connection, client_params, conninfo_of, first_line,
+                     is_local_postgres)
 from .waits import sampler_factory
 
 RT_ROWS = 10_000
@@ -411,10 +411,6 @@ def _sql(sql: str) -> str:
     """The workloads' portable '?' placeholders in psycopg's format style (a literal % doubled)."""
     return sql.replace("%", "%%").replace("?", "%s")
 
-
-
-def is_local_postgres(pid: int) -> bool:
-    return runs_program(pid, ("postgres",))
 
 
 def parent_pid(pid: int) -> int | None:
