@@ -65,8 +65,11 @@ def amount(metric: str, value: float, ci, sign: bool = True) -> tuple[str, str]:
         def count(x: float) -> str:
             return ("+" if sign and x > 0 else "") + fmt_count(x)
         return count(value), f"[{count(ci[0])}, {count(ci[1])}]" if ci else ""
+    elif "_us_per_" in metric:  # µs per unit: a millisecond or more is said in ms ('+2.1 ms per connection')
+        scale, unit = _seconds_scale(value * 1e-6)
+        scale *= 1e-6
     else:
-        scale, unit = 1, " µs" if "_us_per_" in metric else " ms" if metric.endswith("_ms") else ""
+        scale, unit = 1, " ms" if metric.endswith("_ms") else ""
     text = number(value * scale, sign) + unit
     return text, (f"[{number(ci[0] * scale, sign)}, {number(ci[1] * scale, sign)}]" if ci else "")
 

@@ -42,14 +42,18 @@ def _pair(r: dict, fmt) -> str:
     return f"{fmt(r['base'])} → {fmt(r['cont'])}"
 
 
+def _shared_unit(a: str, b: str) -> str:
+    """'326.7 ms', '450.0 ms' -> '326.7 → 450.0 ms': one unit when both sides share it."""
+    (x, _, unit_a), (y, _, unit_b) = a.rpartition(" "), b.rpartition(" ")
+    return f"{x} → {y} {unit_a}" if x and y and unit_a == unit_b else f"{a} → {b}"
+
+
 def _seconds_pair(key: str):
     """The compact table's means: '326.7 → 450.0 ms' (one unit when both sides share it)."""
     def cell(r: dict) -> str:
         if _short(r, key):
             return "too short to time"
-        a, b = fmt_seconds(r["base"].get(key)), fmt_seconds(r["cont"].get(key))
-        (x, _, unit_a), (y, _, unit_b) = a.rpartition(" "), b.rpartition(" ")
-        return f"{x} → {y} {unit_a}" if x and y and unit_a == unit_b else f"{a} → {b}"
+        return _shared_unit(fmt_seconds(r["base"].get(key)), fmt_seconds(r["cont"].get(key)))
     return cell
 
 
@@ -119,8 +123,8 @@ def _per_unit(prefix: str):
     def fmt(d: dict) -> str:
         for unit in PER_UNIT_CPU:
             key = f"{prefix}cpu_us_per_{unit}"
-            if key in d:
-                return f"{d[key]:.2f} µs/{unit}" if d[key] < 10 else f"{d[key]:.1f} µs/{unit}"
+            if key in d:  # '7.8 ms/connection' from a millisecond on, as fmt_seconds says it
+                return f"{d[key]:.2f} µs/{unit}" if d[key] < 10 else f"{fmt_seconds(d[key] * 1e-6)}/{unit}"
         return "-"
     return fmt
 
@@ -187,7 +191,7 @@ COLUMNS = {
     "sent": ("server bytes sent", lambda r: _pair(r, _sent)),
     "rate": ("throughput (mean)", lambda r: _pair(r, _rate)),
     "d_rate": ("Δ throughput", _d_rate),
-    "server_per_unit": ("server CPU per op", lambda r: _pair(r, _per_unit(""))),
+    "server_per_unit": ("server CPU per op", lambda r: _shared_unit(_per_unit("")(r["base"]), _per_unit("")(r["cont"]))),
     "d_server_per_unit": ("Δ server CPU per op", lambda r: _d_per_unit(r, "")),
     "client_per_unit": ("client CPU per op", lambda r: _pair(r, _per_unit("client_"))),
     # the embedded engine's CPU per unit (one process: no server or client side)

@@ -14,6 +14,9 @@ class Connect(Workload):
     needs = ConnectSession
     description = ("a new connection per operation (TCP + TLS handshake + authentication + the TLS check "
                    "query + close): connections/s")
+    # a connection is the unit a DBA decides in (what TLS adds to each new session): the server's CPU per connection
+    # first, as the summary, the table's lead column and the gate state it; then the client's; then elapsed
+    verdict_metrics = ("cpu_us_per_connection", "client_cpu_us_per_connection", "wall_s")
     params = (Param("connections", "connections opened and closed, one after the other", 300, 50),)
 
     def operations(self, session, scratch: Path, params: dict) -> list[Operation]:
