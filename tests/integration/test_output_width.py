@@ -202,10 +202,13 @@ def test_advise_fits_the_terminal(cli_env, sandbox):
 
 @pytest.mark.parametrize("command", ["show", "compare"])
 def test_tables_fit_columns_in_a_pipe(command, cli_env, sandbox):
-    """In a pipe the tables are made for COLUMNS (100 when unset; they were 200 wide); prose lines stay whole."""
+    """In a pipe the tables are made for COLUMNS (100 when unset; they were 200 wide); prose lines wrap to it too."""
     args = [command, str(GOLDEN)] + ([str(GOLDEN)] if command == "compare" else [])
     res = subprocess.run(encbench_command() + args, cwd=sandbox, env=dict(cli_env, COLUMNS="80"), capture_output=True,
                          text=True, timeout=120)
     assert res.returncode == 0, res.stderr
     table = [line for line in res.stdout.splitlines() if line[:1] in BOX]
     assert table and all(cell_len(line) <= 80 for line in table), max(table, key=cell_len)
+    if command == "show":  # issue 30 item 6: every other line too, but a word longer than the width
+        wide = [x for x in res.stdout.splitlines() if cell_len(x) > 80 and " " in x.strip()]
+        assert not wide, wide
