@@ -6,6 +6,7 @@ import json
 
 from rich.console import Console
 from rich.table import Table
+from rich.text import Text
 
 from ..analysis import model, stats
 from ..analysis.rows import (  # noqa: F401 (read as render.*: the rows are the model's, analysis/rows.py)
@@ -561,11 +562,15 @@ def render_text(doc: dict, analysis, console: Console, detail: bool = False) -> 
         _say(console, line)
 
 
-def _say(console: Console, text: str, keep: list[str] | tuple = ()) -> None:
+def _say(console: Console, text: str, keep: list[str] | tuple = (), bold: str = "") -> None:
     """A line of prose wrapped to the console's width (util/columns.wrap: at spaces, a bullet's next lines under its
-    text, a number, a path or `keep` never cut), in a terminal and in a pipe alike; rich wraps it no further."""
-    for line in wrap(text, console.width, keep):
-        console.print(line, highlight=False, markup=False, soft_wrap=True)
+    text, a number, a path or `keep` never cut), in a terminal and in a pipe alike; rich wraps it no further. The
+    text's start `bold`, when given, in bold."""
+    for i, line in enumerate(wrap(text, console.width, keep)):
+        shown = Text(line)
+        if i == 0 and bold:
+            shown.stylize("bold", 0, len(bold))
+        console.print(shown, highlight=False, soft_wrap=True)
 
 
 def _print_compact(console: Console, g: dict, mine: list[dict], level: float) -> None:
@@ -588,7 +593,7 @@ def _print_long(console: Console, t: dict, shown: list[dict], level: float = sta
     cols = [c for c in columns(t, shown) if c not in ROW_COLUMNS]
     for r in shown:
         name = f"{r['workload']} / {r['operation']}" + (f" / {r['setting']}" if r["setting"] != "-" else "")
-        console.print(f"[bold]{name}[/bold] ({r['contender']} vs {r['baseline']})", highlight=False)
+        _say(console, f"{name} ({r['contender']} vs {r['baseline']})", bold=name)
         for c in cols:
             _say(console, f"    {head(c, level)}: {COLUMNS[c][1](r)}")
     if not shown:
