@@ -41,8 +41,9 @@ def output_width(stream=None) -> int:
 HANG = "    "  # a wrapped line's next lines: four more than its own indent (a line of its own below it has two)
 MARKER = re.compile(r"(?:-|\d+\.) +")  # an item's mark ("- ", "3. "): its wrapped lines go on under its text
 GLUE = "\ue000"  # a space that does not break (a private-use character: never in encbench's text)
-# what stays on one line: a figure with its bracketed CI ("+12% [+3, +20]", "elapsed [95% CI]"), a `command`
-TOGETHER = re.compile(r"(?:[^\s\[\]]+ )?\[[^\[\]\n]{1,40}\]|`[^`\n]+`")
+# what stays on one line: a figure with its bracketed CI ("+12% [+3, +20]", "873.3 ms [647.0 ms, 1.10 s]",
+# "elapsed [95% CI]"), a short aside ("(> 0.5)", "(12 runs)"), a `command`
+TOGETHER = re.compile(r"(?:[-+]?\d[\d.,]*%? )?(?:[^\s\[\]]+ )?\[[^\[\]\n]{1,40}\]|\([^()\[\]\n]{1,16}\)|`[^`\n]+`")
 
 
 def wrap(text: str, width: int, keep: Iterable[str] = ()) -> list[str]:

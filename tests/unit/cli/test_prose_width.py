@@ -108,6 +108,12 @@ def test_wrap_breaks_at_spaces_and_keeps_figures_paths_and_commands_whole():
     ranked = columns.wrap("    12. PRAGMA kdf_iter = 64000 after PRAGMA key " + "saves 3% CPU " * 6, 50)
     assert all(x.startswith(" " * 8) and x[8] != " " for x in ranked[1:])  # under the text after "12. "
     assert columns.wrap("short line", 50) == ["short line"]
+    for width in range(50, 70):  # a figure with its unit and CI, wherever the line breaks
+        assert any("873.3 ms [647.0 ms, 1.10 s]" in x for x in columns.wrap(
+            "    at the defaults, as each sweep file measured them: 873.3 ms [647.0 ms, 1.10 s] (f.json)", width))
+    for width in range(60, 76):  # a short aside whole, wherever the line breaks
+        assert any("(> 0.5)" in x for x in columns.wrap("  run 1 (scan-like encryption=off): other processes used "
+                                                          "1.87 cores (> 0.5)", width))
     assert columns.wrap("  - a\nsecond line", 50) == ["  - a", "second line"]
 
 
