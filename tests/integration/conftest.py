@@ -41,6 +41,9 @@ def cli_env(sandbox) -> dict[str, str]:
     env.pop("ENCBENCH_KEY", None)
     env["XDG_CACHE_HOME"] = str(sandbox / "xdg-cache")
     env["PYTHONUNBUFFERED"] = "1"
+    # a wide pipe: the tests read each line whole (the output wraps to COLUMNS, 100 when unset); the tests of the
+    # width itself set their own (test_output_width.py, COLUMNS=100 in test_posture_of_a_fleet_with_one_closed_port)
+    env["COLUMNS"] = "1000"
     return env
 
 

@@ -211,7 +211,8 @@ def test_posture_of_a_fleet_with_one_closed_port(encbench, tmp_path):
         targets.write_text(f"# the fleet\n{_maria_dsn(maria)}\n\n{_pg_dsn(pg)}   # no TDE\n"
                            f"mysql://nobody:closedpw@127.0.0.1:{closed}/\nnot-a-dsn\n")
         out = tmp_path / "fleet.jsonl"
-        res = encbench("leak-check", "--posture", "--targets", str(targets), "--jobs", "3", "--jsonl", str(out))
+        res = encbench("leak-check", "--posture", "--targets", str(targets), "--jobs", "3", "--jsonl", str(out),
+                       env={"COLUMNS": "100"})
         text = encbench("leak-check", "--posture", "--targets", str(targets), "--format", "jsonl")
         secrets = (maria.handle.password, pg.password, "closedpw")
     assert res.returncode == 13, str(res)  # PostgreSQL has no TDE: its data directory is plaintext here

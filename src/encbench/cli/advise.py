@@ -4,20 +4,25 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
 import time
 from pathlib import Path
 
 from .. import errors
 from . import defaults
-from .common import console, parse_settings
+from .common import parse_settings
 from .defaults import DEFAULT_RUNS, DEFAULT_SEED, DEFAULT_SIZE, QUICK_SIZE, data_dir_default
 from ..lab import precision
 from ..analysis import advise, summary as analysis
 from ..engines import DEFAULT_ENGINE, ENGINES, engine_named
 from ..lab import advise as sweeps_lab, results
 from ..report import render as report
+from ..util.columns import echo
 from ..util.units import parse_count, parse_positive_int, parse_size
+
+# a setting's statement in the advice (what a DBA copies): kept on one line when the advice is wrapped
+STATEMENT = re.compile(r"(?:PRAGMA|ALTER SYSTEM SET|SET GLOBAL) [\w.]+ = [^\s;)]+")
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -72,7 +77,7 @@ def cmd_advise(args, argv: list[str]) -> int:
         sweeps = engine.advise_sweeps(args.quick, options)
         skipped = engine.advise_notes(args.quick, options)  # one line each, not an error for the rest
         for note in skipped:
-            print(f"advise: {note}", file=sys.stderr)
+            echo(f"advise: {note}", file=sys.stderr)
         if not sweeps:
             raise errors.UnknownNameError(f"engine {engine.name!r} has no advise sweeps yet",
                                           hint="engines with sweeps: " + ", ".join(
@@ -90,7 +95,7 @@ def cmd_advise(args, argv: list[str]) -> int:
         made = _sweeps_dir(out_dir)
         results.check_writable(sweeps_lab.path_of(settings, sweeps[0]))
         try:
-            docs = sweeps_lab.run(settings, sweeps, progress=lambda msg: print(f"advise: {msg}", file=sys.stderr))
+            docs = sweeps_lab.run(settings, sweeps, progress=lambda msg: echo(f"advise: {msg}", file=sys.stderr))
         except KeyboardInterrupt:
             kept = [p for p in (sweeps_lab.path_of(settings, s) for s in sweeps) if p.exists()]
             print(f"encbench: interrupted: {_kept_line(out_dir, kept, made)}", file=sys.stderr)
@@ -104,11 +109,15 @@ def cmd_advise(args, argv: list[str]) -> int:
         print(json.dumps({"files": [src for src, _ in docs], "entries": entries, "method": advise.METHOD,
                           **({"not_measured": skipped} if skipped else {})}, indent=1, default=str))
         return 0
-    out = console()  # a terminal wraps each line at its width; a pipe keeps it whole
-    lines = advise.report_lines(entries, [src for src, _ in docs]) + [f"  not measured: {note}" for note in skipped]
-    for line in lines:
-        out.print(line, highlight=False, markup=False, soft_wrap=not out.is_terminal)
+    print_advice(entries, [src for src, _ in docs], skipped)
     return 0
+
+
+def print_advice(entries: list[dict], files: list[str], skipped: list[str]) -> None:
+    """The ranked advice in words, each line wrapped to the width (a terminal's, else COLUMNS or 100), a setting's
+    statement whole (STATEMENT)."""
+    for line in advise.report_lines(entries, files) + [f"  not measured: {note}" for note in skipped]:
+        echo(line, keep=STATEMENT.findall(line))
 
 
 def _sweeps_dir(out_dir: Path) -> bool:

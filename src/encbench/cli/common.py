@@ -12,8 +12,8 @@ from ..util.units import shown, split_list
 
 def columns() -> int | None:
     """The width tables are made for: a terminal's own (None: rich reads it, or COLUMNS); in a pipe or a file
-    COLUMNS when it is a width, else 100 (util/columns). Prose lines stay whole in a pipe (soft_wrap): grep finds
-    them."""
+    COLUMNS when it is a width, else 100 (util/columns). Prose lines are wrapped to the same width
+    (util/columns.wrap)."""
     return None if sys.stdout.isatty() else pipe_columns()
 
 

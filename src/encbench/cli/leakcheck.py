@@ -18,7 +18,7 @@ from pathlib import Path
 from .. import errors
 from ..util import owners
 from ..report import prometheus
-from ..util.columns import fit, output_width
+from ..util.columns import echo, fit, output_width, wrap
 from .common import parse_settings
 from .history import add_store_argument, check_store, record
 from ..engines import DEFAULT_ENGINE, ENGINES, engine_for_dsn
@@ -58,12 +58,12 @@ def _print_posture(rep) -> None:
     rows = [("", "what", "state", "to encrypt it")]
     mark = {True: "PLAIN", False: "enc", None: "-"}
     rows += [(mark[i.plaintext], i.what, i.state, i.fix) for i in rep.items]
-    print(f"posture of {rep.engine} at {rep.target}: " + ("PLAINTEXT at rest" if rep.plaintext else
-                                                          "everything the settings name is encrypted"))
+    echo(f"posture of {rep.engine} at {rep.target}: " + ("PLAINTEXT at rest" if rep.plaintext else
+                                                         "everything the settings name is encrypted"))
     for line in fit([(r[0], r[1], r[2] + (f"  -> {r[3]}" if r[3] else "")) for r in rows], output_width(), "  "):
         print(line)
     for n in rep.notes:
-        print(f"note: {n}")
+        echo(f"note: {n}")
 
 
 def cmd_posture(args, engine) -> int:
@@ -194,17 +194,19 @@ def posture_table(outcomes: list[PostureOutcome]) -> list[str]:
     rows = [("target", "engine", "plaintext", "verdict", "key management / TDE")]  # the free text last: it may wrap
     rows += [(o.target.label, _engine_name(o.target), "-" if o.report is None else str(o.plaintext_places),
               o.verdict, o.key_management or "-") for o in outcomes]
-    lines = fit(rows, output_width())
-    for o in outcomes:
+    width = output_width()
+    lines = fit(rows, width)
+    for o in outcomes:  # the prose under the table, wrapped to the width (the target whole)
         if o.error:
-            lines.append(f"  {o.target.label} (line {o.target.line}): {o.error}")
+            lines += wrap(f"  {o.target.label} (line {o.target.line}): {o.error}", width)
         for i in (o.report.items if o.report else []):
             if i.plaintext:
-                lines.append(f"  {o.target.label}: PLAIN  {i.what}: {i.state}" + (f"  -> {i.fix}" if i.fix else ""))
+                lines += wrap(f"  {o.target.label}: PLAIN  {i.what}: {i.state}" + (f"  -> {i.fix}" if i.fix else ""),
+                              width)
     plain = sum(bool(o.report and o.report.plaintext) for o in outcomes)
     failed = sum(o.report is None for o in outcomes)
-    lines.append(f"{len(outcomes)} target(s): {len(outcomes) - failed} read, {failed} failed, "
-                 f"{plain} with plaintext at rest")
+    lines += wrap(f"{len(outcomes)} target(s): {len(outcomes) - failed} read, {failed} failed, "
+                  f"{plain} with plaintext at rest", width)
     return lines
 
 
@@ -271,33 +273,38 @@ def cmd_leak_check(args, argv: list[str] | None = None) -> int:
     if args.json:
         print(json.dumps(report.to_dict(), indent=1))
     else:
-        if report.unchecked and not report.findings:
-            print(f"Summary: NOT CLEAN: no canary in the {report.scanned_files} files read, but "
-                  f"{len(report.unchecked)} places were not checked ({report.configuration})")
-        else:
-            print(f"Summary: {leak_check_line(report)}")
-        print(f"leak-check, engine {report.engine}: {report.configuration}")
-        print(f"scanned {report.scanned_files} files ({report.scanned_bytes:,} bytes) for a "
-              f"{report.canary_len}-byte random canary")
-        for step in report.steps:
-            print(f"  step: {step}")
-        for where, n in report.skipped.items():
-            print(f"  skipped {n:,} entries in {where} that are not the server's own (never opened)")
-        for f in report.findings:
-            print(f"  LEAK  {f.role}: {f.path} ({f.occurrences} occurrences) -> {f.fix}")
-        for u in report.unchecked:
-            print(f"  UNCHECKED  {u}")
-        if not report.findings:
-            print("  no plaintext canary found in the files checked"
-                  + (f"; {len(report.unchecked)} not checked: not clean" if report.unchecked else ": nothing leaks"))
-        if report.control:
-            found = ", ".join(report.control["found_in"]) or "nowhere (the scan could not have found a leak!)"
-            print(f"control ({report.control['configuration']}): the same canary is found in {found}")
-        for n in report.notes:
-            print(f"note: {n}")
+        _print_report(report)
 
     code = errors.EXIT_LEAK if report.leaks else 0
     if args.prometheus:
         prometheus.write(Path(args.prometheus), prometheus.leak_registry(report, prometheus.leak_target(args.dsn)))
     record(args, lambda: leak_entry(report, dsn=args.dsn, command=args.store_command, exit_code=code))
     return code
+
+
+def _print_report(report) -> None:
+    """The canary check in words (vocab/leakcheck.LeakReport), each line wrapped to the width (util/columns.echo)."""
+    if report.unchecked and not report.findings:
+        echo(f"Summary: NOT CLEAN: no canary in the {report.scanned_files} files read, but "
+             f"{len(report.unchecked)} places were not checked ({report.configuration})")
+    else:
+        echo(f"Summary: {leak_check_line(report)}")
+    echo(f"leak-check, engine {report.engine}: {report.configuration}")
+    echo(f"scanned {report.scanned_files} files ({report.scanned_bytes:,} bytes) for a "
+         f"{report.canary_len}-byte random canary")
+    for step in report.steps:
+        echo(f"  step: {step}")
+    for where, n in report.skipped.items():
+        echo(f"  skipped {n:,} entries in {where} that are not the server's own (never opened)")
+    for f in report.findings:
+        echo(f"  LEAK  {f.role}: {f.path} ({f.occurrences} occurrences) -> {f.fix}", keep=[f.path])
+    for u in report.unchecked:
+        echo(f"  UNCHECKED  {u}")
+    if not report.findings:
+        echo("  no plaintext canary found in the files checked"
+             + (f"; {len(report.unchecked)} not checked: not clean" if report.unchecked else ": nothing leaks"))
+    if report.control:
+        found = ", ".join(report.control["found_in"]) or "nowhere (the scan could not have found a leak!)"
+        echo(f"control ({report.control['configuration']}): the same canary is found in {found}")
+    for n in report.notes:
+        echo(f"note: {n}")

@@ -18,6 +18,7 @@ from .history import add_store_argument, check_store, record
 from ..lab import precision, results, runner
 from ..vocab.variants import label
 from ..util import files
+from ..util.columns import echo
 from ..engines import DEFAULT_ENGINE, ENGINES
 from ..lab.meter import default_probes as meter_probes
 from ..probes import DEFAULT_PROBES
@@ -268,7 +269,7 @@ def _show_run(args, doc: dict, engine_name: str, output: Path) -> None:
     else:
         out = console()
         report.render_text(doc, analysis, out, detail=args.detail)  # its last lines: precision and run context
-        print(f"results written to {output} (encbench show {output})", file=sys.stderr)
+        echo(f"results written to {output} (encbench show {output})", file=sys.stderr, keep=[f"encbench show {output}"])
     if args.prometheus:
         prometheus.write(Path(args.prometheus), prometheus.run_registry(engine_name, list(analysis.comparisons)))
     record(args, lambda: run_entry(doc, analysis, result_file=str(output)), str(output))  # after the result file

@@ -8,7 +8,7 @@ import time
 from pathlib import Path
 
 from .. import errors
-from ..util.columns import fit, output_width
+from ..util.columns import echo, fit, output_width
 from .common import parse_settings
 from .defaults import data_dir_default
 from .history import add_store_argument, check_store, record
@@ -155,17 +155,17 @@ def _check_one_target(args) -> None:
 
 def _print_scan(args, result: dict, changes: list[str], baseline, measured) -> None:
     """One target's scan in words: the summary line, what it offers, the baseline's drift, the --measure ranking."""
-    print(f"Summary: {tls_scan_line(result, changes if baseline is not None else None, measured)}")
+    echo(f"Summary: {tls_scan_line(result, changes if baseline is not None else None, measured)}")
     for line in tlsscan.summary_lines(result):
-        print(line)
+        echo(line)
     if args.save_baseline:
-        print(f"baseline saved to {args.save_baseline}")
+        echo(f"baseline saved to {args.save_baseline}")
     if baseline is not None:
         real = [c for c in changes if not c.startswith("note:")]
-        print(f"compared with the baseline {args.baseline}: " + ("no change" if not real else
-                                                                 f"{len(real)} change(s)"))
+        echo(f"compared with the baseline {args.baseline}: " + ("no change" if not real else
+                                                                f"{len(real)} change(s)"))
         for line in changes:
-            print(f"  {line}" if line.startswith("note:") else f"  DRIFT  {line}")
+            echo(f"  {line}" if line.startswith("note:") else f"  DRIFT  {line}")
     if measured:
         _print_tls_ranking(measured)
 
@@ -280,7 +280,7 @@ def _print_tls_ranking(m: dict) -> None:
         text = f"{(x['ratio'] - 1) * 100:+.0f}%"
         return text + (f" [{(x['ci'][0] - 1) * 100:+.0f}, {(x['ci'][1] - 1) * 100:+.0f}]" if x["ci"] else "")
 
-    print(f"measured ({m['runs']} runs per suite, vs no TLS; {m['note']}; results in {m['result_file']}):")
+    echo(f"measured ({m['runs']} runs per suite, vs no TLS; {m['note']}; results in {m['result_file']}):")
     rows = [("grade", "storm elapsed", "bulk MB/s", "connections/s", "suite")]  # the suite last: it may wrap
     rows += [(r["grade"], cell(r["storm elapsed"]), cell(r["bulk MB/s"]), cell(r["connections/s"]), r["tls"])
              for r in m["ranking"] if not r.get("not_measured")]
@@ -288,11 +288,11 @@ def _print_tls_ranking(m: dict) -> None:
         print(line)
     for r in m["ranking"]:  # a suite the server accepts and the measuring client cannot offer: a line of its own
         if r.get("not_measured"):
-            print(f"  {r['tls']} (grade {r['grade']}): {r['not_measured']}")
+            echo(f"  {r['tls']} (grade {r['grade']}): {r['not_measured']}")
     if m["recommendation"]:
-        print(m["recommendation"])
+        echo(m["recommendation"])
     if m.get("groups"):
-        print(f"handshake cost per key-exchange group (connect, one suite, vs no TLS; {m['groups_result_file']}):")
+        echo(f"handshake cost per key-exchange group (connect, one suite, vs no TLS; {m['groups_result_file']}):")
         for line in fit([("connections/s", "group")] + [(cell(r["connections/s"]), r["tls"]) for r in m["groups"]],
                         output_width(), "  "):
             print(line)

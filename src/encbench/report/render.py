@@ -6,6 +6,7 @@ import json
 
 from rich.console import Console
 from rich.table import Table
+from rich.text import Text
 
 from ..analysis import model, stats
 from ..analysis.rows import (  # noqa: F401 (read as render.*: the rows are the model's, analysis/rows.py)
@@ -14,6 +15,7 @@ from ..analysis.rows import (  # noqa: F401 (read as render.*: the rows are the 
 from ..analysis.rowwarnings import warning_detail_lines, warning_lines  # noqa: F401 (read as render.*)
 from ..engines import engine_named
 from ..profiling import profiler
+from ..util.columns import wrap
 from ..util.redact import command_line as redact_command_line
 from ..util.units import fmt_bytes, fmt_change, fmt_count, fmt_number, fmt_percent, fmt_seconds
 from ..analysis.summary import profiled
@@ -548,8 +550,8 @@ def render_text(doc: dict, analysis, console: Console, detail: bool = False) -> 
     all from one model (model.build, made here once when an analysis is given)."""
     m = _model(doc, analysis)
     _print_section(console, SUMMARY[0], SUMMARY[2](doc, m, detail))
-    for line in header_lines(doc, m):  # prose: wrapped at a terminal's width, whole in a pipe
-        console.print(line, highlight=False, soft_wrap=not console.is_terminal)
+    for line in header_lines(doc, m):
+        _say(console, line)
     for t in m.tables:
         if detail:
             _print_long(console, t.spec, t.rows, m.level)
@@ -558,10 +560,21 @@ def render_text(doc: dict, analysis, console: Console, detail: bool = False) -> 
             _print_compact(console, g, mine, m.level)
     for title, _, lines in _sections(detail):
         _print_section(console, title, lines(doc, m))
-    if doc["config"].get("command"):
-        console.print(f"Reproduce: {doc['config']['command']}", highlight=False, soft_wrap=not console.is_terminal)
-    for line in m.context:  # precision, placement, run context: wrapped at a terminal's width
-        console.print(line, highlight=False, markup=False, soft_wrap=not console.is_terminal)
+    if doc["config"].get("command"):  # the command whole, on a line of its own when it does not fit beside
+        _say(console, f"Reproduce: {doc['config']['command']}", keep=[doc["config"]["command"]])
+    for line in m.context:  # precision, placement, run context
+        _say(console, line)
+
+
+def _say(console: Console, text: str, keep: list[str] | tuple = (), bold: str = "") -> None:
+    """A line of prose wrapped to the console's width (util/columns.wrap: at spaces, a bullet's next lines under its
+    text, a number, a path or `keep` never cut), in a terminal and in a pipe alike; rich wraps it no further. The
+    text's start `bold`, when given, in bold."""
+    for i, line in enumerate(wrap(text, console.width, keep)):
+        shown = Text(line)
+        if i == 0 and bold:
+            shown.stylize("bold", 0, len(bold))
+        console.print(shown, highlight=False, soft_wrap=True)
 
 
 def _print_compact(console: Console, g: dict, mine: list[dict], level: float) -> None:
@@ -573,8 +586,8 @@ def _print_compact(console: Console, g: dict, mine: list[dict], level: float) ->
     for r in mine:
         table.add_row(*_cells(r, cols))
     console.print(table)
-    if legend_line(mine):
-        console.print(f"  {legend_line(mine)}", highlight=False, soft_wrap=not console.is_terminal, markup=False)
+    if legend_line(mine):  # each alias with its setting on one line
+        _say(console, f"  {legend_line(mine)}", keep=legend_line(mine).split("; "))
 
 
 def _print_long(console: Console, t: dict, shown: list[dict], level: float = stats.CONFIDENCE) -> None:
@@ -584,10 +597,9 @@ def _print_long(console: Console, t: dict, shown: list[dict], level: float = sta
     cols = [c for c in columns(t, shown) if c not in ROW_COLUMNS]
     for r in shown:
         name = f"{r['workload']} / {r['operation']}" + (f" / {r['setting']}" if r["setting"] != "-" else "")
-        console.print(f"[bold]{name}[/bold] ({r['contender']} vs {r['baseline']})", highlight=False)
+        _say(console, f"{name} ({r['contender']} vs {r['baseline']})", bold=name)
         for c in cols:
-            console.print(f"    {head(c, level)}: {COLUMNS[c][1](r)}", highlight=False,
-                          soft_wrap=not console.is_terminal, markup=False)
+            _say(console, f"    {head(c, level)}: {COLUMNS[c][1](r)}")
     if not shown:
         console.print("  (no rows)")
 
@@ -595,9 +607,8 @@ def _print_long(console: Console, t: dict, shown: list[dict], level: float = sta
 def _print_section(console: Console, title: str, lines: list[str]) -> None:
     if lines:
         console.print(f"[bold]{title}[/bold]")
-        for line in lines:
-            # a terminal wraps prose at its width (rich); a pipe or file keeps each line whole (grep, logs)
-            console.print(f"  - {line}", highlight=False, soft_wrap=not console.is_terminal, markup=False)
+        for line in lines:  # a wrapped item goes on under its text, not under the dash
+            _say(console, f"  - {line}")
 
 
 def render_markdown(doc: dict, analysis, detail: bool = False) -> str:

@@ -23,7 +23,7 @@ from pathlib import Path
 
 from ..errors import (EXIT_DRIFT, BadValueError, EncbenchError, EngineUnavailableError, OutputError, UnknownNameError,
                       UsageError)
-from ..util.columns import fit, output_width
+from ..util.columns import fit, output_width, wrap
 from ..util.redact import redact
 from . import baseline as tlsbaseline
 from . import scan as tlsscan
@@ -335,13 +335,16 @@ def table_lines(outcomes: list[Outcome]) -> list[str]:
     for o in outcomes:
         rows.append((o.target.label, ",".join(p.replace("TLSv", "") for p in o.scan["protocols"]) or "none"
                      if o.scan else "-", str(len(o.suites)) if o.scan else "-", o.weakest_grade or "-", _drift_cell(o)))
-    lines = fit(rows, output_width())
-    for o in outcomes:
+    width = output_width()
+    lines = fit(rows, width)
+    for o in outcomes:  # the prose under the table, wrapped to the width
         if o.error:
-            lines.append(f"  {o.target.label} (line {o.target.line}): {o.error}")
+            lines += wrap(f"  {o.target.label} (line {o.target.line}): {o.error}", width)
         for d in o.drift or []:
-            lines.append(f"  {o.target.label}: {d}" if d.startswith("note:") else f"  {o.target.label}: DRIFT  {d}")
+            lines += wrap(f"  {o.target.label}: {d}" if d.startswith("note:") else f"  {o.target.label}: DRIFT  {d}",
+                          width)
     drifted = sum(o.status == "drift" for o in outcomes)
     failed = sum(o.status == "error" for o in outcomes)
-    lines.append(f"{len(outcomes)} target(s): {len(outcomes) - failed} scanned, {failed} failed, {drifted} drifted")
+    lines += wrap(f"{len(outcomes)} target(s): {len(outcomes) - failed} scanned, {failed} failed, {drifted} drifted",
+                  width)
     return lines

@@ -1,7 +1,7 @@
 """Issue 30 item 6: every table of `show`, `compare`, `tls-scan` and `leak-check` fits COLUMNS (100 in a pipe when
 COLUMNS does not say): the renderers at 100 and 80 columns, on the golden file and on fabricated scans and postures
-with the longest names these commands print. Prose lines stay whole in a pipe (grep finds them); a terminal wraps
-them at its width."""
+with the longest names these commands print. The prose lines are wrapped to the same width, in a pipe too
+(test_prose_width.py)."""
 
 from __future__ import annotations
 
