@@ -290,7 +290,7 @@ def report(paths: list[Path], seconds: list[float], cond, args, floor, factor: f
                 caught += code == 17
                 unresolved += code == 23
                 for c in compare.compare(docs[i], slow, **({"floor": floor} if floor else {}))["comparisons"]:
-                    if c.get("kind") == "overhead" and c["metric"] == cond.metric and c["workload"] != "(open)":
+                    if cond.kind == "overhead" and cond.applies(c) and c["workload"] != "(open)":
                         rows_total += 1
                         rows_costs += c.get("verdict") == "costs"
             slow_path.unlink()
@@ -300,7 +300,7 @@ def report(paths: list[Path], seconds: list[float], cond, args, floor, factor: f
         tmp.rmdir()
     print(f"power: encrypted runs x{factor:g} in B, gate '{cond.text}' against each other invocation: caught "
           f"{rate_text(caught, tried)} — {goal(caught / tried >= GOAL_POWER)}; not resolved (exit 23, never passed): "
-          f"{rate_text(unresolved, tried)}; overhead rows ({cond.metric}) "
+          f"{rate_text(unresolved, tried)}; overhead rows ({cond.named}) "
           f"saying 'costs': {rate_text(rows_costs, rows_total)}")
     print(f"(analysis took {time.monotonic() - t0:.0f} s; result files: {work if args.keep or args.source else 'removed'})")
 

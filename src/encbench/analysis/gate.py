@@ -2,15 +2,21 @@
 
 A condition is NAME OP PERCENT, e.g. `overhead>5%`, `cpu>=10%`. What each name tests:
 
-- `overhead`, `cpu_overhead`: the encryption overhead (contender / baseline inside each file,
-  elapsed or CPU) in B against the same overhead in A: a ratio of ratios whose interval
-  comes from both files' runs. A machine that is slower during one invocation slows
-  baseline and contender alike, so the drift cancels.
-- `elapsed`, `cpu` (also `wall_s`, `cpu_s`): the same variant's absolute time in B against
-  A. Two invocations minutes apart differ by more than their runs show (machine state),
-  so the change must exceed the threshold on top of a between-invocation noise floor:
-  the one measured by `encbench selftest` (`--noise-floor FILE`), else a conservative
-  default of ±25%.
+- `overhead`: the encryption overhead (contender / baseline inside each file) in B against the same overhead in
+  A, each row on the metric its workload's verdict rests on (the first of its `verdict_metrics` that both files
+  hold: CPU for a scan, server CPU for a TLS storm or connect, throughput for a fixed-duration roundtrip or oltp
+  mix, instructions for a metered run; compare.py marks that row `verdict_metric`): a ratio of ratios whose
+  interval comes from both files' runs. A machine that is slower during one invocation slows baseline and
+  contender alike, so the drift cancels.
+- `elapsed_overhead`, `cpu_overhead`: the same overhead on elapsed time or CPU (`cpu_s`), whatever the workload's
+  verdict rests on (a fixed-duration workload's per query: compare.py); `instructions_overhead` on instructions.
+- `change`: the same variant's value in B against A, on its workload's verdict metric; `elapsed`, `cpu` (also
+  `wall_s`, `cpu_s`), `instructions`: on that metric. Two invocations minutes apart differ by more than their runs
+  show (machine state), so a timed change must exceed the threshold on top of a between-invocation noise floor:
+  the one measured by `encbench selftest` (`--noise-floor FILE`), else a conservative default of ±25%.
+
+"Worse" follows the metric: a time, CPU or count that grows by more than the threshold, a rate (queries/s,
+transactions/s) that falls by more than it.
 
 Every row gets one of three outcomes (issue 23):
 
@@ -22,6 +28,8 @@ Every row gets one of three outcomes (issue 23):
   measured spread (the interval narrows as 1/sqrt(runs)). Rows with too few runs, no estimate or a saturated
   client are not resolved either. Exit 23 when no row is over the limit but some are not resolved, so that
   CI can choose to treat "cannot tell" as a failure (the gate used to pass such rows).
+
+Each line (and each JUnit case, report/junit.py) names the metric it judged.
 """
 
 from __future__ import annotations
@@ -37,9 +45,11 @@ from ..errors import BadValueError, NotMeteredError, ResultFileError, SchemaVers
 from ..lab import meter
 from ..util import files
 
+VERDICT = "verdict"  # a condition's metric: each row's workload's verdict metric (the row marked verdict_metric)
 # condition name -> (comparison kind, metric)
 METRICS = {
-    "overhead": ("overhead", "wall_s"), "cpu_overhead": ("overhead", "cpu_s"),
+    "overhead": ("overhead", VERDICT), "change": ("absolute", VERDICT),
+    "elapsed_overhead": ("overhead", "wall_s"), "cpu_overhead": ("overhead", "cpu_s"),
     "elapsed": ("absolute", "wall_s"), "wall_s": ("absolute", "wall_s"),
     "cpu": ("absolute", "cpu_s"), "cpu_s": ("absolute", "cpu_s"),
     # exact CPU work (`run --meter instructions`): the same variant's instructions, and their overhead
@@ -57,23 +67,33 @@ UNJUDGED = (stats.TOO_FEW_RUNS, stats.NO_ESTIMATE, stats.WITHHELD)  # withheld: 
 @dataclass(frozen=True)
 class Condition:
     text: str
-    metric: str  # the compared metric (wall_s, cpu_s)
+    metric: str  # the compared metric (wall_s, cpu_s, instructions), or VERDICT: each row's verdict metric
     op: str
     percent: float
     kind: str = "absolute"  # "overhead" (ratio of ratios) or "absolute" (the same variant across files)
 
-    def threshold(self, floor_pct: float = 0.0) -> float:
-        """The ratio B / A (or overhead B / overhead A) above which the condition is broken."""
+    def threshold(self, floor_pct: float = 0.0, higher_is_better: bool = False) -> float:
+        """The ratio B / A (or overhead B / overhead A) beyond which the condition is broken: above it for a time,
+        CPU or count, below it for a rate (`higher_is_better`: throughput that falls by more than the percent)."""
+        if higher_is_better:
+            return (1 - self.percent / 100) / (1 + floor_pct / 100)
         return (1 + self.percent / 100) * (1 + floor_pct / 100)
 
-    def applies(self, metric: str) -> bool:
-        """Does this condition test a comparison of `metric`? `instructions` also tests a fixed-duration workload's
-        instructions per unit (per query: its total grows with the time it runs)."""
+    def applies(self, c: dict) -> bool:
+        """Does this condition test comparison row `c`? Its kind, and its metric: VERDICT tests the row its
+        workload's verdict rests on (compare.py's `verdict_metric`); `instructions` also tests a fixed-duration
+        workload's instructions per unit (per query: its total grows with the time it runs)."""
+        if c.get("kind", "absolute") != self.kind:
+            return False
+        if self.metric == VERDICT:
+            return bool(c.get("verdict_metric"))
+        metric = c["metric"]
         return metric == self.metric or (self.metric == "instructions" and metric.startswith("instructions_per_"))
 
-    def exceeded(self, ratio: float) -> bool:
-        change = round((ratio - 1) * 100, 9)  # 1.2 - 1 is 0.19999...: compare what the user reads
-        return change >= self.percent if self.op == ">=" else change > self.percent
+    @property
+    def named(self) -> str:
+        """What the condition tests, in words: 'the workload's verdict metric' or its metric's name."""
+        return "the workload's verdict metric" if self.metric == VERDICT else self.metric
 
 
 def parse(text: str) -> Condition:
@@ -90,8 +110,8 @@ def parse(text: str) -> Condition:
 
 def require_counts(conditions: list[Condition], files: dict[str, dict]) -> None:
     """A condition on a count (`instructions`, `instructions_overhead`) needs both files counted (`run --meter
-    instructions`): a file without counts is refused (NotMeteredError, 24), since no number of runs gives it one."""
-    counted = [c.text for c in conditions if meter.is_count(c.metric)]
+    instructions`): a file without counts is refused (NotMeteredError, 25), since no number of runs gives it one."""
+    counted = [c.text for c in conditions if meter.is_count(c.metric)]  # VERDICT is no count: a file's own metric
     missing = [path for path, doc in files.items() if not meter.is_metered(doc)]
     if counted and missing:
         raise NotMeteredError(f"--fail-if {counted[0]!r}: {' and '.join(missing)} "
@@ -114,10 +134,16 @@ def parse_margin(text: str | None) -> float:
     return value
 
 
-def _where(c: dict) -> str:
+def judged_metric(c: dict) -> str:
+    """The metric a row judges, as its lines name it: 'cpu_s', 'qps', 'wall_s per query' (a fixed-duration
+    workload's times per query: compare.py)."""
+    return c["metric"] + (f" per {c['per']}" if c.get("per") else "")
+
+
+def _where(c: dict, cond: Condition) -> str:
     what = "overhead" if c.get("kind") == "overhead" else "absolute"
-    per = f" per {c['per']}" if c.get("per") else ""  # a fixed-duration workload's times per query (compare.py)
-    return f"{c['workload']}/{c['operation']} {c['variant']} {c['metric']}{per} ({what})"
+    basis = ", its verdict metric" if cond.metric == VERDICT else ""
+    return f"{c['workload']}/{c['operation']} {c['variant']} {judged_metric(c)} ({what}{basis})"
 
 
 def runs_to_resolve(c: dict, threshold: float, alpha: float = ALPHA) -> int | None:
@@ -125,7 +151,7 @@ def runs_to_resolve(c: dict, threshold: float, alpha: float = ALPHA) -> int | No
     spread (the log ratio's standard error shrinks as 1/sqrt(runs)); None when the estimate sits on the limit
     or there is no spread to go by."""
     ratio, se, n = c.get("ratio"), c.get("se_log"), min(c.get("n_a") or 0, c.get("n_b") or 0)
-    if not ratio or ratio <= 0 or se is None or se <= 0 or n < 2:
+    if not ratio or ratio <= 0 or se is None or se <= 0 or n < 2 or threshold <= 0:
         return None
     distance = abs(math.log(ratio) - math.log(threshold))
     if distance == 0:
@@ -136,11 +162,20 @@ def runs_to_resolve(c: dict, threshold: float, alpha: float = ALPHA) -> int | No
 
 def _p_values(c: dict, threshold: float) -> tuple[float | None, float | None]:
     """(p over, p within) of a comparison against a threshold ratio: the one-sided t-tests; for an exact count's
-    bound (stats.exact_contrast) 0 or 1, as its bound lies wholly above (below) the threshold or not."""
-    if c.get("exact") and c.get("ci"):
-        low, high = c["ci"]
+    bound (stats.exact_contrast) 0 or 1, as its bound lies wholly beyond (short of) the threshold or not. A rate
+    (`higher_is_better`) is over when it is below the threshold: tested as its inverse, the time per unit of work
+    (the log ratio's spread is the same)."""
+    ratio, ci = c["ratio"], c.get("ci")
+    if c.get("higher_is_better"):
+        if threshold <= 0:  # a fall of 100% or more: no rate can be shown below it
+            return 1.0, 0.0
+        threshold = 1 / threshold
+        ratio = 1 / ratio if ratio else None
+        ci = [1 / ci[1], 1 / ci[0]] if ci and ci[0] and ci[1] else None
+    if c.get("exact") and ci:
+        low, high = ci
         return (0.0 if low > threshold else 1.0), (0.0 if high < threshold else 1.0)
-    p = stats.p_above(c["ratio"], c.get("se_log"), c.get("df"), threshold)
+    p = stats.p_above(ratio, c.get("se_log"), c.get("df"), threshold)
     return p, None if p is None else 1.0 - p
 
 
@@ -152,30 +187,40 @@ def _test_words(x: dict, p: float, n: int) -> str:
 
 
 def cases(conditions: list[Condition], comparisons: list[dict], *, alpha: float = ALPHA) -> list[dict]:
-    """Each condition on each comparison it applies to, in order: {condition, comparison, p, p_within, state,
-    runs_needed, line}.
+    """Each condition on each comparison it applies to, in order: {condition, comparison, metric, p, p_within,
+    state, runs_needed, line}.
 
-    state: "failed" (over the limit: B shown worse than allowed, after Holm over every checked case), "within"
-    (shown within the limit, the mirror test, Holm likewise), or "not_resolved" (neither; or too few runs, no
-    estimate, withheld: `unjudged` then says why); line: what evaluate() reports for it.
+    metric: the metric judged (judged_metric); state: "failed" (over the limit: B shown worse than allowed, after
+    Holm over every checked case), "within" (shown within the limit, the mirror test, Holm likewise), or
+    "not_resolved" (neither; or too few runs, no estimate, withheld: `unjudged` then says why); line: what
+    evaluate() reports for it.
     """
     out = []
     for cond in conditions:
         for c in comparisons:
-            if not cond.applies(c["metric"]) or c.get("kind", "absolute") != cond.kind:
+            if not cond.applies(c):
                 continue
             p = p_in = None
-            threshold = cond.threshold(c.get("floor_pct") or 0)
             if c.get("verdict") not in UNJUDGED:
-                p, p_in = _p_values(c, threshold)
-            x = {"condition": cond, "comparison": c, "p": p, "p_within": p_in, "state": NOT_RESOLVED,
-                 "runs_needed": None, "unjudged": p is None}
+                p, p_in = _p_values(c, _threshold(cond, c))
+            x = {"condition": cond, "comparison": c, "metric": judged_metric(c), "p": p, "p_within": p_in,
+                 "state": NOT_RESOLVED, "runs_needed": None, "unjudged": p is None}
             if p is None:
                 need = stats.MIN_RUNS if c.get("verdict") == stats.TOO_FEW_RUNS else None
                 x["runs_needed"] = need
-                x["line"] = (f"{cond.text}: {_where(c)}: not resolved: {c.get('verdict_text') or 'no estimate'}"
+                x["line"] = (f"{cond.text}: {_where(c, cond)}: not resolved: {c.get('verdict_text') or 'no estimate'}"
                              + (f" ({need} runs per side at least)" if need else ""))
             out.append(x)
+    _judge(out, alpha)
+    return out
+
+
+def _threshold(cond: Condition, c: dict) -> float:
+    return cond.threshold(c.get("floor_pct") or 0, bool(c.get("higher_is_better")))
+
+
+def _judge(out: list[dict], alpha: float) -> None:
+    """The tested cases' states and lines: over, within (each Holm over every tested case), or not resolved."""
     tests = [x for x in out if x["p"] is not None]
     over = stats.holm([x["p"] for x in tests], alpha)
     within = stats.holm([x["p_within"] for x in tests], alpha)
@@ -183,7 +228,7 @@ def cases(conditions: list[Condition], comparisons: list[dict], *, alpha: float 
         cond, c = x["condition"], x["comparison"]
         floor = c.get("floor_pct") or 0
         beyond = f" on top of a ±{floor:g}% noise floor" if floor else ""
-        measured = f"{_where(c)} {stats.pct(c['ratio'])} {stats.ci_text(c['ci'])}"
+        measured = f"{_where(c, cond)} {stats.pct(c['ratio'])} {stats.ci_text(c['ci'])}"
         if bad:
             x["state"] = OVER
             x["line"] = (f"{cond.text}: {measured}, worse by more than {cond.percent:g}%{beyond} "
@@ -193,28 +238,34 @@ def cases(conditions: list[Condition], comparisons: list[dict], *, alpha: float 
             x["line"] = (f"{cond.text}: {measured}, within {cond.percent:g}%{beyond} "
                          f"({_test_words(x, x['p_within'], len(tests))})")
         else:
-            x["runs_needed"] = runs_to_resolve(c, cond.threshold(floor), alpha)
+            x["runs_needed"] = runs_to_resolve(c, _threshold(cond, c), alpha)
             need = (f"about {x['runs_needed']} runs per side would resolve it (from the measured spread)"
                     if x["runs_needed"] else "its estimate sits on the limit: more runs will not settle it")
             x["line"] = (f"{cond.text}: {measured}: not resolved at {cond.percent:g}%{beyond}: neither shown over "
                          f"nor within it; {need}")
-    return out
 
 
-def evaluate(conditions: list[Condition], comparisons: list[dict], *, alpha: float = ALPHA) -> dict:
+METHOD = ("one-sided Welch t-tests on the log ratio against the threshold, over and within, each Holm-Bonferroni "
+          "over all checked comparisons (family-wise {alpha:.0%})")
+
+
+def summarize(judged: list[dict], *, alpha: float = ALPHA) -> dict:
     """{outcome, failed: [line], within: [line], not_resolved: [line], not_judged: [line] (the unresolved rows
-    that could not be tested at all), checked: n, alpha, method} for these comparisons.
+    that could not be tested at all), runs_needed, checked: n, alpha, method} of cases() (what --json prints).
 
     outcome: "failed" when any row is over the limit, else "not_resolved" when any row is, else "passed"."""
-    judged = cases(conditions, comparisons, alpha=alpha)
     lines = {state: [x["line"] for x in judged if x["state"] == state] for state in (OVER, WITHIN, NOT_RESOLVED)}
     outcome = "failed" if lines[OVER] else NOT_RESOLVED if lines[NOT_RESOLVED] or not judged else "passed"
     return {"outcome": outcome, "failed": lines[OVER], "within": lines[WITHIN], "not_resolved": lines[NOT_RESOLVED],
             "not_judged": [x["line"] for x in judged if x["unjudged"]],
             "runs_needed": max((x["runs_needed"] for x in judged if x["runs_needed"]), default=None),
             "checked": sum(1 for x in judged if not x["unjudged"]), "alpha": alpha,
-            "method": "one-sided Welch t-tests on the log ratio against the threshold, over and within, each "
-                      f"Holm-Bonferroni over all checked comparisons (family-wise {alpha:.0%})"}
+            "method": METHOD.format(alpha=alpha)}
+
+
+def evaluate(conditions: list[Condition], comparisons: list[dict], *, alpha: float = ALPHA) -> dict:
+    """summarize(cases(...)): the gate's verdict on these comparisons."""
+    return summarize(cases(conditions, comparisons, alpha=alpha), alpha=alpha)
 
 
 def check(conditions: list[Condition], comparisons: list[dict]) -> list[str]:

@@ -71,6 +71,16 @@ def verdict_metrics(doc: dict, workload: str) -> tuple[str, ...]:
     constant elapsed), else fixed work's."""
     found = _workload_fact(doc, workload, "verdict_metrics")
     return tuple(found) if found else tuple(m for m, _ in VERDICT_METRICS)
+
+
+def basis_metrics(doc: dict, workload: str, operation: str) -> tuple[str, ...]:
+    """The metrics the rows of this workload and operation are judged on, in order (verdict_metrics); the
+    connection open's: its CPU, client CPU and elapsed time, or a metered run's instructions."""
+    if (workload, operation) != OPEN:
+        return verdict_metrics(doc, workload)
+    return meter.OPEN_VERDICT if meter.is_metered(doc) else tuple(m for m, _ in VERDICT_METRICS)
+
+
 def summaries(groups) -> list[dict]:
     catalog = metric_catalog()
     out = []
@@ -134,8 +144,7 @@ def comparisons(doc: dict, groups, margin_pct: float = stats.DEFAULT_MARGIN_PCT)
             continue
         # a saturated client (drivers/client_share.py), or an engine memory that did not hold its share: no verdict
         withheld = withheld_reason(base, metrics) or memory_withheld(base, metrics)
-        basis = verdict_metrics(doc, wl) if (wl, op) != OPEN else (
-            meter.OPEN_VERDICT if meter.is_metered(doc) else tuple(m for m, _ in VERDICT_METRICS))
+        basis = basis_metrics(doc, wl, op)
         for metric in COMPARED_METRICS:
             if metric not in metrics or metric not in base:
                 continue

@@ -3,7 +3,8 @@
 Any CI system (GitLab, Jenkins, GitHub test reporters) shows a failed gate from this file.
 One <testcase> per gate condition per comparison it applies to, in the gate's order:
 
-- classname = workload/operation/variant, name = the condition (e.g. `cpu_overhead>5%`);
+- classname = workload/operation/variant, name = the condition and the metric it judged on that row (e.g.
+  `overhead>5% on cpu_s`: `overhead` judges each row on its workload's verdict metric);
 - <failure> when the row is over the limit (B shown worse than allowed, after Holm's
   correction), its message the gate's own line: the measured ratio, its 95% CI, the p-value;
 - <error> when the row is not resolved at the limit (neither shown over nor within it; or too few
@@ -11,7 +12,8 @@ One <testcase> per gate condition per comparison it applies to, in the gate's or
   that would resolve it (exit 23: CI may treat it as a failure; never a silent skip);
 - otherwise (shown within the limit) a passed case whose <system-out> says what was measured.
 
-The verdicts are the gate's (analysis/gate.py, `cases`): this module only writes them down.
+The verdicts are the gate's (analysis/gate.py, `cases`, made once by analysis/compare.build): this module only
+writes them down.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from ..analysis import gate
 from ..analysis import stats
 from ..lab import results
 
+METHOD = gate.METHOD.format(alpha=gate.ALPHA)
 HINT = "choose a writable --junit path"
 
 
@@ -35,7 +38,8 @@ def _detail(x: dict) -> str:
     c, cond = x["comparison"], x["condition"]
     kind = "overhead (contender / baseline inside each file), B against A" if c.get("kind") == "overhead" \
         else "the same variant's value, B against A"
-    lines = [f"condition: {cond.text} on {c['metric']}, {kind}",
+    basis = " (its workload's verdict metric)" if cond.metric == gate.VERDICT else ""
+    lines = [f"condition: {cond.text} on {x['metric']}{basis}, {kind}",
              f"measured: {stats.pct(c['ratio'])} {stats.ci_text(c['ci'])} (ratio {c['ratio']!r}, 95% CI "
              f"{c['ci']!r})" if c.get("ratio") is not None else "measured: no estimate",
              f"runs: A {c.get('n_a')}, B {c.get('n_b')}",
@@ -51,7 +55,8 @@ def _detail(x: dict) -> str:
 
 
 def _case(suite: ET.Element, x: dict) -> None:
-    tc = ET.SubElement(suite, "testcase", classname=_classname(x["comparison"]), name=x["condition"].text)
+    tc = ET.SubElement(suite, "testcase", classname=_classname(x["comparison"]),
+                       name=f"{x['condition'].text} on {x['metric']}")
     if x["state"] == gate.OVER:
         ET.SubElement(tc, "failure", message=x["line"], type="regression").text = _detail(x)
     elif x["state"] == gate.NOT_RESOLVED:
@@ -60,25 +65,23 @@ def _case(suite: ET.Element, x: dict) -> None:
         ET.SubElement(tc, "system-out").text = x["line"] + "\n" + _detail(x)
 
 
-def document(conditions: list[gate.Condition], comparisons: list[dict], path_a: str, path_b: str) -> ET.Element:
-    """The <testsuites> element of the gate over these comparisons (compare.compare()'s rows)."""
-    judged = gate.cases(conditions, comparisons)
+def document(conditions: list[gate.Condition], judged: list[dict], path_a: str, path_b: str) -> ET.Element:
+    """The <testsuites> element of the gate's cases (gate.cases: each condition on each row it judged)."""
     counts = {"tests": str(len(judged)), "failures": str(sum(x["state"] == gate.OVER for x in judged)),
               "errors": str(sum(x["state"] == gate.NOT_RESOLVED for x in judged)), "skipped": "0"}
     root = ET.Element("testsuites", name="encbench compare", **{k: v for k, v in counts.items() if k != "skipped"})
     suite = ET.SubElement(root, "testsuite", name=f"encbench gate: {path_b} against {path_a}", **counts)
     props = ET.SubElement(suite, "properties")
     for name, value in [("a", path_a), ("b", path_b)] + [("condition", c.text) for c in conditions] + [
-            ("method", "one-sided Welch t-tests on the log ratio against the threshold, over and within, each "
-                       f"Holm-Bonferroni over all checked comparisons (family-wise {gate.ALPHA:.0%})")]:
+            ("method", METHOD)]:
         ET.SubElement(props, "property", name=name, value=value)
     for x in judged:
         _case(suite, x)
     return root
 
 
-def render(conditions: list[gate.Condition], comparisons: list[dict], path_a: str, path_b: str) -> str:
-    root = document(conditions, comparisons, path_a, path_b)
+def render(conditions: list[gate.Condition], judged: list[dict], path_a: str, path_b: str) -> str:
+    root = document(conditions, judged, path_a, path_b)
     ET.indent(root)
     return ET.tostring(root, encoding="unicode", xml_declaration=True) + "\n"
 
@@ -88,8 +91,7 @@ def check_writable(path: Path) -> None:
     results.check_writable(Path(path), what="the JUnit file", hint=HINT)
 
 
-def write(path: Path, conditions: list[gate.Condition], comparisons: list[dict], path_a: str, path_b: str) -> Path:
-    """The JUnit XML, written atomically (a temporary file, then a rename): never half a file."""
-    results.replace_atomic(Path(path), render(conditions, comparisons, path_a, path_b), what="the JUnit file",
-                           hint=HINT)
+def write(path: Path, conditions: list[gate.Condition], judged: list[dict], path_a: str, path_b: str) -> Path:
+    """The JUnit XML of the gate's cases, written atomically (a temporary file, then a rename): never half a file."""
+    results.replace_atomic(Path(path), render(conditions, judged, path_a, path_b), what="the JUnit file", hint=HINT)
     return Path(path)

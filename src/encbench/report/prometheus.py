@@ -2,7 +2,9 @@
 weak grades, leaks and overheads alert where a DBA's other alerts are.
 
 Written atomically (a temporary file in the same directory, then a rename), as node_exporter's textfile
-collector requires: it never reads half a file. The metrics (docs/RESULTS.md):
+collector requires: it never reads half a file. Only writes down what the commands found: a tls-scan's outcomes, a
+leak-check's report (its occurrences per kind of file: LeakReport.occurrences_by_role), a run's comparisons as
+the analysis made them; no statistic is computed here. The metrics (docs/RESULTS.md):
 
 tls-scan, per target (label `target`, e.g. postgres://db1:5432; never credentials):
   encbench_tls_scan_success             1 scanned, 0 failed (then only this and the exit code)
@@ -123,10 +125,7 @@ def leak_registry(report, target: str):
     scanned = Gauge("encbench_leak_scanned_files", "files scanned for the canary", ["engine", "target"], registry=reg)
     findings.labels(report.engine, target).set(len(report.findings))
     scanned.labels(report.engine, target).set(report.scanned_files)
-    by_role: dict[str, int] = {}
-    for f in report.findings:
-        by_role[f.role] = by_role.get(f.role, 0) + f.occurrences
-    for role, n in sorted(by_role.items()):
+    for role, n in report.occurrences_by_role().items():
         occurrences.labels(report.engine, target, role).set(n)
     return reg
 

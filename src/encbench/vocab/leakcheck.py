@@ -76,6 +76,13 @@ class LeakReport:
         """No leak AND every file looked at: a file that could not be read is never clean."""
         return not self.findings and not self.unchecked
 
+    def occurrences_by_role(self) -> dict[str, int]:
+        """The canary's occurrences in plaintext per kind of file (role), sorted by role."""
+        out: dict[str, int] = {}
+        for f in self.findings:
+            out[f.role] = out.get(f.role, 0) + f.occurrences
+        return dict(sorted(out.items()))
+
     def to_dict(self) -> dict:
         return dict(asdict(self), leaks=self.leaks, clean=self.clean)
 

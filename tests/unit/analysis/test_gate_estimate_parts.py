@@ -18,8 +18,11 @@ TESTS = next(p for p in Path(__file__).resolve().parents if p.name == "tests")
 
 
 def test_conditions_parse():
-    c = gate.parse("overhead>5%")
+    c = gate.parse("elapsed_overhead>5%")
     assert (c.kind, c.metric, c.op, c.percent) == ("overhead", "wall_s", ">", 5.0)
+    # each row on its workload's verdict metric (test_gate_verdict_metric.py), overhead or absolute
+    assert (gate.parse("overhead>5%").kind, gate.parse("overhead>5%").metric) == ("overhead", gate.VERDICT)
+    assert (gate.parse("change>5%").kind, gate.parse("change>5%").metric) == ("absolute", gate.VERDICT)
     assert (gate.parse(" cpu >= 10.5 % ").kind, gate.parse(" cpu >= 10.5 % ").metric) == ("absolute", "cpu_s")
     assert (gate.parse("cpu_overhead>3%").kind, gate.parse("cpu_overhead>3%").metric) == ("overhead", "cpu_s")
     assert gate.parse("elapsed>5%").kind == "absolute"
@@ -39,7 +42,7 @@ def _comp(metric, ratio, se, df=10.0, kind="absolute", verdict="costs", floor=0.
 
 
 def test_gate_fails_only_when_shown_beyond_the_threshold():
-    cond = [gate.parse("overhead>5%")]
+    cond = [gate.parse("elapsed_overhead>5%")]
     ov = dict(kind="overhead")
     assert gate.check(cond, [_comp("wall_s", 1.04, 0.01, **ov)]) == []  # within the allowance
     assert gate.check(cond, [_comp("wall_s", 1.20, 0.10, **ov)]) == []  # worse, but it could be noise
@@ -61,7 +64,7 @@ def test_gate_absolute_judged_beyond_the_noise_floor():
 
 def test_gate_holm_over_the_family():
     # twenty rows each just past the threshold: one alone fails, the family of twenty does not
-    cond = [gate.parse("overhead>5%")]
+    cond = [gate.parse("elapsed_overhead>5%")]
     one = _comp("wall_s", 1.12, 0.03, kind="overhead")
     p = stats.p_above(1.12, 0.03, 10.0, 1.05)
     assert 0.0025 < p < 0.05
@@ -70,7 +73,7 @@ def test_gate_holm_over_the_family():
 
 
 def test_gate_does_not_judge_too_few_runs():
-    cond = [gate.parse("overhead>5%")]
+    cond = [gate.parse("elapsed_overhead>5%")]
     rows = [_comp("wall_s", 2.0, 0.01, kind="overhead", verdict="too_few_runs")]
     out = gate.evaluate(cond, rows)
     assert out["failed"] == [] and out["checked"] == 0 and len(out["not_judged"]) == 1
@@ -82,7 +85,7 @@ def test_gate_does_not_judge_too_few_runs():
 def test_gate_three_outcomes_and_the_runs_that_would_resolve():
     """Issue 23: within the limit (shown), over it (shown), or not resolved, with the runs per side that would
     resolve it from the measured spread. The case measured on this VM: +30% whose CI cannot show it over 5%."""
-    cond = [gate.parse("overhead>5%")]
+    cond = [gate.parse("elapsed_overhead>5%")]
     runs = {"n_a": 6, "n_b": 6}
     over = dict(_comp("wall_s", 1.30, 0.03, kind="overhead"), **runs)
     within = dict(_comp("wall_s", 1.00, 0.005, kind="overhead"), **runs)
@@ -100,7 +103,7 @@ def test_gate_three_outcomes_and_the_runs_that_would_resolve():
     assert out["outcome"] == "failed" and len(out["failed"]) == 1
     assert gate.cases(cond, [dict(unresolved, ratio=1.05)])[0]["runs_needed"] is None  # on the limit
     # a row shown within a loose limit cannot be within a tight one when its estimate is beyond it
-    assert gate.evaluate([gate.parse("overhead>1%")], [dict(within, ratio=1.02)])["outcome"] != "passed"
+    assert gate.evaluate([gate.parse("elapsed_overhead>1%")], [dict(within, ratio=1.02)])["outcome"] != "passed"
 
 
 def test_no_overhead_row_for_the_connection_open():

@@ -15,7 +15,7 @@ from rich.console import Console
 
 from encbench.analysis import compare, summary as an
 from encbench.cli import common, leakcheck, tlsscan
-from encbench.report import render
+from encbench.report import compare as compare_words, render
 from encbench.tls import fleet
 from encbench.tls.scan import Endpoint
 from encbench.util import columns
@@ -45,7 +45,7 @@ def _table_lines(lines: list[str]) -> list[str]:
 @pytest.mark.parametrize("width", [100, 80])
 def test_compare_table_fits(golden, width):
     out = compare.compare(golden, golden)
-    lines = _rich(width, lambda c: compare.render_table(out, "a.json", "b.json", c))
+    lines = _rich(width, lambda c: compare_words.render_table(compare.of(out, "a.json", "b.json"), c))
     table = _table_lines(lines)
     assert table and all(cell_len(x) <= width for x in table), max(table, key=cell_len)
     if width == 100:  # one line per comparison at 100 columns: nothing wraps
@@ -56,7 +56,7 @@ def test_compare_table_was_two_hundred_columns_wide(golden):
     """The cells that made it so: every variant's full label and the verdict's whole sentence (now in markdown)."""
     out = compare.compare(golden, golden)
     cells = [c for r in out["comparisons"] for c in (r["variant"], r["verdict_text"])]
-    shown = "\n".join(_rich(100, lambda c: compare.render_table(out, "a.json", "b.json", c)))
+    shown = "\n".join(_rich(100, lambda c: compare_words.render_table(compare.of(out, "a.json", "b.json"), c)))
     assert not any(c in shown for c in cells if len(c) > 30)
     assert "encryption, cache" in shown  # the keys the variants differ in, named once
 

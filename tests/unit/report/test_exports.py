@@ -17,7 +17,7 @@ from encbench.analysis import compare, gate, stats
 from encbench.analysis import summary as an
 from encbench.errors import OutputError
 from encbench.lab import results
-from encbench.report import csvout, junit
+from encbench.report import compare as compare_words, csvout, junit
 
 TESTS = next(p for p in Path(__file__).resolve().parents if p.name == "tests")
 
@@ -118,26 +118,26 @@ def _cases(root: ET.Element) -> dict[tuple[str, str], ET.Element]:
 
 
 def test_junit_one_case_per_condition_and_row(tmp_path):
-    conds = [gate.parse("cpu_overhead>5%"), gate.parse("overhead>5%")]
+    conds = [gate.parse("cpu_overhead>5%"), gate.parse("elapsed_overhead>5%")]
     comps = [_comp("bad", 1.30, 0.02), _comp("fine", 1.01, 0.005), _comp("few", 2.0, 0.02, stats.TOO_FEW_RUNS),
              _comp("bad", 1.30, 0.02, metric="wall_s")]
-    path = junit.write(tmp_path / "gate.xml", conds, comps, "a.json", "b.json")
+    path = junit.write(tmp_path / "gate.xml", conds, gate.cases(conds, comps), "a.json", "b.json")
     root = ET.parse(path).getroot()
     suite = root.find("testsuite")
     assert (root.tag, suite.get("tests"), suite.get("failures"), suite.get("errors"), suite.get("skipped")) == (
         "testsuites", "4", "2", "1", "0")
     cases = _cases(root)
-    assert set(cases) == {("bad/scan/encryption=on,cache=cold", "cpu_overhead>5%"),
-                          ("fine/scan/encryption=on,cache=cold", "cpu_overhead>5%"),
-                          ("few/scan/encryption=on,cache=cold", "cpu_overhead>5%"),
-                          ("bad/scan/encryption=on,cache=cold", "overhead>5%")}
-    failure = cases[("bad/scan/encryption=on,cache=cold", "cpu_overhead>5%")].find("failure")
+    assert set(cases) == {("bad/scan/encryption=on,cache=cold", "cpu_overhead>5% on cpu_s"),
+                          ("fine/scan/encryption=on,cache=cold", "cpu_overhead>5% on cpu_s"),
+                          ("few/scan/encryption=on,cache=cold", "cpu_overhead>5% on cpu_s"),
+                          ("bad/scan/encryption=on,cache=cold", "elapsed_overhead>5% on wall_s")}
+    failure = cases[("bad/scan/encryption=on,cache=cold", "cpu_overhead>5% on cpu_s")].find("failure")
     assert "+30.0% [" in failure.get("message") and "worse by more than 5%" in failure.get("message")
     assert failure.get("message") in gate.evaluate(conds, comps)["failed"]  # the gate's own words and verdict
-    fine = cases[("fine/scan/encryption=on,cache=cold", "cpu_overhead>5%")]
+    fine = cases[("fine/scan/encryption=on,cache=cold", "cpu_overhead>5% on cpu_s")]
     assert fine.find("failure") is None and fine.find("error") is None and "+1.0%" in fine.find("system-out").text
     assert "within 5%" in fine.find("system-out").text
-    error = cases[("few/scan/encryption=on,cache=cold", "cpu_overhead>5%")].find("error")  # not resolved: an error
+    error = cases[("few/scan/encryption=on,cache=cold", "cpu_overhead>5% on cpu_s")].find("error")  # not resolved: an error
     assert "not resolved: too few runs for a verdict: 3 per side, need 6" in error.get("message")
     assert not list(root.iter("skipped"))
     props = {(p.get("name"), p.get("value")) for p in suite.iter("property")}
@@ -148,7 +148,7 @@ def test_junit_one_case_per_condition_and_row(tmp_path):
 def test_junit_nothing_judged_is_an_error_per_row_like_the_gate(golden):
     out = compare.compare(golden, golden)  # 3 runs per variant: nothing can be judged
     conds = [gate.parse("overhead>5%")]
-    root = ET.fromstring(junit.render(conds, out["comparisons"], "a.json", "a.json"))
+    root = ET.fromstring(junit.render(conds, gate.cases(conds, out["comparisons"]), "a.json", "a.json"))
     cases = _cases(root)
     assert cases and all("too few runs" in tc.find("error").get("message") for tc in cases.values())
     suite = root.find("testsuite")
@@ -156,8 +156,9 @@ def test_junit_nothing_judged_is_an_error_per_row_like_the_gate(golden):
 
 
 def test_junit_passing_gate_has_no_failure():
-    conds = [gate.parse("overhead>5%")]
-    root = ET.fromstring(junit.render(conds, [_comp("w", 0.99, 0.01, metric="wall_s")], "a", "b"))
+    conds = [gate.parse("elapsed_overhead>5%")]
+    root = ET.fromstring(junit.render(conds, gate.cases(conds, [_comp("w", 0.99, 0.01, metric="wall_s")]), "a", "b"))
+    assert root.find("testsuite").get("tests") == "1"
     assert root.find("testsuite").get("failures") == "0" and not list(root.iter("failure"))
     assert root.find("testsuite").get("errors") == "0" and not list(root.iter("error"))
 
@@ -178,11 +179,11 @@ def test_compare_markdown_escapes_a_pipe_in_a_cell(golden):
     out = compare.compare(golden, golden)
     out["comparisons"] = [dict(out["comparisons"][0], variant="tls=a|b")]
     md = MarkdownIt("commonmark").enable("table")
-    text = compare.render(out, "markdown", "a", "b")
+    text = compare_words.render(compare.of(out, "a", "b"), "markdown")
     tokens = md.parse(text)
     header = sum(t.type == "th_open" for t in tokens)
     cells = [t for t in tokens if t.type == "td_open"]
-    assert header == len(compare.HEADERS) == len(cells)
+    assert header == len(compare_words.HEADERS) == len(cells)
     assert "<td>tls=a|b</td>" in md.render(text)
 
 
