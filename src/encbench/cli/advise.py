@@ -20,6 +20,7 @@ from ..lab import advise as sweeps_lab, results
 from ..report import render as report
 from ..util.columns import echo
 from ..util.units import parse_count, parse_positive_int, parse_size
+from ..util.files import check_writable
 
 # a setting's statement in the advice (what a DBA copies): kept on one line when the advice is wrapped
 STATEMENT = re.compile(r"(?:PRAGMA|ALTER SYSTEM SET|SET GLOBAL) [\w.]+ = [^\s;)]+")
@@ -93,7 +94,7 @@ def cmd_advise(args, argv: list[str]) -> int:
             budget_s=_budget(args))
         sweeps_lab.check(settings, sweeps)  # every name and value checked before anything runs
         made = _sweeps_dir(out_dir)
-        results.check_writable(sweeps_lab.path_of(settings, sweeps[0]))
+        check_writable(sweeps_lab.path_of(settings, sweeps[0]))
         try:
             docs = sweeps_lab.run(settings, sweeps, progress=lambda msg: echo(f"advise: {msg}", file=sys.stderr))
         except KeyboardInterrupt:

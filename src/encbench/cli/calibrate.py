@@ -28,6 +28,7 @@ from ..report import render as report
 from ..util.units import parse_positive_int, parse_size
 from ..workloads import WORKLOADS
 from .defaults import DEFAULT_RUNS, DEFAULT_SEED, DEFAULT_SIZE, QUICK_SIZE, data_dir_default
+from ..util.files import check_writable
 
 QUICK_PARAMS = ("seconds=3", "warmup_seconds=1")  # the oltp mixes
 TRANSIT = ("connect", "bulk", "roundtrip")
@@ -111,10 +112,10 @@ def _plan(args, engine, argv) -> tuple[Path, dict]:
         raise errors.UnknownNameError(f"unknown --param {unknown[0].partition('=')[0].strip()!r} for calibrate's "
                                       f"mixes ({', '.join(w for c in configs.values() for w in c.workloads)})",
                                       hint="e.g. --param connections=50 (connect) or --param rows=20000 (bulk)")
-    results.check_writable(out, create_parent=not args.output)  # only the default directory is created
+    check_writable(out, create_parent=not args.output)  # only the default directory is created
     for config in configs.values():
         runner.plan(config)
-        results.check_writable(config.output)
+        check_writable(config.output)
     return out, configs
 
 

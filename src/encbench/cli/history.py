@@ -18,6 +18,7 @@ from ..util.units import parse_positive_int
 from ..lab import results
 from ..analysis.summary import Analysis
 from ..history.page import fmt_ci, fmt_value, series_title
+from ..util.files import check_writable, replace_atomic
 
 STORE_HELP = ("history store: postgresql://user@host/db, sqlite:///path.db, a file path, or 'default' "
               "($XDG_DATA_HOME/encbench/history.db)")
@@ -84,7 +85,7 @@ def cmd_history(args) -> int:
     source = trend.source(args.metric)  # an unknown figure: exit 3 before the store is opened
     chosen = workloads(args.workload) or None
     if args.html:
-        results.check_writable(Path(args.html), what="the HTML page", hint="choose a writable file for --html")
+        check_writable(Path(args.html), what="the HTML page", hint="choose a writable file for --html")
     if args.record:
         _record_file(args, url)
     store = Store.open(url, create=False)  # read only: nothing created, migrated or written
@@ -104,7 +105,7 @@ def cmd_history(args) -> int:
         r["summary"] = json.loads(r["summary"]) if r["summary"] else {}
         r["environment"] = json.loads(r["environment"]) if r["environment"] else {}
     if args.html:
-        results.replace_atomic(Path(args.html), page.render(url.label, runs, found), what="the HTML page",
+        replace_atomic(Path(args.html), page.render(url.label, runs, found), what="the HTML page",
                                hint="choose a writable file for --html")
         print(f"history page written to {args.html}", file=sys.stderr)
     if args.json:

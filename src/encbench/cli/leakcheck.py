@@ -24,10 +24,10 @@ from .history import add_store_argument, check_store, record
 from ..engines import DEFAULT_ENGINE, ENGINES, engine_for_dsn
 from ..tls import fleet
 from ..util.redact import redact
-from ..lab import results
 from ..util.units import parse_positive_int
 from ..analysis.headline import leak_check_line
 from ..history import leak_entry
+from ..util.files import check_writable, replace_atomic
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -227,12 +227,12 @@ def cmd_posture_targets(args) -> int:
     # a bad line is that line's failure (its reason, exit code); the other servers are still read
     targets = fleet.read_targets(Path(args.targets), make=posture_target, example=POSTURE_EXAMPLE, keep_bad=True)
     if args.jsonl:
-        results.check_writable(Path(args.jsonl), what="the JSON Lines file", hint="choose a writable file for --jsonl")
+        check_writable(Path(args.jsonl), what="the JSON Lines file", hint="choose a writable file for --jsonl")
     outcomes = posture_all(targets, jobs)
     code = fleet.combined_exit_code((o.exit_code for o in outcomes), errors.EXIT_LEAK)
     lines = [json.dumps(o.to_dict()) for o in outcomes]
     if args.jsonl:
-        results.replace_atomic(Path(args.jsonl), "".join(line + "\n" for line in lines), what="the JSON Lines file",
+        replace_atomic(Path(args.jsonl), "".join(line + "\n" for line in lines), what="the JSON Lines file",
                                hint="choose a writable file for --jsonl")
     if args.json:
         print(json.dumps({"exit_code": code, "targets": [o.to_dict() for o in outcomes]}, indent=1))

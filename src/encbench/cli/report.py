@@ -6,6 +6,7 @@ import argparse
 from pathlib import Path
 from ..lab import results
 from ..report import html as html_report
+from ..util.files import check_writable
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -14,7 +15,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def cmd_report(args) -> int:
-    results.check_writable(Path(args.output), hint="choose a writable -o path")
+    check_writable(Path(args.output), hint="choose a writable -o path")
     for f in args.files:
         results.check_readable(f)
     docs = [(Path(f), results.load(f)) for f in args.files]  # every file checked before anything is written

@@ -15,7 +15,7 @@ from . import defaults
 from .defaults import (DEFAULT_RUNS, DEFAULT_SEED, DEFAULT_SIZE, METER_QUICK_RUNS, METER_QUICK_SIZE, METER_SIZE,
                        METER_WARMUPS, QUICK_BUDGET, QUICK_RUNS, QUICK_SIZE, data_dir_default)
 from .history import add_store_argument, check_store, record
-from ..lab import precision, results, runner
+from ..lab import precision, runner
 from ..vocab.variants import label
 from ..util import files
 from ..util.columns import echo
@@ -26,6 +26,7 @@ from ..util.units import parse_count, parse_positive_int, parse_seconds, parse_s
 from ..analysis.summary import Analysis
 from ..history import run_entry
 from ..lab.precision import clock_text
+from ..util.files import check_writable
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -166,7 +167,7 @@ def cmd_run(args, argv: list[str]) -> int:
     output, budget = config.output, config.budget_s
     planned = runner.plan(config)  # every name and value checked before anything is created
     check_store(args)
-    results.check_writable(output, create_parent=not args.output)  # only the default directory is created
+    check_writable(output, create_parent=not args.output)  # only the default directory is created
     prometheus.check_path(args.prometheus)
     err = console(stderr=True)
     found = _file_state(output)

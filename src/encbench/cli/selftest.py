@@ -11,9 +11,10 @@ from . import defaults
 from .common import workloads
 from .defaults import DEFAULT_RUNS, DEFAULT_SEED, DEFAULT_SIZE
 from ..engines import DEFAULT_ENGINE, ENGINES
-from ..lab import results, runner, selftest
+from ..lab import runner, selftest
 from ..report import render as report
 from ..util.units import parse_count, parse_positive_int, parse_size
+from ..util.files import check_writable
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -47,7 +48,7 @@ def cmd_selftest(args, argv: list[str]) -> int:
         runner.plan(selftest.config_for(settings, Path("selftest.json"), counted=True))
     for path in ([Path(args.save_floor)] if args.save_floor else []) + (
             [settings.keep_dir / "selftest-1.json"] if settings.keep_dir else []):
-        results.check_writable(path)
+        check_writable(path)
     settings.data_dir.mkdir(parents=True, exist_ok=True)
     r = selftest.run(settings, progress=lambda msg: print(f"selftest: {msg}", file=sys.stderr))
     if args.save_floor:

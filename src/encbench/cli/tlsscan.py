@@ -14,7 +14,6 @@ from .defaults import data_dir_default
 from .history import add_store_argument, check_store, record
 from ..engines import ENGINES, tls_scan_engines
 from ..report.prometheus import add_argument as add_prometheus_argument
-from ..lab import results
 from ..tls import baseline as tlsbaseline
 from ..tls import scan as tlsscan
 from ..util.units import parse_positive_int, parse_seconds
@@ -26,6 +25,7 @@ from ..util.redact import redact
 from ..report import render as report
 from ..tls import measure as tlsmeasure
 from ..util import urls
+from ..util.files import check_writable, replace_atomic
 
 
 class _TlsScanEngines:
@@ -87,10 +87,10 @@ def cmd_tls_scan(args, argv: list[str]) -> int:
     runs = parse_positive_int(args.runs, what="--runs", maximum=1000)
     baseline = tlsbaseline.load(Path(args.baseline)) if args.baseline else None  # bad files fail before any scan
     if args.save_baseline:
-        results.check_writable(Path(args.save_baseline), what="the baseline",
+        check_writable(Path(args.save_baseline), what="the baseline",
                                hint="choose a writable regular file for --save-baseline")
     if args.measure:
-        results.check_writable(_tls_measure_output(args), create_parent=not args.output)
+        check_writable(_tls_measure_output(args), create_parent=not args.output)
     if args.prometheus:
         _check_prometheus(args.prometheus)
     timeout = _timeout(args)
@@ -204,7 +204,7 @@ def _cmd_fleet(args) -> int:
     # every line read before anything is scanned; one that names no target is reported as that line's failure
     targets = fleet.read_targets(Path(args.targets), keep_bad=True)
     if args.jsonl:
-        results.check_writable(Path(args.jsonl), what="the JSON Lines file", hint="choose a writable file for --jsonl")
+        check_writable(Path(args.jsonl), what="the JSON Lines file", hint="choose a writable file for --jsonl")
     if args.prometheus:
         _check_prometheus(args.prometheus)
     baseline_dir = Path(args.baseline_dir) if args.baseline_dir else None
@@ -214,7 +214,7 @@ def _cmd_fleet(args) -> int:
                               update=args.update_baselines)
     lines = [json.dumps(o.to_dict()) for o in outcomes]
     if args.jsonl:
-        results.replace_atomic(Path(args.jsonl), "".join(line + "\n" for line in lines), what="the JSON Lines file",
+        replace_atomic(Path(args.jsonl), "".join(line + "\n" for line in lines), what="the JSON Lines file",
                                hint="choose a writable file for --jsonl")
     if args.prometheus:
         prometheus.write(Path(args.prometheus), prometheus.tls_registry(outcomes))

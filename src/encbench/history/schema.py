@@ -26,7 +26,7 @@ class Dialect:
 
     def sql(self, text: str) -> str:
         """A statement written with '?' markers and {tokens}, in this dialect."""
-        return text.format(pk=self.pk, real=self.real, fk_runs=f"BIGINT NOT NULL REFERENCES runs(id) ON DELETE CASCADE"
+        return text.format(pk=self.pk, real=self.real, fk_runs="BIGINT NOT NULL REFERENCES runs(id) ON DELETE CASCADE"
                            ).replace("?", self.placeholder)
 
 

@@ -164,8 +164,8 @@ def _bulk_fns(key: bytes, hkey: bytes, iv: bytes, big: bytes, engine=None, mode:
     """(aes, hmac) bulk callables: through the engine's libcrypto when given, else cryptography."""
     if engine is not None:
         out = ctypes.create_string_buffer(len(big) + 32)
-        mac = ctypes.create_string_buffer(64)
-        return (lambda: engine.aes_cbc_decrypt(key, iv, big, out)), (lambda: engine.hmac(digest, hkey, big, mac))
+        tag = ctypes.create_string_buffer(64)
+        return (lambda: engine.aes_cbc_decrypt(key, iv, big, out)), (lambda: engine.hmac(digest, hkey, big, tag))
     from cryptography.hazmat.primitives import hashes, hmac
     from cryptography.hazmat.primitives.ciphers import Cipher, algorithms, modes
 

@@ -19,7 +19,7 @@ from pathlib import Path
 
 from . import resultschema
 from ..util import files
-from ..util.files import check_writable, refuse_special, replace_atomic  # noqa: F401 (report/prometheus reads them here until its import moves)
+from ..util.files import replace_atomic
 from ..errors import ResultFileError, SchemaVersionError
 from ..util.redact import stored_command
 

@@ -35,6 +35,7 @@ from ..vocab.variants import Variant, label, matrix, parse_filters, with_placebo
 from ..workloads import WORKLOADS, capabilities
 from ..workloads.base import resolve_params
 from ..profiling.profiler import Profiler
+from ..util.files import check_writable
 
 
 @dataclass
@@ -318,7 +319,7 @@ def execute(config: RunConfig, *, on_progress: Callable[[str, int, int], None] =
                               sequential=precision.Sequential() if config.sequential else None)
     p = plan(config)
     p.engine.check_available()
-    results.check_writable(config.output)
+    check_writable(config.output)
     config.data_dir.mkdir(parents=True, exist_ok=True)
     doc = new_document(config, p, environment.collect(p.engine.versions(), config.data_dir))
     scratch = owners.make_dir("scratch-", config.data_dir)  # in the owner record before it exists

@@ -23,7 +23,7 @@ from pathlib import Path
 
 from ..analysis import gate
 from ..analysis import stats
-from ..lab import results
+from ..util import files
 
 METHOD = gate.METHOD.format(alpha=gate.ALPHA)
 HINT = "choose a writable --junit path"
@@ -88,10 +88,10 @@ def render(conditions: list[gate.Condition], judged: list[dict], path_a: str, pa
 
 def check_writable(path: Path) -> None:
     """Before any file is read: the JUnit file can be written (a regular file in an existing directory)."""
-    results.check_writable(Path(path), what="the JUnit file", hint=HINT)
+    files.check_writable(Path(path), what="the JUnit file", hint=HINT)
 
 
 def write(path: Path, conditions: list[gate.Condition], judged: list[dict], path_a: str, path_b: str) -> Path:
     """The JUnit XML of the gate's cases, written atomically (a temporary file, then a rename): never half a file."""
-    results.replace_atomic(Path(path), render(conditions, judged, path_a, path_b), what="the JUnit file", hint=HINT)
+    files.replace_atomic(Path(path), render(conditions, judged, path_a, path_b), what="the JUnit file", hint=HINT)
     return Path(path)

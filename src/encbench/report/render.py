@@ -9,10 +9,7 @@ from rich.table import Table
 from rich.text import Text
 
 from ..analysis import model, stats
-from ..analysis.rows import (  # noqa: F401 (read as render.*: the rows are the model's, analysis/rows.py)
-    DEFAULT_COLUMNS, HEADLINE, INSTRUCTION_UNITS, METERED, PER_UNIT_CPU, RATES, _aliases, headline_of, rows,
-    short_verdict)
-from ..analysis.rowwarnings import warning_detail_lines, warning_lines  # noqa: F401 (read as render.*)
+from ..analysis.rows import DEFAULT_COLUMNS, INSTRUCTION_UNITS, PER_UNIT_CPU, RATES, headline_of
 from ..engines import engine_named
 from ..profiling import profiler
 from ..util.columns import wrap

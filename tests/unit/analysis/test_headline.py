@@ -13,6 +13,7 @@ import pytest
 from rich.console import Console
 
 from encbench.analysis import headline, lead, stats
+from encbench.analysis import rows as table_rows
 from encbench.analysis import summary as an
 from encbench.report import html, render
 
@@ -290,7 +291,7 @@ def test_the_leak_check_line_follows_the_report():
     assert headline.leak_check_line(leaky) == ("LEAK: plaintext canary on disk in 2 of 9 files; WAL; although no "
                                                "encryption at rest")
     for report in (clean, blind, leaky):  # issue 25: "Summary: " and the line within 100 columns
-        assert len(headline.leak_check_line(report)) <= headline.ONE_LINE
+        assert len(headline.leak_check_line(report)) <= lead.ONE_LINE
 
 
 def test_the_tls_scan_line_names_grades_drift_and_the_measured_suites():
@@ -307,7 +308,7 @@ def test_the_tls_scan_line_names_grades_drift_and_the_measured_suites():
                {"tls": "X", "storm elapsed": None}]
     measured = headline.tls_scan_line(result, None, {"ranking": ranking})
     assert "; storm +12% to +31% with TLS" in measured, measured
-    assert all(len(x) <= headline.ONE_LINE for x in (measured, headline.tls_scan_line(many)))
+    assert all(len(x) <= lead.ONE_LINE for x in (measured, headline.tls_scan_line(many)))
 
 
 # -- issue 30 item 2: only what resolved, in the unit a decision uses, with its CI ---------------------------------
@@ -412,11 +413,11 @@ def test_the_summary_judges_each_row_as_the_table_does():
         c["verdict_basis"] = (0, 2)[i]
     a = _with_medians([cpu, wall], {"scan-like": 0.040})
     (line,) = a.headline
-    assert render.short_verdict([cpu, wall], shown_metric="cpu_s") == "costs +23% elapsed"  # the table's words
+    assert table_rows.short_verdict([cpu, wall], shown_metric="cpu_s") == "costs +23% elapsed"  # the table's words
     assert line["text"] == "warm reads: costs +9.2 ms elapsed [+4.0, +15.2], CPU not resolved", line["text"]
     saves = _comp("backup", WARM, 0.65, [0.47, 0.90], [0.5, 0.85], operation="to-file+zstd")  # CPU saves
     slow = _comp("backup", WARM, 1.02, [0.8, 1.3], [0.83, 1.25], metric="wall_s", operation="to-file+zstd")
     saves["verdict_basis"], slow["verdict_basis"] = 0, 2
     (line,) = _with_medians([saves, slow], {"backup": 0.400}).headline
-    assert render.short_verdict([saves, slow], shown_metric="cpu_s") == "saves"
+    assert table_rows.short_verdict([saves, slow], shown_metric="cpu_s") == "saves"
     assert line["text"] == "backups: saves -140.0 ms CPU [-212.0, -40.0]", line["text"]  # CPU leads, as in the table

@@ -10,6 +10,7 @@ from __future__ import annotations
 from rich.console import Console
 
 from encbench.analysis import compare, gate, headline, stats, summary as an
+from encbench.analysis import rows as table_rows
 from encbench.report import html, render
 from encbench.workloads import WORKLOADS
 from encbench.workloads.base import FIXED_WORK
@@ -95,7 +96,7 @@ def test_the_row_verdict_and_the_table_lead_with_throughput():
     assert an.row_code(comps) == stats.COSTS
     verdict = an.row_verdict(comps, doc["engine"]["metric_words"])
     assert "throughput" in verdict and "server CPU per query" in verdict and "elapsed" not in verdict, verdict
-    (row,) = render.rows(doc, a, an.tables(doc["engine"])[0])
+    (row,) = table_rows.rows(doc, a, an.tables(doc["engine"])[0])
     assert row["lead"][0] == "qps"
     assert render.compact_columns(an.tables(doc["engine"])[0], [row])[3:5] == ["rate_mean", "d_rate"]
     console = Console(record=True, width=160)
@@ -107,7 +108,7 @@ def test_the_row_verdict_and_the_table_lead_with_throughput():
 
 def test_the_html_chart_of_a_fixed_duration_row_is_its_throughput():
     doc = _roundtrip_doc()
-    rows = render.rows(doc, an.analyze(doc), an.tables(doc["engine"])[0])
+    rows = table_rows.rows(doc, an.analyze(doc), an.tables(doc["engine"])[0])
     assert list(html.chart_groups({"axis": "tls"}, rows)) == ["qps"]
 
 

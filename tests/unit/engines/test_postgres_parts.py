@@ -20,6 +20,7 @@ from encbench.probes.net import NetProbe, tcp_counters
 from encbench.probes.sysctx import SystemContextSwitchProbe
 from encbench.probes.waits import WaitEventProbe, metric_name
 from encbench.util.redact import redact
+from encbench.vocab.tls import openssl_client_conf
 
 
 @pytest.mark.parametrize("value", ["off", "on", "TLSv1.2:ECDHE-RSA-AES256-GCM-SHA384", "TLSv1.3:TLS_AES_256_GCM_SHA384"])
@@ -45,9 +46,9 @@ def test_server_and_client_settings():
 
 
 def test_openssl_client_conf_names_the_suite():
-    assert pg.openssl_client_conf("on") is None
-    assert "CipherString = ECDHE-RSA-AES256-SHA384" in pg.openssl_client_conf("TLSv1.2:ECDHE-RSA-AES256-SHA384")
-    assert "Ciphersuites = TLS_CHACHA20_POLY1305_SHA256" in pg.openssl_client_conf("TLSv1.3:TLS_CHACHA20_POLY1305_SHA256")
+    assert openssl_client_conf("on") is None
+    assert "CipherString = ECDHE-RSA-AES256-SHA384" in openssl_client_conf("TLSv1.2:ECDHE-RSA-AES256-SHA384")
+    assert "Ciphersuites = TLS_CHACHA20_POLY1305_SHA256" in openssl_client_conf("TLSv1.3:TLS_CHACHA20_POLY1305_SHA256")
 
 
 def test_check_connection():

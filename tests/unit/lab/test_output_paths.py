@@ -11,6 +11,7 @@ import stat
 import pytest
 
 from encbench.lab import results
+from encbench.util import files
 from encbench.errors import OutputError, ResultFileError
 
 
@@ -47,7 +48,7 @@ def test_special_outputs_are_refused_and_left_alone(tmp_path, kind):
     path = _special(tmp_path, kind)
     before = os.lstat(path)
     with pytest.raises(OutputError, match=f"is a {kind}") as ei:
-        results.check_writable(path)
+        files.check_writable(path)
     assert ei.value.exit_code == 5
     with pytest.raises(OutputError, match=f"is a {kind}"):
         results.write_atomic(path, {"schema_version": 1})
@@ -61,7 +62,7 @@ def test_special_outputs_are_refused_and_left_alone(tmp_path, kind):
 def test_a_regular_file_is_still_replaced(tmp_path):
     path = tmp_path / "r.json"
     path.write_text("old")
-    results.check_writable(path)
+    files.check_writable(path)
     results.write_atomic(path, {"schema_version": 1})
     assert path.read_text().startswith("{")
 

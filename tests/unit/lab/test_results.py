@@ -12,6 +12,7 @@ import pytest
 
 from encbench import errors
 from encbench.lab import results
+from encbench.util import files
 from encbench.errors import (
     EncbenchError, OutputError, ResultFileError, SchemaVersionError, UnknownNameError,
 )
@@ -214,29 +215,29 @@ def test_write_atomic_respects_umask(tmp_path):
 # --- check_writable -----------------------------------------------------------------------
 
 def test_check_writable_ok_and_leaves_nothing(tmp_path):
-    results.check_writable(tmp_path / "out.json")
+    files.check_writable(tmp_path / "out.json")
     assert os.listdir(tmp_path) == []
 
 
 def test_check_writable_refuses_missing_parents(tmp_path):  # issue 11: never creates directories asked for
     with pytest.raises(OutputError, match="does not exist") as ei:
-        results.check_writable(tmp_path / "a" / "b" / "out.json")
+        files.check_writable(tmp_path / "a" / "b" / "out.json")
     assert ei.value.exit_code == 5
     assert os.listdir(tmp_path) == []
-    results.check_writable(tmp_path / "a" / "b" / "out.json", create_parent=True)  # encbench's own default dir
+    files.check_writable(tmp_path / "a" / "b" / "out.json", create_parent=True)  # encbench's own default dir
     assert os.listdir(tmp_path / "a" / "b") == []
 
 
 def test_check_writable_directory(tmp_path):
     with pytest.raises(OutputError, match="is a directory") as ei:
-        results.check_writable(tmp_path)
+        files.check_writable(tmp_path)
     assert ei.value.exit_code == 5
     assert "-o" in ei.value.hint
 
 
 def test_check_writable_unwritable_dir():
     with pytest.raises(OutputError) as ei:
-        results.check_writable(Path("/proc/x.json"))
+        files.check_writable(Path("/proc/x.json"))
     assert ei.value.exit_code == 5
     assert "/proc/x.json" in str(ei.value)
 
@@ -245,7 +246,7 @@ def test_check_writable_parent_is_a_file(tmp_path):
     f = tmp_path / "file"
     f.write_text("")
     with pytest.raises(OutputError):
-        results.check_writable(f / "out.json")
+        files.check_writable(f / "out.json")
 
 
 # --- errors -------------------------------------------------------------------------------

@@ -8,6 +8,7 @@ from pathlib import Path
 
 from encbench.analysis import stats
 from encbench.analysis import summary as an
+from encbench.analysis import rowwarnings
 from encbench.cli.run import RunClock
 from encbench.analysis import rows as table_rows
 from encbench.report import render
@@ -82,7 +83,7 @@ def test_warnings_are_grouped_by_cause_with_their_rows():
             every_kind[re.sub(r"[\d.]+", "N", w.split(": ", 1)[1])[:16]] = w
     assert len(every_kind) >= 4
     kinds = list(every_kind.values())
-    grouped = render.warning_lines(_with_warnings(analysis, {("backup", "cpu_s"): kinds, ("backup", "wall_s"): kinds,
+    grouped = rowwarnings.warning_lines(_with_warnings(analysis, {("backup", "cpu_s"): kinds, ("backup", "wall_s"): kinds,
                                                              ("scan-like", "cpu_s"): kinds}), doc=doc)
     lines = [line for line in grouped if not line.startswith("only ")]
     few = [w for w in kinds if " runs (< " in w]  # folded into the one 'only N runs' line
@@ -93,7 +94,7 @@ def test_warnings_are_grouped_by_cause_with_their_rows():
     assert "scan-like/scan cache=cold (CPU)" in unstable and "backup/to-file cache=warm (CPU, elapsed)" in unstable
     assert "and 0 more" not in unstable
     # every warning is still there, one per row, side and metric, with --detail
-    assert len(render.warning_detail_lines(_with_warnings(analysis, {("backup", "cpu_s"): kinds}))) \
+    assert len(rowwarnings.warning_detail_lines(_with_warnings(analysis, {("backup", "cpu_s"): kinds}))) \
         == len(kinds) * sum(1 for s in analysis.summaries if s["workload"] == "backup" and s["metric"] == "cpu_s")
 
 
@@ -124,7 +125,7 @@ def test_a_time_too_short_to_time_is_no_figure():
         if (s["workload"], s["operation"], s["variant"], s["metric"]) == ("scan-like", "scan", cold, "cpu_s"):
             s["warnings"] = s["warnings"] + [f"scan-like/scan {cold} cpu_s: too short to time, mean 0.01 is < 100x "
                                              "the probe's resolution 0.01"]
-    rows = {(r["workload"], r["operation"], r["contender"]): r for r in render.rows(doc, a)}
+    rows = {(r["workload"], r["operation"], r["contender"]): r for r in table_rows.rows(doc, a)}
     short, other = rows[("scan-like", "scan", cold)], rows[("backup", "to-file", cold)]
     for col in ("cpu_mean", "d_cpu", "cpu"):
         assert render.COLUMNS[col][1](short) == "too short to time", col

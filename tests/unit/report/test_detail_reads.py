@@ -8,6 +8,7 @@ from pathlib import Path
 from rich.console import Console
 
 from encbench.analysis import summary as an
+from encbench.analysis import rowwarnings
 from encbench.engines.postgres.engine import OLTP_COLUMNS
 from encbench.report import render
 
@@ -71,8 +72,8 @@ def test_one_row_has_outlier_runs_several_have(monkeypatch):
                  "warnings": ["cpu_s: 1 outlier run (modified Z-score 4.1)"]} for i in range(n)]
 
     monkeypatch.setattr(rowwarnings, "_warned", lambda a: rows(1))
-    [line] = render.warning_lines(analysis)
+    [line] = rowwarnings.warning_lines(analysis)
     assert line.startswith("1 row has outlier runs"), line
     monkeypatch.setattr(rowwarnings, "_warned", lambda a: rows(2))
-    [line] = render.warning_lines(analysis)
+    [line] = rowwarnings.warning_lines(analysis)
     assert line.startswith("2 rows have outlier runs"), line

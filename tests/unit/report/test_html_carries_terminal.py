@@ -12,6 +12,7 @@ import pytest
 from rich.console import Console
 
 from encbench.analysis import summary as an
+from encbench.analysis import rows as table_rows
 from encbench.report import html, render
 
 GOLDEN = Path(__file__).resolve().parents[2] / "golden" / "results-v1.json"
@@ -106,10 +107,10 @@ def test_every_line_show_detail_prints_is_in_the_html(doc):
 
 def test_the_chart_shows_the_metric_the_table_row_leads_with(doc):
     a = an.analyze(doc)
-    leads = {r["lead"][0] for t in render.model.shown_tables(doc) for r in render.rows(doc, a, t) if r["lead"]}
+    leads = {r["lead"][0] for t in render.model.shown_tables(doc) for r in table_rows.rows(doc, a, t) if r["lead"]}
     charted = html_text(html.section(doc, GOLDEN, 0)).metrics
     assert charted and set(charted) == leads, (charted, leads)
     # a row judged on elapsed first (verdict_basis 0) is charted on elapsed, whatever its table's axis
-    rows = render.rows(doc, a, render.model.shown_tables(doc)[0])
+    rows = table_rows.rows(doc, a, render.model.shown_tables(doc)[0])
     elapsed_first = [dict(r, lead=("wall_s", "d_elapsed", "elapsed_mean")) for r in rows]
     assert list(html.chart_groups({"axis": "encryption"}, elapsed_first)) == ["wall_s"]

@@ -162,7 +162,8 @@ def test_report_overhead_bars_keep_their_ci_whiskers(monkeypatch):
     from encbench.report import html, render
 
     doc = results.load(TESTS / "golden" / "results-v1.json")
-    rows = render.rows(doc, an.analyze(doc))
+    from encbench.analysis import rows as table_rows
+    rows = table_rows.rows(doc, an.analyze(doc))
     closed = []
     real_close = plt.close
     monkeypatch.setattr(plt, "close", lambda fig=None: (closed.append(fig), real_close(fig)))

@@ -74,7 +74,7 @@ class Mounts:
             try:
                 m.destroy()
             except Exception as e:  # noqa: BLE001 - each mount gets its turn; the caller reports the lines
-                problems.append(getattr(e, "one_line", lambda: str(e))())
+                problems.append(e.one_line() if hasattr(e, "one_line") else str(e))
         self.by_value.clear()
         if self.workdir is not None:
             try:

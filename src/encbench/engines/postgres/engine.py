@@ -21,7 +21,7 @@ from ...probes.waits import DEFAULT_INTERVAL_S
 from ...util.files import check_free_space
 from ...util.redact import redact
 from ...util.units import fmt_bytes
-from ...vocab.tls import DEFAULT_TLS, TLS_RE, check_tls, openssl_client_conf
+from ...vocab.tls import DEFAULT_TLS, TLS_RE, check_tls
 from ...vocab.variants import Variant, VariantKey, int_validator
 from ...util import interrupts
 from ..local.server import unprivileged_user

@@ -27,7 +27,6 @@ from pathlib import Path
 from ...errors import EngineUnavailableError, UsageError
 from ...vocab import leakcheck
 from ...util import interrupts
-from ...util.redact import redact
 from . import client
 from . import state as pg_state
 from .client import connect_admin, first_line

@@ -30,7 +30,6 @@ from ...util.registry import Registry
 from . import base, fscrypt, gocryptfs, ledger, plain
 from .base import Mount
 from ...util import owners, proc
-from ...util import owners
 
 KINDS: Registry[ModuleType] = Registry("encrypted filesystem kind")
 for _kind in (plain, fscrypt, gocryptfs):
