@@ -104,3 +104,11 @@ def is_local_postgres(pid: int) -> bool:
             return f.read().strip().startswith("postgres")
     except OSError:
         return False
+
+
+def server_sockets(conn):
+    """(a host/sockets.SocketCounter of the server's TCP sockets, this connection left out; or None, why not): the
+    bytes and messages a driver's connections carry, PostgreSQL 15 counting neither."""
+    from ...host import sockets
+
+    return sockets.for_server(int(conn.info.port), conn.pgconn.socket)
