@@ -99,7 +99,8 @@ def _transit_counts(workload: str, m: dict, extra: dict) -> tuple[float, dict]:
     (a message: a TCP segment that carried data, either way, as estimate --live counts them on the server's sockets;
     counted where the run's sockets were followed, else assumed: a request and a result per query). connect: per
     connection (each too short to follow: one check query's request and result assumed); bulk: per stream;
-    roundtrip: per query, its client's sessions (pgbench's); storm: per run, its `messages`."""
+    roundtrip: per query, its client's sessions (pgbench's; messages only where its driver's connections were
+    followed: MariaDB's driver processes are not, so 2 per query); storm: per run, its `messages`."""
     wire, segs = _wire(m, extra)
     if workload == "connect":
         n = extra.get("connections") or 0
@@ -107,12 +108,13 @@ def _transit_counts(workload: str, m: dict, extra: dict) -> tuple[float, dict]:
     if workload == "bulk":
         return 1, {"tls_handshakes": 0, "tls_bytes": wire or extra.get("bytes_received") or 0,
                    "tls_messages": segs if segs is not None else 2}
-    if workload == "roundtrip":
+    if workload == "roundtrip":  # its driver's own connections: the net probe's socket is the worker's, idle
         q = extra.get("queries") or 0
+        counted = extra.get("server_net_messages")
         return q, {"tls_handshakes": extra.get("tls_checked_connections") or 1, "tls_bytes": wire,
-                   "tls_messages": segs if segs is not None else 2 * q}
-    return 1, {"tls_handshakes": 0, "tls_bytes": wire,
-               "tls_messages": segs if segs is not None else extra.get("messages") or m.get("messages") or 0}
+                   "tls_messages": counted if counted is not None else 2 * q}
+    # storm: its notices, each flushed alone (one TLS record, one segment while the reader keeps up): counted exactly
+    return 1, {"tls_handshakes": 0, "tls_bytes": wire, "tls_messages": extra.get("messages") or m.get("messages") or 0}
 
 
 def transit_rows(doc: dict) -> list[Row]:
