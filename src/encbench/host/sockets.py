@@ -33,6 +33,7 @@ import ipaddress
 import os
 import socket
 import struct
+import threading
 from dataclasses import dataclass, field
 from typing import Callable, Iterable
 
@@ -302,26 +303,49 @@ def for_server(port: int, own_fd: int | None,
     return SocketCounter(port, source, exclude=[own] if own else ()), None
 
 
-FOLLOW_S = 0.005  # how often a run's server sockets are looked at while its driver runs
+FOLLOW_S = 0.01  # how often a run's server sockets are looked at while its driver runs
 
 
-def follow(counter: SocketCounter, running: Callable[[], bool], every: float = FOLLOW_S, sleep=None) -> None:
-    """Look at the server's sockets every `every` seconds while `running()`; once more at the end."""
-    import time
+class Follower:
+    """The server's sockets looked at every `every` seconds in a thread of their own while a driver runs (`with
+    Follower(counter): ...`), once at the start and once at the end: the looks cost the calling thread nothing (a
+    workload's client CPU is that thread's and its children's)."""
 
-    sleep = sleep or time.sleep
-    while running():
-        counter.sample()
-        sleep(every)
-    counter.sample()
+    def __init__(self, counter: SocketCounter | None, every: float = FOLLOW_S):
+        self.counter, self.every = counter, every
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self.error: str | None = None
+
+    def _loop(self) -> None:
+        try:
+            while not self._stop.wait(self.every):
+                self.counter.sample()
+        except OSError as e:  # sock_diag failed mid-run: the count stops, and says so
+            self.error = UNAVAILABLE.format(why=e.strerror or e)
+
+    def __enter__(self) -> "Follower":
+        if self.counter is not None:
+            self.counter.sample()
+            self._thread = threading.Thread(target=self._loop, name="encbench-sockets", daemon=True)
+            self._thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        if self._thread is not None:
+            self._stop.set()
+            self._thread.join()
+            if self.error is None:
+                self.counter.sample()
 
 
-def run_fields(counter: SocketCounter | None, why: str | None, ports: Iterable[int] | None = None) -> dict:
+def run_fields(follower: Follower, why: str | None, ports: Iterable[int] | None = None) -> dict:
     """A run's result fields: what the server's sockets carried while its driver ran (bytes and data segments both
     ways, the sockets followed and how many opened meanwhile), or why it was not counted. `ports`: only the sockets
     whose client end is one of these ports (the driver's connections, not an observer's)."""
-    if counter is None:
-        return {"server_net_why": why}
+    counter = follower.counter
+    if counter is None or follower.error:
+        return {"server_net_why": why or follower.error}
     keep = None if ports is None else set(ports)
     t = counter.totals(None if keep is None else (lambda f: f.remote[1] in keep))
     out = {"server_net_bytes": t.bytes, "server_net_bytes_sent": t.bytes_out, "server_net_bytes_received": t.bytes_in,

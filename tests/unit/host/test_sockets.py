@@ -6,6 +6,7 @@ from __future__ import annotations
 import socket
 import struct
 import threading
+import time
 
 import pytest
 
@@ -84,7 +85,6 @@ def test_no_sock_diag_is_said_in_one_line_and_no_counter_is_made():
 
     counter, why = sockets.for_server(PORT, None, broken)
     assert counter is None and "sock_diag" in why and "Permission denied" in why and "\n" not in why
-    assert sockets.run_fields(counter, why) == {"server_net_why": why}
     r, w = socket.socketpair()  # a reader over a Unix socket: on the server's host
     try:
         assert sockets.own_end(r.fileno()) is None
@@ -95,11 +95,28 @@ def test_no_sock_diag_is_said_in_one_line_and_no_counter_is_made():
         w.close()
 
 
-def test_follow_looks_until_the_driver_ends_then_once_more():
-    calls, alive = [], iter([True, True, False])
-    c = SocketCounter(PORT, lambda: calls.append(1) or [])
-    sockets.follow(c, lambda: next(alive), sleep=lambda s: None)
-    assert len(calls) == 3
+def test_a_follower_looks_in_its_own_thread_from_start_to_end_and_a_failing_look_is_said():
+    calls = []
+    c = SocketCounter(PORT, lambda: calls.append(threading.get_ident()) or [])
+    with sockets.Follower(c, every=0.001) as f:
+        deadline = time.monotonic() + 5
+        while len(calls) < 4 and time.monotonic() < deadline:
+            time.sleep(0.001)
+    assert len(calls) >= 4 and calls[0] == calls[-1] == threading.get_ident()  # first and last look: this thread
+    assert set(calls[1:-1]) - {threading.get_ident()}  # the looks between: another thread's
+    assert sockets.run_fields(f, None)["server_net_sockets"] == 0
+
+    def failing():
+        if calls:
+            raise OSError(1, "Operation not permitted")
+        calls.append(1)
+        return []
+
+    calls.clear()
+    with sockets.Follower(SocketCounter(PORT, failing), every=0.001) as f:
+        time.sleep(0.05)
+    assert "Operation not permitted" in sockets.run_fields(f, None)["server_net_why"]
+    assert sockets.run_fields(sockets.Follower(None), "why not") == {"server_net_why": "why not"}
 
 
 def _diag_message(cookie: int, inode: int, info: bytes) -> bytes:

@@ -231,12 +231,12 @@ class PgOltp:
         return tool
 
     def _oltp_pgbench(self, script: str, clients: int, seconds: float, scratch: Path, *, warm: bool,
-                      sample=None, every: float = SAMPLE_S) -> tuple[list[str], str, list[dict]]:
+                      sample=None) -> tuple[list[str], str, list[dict]]:
         """pgbench driven to its end: (its command, its output, the pg_stat_ssl state of each connection).
 
         While it runs, every connection it opens (its clients, and the one it checks the scale on) is read from
         pg_stat_ssl and checked against the variant: quickly until the clients are there, then every
-        TLS_POLL_S (a client connection lasts the whole run). `sample()` is called every `every` s. Afterwards,
+        TLS_POLL_S (a client connection lasts the whole run). `sample()` is called every SAMPLE_S. Afterwards,
         until the postmaster has reaped every backend it started: their CPU is then in its account."""
         cmd = pgbench.oltp_command(self._oltp_tool(), script=script, clients=clients, seconds=seconds,
                                    vacuum=warm, log=not warm, scratch=scratch,
@@ -258,7 +258,7 @@ class PgOltp:
                     next_tls = now + (TLS_POLL_S if len(seen) >= clients else 0.02)
                 if sample is not None:
                     sample()
-                time.sleep(every if len(seen) >= clients else min(every, 0.02))
+                time.sleep(SAMPLE_S if len(seen) >= clients else 0.02)
         except BaseException:
             kill_and_reap(proc)
             raise
@@ -363,11 +363,8 @@ class PgOltp:
         sessions = self._sessions() if "connection" in self.variant else None
         # the bytes and messages pgbench's connections carry: the server's sockets followed while it runs
         counter, why = server_sockets(self.conn)
-        if counter is not None:
-            counter.sample()
-        cmd, out, states = self._oltp_pgbench(script, clients, seconds, scratch, warm=False,
-                                              sample=counter.sample if counter is not None else None,
-                                              every=sockets.FOLLOW_S if counter is not None else SAMPLE_S)
+        with sockets.Follower(counter) as follower:
+            cmd, out, states = self._oltp_pgbench(script, clients, seconds, scratch, warm=False)
         result = pgbench.oltp_summary(out, scratch)
         if not result["transactions"]:
             raise RunFailedError(f"pgbench ran no transaction in {seconds:g} s ({pgbench.last_line(out)})")
@@ -380,4 +377,4 @@ class PgOltp:
             extra = {"os_file_cache_bytes": group.file_bytes(), "oom_kills": group.oom_kills()}
         return {**result, "driver": pgbench.driver_text(cmd, self.setup["oltp"].get("pgbench_version", "?")),
                 "tls_checked_connections": len(states), **extra,
-                **sockets.run_fields(counter, why, [s["port"] for s in states if s.get("port")])}
+                **sockets.run_fields(follower, why, [s["port"] for s in states if s.get("port")])}

@@ -336,27 +336,24 @@ class PgSession(PgOltp, PgColumn, SessionsTogether, Session):
             raise EngineUnavailableError("pgbench not found (the roundtrip workload drives pgbench)",
                                          hint="install it: apt-get install postgresql (Debian ships pgbench there)")
         counter, why = client.server_sockets(self.conn)  # the bytes and messages of pgbench's connections
-        if counter is not None:
-            counter.sample()
-        proc = pgbench.start(self.setup["pgbench"], table=f"{self.schema}.rt", rows=RT_ROWS,
-                             conninfo=conninfo_of(self.setup), tls_params=client_params(self.tls), appname=appname,
-                             clients=clients, seconds=seconds, scratch=scratch, transactions=queries)
-        t0 = time.perf_counter()
-        states = self._watch_tls(appname, clients, proc, until_exit=bool(self.setup.get("meter")),
-                                 look=counter.sample if counter is not None else None)
-        if counter is not None:
-            sockets.follow(counter, lambda: proc.poll() is None)
-        self._churned = [(s["pid"], False) for s in states]  # --meter instructions: their queries, not their set-up
-        out, err = proc.communicate()
+        with sockets.Follower(counter) as follower:
+            proc = pgbench.start(self.setup["pgbench"], table=f"{self.schema}.rt", rows=RT_ROWS,
+                                 conninfo=conninfo_of(self.setup), tls_params=client_params(self.tls),
+                                 appname=appname, clients=clients, seconds=seconds, scratch=scratch,
+                                 transactions=queries)
+            t0 = time.perf_counter()
+            states = self._watch_tls(appname, clients, proc, until_exit=bool(self.setup.get("meter")))
+            self._churned = [(s["pid"], False) for s in states]  # --meter instructions: their queries, not set-up
+            out, err = proc.communicate()
         if proc.returncode != 0:
             last = ((err or out).strip().splitlines() or ["no output"])[-1]
             raise CheckFailedError(f"pgbench failed: {redact(last)}")
         self.settle([s["pid"] for s in states])
         ran = seconds if queries is None else time.perf_counter() - t0  # -t: as long as the queries took
         return {**pgbench.summary(out, scratch, ran), "tls_checked_connections": len(states),
-                **sockets.run_fields(counter, why, [s["port"] for s in states if s.get("port")])}
+                **sockets.run_fields(follower, why, [s["port"] for s in states if s.get("port")])}
 
-    def _watch_tls(self, appname: str, clients: int, proc, *, until_exit: bool = False, look=None) -> list[dict]:
+    def _watch_tls(self, appname: str, clients: int, proc, *, until_exit: bool = False) -> list[dict]:
         """pg_stat_ssl of every pgbench connection, read while they are connected. until_exit (--meter instructions,
         whose count is of these backends): only the client connections, those that ran the workload's SELECT
         (pgbench's own first connection runs none), watched until pgbench exits."""
@@ -369,8 +366,6 @@ class PgSession(PgOltp, PgColumn, SessionsTogether, Session):
                 if not until_exit or table in (query or ""):
                     seen[pid] = {"pid": pid, "ssl": ssl, "version": version, "cipher": cipher, "bits": bits,
                                  "port": port}
-            if look is not None:
-                look()
             if until_exit or len(seen) < clients:
                 # every 20 ms, metered too: a fast metered client may run its few queries between two slower looks
                 time.sleep(0.02)
