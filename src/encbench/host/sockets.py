@@ -1,7 +1,8 @@
 """Bytes and messages on a local server's TCP connections, from the kernel's own per-socket counters (issue 31).
 
 A server that counts no bytes or messages sent to its clients (PostgreSQL 15) still has them counted by the kernel:
-every TCP socket's `tcp_info` holds the bytes the peer acknowledged (`tcpi_bytes_acked`), the bytes received
+every TCP socket's `tcp_info` holds the bytes sent (`tcpi_bytes_sent` less `tcpi_bytes_retrans`, Linux 4.19+; before,
+`tcpi_bytes_acked`, which lags by a delayed ACK), the bytes received
 (`tcpi_bytes_received`) and the segments that carried data each way (`tcpi_data_segs_out` / `tcpi_data_segs_in`:
 Linux 4.6+). They are read here for every socket of this host whose local port is the server's, through the
 kernel's socket diagnostics (netlink sock_diag, `SOCK_DIAG_BY_FAMILY` dump of TCP over IPv4 and IPv6: what
@@ -16,8 +17,8 @@ What a figure means:
   TLS adds no segment of its own: one record per flush.
 
 The bookkeeping (SocketCounter): sampled through the window, each socket followed by its identity (the kernel's
-socket cookie, unique per boot, and its inode), so a socket that closes mid-window keeps the bytes seen at its last
-sample. The blind spot, stated wherever a figure is used: what a socket does after its last sample before it
+socket cookie, unique per boot; not its inode, which a socket gets only once the server accepts it), so a socket
+that closes mid-window keeps the bytes seen at its last sample. The blind spot, stated wherever a figure is used: what a socket does after its last sample before it
 closes, and connections that open and close between two samples (never seen at all). A 32-bit segment counter that
 wrapped between two samples is unwrapped; a counter that went back (another socket under a reused identity) counts
 from 0 again, keeping what was seen before.
@@ -51,7 +52,7 @@ _MSG_HEAD = struct.Struct("=BBBB")
 _MSG_TAIL = struct.Struct("=IIIII")  # expires, rqueue, wqueue, uid, inode
 _MSG_LEN = 4 + 48 + 20
 # struct tcp_info (linux/tcp.h): u64 bytes_acked at 120, u64 bytes_received at 128, u32 data_segs_in at 152,
-# u32 data_segs_out at 156
+# u32 data_segs_out at 156, u64 bytes_sent at 200 and bytes_retrans at 208 (Linux 4.19+)
 _BYTES = struct.Struct("=QQ")
 _SEGS = struct.Struct("=II")
 U32 = 1 << 32
@@ -63,13 +64,14 @@ class SockStat:
     """One TCP socket at one look: its identity, its ends, and its counters so far (segments None: a kernel before
     4.6)."""
 
-    ident: tuple  # (cookie, inode)
+    ident: object  # the kernel's socket cookie (unique per boot; (local, remote) where a kernel gives none)
     local: tuple  # (ip text, port)
     remote: tuple  # (ip text, port)
     bytes_out: int
     bytes_in: int
     segs_out: int | None
     segs_in: int | None
+    inode: int = 0  # 0 until the server accepts it (a socket in the accept queue has no file): not its identity
 
 
 def norm_ip(addr) -> str:
@@ -109,9 +111,13 @@ def parse_message(payload: bytes) -> SockStat | None:
     if info is None or len(info) < 136:
         return None
     acked, received = _BYTES.unpack_from(info, 120)
+    if len(info) >= 216:  # sent once (bytes_sent less bytes_retrans): what bytes_acked lags by a delayed ACK
+        sent, retrans = _BYTES.unpack_from(info, 200)
+        acked = sent - retrans
     segs_in, segs_out = _SEGS.unpack_from(info, 152) if len(info) >= 160 else (None, None)
-    return SockStat((c0 | (c1 << 32), inode), (_addr(family, src), sport), (_addr(family, dst), dport),
-                    acked, received, segs_out, segs_in)
+    local, remote = (_addr(family, src), sport), (_addr(family, dst), dport)
+    cookie = c0 | (c1 << 32)
+    return SockStat(cookie or (local, remote), local, remote, acked, received, segs_out, segs_in, inode)
 
 
 def _dump_family(sock: socket.socket, family: int, seq: int) -> list[SockStat]:

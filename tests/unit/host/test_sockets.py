@@ -133,11 +133,14 @@ def test_an_inet_diag_message_is_parsed_from_its_bytes():
     info = bytearray(232)
     struct.pack_into("=QQ", info, 120, 5_000_000_000, 1234)
     struct.pack_into("=II", info, 152, 7, 9)  # data_segs_in, data_segs_out
+    struct.pack_into("=QQ", info, 200, 5_000_000_100, 100)  # bytes_sent, bytes_retrans: sent once = bytes_acked
     got = sockets.parse_message(_diag_message((3 << 32) | 5, 777, bytes(info)))
-    assert got.ident == ((3 << 32) | 5, 777) and got.local == ("127.0.0.1", PORT) and got.remote == ("127.0.0.2", 40123)
+    assert got.ident == (3 << 32) | 5 and got.inode == 777 and got.local == ("127.0.0.1", PORT) and got.remote == ("127.0.0.2", 40123)
     assert (got.bytes_out, got.bytes_in, got.segs_out, got.segs_in) == (5_000_000_000, 1234, 9, 7)
-    short = sockets.parse_message(_diag_message(1, 2, bytes(info[:144])))  # a kernel before 4.6
+    short = sockets.parse_message(_diag_message(1, 2, bytes(info[:144])))  # a kernel before 4.6: bytes_acked
     assert short.bytes_out == 5_000_000_000 and short.segs_out is None
+    struct.pack_into("=QQ", info, 200, 6_000_000_100, 100)
+    assert sockets.parse_message(_diag_message(1, 2, bytes(info))).bytes_out == 6_000_000_000
     assert sockets.parse_message(_diag_message(1, 2, b"")[:60]) is None
 
 

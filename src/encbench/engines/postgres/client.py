@@ -9,7 +9,7 @@ It imports nothing of encbench's engines, so every one of them can import it (no
 from __future__ import annotations
 
 from ...errors import CheckFailedError, EngineUnavailableError
-from ...host import sslctl
+from ...host import sockets, sslctl
 from ...vocab.tls import TLS_RE
 from ...util.redact import redact
 
@@ -109,6 +109,4 @@ def is_local_postgres(pid: int) -> bool:
 def server_sockets(conn):
     """(a host/sockets.SocketCounter of the server's TCP sockets, this connection left out; or None, why not): the
     bytes and messages a driver's connections carry, PostgreSQL 15 counting neither."""
-    from ...host import sockets
-
     return sockets.for_server(int(conn.info.port), conn.pgconn.socket)
