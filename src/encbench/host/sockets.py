@@ -18,8 +18,10 @@ What a figure means:
 
 The bookkeeping (SocketCounter): sampled through the window, each socket followed by its identity (the kernel's
 socket cookie, unique per boot; not its inode, which a socket gets only once the server accepts it), so a socket
-that closes mid-window keeps the bytes seen at its last sample. The blind spot, stated wherever a figure is used: what a socket does after its last sample before it
-closes, and connections that open and close between two samples (never seen at all). A 32-bit segment counter that
+that closes mid-window keeps the bytes seen at its last sample. New sockets are found by a dump (every socket of
+the host walked) at most every `discover_s`; between dumps only the followed sockets are looked up, each by itself.
+The blind spot, stated wherever a figure is used: what a socket does after its last look before it closes, and
+connections that open and close between two dumps (never seen at all). A 32-bit segment counter that
 wrapped between two samples is unwrapped; a counter that went back (another socket under a reused identity) counts
 from 0 again, keeping what was seen before.
 
@@ -30,11 +32,13 @@ are another kernel's: the counter cannot be read here.
 
 from __future__ import annotations
 
+import errno
 import ipaddress
 import os
 import socket
 import struct
 import threading
+import time
 from dataclasses import dataclass, field
 from typing import Callable, Iterable
 
@@ -72,6 +76,7 @@ class SockStat:
     segs_out: int | None
     segs_in: int | None
     inode: int = 0  # 0 until the server accepts it (a socket in the accept queue has no file): not its identity
+    raw: bytes | None = None  # (family +) its sockid as the kernel gave it: what looks it up again by itself
 
 
 def norm_ip(addr) -> str:
@@ -83,9 +88,10 @@ def norm_ip(addr) -> str:
     return str(ip)
 
 
-def _request(family: int, seq: int) -> bytes:
-    body = _REQ.pack(family, socket.IPPROTO_TCP, 1 << (INET_DIAG_INFO - 1), STATES) + bytes(48)
-    return _NLMSG.pack(_NLMSG.size + len(body), SOCK_DIAG_BY_FAMILY, NLM_F_REQUEST | NLM_F_DUMP, seq, 0) + body
+def _request(family: int, seq: int, sockid: bytes = bytes(48), dump: bool = True) -> bytes:
+    body = _REQ.pack(family, socket.IPPROTO_TCP, 1 << (INET_DIAG_INFO - 1), STATES if dump else 0xFFFFFFFF) + sockid
+    flags = NLM_F_REQUEST | (NLM_F_DUMP if dump else 0)
+    return _NLMSG.pack(_NLMSG.size + len(body), SOCK_DIAG_BY_FAMILY, flags, seq, 0) + body
 
 
 def _addr(family: int, raw: bytes) -> str:
@@ -117,11 +123,17 @@ def parse_message(payload: bytes) -> SockStat | None:
     segs_in, segs_out = _SEGS.unpack_from(info, 152) if len(info) >= 160 else (None, None)
     local, remote = (_addr(family, src), sport), (_addr(family, dst), dport)
     cookie = c0 | (c1 << 32)
-    return SockStat(cookie or (local, remote), local, remote, acked, received, segs_out, segs_in, inode)
+    return SockStat(cookie or (local, remote), local, remote, acked, received, segs_out, segs_in, inode,
+                    bytes([family]) + payload[4:52])
 
 
 def _dump_family(sock: socket.socket, family: int, seq: int) -> list[SockStat]:
     sock.send(_request(family, seq))
+    return _replies(sock, family)
+
+
+def _replies(sock: socket.socket, family: int, single: bool = False) -> list[SockStat]:
+    """The kernel's answer: a dump's messages up to NLMSG_DONE; a lookup's one message (or its error)."""
     out: list[SockStat] = []
     while True:
         data = sock.recv(1 << 16)
@@ -134,13 +146,15 @@ def _dump_family(sock: socket.socket, family: int, seq: int) -> list[SockStat]:
                 return out
             if kind == NLMSG_ERROR:
                 err = struct.unpack_from("=i", data, off + _NLMSG.size)[0]
-                if err == -2 and family == socket.AF_INET6:  # no IPv6 in this kernel: no IPv6 sockets
-                    return out
+                if err == -errno.ENOENT or (single and err == -errno.ESTALE):
+                    return out  # no IPv6 in this kernel (a dump); the socket gone, or its 4-tuple another's (a lookup)
                 raise OSError(-err, os.strerror(-err))
             got = parse_message(data[off + _NLMSG.size:off + length])
             if got is not None:
                 out.append(got)
             off += (length + 3) & ~3
+        if single:
+            return out
 
 
 def dump_tcp() -> list[SockStat]:
@@ -149,6 +163,16 @@ def dump_tcp() -> list[SockStat]:
     with socket.socket(socket.AF_NETLINK, socket.SOCK_RAW, NETLINK_SOCK_DIAG) as sock:
         sock.settimeout(5.0)
         return _dump_family(sock, socket.AF_INET, 1) + _dump_family(sock, socket.AF_INET6, 2)
+
+
+def lookup(raw: bytes) -> SockStat | None:
+    """One socket again, by its sockid (the kernel's hash lookup, not a walk of every socket: a dump walks the whole
+    established table, some 3 ms of CPU here); None once it is gone."""
+    with socket.socket(socket.AF_NETLINK, socket.SOCK_RAW, NETLINK_SOCK_DIAG) as sock:
+        sock.settimeout(5.0)
+        sock.send(_request(raw[0], 1, raw[1:], dump=False))
+        got = _replies(sock, raw[0], single=True)
+    return got[0] if got else None
 
 
 def available(source: Callable[[], list[SockStat]] = dump_tcp) -> str | None:
@@ -210,20 +234,47 @@ class SocketCounter:
 
     `sample()` at the window's start, at every look in between and at its end; `totals(which)` sums the sockets
     `which(followed)` picks (default every one). A socket seen at the first look counts from the value it had
-    then; one first seen later opened in the window and counts from 0. `exclude` drops sockets by their remote
-    end (the reader's own connection)."""
+    then; one first seen later opened in the window and counts from 0 (tcp_info counts from a socket's start, so
+    finding it late loses nothing). `exclude` drops sockets by their remote end (the reader's own connection).
 
-    def __init__(self, port: int, source: Callable[[], list[SockStat]] = dump_tcp, exclude: Iterable = ()):
+    A look walks every socket (`source`, a dump) at most every `discover_s`; in between it looks up only the sockets
+    it follows, each by itself (`probe`, cheap): new sockets are found at the dumps' pace, and a socket's last count
+    before it closes at the looks'. Without `probe` every look is a dump."""
+
+    def __init__(self, port: int, source: Callable[[], list[SockStat]] = dump_tcp, exclude: Iterable = (),
+                 probe: Callable[[bytes], SockStat | None] | None = None, discover_s: float = 0.0, clock=None):
         self.port, self.source = int(port), source
+        self.probe = probe if probe is not None else (lookup if source is dump_tcp else None)
+        self.discover_s, self.clock = discover_s, clock or time.monotonic
         self.exclude = {(norm_ip(a), int(p)) for a, p in exclude}
-        self.followed: dict[tuple, Followed] = {}
+        self.followed: dict = {}
+        self.gone: set = set()
         self.looks = 0
+        self._dumped = None
 
     def _mine(self, s: SockStat) -> bool:
         return s.local[1] == self.port and (s.remote[0], s.remote[1]) not in self.exclude
 
-    def sample(self) -> None:
-        now = [s for s in self.source() if self._mine(s)]
+    def _current(self, full: bool) -> list[SockStat]:
+        now = self.clock()
+        if full or self.probe is None or self._dumped is None or now - self._dumped >= self.discover_s:
+            self._dumped = now
+            return [s for s in self.source() if self._mine(s)]
+        out = []
+        for ident, f in self.followed.items():
+            if ident in self.gone or f.last.raw is None:
+                continue
+            got = self.probe(f.last.raw)
+            if got is None or got.ident != ident:
+                self.gone.add(ident)
+            else:
+                out.append(got)
+        return out
+
+    def sample(self, full: bool = False) -> None:
+        """One look; `full`: a dump whatever the pace (a window's first and last look: a socket opened since the
+        last dump is found)."""
+        now = self._current(full)
         first = self.looks == 0
         self.looks += 1
         for s in now:
@@ -266,10 +317,11 @@ class SocketCounter:
         return out
 
 
-def blind_spot(interval_s: float) -> str:
+def blind_spot(discover_s: float, look_s: float) -> str:
     """The sampling's blind spot, in words."""
-    return (f"the server's sockets read every {interval_s:g} s (tcp_info through sock_diag): a connection that opens "
-            f"and closes between two looks is not counted, nor what one sends after its last look")
+    return (f"the server's sockets found every {discover_s:g} s and each looked at every {look_s:g} s (tcp_info "
+            f"through sock_diag): a connection that opens and closes between two finds is not counted, nor what one "
+            f"sends after its last look")
 
 
 def local_to(server_port: int, own_local: tuple, source: Callable[[], list[SockStat]] = dump_tcp) -> bool:
@@ -291,12 +343,13 @@ def own_end(sock_fd: int) -> tuple | None:
     return norm_ip(name[0]), int(name[1])
 
 
+DISCOVER_S = 0.1  # a dump (every socket of the host walked: ~3 ms of CPU here) at most this often; lookups between
 NOT_HERE = ("the server is not on this host (its end of this connection is not one of this kernel's sockets): its "
             "sockets' counters cannot be read here")
 
 
-def for_server(port: int, own_fd: int | None,
-               source: Callable[[], list[SockStat]] = dump_tcp) -> tuple[SocketCounter | None, str | None]:
+def for_server(port: int, own_fd: int | None, source: Callable[[], list[SockStat]] = dump_tcp,
+               discover_s: float = DISCOVER_S) -> tuple[SocketCounter | None, str | None]:
     """A counter of the server's sockets on `port`, the reader's own connection (`own_fd`) left out, or why there
     is none: sock_diag unreadable, or the server on another host. A reader over a Unix socket is on the server's
     host."""
@@ -306,7 +359,7 @@ def for_server(port: int, own_fd: int | None,
     own = own_end(own_fd) if own_fd is not None else None
     if own is not None and not local_to(port, own, source):
         return None, NOT_HERE
-    return SocketCounter(port, source, exclude=[own] if own else ()), None
+    return SocketCounter(port, source, exclude=[own] if own else (), discover_s=discover_s), None
 
 
 FOLLOW_S = 0.01  # how often a run's server sockets are looked at while its driver runs
@@ -332,7 +385,7 @@ class Follower:
 
     def __enter__(self) -> "Follower":
         if self.counter is not None:
-            self.counter.sample()
+            self.counter.sample(full=True)
             self._thread = threading.Thread(target=self._loop, name="encbench-sockets", daemon=True)
             self._thread.start()
         return self
@@ -342,7 +395,7 @@ class Follower:
             self._stop.set()
             self._thread.join()
             if self.error is None:
-                self.counter.sample()
+                self.counter.sample(full=True)
 
 
 def run_fields(follower: Follower, why: str | None, ports: Iterable[int] | None = None) -> dict:

@@ -194,3 +194,34 @@ def test_calibrate_fits_against_the_counted_bytes_and_messages_not_assumed_ones(
     assert _transit_counts("bulk", m, {})[1]["tls_messages"] == 42  # the client's socket: segments that carried data
     old = _transit_counts("roundtrip", {}, {"queries": 100})[1]  # a file from before: a request and a result assumed
     assert old["tls_messages"] == 200
+
+
+def test_between_dumps_only_the_followed_sockets_are_looked_up_and_a_socket_opened_since_is_found_at_the_end():
+    clock = [0.0]
+    dumps, probes = [], []
+    state = {1: st(1, out=100), 2: st(2, port=40002, out=5)}
+
+    def dump():
+        dumps.append(clock[0])
+        return list(state.values())
+
+    def probe(raw):
+        probes.append(raw)
+        return next((s for s in state.values() if s.raw == raw), None)
+
+    for k, v in list(state.items()):
+        state[k] = SockStat(v.ident, v.local, v.remote, v.bytes_out, v.bytes_in, v.segs_out, v.segs_in, 0, bytes([k]))
+    c = SocketCounter(PORT, dump, probe=probe, discover_s=0.1, clock=lambda: clock[0])
+    c.sample(full=True)
+    grow = lambda k, n: SockStat(state[k].ident, state[k].local, state[k].remote, n, 0, 0, 0, 0, state[k].raw)  # noqa: E731
+    clock[0] = 0.02
+    state[1] = grow(1, 400)
+    del state[2]  # closed: its lookup finds nothing, and it is never looked up again
+    state[3] = SockStat(3, ("127.0.0.1", PORT), ("127.0.0.1", 40003), 70, 0, 0, 0, 0, bytes([3]))
+    c.sample()
+    clock[0] = 0.04
+    c.sample()
+    assert dumps == [0.0] and len(probes) == 3  # two lookups, then one: socket 2 is gone
+    c.sample(full=True)  # the window's last look: a dump finds socket 3, opened since
+    t = c.totals()
+    assert dumps == [0.0, 0.04] and t.bytes_out == 300 + 0 + 70 and t.new_sockets == 1

@@ -10,7 +10,7 @@ from SHOW GLOBAL VARIABLES, read-only (SHOW only: no SET, no FLUSH).
 - bytes over TLS: Bytes_sent + Bytes_received, times the share of connections made over TLS since the server
   started (Ssl_finished_accepts / Connections); messages over TLS (MariaDB counts none): those bytes times the
   messages per byte on the server's TCP sockets, from the kernel's own counters (host/sockets.py: tcp_info through
-  sock_diag, every LiveSampler.LOOK_S; a message is a TCP segment that carried data, either way). The bytes are
+  sock_diag; a message is a TCP segment that carried data, either way). The bytes are
   MariaDB's own count (every connection, Unix socket or TCP, short or long), the sockets give only the shape (bytes
   per segment) of the connections a look saw. Where the server is not on this host, or no TCP socket carried a
   byte, two per statement (Questions: a request and a result), said as assumed.
@@ -56,7 +56,7 @@ def _messages(f: dict, tls_bytes: float, statements: float, share: float, word: 
         per_byte = seen.messages / seen.bytes
         return (tls_bytes * per_byte, f"Bytes_sent + Bytes_received {word}, x {per_byte * 1000:.3g} messages per kB "
                 f"(TCP segments that carried data, on the server's {seen.sockets} TCP sockets seen: "
-                f"{sockets.blind_spot(LiveSampler.LOOK_S)})", None)
+                f"{sockets.blind_spot(counter.discover_s, LiveSampler.LOOK_S)})", None)
     why = (f.get("sockets_why") or "no socket counter was set up") if counter is None else \
         "no byte crossed the server's TCP sockets in the window"
     return (2 * statements * share, f"assumed: 2 x Questions (a request and a result each) {word} ({why})", None)
@@ -110,7 +110,7 @@ def sampler(conn) -> LiveSampler:
 
     def sample_all(c) -> dict[str, float]:
         if counter is not None:
-            counter.sample()
+            counter.sample(full=True)  # the window's first and last look: every socket
         return sample(c)
 
     return LiveSampler(conn, sample_all, rates, f, None, counter.sample if counter is not None else None)

@@ -129,7 +129,7 @@ def socket_rates(first: dict, last: dict, f: dict, share: float | None, all_tls:
              if not all_tls else f"the server's TCP sockets (tcp_info via sock_diag): all {tls.sockets} (--all-tls)")
     if unseen.sockets:
         where += f", {unseen.sockets} whose session was not seen x {share or 0:.0%} on TLS"
-    where += f"; {sockets.blind_spot(LiveSampler.LOOK_S)}"
+    where += f"; {sockets.blind_spot(counter.discover_s, LiveSampler.LOOK_S)}"
     if unseen.sockets and share is None:
         return {name: (None, where, "sockets whose session was never seen, and no session to read the share on TLS "
                        "from; --all-tls prices every socket") for name in names}
@@ -138,9 +138,10 @@ def socket_rates(first: dict, last: dict, f: dict, share: float | None, all_tls:
     if lost > max(MISSED_OK * begun, 1):
         counted = (tls.bytes + unseen.bytes * k) / seconds
         return {name: (None, where, f"{lost} of the {begun} sessions begun in the window (pg_stat_database.sessions) "
-                       f"closed between two looks at the server's sockets (every {LiveSampler.LOOK_S:g} s): their "
-                       f"bytes and messages are not counted (those counted, {counted:,.0f} B/s, are a lower bound); "
-                       f"give the rate with --rate {name}=RATE") for name in names}
+                       f"closed between two looks at the server's sockets (new ones found every "
+                       f"{counter.discover_s:g} s): their bytes and messages are not counted (those counted, "
+                       f"{counted:,.0f} B/s, are a lower bound); give the rate with --rate {name}=RATE")
+                for name in names}
     out = {"tls_bytes": ((tls.bytes + unseen.bytes * k) / seconds, where, None)}
     if tls.messages is None or unseen.messages is None:
         out["tls_messages"] = (None, where, "; ".join(tls.notes + unseen.notes))
@@ -162,7 +163,8 @@ class _Live:
         self.facts["sockets"], self.facts["sockets_why"] = sockets.for_server(port, conn.pgconn.socket)
 
     def sample(self, conn) -> dict[str, float]:
-        self.look()
+        if self.facts["sockets"] is not None:
+            self.facts["sockets"].sample(full=True)  # the window's first and last look: every socket
         return sample(conn)
 
     def look(self) -> None:
