@@ -376,12 +376,16 @@ class Follower:
         self._thread: threading.Thread | None = None
         self.error: str | None = None
 
-    def _loop(self) -> None:
+    def _look(self, full: bool = False) -> bool:
         try:
-            while not self._stop.wait(self.every):
-                self.counter.sample()
+            self.counter.sample(full=full)
         except OSError as e:  # sock_diag failed mid-run: the count stops, and says so
             self.error = UNAVAILABLE.format(why=e.strerror or e)
+        return self.error is None
+
+    def _loop(self) -> None:
+        while not self._stop.wait(self.every) and self._look():
+            pass
 
     def __enter__(self) -> "Follower":
         if self.counter is not None:
@@ -395,7 +399,7 @@ class Follower:
             self._stop.set()
             self._thread.join()
             if self.error is None:
-                self.counter.sample(full=True)
+                self._look(full=True)
 
 
 def run_fields(follower: Follower, why: str | None, ports: Iterable[int] | None = None) -> dict:
