@@ -13,10 +13,10 @@ Per engine:
    (plain ext4 vs fscrypt), and the TPC-B-like mix on SQLCipher (encbench's in-process pgbench statements).
 3. Per mix: the **measured** added CPU per transaction (encrypted minus plain, Welch 95% CI; with the kernel
    workers' CPU on fscrypt), and the **predicted** one: that mix's own counters per transaction (page reads and
-   writes of its encrypted runs; for TLS, the sessions, bytes and messages its client counted) times the
-   calibrated unit costs. error = predicted / measured - 1; its 95% CI by the delta method (each 95% half-width
-   taken as 1.96 standard errors, the calibration's and the mix's errors independent). A mix whose added CPU does
-   not resolve (its CI holds 0) is said so and run again, longer (2x the runs and the seconds, at most
+   writes of its encrypted runs; for TLS, its sessions, and the bytes and messages the server's sockets carried)
+   times the calibrated unit costs. error = predicted / measured - 1; its 95% CI by the delta method (each 95%
+   half-width taken as 1.96 standard errors, the calibration's and the mix's errors independent). A mix whose added
+   CPU does not resolve (its CI holds 0) is said so and run again, longer (2x the runs and the seconds, at most
    --max-extend times), never dropped.
 4. Per engine/setup and overall: median |error| and worst |error|, each with the interval its mixes' CIs bound
    (the median and the maximum are monotone in each mix's |error|: the interval of the bounds, not a joint 95%).
@@ -47,9 +47,10 @@ from pathlib import Path
 Z95 = 1.959964
 HELD_OUT_MEMORY = "50%"  # the calibration runs 100% and 25%: the held-out mixes a share it never saw
 TRANSIT_TERMS = ("tls_handshakes", "tls_bytes", "tls_messages")
-# pgbench's built-in scripts: statements per transaction (tpcb-like: BEGIN, 3 UPDATEs, SELECT, INSERT, END). Where
-# no probe counts the driver's messages (pgbench is its own process: the net probe sees only encbench's sockets),
-# a transaction's TLS records are taken as 2 per statement (the query and its reply), and said so
+# pgbench's built-in scripts: statements per transaction (tpcb-like: BEGIN, 3 UPDATEs, SELECT, INSERT, END). pgbench's
+# bytes and messages are counted on the server's sockets (host/sockets.py: a run's server_net_* fields); where a
+# run has no such count (a remote server, or a file from before), a transaction's messages are taken as 2 per
+# statement (the query and its reply), and said so
 STATEMENTS = {"select-only": 1, "simple-update": 5, "tpcb-like": 7}
 AT_REST_TERMS = ("reads", "writes")
 
@@ -169,9 +170,12 @@ def _per_txn(doc: dict, label: str, script: str) -> dict[str, float]:
             if not n:
                 continue
             clients = float(run["variant"].get("clients", 1))
+            # bytes and messages: the server's sockets of pgbench's connections, followed while it ran (the
+            # run's server_net_* fields), else the client's own sockets (the net probe)
             rows = {"reads": m.get("pages_read"), "writes": m.get("pages_written"), "tls_handshakes": clients,
-                    "tls_bytes": _sum(m, "net_bytes_sent", "net_bytes_received"),
-                    "tls_messages": _sum(m, "net_segments_out", "net_segments_in")}
+                    "tls_bytes": x.get("server_net_bytes", _sum(m, "net_bytes_sent", "net_bytes_received")),
+                    "tls_messages": x.get("server_net_messages",
+                                          _sum(m, "net_data_segments_out", "net_data_segments_in"))}
             for k, v in rows.items():
                 if v is not None:
                     sums.setdefault(k, []).append(v / n)

@@ -101,6 +101,12 @@ def test_tls_oltp_on_its_private_server_held_and_proven(tls_run):
         assert op["extra"]["tls_checked_connections"] >= 1
         assert run["session"]["tls"]["ssl"] is (run["variant"]["tls"] == "on")
         assert run["server_config"]["shared_buffers"].endswith("kB")
+        # pgbench's traffic counted on the server's sockets (issue 31): tpcb-like's 7 statements, a request and a
+        # result each (less what pgbench sent after the last look before it closed; more where a result spills: 13
+        # to 20), and their bytes: at least the statements' text (about 300 B), at most a few kB per transaction
+        e = op["extra"]
+        per = e["server_net_messages"] / e["transactions"], e["server_net_bytes"] / e["transactions"]
+        assert 13 <= per[0] <= 20 and 300 <= per[1] <= 3000, (run["variant_label"], per, e.get("server_net_why"))
     assert {c["metric"] for c in doc["comparisons"] if c["workload"] == "oltp"} >= {"tps", "cpu_us_per_transaction"}
 
 

@@ -177,15 +177,31 @@ def live_rates(dsn: str, seconds: float, *, all_tls: bool = False, sleep=time.sl
     try:
         first = sampler.sample()
         t0 = time.monotonic()
+        look = getattr(sampler, "look", None)
         while (left := seconds - (time.monotonic() - t0)) > 0:
             sampler.watch()
-            sleep(min(sampler.WATCH_S, max(left, 0.0)))
+            if look is None:
+                sleep(min(sampler.WATCH_S, max(left, 0.0)))
+            else:
+                _looking(look, min(sampler.WATCH_S, left), sampler.LOOK_S, sleep)
         last = sampler.sample()
         out = sampler.rates(first, last, time.monotonic() - t0, all_tls)
-        out.facts.pop("seen", None)
+        for k in ("seen", "sockets", "sockets_why"):  # the sampler's working state, not facts of the server
+            out.facts.pop(k, None)
         return out
     finally:
         sampler.close()
+
+
+def _looking(look, span: float, every: float, sleep) -> None:
+    """`look()` every `every` seconds for `span` seconds (the sampler's looks at the host between two watches)."""
+    end = time.monotonic() + span
+    while True:
+        look()
+        left = end - time.monotonic()
+        if left <= 0:
+            return
+        sleep(min(every, left))
 
 
 def make_bill(costs: dict, rates: dict, absent: dict, cores: int):

@@ -81,22 +81,39 @@ def atrest_rows(doc: dict) -> list[Row]:
     return out
 
 
+def _wire(m: dict, extra: dict) -> tuple[float, float | None]:
+    """(bytes, messages) a transit run's traffic carried, measured: the server's sockets followed while its driver
+    ran (host/sockets.py: `server_net_*`, pgbench's connections), else the client's own sockets (the net probe:
+    bytes, and the segments that carried data); messages None where neither counted them (a result file from before
+    data segments were counted)."""
+    if extra.get("server_net_bytes") is not None:
+        return extra["server_net_bytes"], extra.get("server_net_messages")
+    wire = (m.get("net_bytes_sent") or 0) + (m.get("net_bytes_received") or 0)
+    segs = [m.get("net_data_segments_out"), m.get("net_data_segments_in")]
+    return wire, None if None in segs else sum(segs)
+
+
 def _transit_counts(workload: str, m: dict, extra: dict) -> tuple[float, dict]:
     """A transit run's unit of work (what its server CPU is divided by: the plain work per unit is the same in every
     run of a mix, even a fixed-duration one that does less work with TLS) and its new sessions, bytes and messages
-    (a message: a request or a result, as the live counters count them). connect: per connection, one check query
-    on each; bulk: per stream, one result; roundtrip: per query, its client's session (pgbench's: one); storm: per
-    run, its `messages`."""
-    wire = (m.get("net_bytes_sent") or 0) + (m.get("net_bytes_received") or 0)
+    (a message: a TCP segment that carried data, either way, as estimate --live counts them on the server's sockets;
+    counted where the run's sockets were followed, else assumed: a request and a result per query). connect: per
+    connection (each too short to follow: one check query's request and result assumed); bulk: per stream;
+    roundtrip: per query, its client's sessions (pgbench's; messages only where its driver's connections were
+    followed: MariaDB's driver processes are not, so 2 per query); storm: per run, its `messages`."""
+    wire, segs = _wire(m, extra)
     if workload == "connect":
         n = extra.get("connections") or 0
         return n, {"tls_handshakes": n, "tls_bytes": wire, "tls_messages": 2 * n}
     if workload == "bulk":
-        return 1, {"tls_handshakes": 0, "tls_bytes": wire or extra.get("bytes_received") or 0, "tls_messages": 2}
-    if workload == "roundtrip":
+        return 1, {"tls_handshakes": 0, "tls_bytes": wire or extra.get("bytes_received") or 0,
+                   "tls_messages": segs if segs is not None else 2}
+    if workload == "roundtrip":  # its driver's own connections: the net probe's socket is the worker's, idle
         q = extra.get("queries") or 0
+        counted = extra.get("server_net_messages")
         return q, {"tls_handshakes": extra.get("tls_checked_connections") or 1, "tls_bytes": wire,
-                   "tls_messages": 2 * q}
+                   "tls_messages": counted if counted is not None else 2 * q}
+    # storm: its notices, each flushed alone (one TLS record, one segment while the reader keeps up): counted exactly
     return 1, {"tls_handshakes": 0, "tls_bytes": wire, "tls_messages": extra.get("messages") or m.get("messages") or 0}
 
 

@@ -26,12 +26,16 @@ class LiveSampler:
     """`sample()` -> counter name -> value so far; `watch()`, called every WATCH_S in between: what only a look at
     the moment shows (the sessions connected and whether each is on TLS), kept in `seen`; `rates(first, last,
     seconds, all_tls)` -> LiveRates; `facts` the server's setup read once at connect; `close()`. Every statement
-    it runs is a read."""
+    it runs is a read. `look`, where given, is called every LOOK_S between watches: a cheap look at the host (the
+    server's sockets' counters, host/sockets.py) that a short connection would slip between two watches of."""
 
     WATCH_S = 0.2
+    LOOK_S = 0.02
 
-    def __init__(self, conn, sample: Callable, rates: Callable, facts: dict, watch: Callable | None = None):
+    def __init__(self, conn, sample: Callable, rates: Callable, facts: dict, watch: Callable | None = None,
+                 look: Callable | None = None):
         self.conn, self._sample, self._rates, self.facts, self._watch = conn, sample, rates, facts, watch
+        self.look = look
         self.seen: dict = {}
 
     def sample(self) -> dict[str, float]:

@@ -43,3 +43,58 @@ def test_the_live_samplers_turn_counters_into_rates_and_absent_terms():
     assert got.rates["tls_messages"][0] == pytest.approx(2 * (21 - 1) / 4 * 0.5)  # less this sampler's statement
     assert set(got.absent) == {"temp_bytes"}
     assert maria_live.rates(a, b, 4.0, False, dict(m_facts, log_bin=True)).rates["log_bytes"][0] == (8000 + 999) / 4
+
+
+def _counter(*looks):
+    from encbench.host.sockets import SocketCounter
+
+    c = SocketCounter(5432, lambda: looks[min(c.looks, len(looks) - 1)])
+    for _ in looks:
+        c.sample()
+    return c
+
+
+def _sock(cookie, port, out, inn, so, si):
+    from encbench.host.sockets import SockStat
+
+    return SockStat((cookie, cookie), ("127.0.0.1", 5432), ("127.0.0.1", port), out, inn, so, si)
+
+
+def test_postgres_tls_bytes_and_messages_are_read_from_the_servers_sockets_by_session():
+    pg_facts = {"engine": "postgres", "version": "15.18 (Debian)", "page_size": 8192, "cipher": None, "ssl": True}
+    first = {"blks_read": 0, "temp_bytes": 0, "sessions": 10, "buffers_written": 0, "wal_bytes": 0, "now": 1000.0}
+    last = dict(first, sessions=12, now=1002.0)
+    # a TLS session (port 40001), a plain one (40002), and a new socket whose session no watch saw (40003)
+    c = _counter([_sock(1, 40001, 0, 0, 0, 0), _sock(2, 40002, 0, 0, 0, 0)],
+                 [_sock(1, 40001, 3000, 1000, 30, 10), _sock(2, 40002, 9000, 9000, 90, 90),
+                  _sock(3, 40003, 400, 400, 4, 4)])
+    seen = {(1, 900.0): True, (2, 900.0): False, (3, 1000.5): True, (4, 1001.0): False,
+            "ends": {("127.0.0.1", 40001): True, ("127.0.0.1", 40002): False}, "unix": {4: 1001.0}}
+    got = pg_live.rates(first, last, 2.0, False, dict(pg_facts, seen=seen, sockets=c)).rates
+    # the TLS socket's 4,000 B and 40 segments, the unseen one's 800 B and 8 at the new sessions' share (1 of 2)
+    assert got["tls_bytes"][0] == pytest.approx((4000 + 800 * 0.5) / 2)
+    assert got["tls_messages"][0] == pytest.approx((40 + 8 * 0.5) / 2)
+    assert "tcp_info" in got["tls_bytes"][1] and "not counted" in got["tls_bytes"][1]  # its blind spot stated
+    every = pg_live.rates(first, last, 2.0, True, dict(pg_facts, seen=seen, sockets=c)).rates
+    assert every["tls_bytes"][0] == pytest.approx((4000 + 18000 + 800) / 2)  # --all-tls: every socket
+    # 6 sessions begun, 1 new socket seen, 1 over a Unix socket: 4 closed between two looks, their bytes uncounted
+    lost = pg_live.rates(first, dict(last, sessions=16), 2.0, False, dict(pg_facts, seen=seen, sockets=c)).rates
+    assert lost["tls_bytes"][0] is None and "4 of the 6 sessions" in lost["tls_bytes"][2]
+    assert "lower bound" in lost["tls_bytes"][2] and "--rate tls_bytes" in lost["tls_bytes"][2]
+    remote = pg_live.rates(first, last, 2.0, False, dict(pg_facts, seen=seen, sockets=None,
+                                                           sockets_why="the server is not on this host")).rates
+    assert remote["tls_messages"][0] is None and "not on this host" in remote["tls_messages"][2]
+
+
+def test_mariadb_messages_are_its_tls_bytes_times_the_sockets_messages_per_byte():
+    m_facts = {"engine": "mariadb", "version": "10.11", "page_size": 16384, "cipher": None, "log_bin": False,
+               "ssl": True}
+    a = {"Innodb_buffer_pool_reads": 0, "Innodb_pages_written": 0, "Innodb_os_log_written": 0,
+         "Binlog_bytes_written": 0, "Ssl_finished_accepts": 50, "Ssl_session_cache_hits": 0, "Bytes_sent": 0,
+         "Bytes_received": 0, "Questions": 0, "Connections": 100}
+    b = dict(a, Bytes_sent=8000, Questions=21)
+    c = _counter([_sock(1, 40001, 0, 0, 0, 0)], [_sock(1, 40001, 1500, 500, 15, 5)])  # 20 segments per 2,000 B
+    got = maria_live.rates(a, b, 4.0, False, dict(m_facts, sockets=c)).rates["tls_messages"]
+    assert got[0] == pytest.approx(8000 / 4 * 0.5 * 20 / 2000) and "TCP segments" in got[1]
+    none = maria_live.rates(a, b, 4.0, False, dict(m_facts, sockets=None, sockets_why="x")).rates["tls_messages"]
+    assert none[0] == pytest.approx(2 * (21 - 1) / 4 * 0.5) and none[1].startswith("assumed")

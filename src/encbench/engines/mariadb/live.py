@@ -8,12 +8,17 @@ from SHOW GLOBAL VARIABLES, read-only (SHOW only: no SET, no FLUSH).
 - new TLS sessions: Ssl_finished_accepts less Ssl_session_cache_hits (full handshakes); resumptions:
   Ssl_session_cache_hits;
 - bytes over TLS: Bytes_sent + Bytes_received, times the share of connections made over TLS since the server
-  started (Ssl_finished_accepts / Connections); messages: two per statement (Questions: a request and a result),
-  times the same share.
+  started (Ssl_finished_accepts / Connections); messages over TLS (MariaDB counts none): those bytes times the
+  messages per byte on the server's TCP sockets, from the kernel's own counters (host/sockets.py: tcp_info through
+  sock_diag; a message is a TCP segment that carried data, either way). The bytes are
+  MariaDB's own count (every connection, Unix socket or TCP, short or long), the sockets give only the shape (bytes
+  per segment) of the connections a look saw. Where the server is not on this host, or no TCP socket carried a
+  byte, two per statement (Questions: a request and a result), said as assumed.
 """
 
 from __future__ import annotations
 
+from ...host import sockets
 from ...vocab.live import LiveRates, LiveSampler, per_second
 
 STATUS = ("Innodb_buffer_pool_reads", "Innodb_pages_written", "Innodb_os_log_written", "Binlog_bytes_written",
@@ -42,7 +47,22 @@ def sample(conn) -> dict[str, float]:
     return {k: float(v) for k, v in _show(conn, "STATUS", STATUS).items()}
 
 
-def _tls(first: dict, last: dict, seconds: float, all_tls: bool) -> dict:
+def _messages(f: dict, tls_bytes: float, statements: float, share: float, word: str) -> tuple:
+    """Messages over TLS per second: the TLS bytes x the data segments per byte on the server's TCP sockets, or
+    (no socket counter, or no byte on a TCP socket) 2 per statement, said as assumed."""
+    counter = f.get("sockets")
+    seen = counter.totals() if counter is not None else None
+    if seen is not None and seen.bytes > 0 and seen.messages is not None:
+        per_byte = seen.messages / seen.bytes
+        return (tls_bytes * per_byte, f"Bytes_sent + Bytes_received {word}, x {per_byte * 1000:.3g} messages per kB "
+                f"(TCP segments that carried data, on the server's {seen.sockets} TCP sockets seen: "
+                f"{sockets.blind_spot(counter.discover_s, LiveSampler.LOOK_S)})", None)
+    why = (f.get("sockets_why") or "no socket counter was set up") if counter is None else \
+        "no byte crossed the server's TCP sockets in the window"
+    return (2 * statements * share, f"assumed: 2 x Questions (a request and a result each) {word} ({why})", None)
+
+
+def _tls(first: dict, last: dict, seconds: float, all_tls: bool, f: dict | None = None) -> dict:
     def rate(name):
         return per_second(first, last, name, seconds)
 
@@ -55,12 +75,12 @@ def _tls(first: dict, last: dict, seconds: float, all_tls: bool) -> dict:
         word = f"x {share:.0%} of connections on TLS since the server started (Ssl_finished_accepts / Connections)"
         full = rate("Ssl_finished_accepts") - resumed
     statements = rate("Questions") - OWN_STATEMENTS / seconds
+    tls_bytes = (rate("Bytes_sent") + rate("Bytes_received")) * share
     return {"tls_handshakes": (full, "Ssl_finished_accepts - Ssl_session_cache_hits" if not all_tls
                                else "Connections - Ssl_session_cache_hits (--all-tls)", None),
             "tls_resumptions": (resumed, "Ssl_session_cache_hits", None),
-            "tls_bytes": ((rate("Bytes_sent") + rate("Bytes_received")) * share,
-                          f"Bytes_sent + Bytes_received {word}", None),
-            "tls_messages": (2 * statements * share, f"2 x Questions (a request and a result each) {word}", None)}
+            "tls_bytes": (tls_bytes, f"Bytes_sent + Bytes_received {word}", None),
+            "tls_messages": _messages(f or {}, tls_bytes, statements, share, word)}
 
 
 def rates(first: dict, last: dict, seconds: float, all_tls: bool, f: dict) -> LiveRates:
@@ -74,7 +94,7 @@ def rates(first: dict, last: dict, seconds: float, all_tls: bool, f: dict) -> Li
            "log_bytes": (log, log_source, None)}
     absent = {"temp_bytes": "MariaDB counts temporary files made (Created_tmp_files), not their bytes"}
     if f["ssl"] or all_tls:
-        out.update(_tls(first, last, seconds, all_tls))
+        out.update(_tls(first, last, seconds, all_tls, f))
     else:
         absent.update({k: "have_ssl is not YES on this server (--all-tls prices TLS for every connection)"
                        for k in ("tls_handshakes", "tls_resumptions", "tls_bytes", "tls_messages")})
@@ -82,7 +102,18 @@ def rates(first: dict, last: dict, seconds: float, all_tls: bool, f: dict) -> Li
 
 
 def sampler(conn) -> LiveSampler:
-    return LiveSampler(conn, sample, rates, facts(conn))
+    f = facts(conn)
+    port = int(_show(conn, "VARIABLES", ("port",)).get("port") or 0)
+    sock = getattr(conn, "_sock", None)
+    f["sockets"], f["sockets_why"] = sockets.for_server(port, sock.fileno() if sock is not None else None)
+    counter = f["sockets"]
+
+    def sample_all(c) -> dict[str, float]:
+        if counter is not None:
+            counter.sample(full=True)  # the window's first and last look: every socket
+        return sample(c)
+
+    return LiveSampler(conn, sample_all, rates, f, None, counter.sample if counter is not None else None)
 
 
 # `encbench calibrate` (analysis/calibration.py): the terms that never apply to MariaDB, and the ones its designed

@@ -9,7 +9,7 @@ It imports nothing of encbench's engines, so every one of them can import it (no
 from __future__ import annotations
 
 from ...errors import CheckFailedError, EngineUnavailableError
-from ...host import sslctl
+from ...host import sockets, sslctl
 from ...vocab.tls import TLS_RE
 from ...util.redact import redact
 from ..local.server import runs_program
@@ -111,8 +111,13 @@ def connect_admin(psycopg, conninfo: dict):
                                  hint="check --dsn (host, port, user, password) and that the server is running")
 
 
-
 def is_local_postgres(pid: int) -> bool:
     """Is this pid a PostgreSQL server process on this machine (what the probes can read), run directly or under
     valgrind (`--meter instructions`: its comm is then the tool's and its command line names postgres)?"""
     return runs_program(pid, ("postgres",))
+
+
+def server_sockets(conn):
+    """(a host/sockets.SocketCounter of the server's TCP sockets, this connection left out; or None, why not): the
+    bytes and messages a driver's connections carry, PostgreSQL 15 counting neither."""
+    return sockets.for_server(int(conn.info.port), conn.pgconn.socket)

@@ -8,7 +8,12 @@ views, read-only (SELECT and SHOW only: no setting, no reset, no table).
 - new TLS sessions: pg_stat_database.sessions, times the share on TLS of the sessions seen starting in the window
   (pg_stat_activity and pg_stat_ssl polled every 0.2 s; else of every session seen);
 - resumptions: absent (PostgreSQL turns TLS session caching and tickets off: every TLS session is a full handshake);
-- bytes and messages over TLS: PostgreSQL 15 counts neither; given with --rate tls_bytes=... / tls_messages=....
+- bytes and messages over TLS: PostgreSQL 15 counts neither, so they are read from the kernel's counters of the
+  server's TCP sockets (host/sockets.py: tcp_info through sock_diag, every WATCH_S), each socket matched to its
+  session by the client's address and port (pg_stat_activity.client_addr / client_port) and priced when that
+  session is on TLS (pg_stat_ssl); a socket whose session was never seen (it lasted less than a look) at the share
+  on TLS of the sessions. A message: a TCP segment that carried data, either way. Only where the server is on this
+  host; a remote server's are given with --rate tls_bytes=... / tls_messages=....
 
 At rest, PostgreSQL has no encryption of its own: the at-rest terms price a filesystem (fscrypt, gocryptfs) that
 encrypts the data directory, whose reads, writes, WAL and temporary files all pass through it.
@@ -16,6 +21,7 @@ encrypts the data directory, whose reads, writes, WAL and temporary files all pa
 
 from __future__ import annotations
 
+from ...host import sockets
 from ...vocab.live import LiveRates, LiveSampler, per_second
 
 _COUNTERS = (
@@ -27,10 +33,11 @@ _COUNTERS = (
     ("now", "SELECT extract(epoch FROM now())"),
 )
 # every client session (other than this one) connected now, with its start and whether it is on TLS
-WATCH = ("SELECT a.pid, extract(epoch FROM a.backend_start), coalesce(s.ssl, false) FROM pg_stat_activity a "
-         "LEFT JOIN pg_stat_ssl s USING (pid) WHERE a.backend_type = 'client backend' AND a.pid <> pg_backend_pid()")
-NO_COUNTER = ("PostgreSQL {v} counts no bytes or messages sent to clients: give the rate with --rate {name}=RATE "
-              "(e.g. from the host's network counters)")
+WATCH = ("SELECT a.pid, extract(epoch FROM a.backend_start), coalesce(s.ssl, false), host(a.client_addr), "
+         "a.client_port FROM pg_stat_activity a LEFT JOIN pg_stat_ssl s USING (pid) "
+         "WHERE a.backend_type = 'client backend' AND a.pid <> pg_backend_pid()")
+NO_COUNTER = ("PostgreSQL {v} counts no bytes or messages sent to clients, and {why}: give the rate with --rate "
+              "{name}=RATE (e.g. from the server host's network counters)")
 
 
 def facts(conn) -> dict:
@@ -46,15 +53,23 @@ def sample(conn) -> dict[str, float]:
 
 
 def watch(conn, seen: dict) -> None:
-    for pid, start, ssl in conn.execute(WATCH).fetchall():
+    """Each client session connected now: seen[(pid, start)] = on TLS; and its TCP end: seen["ends"][(client
+    address, client port)] = on TLS, seen["unix"]: the starts of those over a Unix socket (no TCP end)."""
+    ends, unix = seen.setdefault("ends", {}), seen.setdefault("unix", {})
+    for pid, start, ssl, addr, port in conn.execute(WATCH).fetchall():
         seen[(pid, float(start))] = bool(ssl)
+        if addr is not None and port is not None and int(port) > 0:
+            ends[(sockets.norm_ip(addr), int(port))] = bool(ssl)
+        else:
+            unix[pid] = float(start)
 
 
 def tls_share(first: dict, seen: dict) -> tuple[float | None, str]:
     """The share of sessions on TLS: of those seen starting in the window (pg_stat_ssl polled), else of every one
     seen connected; None when none was."""
-    new = [ssl for (_, start), ssl in seen.items() if start >= first["now"]]
-    pool, which = (new, "sessions seen starting in the window") if new else (list(seen.values()), "sessions seen")
+    sessions = {k: v for k, v in seen.items() if k not in ("ends", "unix")}
+    new = [ssl for (_, start), ssl in sessions.items() if start >= first["now"]]
+    pool, which = (new, "sessions seen starting in the window") if new else (list(sessions.values()), "sessions seen")
     if not pool:
         return None, ""
     return sum(pool) / len(pool), f"{len(pool)} {which}"
@@ -85,13 +100,81 @@ def rates(first: dict, last: dict, seconds: float, all_tls: bool, f: dict) -> Li
                                  "share on TLS from pg_stat_ssl; --all-tls prices every session as TLS")
     else:
         out["tls_handshakes"] = (sessions * share, f"pg_stat_database.sessions {word}", None)
-    for name in ("tls_bytes", "tls_messages"):
-        out[name] = (None, "no counter", NO_COUNTER.format(v=f["version"].split()[0], name=name))
+    out.update(socket_rates(first, last, f, share, all_tls, seconds))
     return LiveRates(out, absent, f, seconds)
 
 
+def missed(first: dict, last: dict, seen: dict, counter) -> tuple[int, int]:
+    """(sessions begun in the window whose socket no look saw, sessions begun): pg_stat_database.sessions' growth
+    less the new sockets seen and the new sessions seen over a Unix socket (no socket to see)."""
+    begun = int(round(last.get("sessions", 0) - first.get("sessions", 0)))
+    unix = sum(1 for start in (seen.get("unix") or {}).values() if start >= first.get("now", 0))
+    return max(0, begun - counter.totals().new_sockets - unix), begun
+
+
+def socket_rates(first: dict, last: dict, f: dict, share: float | None, all_tls: bool, seconds: float) -> dict:
+    """Bytes and messages over TLS from the server's sockets: each socket's when its session is on TLS, a socket
+    whose session was never seen at the share on TLS (every one with --all-tls). Not resolved where more than
+    MISSED_OK of the sessions begun in the window closed unseen between two looks: their bytes are not counted."""
+    counter, why = f.get("sockets"), f.get("sockets_why") or "no socket counter was set up"
+    names = ("tls_bytes", "tls_messages")
+    if counter is None:
+        return {name: (None, "no counter", NO_COUNTER.format(v=f["version"].split()[0], why=why, name=name))
+                for name in names}
+    seen = f.get("seen") or {}
+    ends = seen.get("ends") or {}
+    tls = counter.totals(lambda s: all_tls or ends.get(s.remote) is True)
+    unseen = counter.totals(lambda s: not all_tls and s.remote not in ends)
+    where = (f"the server's TCP sockets (tcp_info via sock_diag): {tls.sockets} on TLS sessions (pg_stat_ssl)"
+             if not all_tls else f"the server's TCP sockets (tcp_info via sock_diag): all {tls.sockets} (--all-tls)")
+    if unseen.sockets:
+        where += f", {unseen.sockets} whose session was not seen x {share or 0:.0%} on TLS"
+    where += f"; {sockets.blind_spot(counter.discover_s, LiveSampler.LOOK_S)}"
+    if unseen.sockets and share is None:
+        return {name: (None, where, "sockets whose session was never seen, and no session to read the share on TLS "
+                       "from; --all-tls prices every socket") for name in names}
+    k = share or 0.0
+    lost, begun = missed(first, last, seen, counter)
+    if lost > max(MISSED_OK * begun, 1):
+        counted = (tls.bytes + unseen.bytes * k) / seconds
+        return {name: (None, where, f"{lost} of the {begun} sessions begun in the window (pg_stat_database.sessions) "
+                       f"closed between two looks at the server's sockets (new ones found every "
+                       f"{counter.discover_s:g} s): their bytes and messages are not counted (those counted, "
+                       f"{counted:,.0f} B/s, are a lower bound); give the rate with --rate {name}=RATE")
+                for name in names}
+    out = {"tls_bytes": ((tls.bytes + unseen.bytes * k) / seconds, where, None)}
+    if tls.messages is None or unseen.messages is None:
+        out["tls_messages"] = (None, where, "; ".join(tls.notes + unseen.notes))
+    else:
+        out["tls_messages"] = ((tls.messages + unseen.messages * k) / seconds,
+                               f"TCP segments that carried data, either way, on {where}", None)
+    return out
+
+
+MISSED_OK = 0.05  # the share of a window's new sessions whose sockets may go unseen (its counters' timing)
+
+
+class _Live:
+    """The counters of the views and of the server's sockets, read together."""
+
+    def __init__(self, conn):
+        self.facts = facts(conn)
+        port = int(conn.execute("SHOW port").fetchone()[0])
+        self.facts["sockets"], self.facts["sockets_why"] = sockets.for_server(port, conn.pgconn.socket)
+
+    def sample(self, conn) -> dict[str, float]:
+        if self.facts["sockets"] is not None:
+            self.facts["sockets"].sample(full=True)  # the window's first and last look: every socket
+        return sample(conn)
+
+    def look(self) -> None:
+        if self.facts["sockets"] is not None:
+            self.facts["sockets"].sample()
+
+
 def sampler(conn) -> LiveSampler:
-    return LiveSampler(conn, sample, rates, facts(conn), watch)
+    live = _Live(conn)
+    return LiveSampler(conn, live.sample, rates, live.facts, watch, live.look if live.facts["sockets"] else None)
 
 
 # `encbench calibrate` (analysis/calibration.py): the terms that never apply to PostgreSQL, and the ones its designed

@@ -50,13 +50,13 @@ import time
 from pathlib import Path
 
 from ...errors import BadValueError, CheckFailedError, EngineUnavailableError, RunFailedError
-from ...host import memcg
+from ...host import memcg, sockets
 from ...vocab.probe import Target
 from ...util.units import fmt_bytes
 from ...util.proc import kill_and_reap
 from ...vocab.oltp import parse_share
 from . import atrest, pgbench
-from .client import check_connection, client_params, is_local_postgres, tool_error
+from .client import check_connection, client_params, is_local_postgres, server_sockets, tool_error
 
 SCRIPTS = pgbench.BUILTIN
 TABLES = ("pgbench_accounts", "pgbench_branches", "pgbench_tellers", "pgbench_history")
@@ -272,9 +272,10 @@ class PgOltp:
         return cmd, out, list(seen.values())
 
     def _ssl_states(self, appname: str) -> list[dict]:
-        rows = self.conn.execute("SELECT s.pid, s.ssl, s.version, s.cipher, s.bits FROM pg_stat_ssl s "
+        rows = self.conn.execute("SELECT s.pid, s.ssl, s.version, s.cipher, s.bits, a.client_port FROM pg_stat_ssl s "
                                  "JOIN pg_stat_activity a USING (pid) WHERE a.application_name = %s", (appname,))
-        return [{"pid": pid, "ssl": ssl, "version": v, "cipher": c, "bits": b} for pid, ssl, v, c, b in rows.fetchall()]
+        return [{"pid": pid, "ssl": ssl, "version": v, "cipher": c, "bits": b, "port": port}
+                for pid, ssl, v, c, b, port in rows.fetchall()]
 
     def _settle_backends(self, before: set[int], timeout: float = SETTLE_S) -> None:
         """Until the postmaster has no child but those it had before (its auxiliary processes, our own backend)."""
@@ -360,7 +361,10 @@ class PgOltp:
 
     def oltp_run(self, script: str, clients: int, seconds: float, scratch: Path) -> dict:
         sessions = self._sessions() if "connection" in self.variant else None
-        cmd, out, states = self._oltp_pgbench(script, clients, seconds, scratch, warm=False)
+        # the bytes and messages pgbench's connections carry: the server's sockets followed while it runs
+        counter, why = server_sockets(self.conn)
+        with sockets.Follower(counter) as follower:
+            cmd, out, states = self._oltp_pgbench(script, clients, seconds, scratch, warm=False)
         result = pgbench.oltp_summary(out, scratch)
         if not result["transactions"]:
             raise RunFailedError(f"pgbench ran no transaction in {seconds:g} s ({tool_error(out)})")
@@ -372,4 +376,5 @@ class PgOltp:
         if group is not None:
             extra = {"os_file_cache_bytes": group.file_bytes(), "oom_kills": group.oom_kills()}
         return {**result, "driver": pgbench.driver_text(cmd, self.setup["oltp"].get("pgbench_version", "?")),
-                "tls_checked_connections": len(states), **extra}
+                "tls_checked_connections": len(states), **extra,
+                **sockets.run_fields(follower, why, [s["port"] for s in states if s.get("port")])}

@@ -20,6 +20,7 @@ from ...vocab.probe import Target
 from ...vocab.tls import TLS_RE, openssl_client_conf
 from ...util.redact import redact
 from ...util.proc import kill_and_reap
+from ...host import sockets
 from ...host.rawhash import HMAC_KEY
 from ..base import Session
 from ..concurrent import SessionsTogether
@@ -334,19 +335,23 @@ class PgSession(PgOltp, PgColumn, SessionsTogether, Session):
         if not self.setup.get("pgbench"):
             raise EngineUnavailableError("pgbench not found (the roundtrip workload drives pgbench)",
                                          hint="install it: apt-get install postgresql (Debian ships pgbench there)")
-        proc = pgbench.start(self.setup["pgbench"], table=f"{self.schema}.rt", rows=RT_ROWS,
-                             conninfo=conninfo_of(self.setup), tls_params=client_params(self.tls), appname=appname,
-                             clients=clients, seconds=seconds, scratch=scratch, transactions=queries)
-        t0 = time.perf_counter()
-        states = self._watch_tls(appname, clients, proc, until_exit=bool(self.setup.get("meter")))
-        self._churned = [(s["pid"], False) for s in states]  # --meter instructions: their queries, not their set-up
-        out, err = proc.communicate()
+        counter, why = client.server_sockets(self.conn)  # the bytes and messages of pgbench's connections
+        with sockets.Follower(counter) as follower:
+            proc = pgbench.start(self.setup["pgbench"], table=f"{self.schema}.rt", rows=RT_ROWS,
+                                 conninfo=conninfo_of(self.setup), tls_params=client_params(self.tls),
+                                 appname=appname, clients=clients, seconds=seconds, scratch=scratch,
+                                 transactions=queries)
+            t0 = time.perf_counter()
+            states = self._watch_tls(appname, clients, proc, until_exit=bool(self.setup.get("meter")))
+            self._churned = [(s["pid"], False) for s in states]  # --meter instructions: their queries, not set-up
+            out, err = proc.communicate()
         if proc.returncode != 0:
             last = ((err or out).strip().splitlines() or ["no output"])[-1]
             raise CheckFailedError(f"pgbench failed: {redact(last)}")
         self.settle([s["pid"] for s in states])
         ran = seconds if queries is None else time.perf_counter() - t0  # -t: as long as the queries took
-        return {**pgbench.summary(out, scratch, ran), "tls_checked_connections": len(states)}
+        return {**pgbench.summary(out, scratch, ran), "tls_checked_connections": len(states),
+                **sockets.run_fields(follower, why, [s["port"] for s in states if s.get("port")])}
 
     def _watch_tls(self, appname: str, clients: int, proc, *, until_exit: bool = False) -> list[dict]:
         """pg_stat_ssl of every pgbench connection, read while they are connected. until_exit (--meter instructions,
@@ -355,11 +360,12 @@ class PgSession(PgOltp, PgColumn, SessionsTogether, Session):
         seen: dict[int, dict] = {}
         table = f"{self.schema}.rt"
         while (until_exit or len(seen) < clients) and proc.poll() is None:
-            for pid, ssl, version, cipher, bits, query in self.conn.execute(
-                    "SELECT s.pid, s.ssl, s.version, s.cipher, s.bits, a.query FROM pg_stat_ssl s "
+            for pid, ssl, version, cipher, bits, query, port in self.conn.execute(
+                    "SELECT s.pid, s.ssl, s.version, s.cipher, s.bits, a.query, a.client_port FROM pg_stat_ssl s "
                     "JOIN pg_stat_activity a USING (pid) WHERE a.application_name = %s", (appname,)).fetchall():
                 if not until_exit or table in (query or ""):
-                    seen[pid] = {"pid": pid, "ssl": ssl, "version": version, "cipher": cipher, "bits": bits}
+                    seen[pid] = {"pid": pid, "ssl": ssl, "version": version, "cipher": cipher, "bits": bits,
+                                 "port": port}
             if until_exit or len(seen) < clients:
                 # every 20 ms, metered too: a fast metered client may run its few queries between two slower looks
                 time.sleep(0.02)
