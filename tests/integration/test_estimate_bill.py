@@ -177,3 +177,33 @@ def test_live_bill_of_a_mariadb_server_under_sysbench_changes_nothing(encbench, 
         assert "encrypt_log=off,on" in terms["log_bytes"]["why"]  # what would measure the redo log's cost
         assert out["live"]["facts"]["page_size"] == 16384
         assert (maria_state(server), _maria_users(server)) == before
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="reading the server's /proc/PID/io (another user's process) needs root")
+def test_a_local_servers_live_reads_are_the_bytes_the_kernel_read_for_it():
+    """estimate --live on a server of this machine prices page reads by what the kernel read from storage for the
+    server's processes (what fscrypt decrypts): a table scanned after its file left the OS cache is read there."""
+    import psycopg
+
+    from encbench.engines.postgres import live as pg_live
+    from encbench.host import oscache
+
+    with external_pg({"shared_buffers": "16MB"}) as server:
+        with psycopg.connect(**server.conninfo(), sslmode="disable", autocommit=True) as c:
+            c.execute("CREATE TABLE scanned AS SELECT g, repeat('x', 400) AS v FROM generate_series(1, 60000) g")
+            c.execute("CHECKPOINT")
+            path = server.datadir / c.execute("SELECT pg_relation_filepath('scanned')").fetchone()[0]
+            size = path.stat().st_size  # ~28 MB: a scan of more than a quarter of shared_buffers uses a small ring
+            sampler = pg_live.sampler(psycopg.connect(**server.conninfo(), sslmode="disable", autocommit=True))
+            try:
+                assert isinstance(sampler.facts["kernel_io"], int), sampler.facts["kernel_io"]
+                assert oscache.drop_file(path)
+                first = sampler.sample()
+                c.execute("SELECT count(*) FROM scanned").fetchone()
+                last = sampler.sample()
+                got = sampler.rates(first, last, 1.0, False)
+            finally:
+                sampler.close()
+    value, source, why = got.rates["reads"]
+    assert why is None and "/proc/PID/io" in source, source
+    assert value * 8192 > 0.5 * size, (value, size)  # the scan's pages, read from storage for its backend
