@@ -124,7 +124,7 @@ class Bench:
 
 # -- calibration: encbench's own mixes ----------------------------------------------------------------------------
 
-def calibrate(b: Bench, engine: str) -> dict:
+def calibrate(b: Bench, engine: str, transit: bool = True) -> dict:
     """term -> UnitCost from encbench's own mixes (the read and write costs fitted at once; on PostgreSQL the
     in-transit labs' costs too), and the files they came from."""
     from encbench.analysis import calibration, summary, unitcost
@@ -138,7 +138,7 @@ def calibrate(b: Bench, engine: str) -> dict:
         args = ["calibrate", "--engine", engine, "--quick", "--json", "--size", SIZES[engine]]
         args += ["--runs", str(b.calibration_runs)] if b.calibration_runs else []
     steps = [(args, b.work / f"calibrate-{engine}.json")]
-    if engine == "postgres":
+    if engine == "postgres" and transit:  # the in-transit labs: only for a setup checked in transit
         steps.append((["run", "--engine", "postgres", "--workload", "connect,bulk,storm", "--variant", "tls=off,on",
                        "--runs", "3" if b.quick else "6", "--param", "connections=100", "--param", "messages=20000",
                        "--param", "rows=20000"], b.work / "transit-postgres.json"))
@@ -438,7 +438,7 @@ def run_all(args, b: Bench) -> dict:
         if not setups:
             continue
         print(f"{engine}: calibrating on encbench's own mixes", file=sys.stderr)
-        cal = calibrate(b, engine)
+        cal = calibrate(b, engine, transit=any(s.side == "in transit" for s in setups))
         for s in setups:
             if s.root and os.geteuid() != 0:
                 print(f"  {engine} {s.name}: skipped (needs root)", file=sys.stderr)
