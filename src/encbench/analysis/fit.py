@@ -267,12 +267,13 @@ def fit_transit(doc: dict, terms=None) -> dict:
 def fit(doc: dict) -> dict | None:
     """The fitted per-page read and write costs (µs) with 95% CIs, or None where the file cannot give them (no
     oltp runs, or reads and writes that never vary apart): the at-rest fit in its first slice's shape."""
-    rows = atrest_rows(doc)
-    got = solve(rows, list(ATREST_COUNTS))
+    basis = basis_of(doc)
+    got = solve(atrest_rows(doc, basis), list(ATREST_COUNTS))
     costs = got["costs"]
     if len(got["cells"]) < 2 or any("why" in costs[k] for k in ("reads", "writes")):
         return None
-    out = {"method": got["method"], "runs": got["runs"], "cells": got["cells"], "df": got["df"]}
+    out = {"method": got["method"], "runs": got["runs"], "cells": got["cells"], "df": got["df"],
+           "basis": basis.to_dict(), "basis_words": basis.words()}
     for name, term in (("read", "reads"), ("write", "writes")):
         out[f"{name}_us"] = costs[term]["value"] * 1e6
         out[f"{name}_ci_us"] = [x * 1e6 for x in costs[term]["ci"]]

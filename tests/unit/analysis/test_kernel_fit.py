@@ -75,3 +75,11 @@ def test_sqlcipher_fits_keep_the_servers_cpu_and_its_own_page_reads():
     for r in doc["runs"]:
         r["variant"]["encryption"] = "on" if r["variant"]["encryption"] != "off" else "off"
     assert fit.basis_of(doc) == fit.Basis()
+
+
+def test_a_result_files_fitted_costs_say_the_basis_too():
+    from encbench.analysis import unitcost
+
+    got = unitcost.fitted_costs(_doc(), {}, "mixes.json")
+    cost, _ = got["reads"]
+    assert cost.value == pytest.approx(KREAD, rel=0.05) and "kernel-worker CPU" in cost.source
