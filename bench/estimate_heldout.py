@@ -52,7 +52,9 @@ TRANSIT_TERMS = ("tls_handshakes", "tls_bytes", "tls_messages")
 # run has no such count (a remote server, or a file from before), a transaction's messages are taken as 2 per
 # statement (the query and its reply), and said so
 STATEMENTS = {"select-only": 1, "simple-update": 5, "tpcb-like": 7}
-AT_REST_TERMS = ("reads", "writes")
+# at rest: page reads (on fscrypt the pages the kernel read, as calibrate counts them: analysis/fit.Basis), page
+# writes and log bytes (PostgreSQL's WAL; a term absent on the engine, SQLite's log, is left out as estimate does)
+AT_REST_TERMS = ("reads", "writes", "log_bytes")
 
 
 @dataclass(frozen=True)
@@ -123,7 +125,7 @@ class Bench:
 
 # -- calibration: encbench's own mixes ----------------------------------------------------------------------------
 
-def calibrate(b: Bench, engine: str) -> dict:
+def calibrate(b: Bench, engine: str, transit: bool = True) -> dict:
     """term -> UnitCost from encbench's own mixes (the read and write costs fitted at once; on PostgreSQL the
     in-transit labs' costs too), and the files they came from."""
     from encbench.analysis import calibration, summary, unitcost
@@ -137,7 +139,7 @@ def calibrate(b: Bench, engine: str) -> dict:
         args = ["calibrate", "--engine", engine, "--quick", "--json", "--size", SIZES[engine]]
         args += ["--runs", str(b.calibration_runs)] if b.calibration_runs else []
     steps = [(args, b.work / f"calibrate-{engine}.json")]
-    if engine == "postgres":
+    if engine == "postgres" and transit:  # the in-transit labs: only for a setup checked in transit
         steps.append((["run", "--engine", "postgres", "--workload", "connect,bulk,storm", "--variant", "tls=off,on",
                        "--runs", "3" if b.quick else "6", "--param", "connections=100", "--param", "messages=20000",
                        "--param", "rows=20000"], b.work / "transit-postgres.json"))
@@ -159,7 +161,11 @@ def calibrate(b: Bench, engine: str) -> dict:
 # -- the held-out mixes -------------------------------------------------------------------------------------------
 
 def _per_txn(doc: dict, label: str, script: str) -> dict[str, float]:
-    """The contender's counters per transaction (means over its measured runs): what its bill is priced from."""
+    """The contender's counters per transaction (means over its measured runs): what its bill is priced from. At
+    rest as calibrate counts them (fit.counts_of on the file's basis: on fscrypt, the kernel's pages read)."""
+    from encbench.analysis import fit
+
+    basis = fit.basis_of(doc)
     sums: dict[str, list[float]] = {}
     for run in doc["runs"]:
         if run.get("warmup") or run["variant_label"] != label:
@@ -172,13 +178,15 @@ def _per_txn(doc: dict, label: str, script: str) -> dict[str, float]:
             clients = float(run["variant"].get("clients", 1))
             # bytes and messages: the server's sockets of pgbench's connections, followed while it ran (the
             # run's server_net_* fields), else the client's own sockets (the net probe)
-            rows = {"reads": m.get("pages_read"), "writes": m.get("pages_written"), "tls_handshakes": clients,
+            rows = {"tls_handshakes": clients,
                     "tls_bytes": x.get("server_net_bytes", _sum(m, "net_bytes_sent", "net_bytes_received")),
                     "tls_messages": x.get("server_net_messages",
                                           _sum(m, "net_data_segments_out", "net_data_segments_in"))}
+            rows = {k: v / n for k, v in rows.items() if v is not None}
+            if m.get("pages_read") is not None:  # already per transaction
+                rows.update(fit.counts_of(m, x, n, basis))
             for k, v in rows.items():
-                if v is not None:
-                    sums.setdefault(k, []).append(v / n)
+                sums.setdefault(k, []).append(v)
     return {k: statistics.fmean(v) for k, v in sums.items()}
 
 
@@ -191,9 +199,10 @@ def _se(ci) -> float | None:
     return None if not ci else (ci[1] - ci[0]) / (2 * Z95)
 
 
-def predict(counts: dict, costs: dict, side: str, script: str = "") -> dict:
-    """The bill of one transaction: each term of this side priced (µs), its standard error, what was left out."""
-    terms = AT_REST_TERMS if side == "at rest" else TRANSIT_TERMS
+def predict(counts: dict, costs: dict, side: str, script: str = "", absent=()) -> dict:
+    """The bill of one transaction: each term of this side priced (µs), its standard error, what was left out
+    (`absent`: the engine's terms that do not apply, left out as the bill leaves them)."""
+    terms = [t for t in (AT_REST_TERMS if side == "at rest" else TRANSIT_TERMS) if t not in absent]
     parts, var, missing, assumed, unresolved = {}, 0.0, [], [], []
     if side == "in transit" and counts.get("tls_messages") is None and script in STATEMENTS:
         counts = {**counts, "tls_messages": 2.0 * STATEMENTS[script]}
@@ -203,6 +212,9 @@ def predict(counts: dict, costs: dict, side: str, script: str = "") -> dict:
         rate = counts.get(t)
         if rate is None:
             missing.append(f"{t}: no counter for this mix")
+            continue
+        if rate == 0:  # as the bill: a term at a rate of 0 costs 0 whatever its unit cost (or none)
+            parts[t] = 0.0
             continue
         cost = costs.get(t)
         if cost is None or cost.value is None:
@@ -251,7 +263,7 @@ def mixes_of(doc: dict, costs: dict, s: Setup, runs: int, seconds: int) -> list[
     out = []
     for e in summary.analyze(doc).to_dict().get("oltp_costs") or []:
         meas, ci = e["added_cpu_us_per_txn"], e["added_cpu_us_per_txn_ci"]
-        p = predict(_per_txn(doc, e["contender"], e["script"]), costs, s.side, e["script"])
+        p = predict(_per_txn(doc, e["contender"], e["script"]), costs, s.side, e["script"], _absent(s.engine))
         row = {"mix": e["script"], "compared": f"{e['contender']} vs {e['baseline']}", "memory": e["memory"],
                "runs": runs, "seconds": seconds, "measured_us": meas, "measured_ci_us": ci,
                "cpu_basis": e.get("cpu_basis"), "resolved": bool(ci) and ci[0] > 0, **p,
@@ -264,6 +276,12 @@ def mixes_of(doc: dict, costs: dict, s: Setup, runs: int, seconds: int) -> list[
                 row["error_if_taken_pct"], row["error_if_taken_ci_pct"] = err
         out.append(row)
     return out
+
+
+def _absent(engine: str) -> set[str]:
+    from encbench.analysis import calibration
+
+    return set(calibration.engine_facts(engine)[0])
 
 
 def check_setup(b: Bench, s: Setup, costs: dict) -> list[dict]:
@@ -418,11 +436,15 @@ def run_all(args, b: Bench) -> dict:
     unknown = set(engines) - set(ENGINES)
     if unknown:
         raise SystemExit(f"estimate_heldout: unknown engine(s) {sorted(unknown)}: use {','.join(ENGINES)}")
+    only = selected(args.only)
     checks = []
     for engine in engines:
+        setups = [s for s in SETUPS if s.engine == engine and (not only or (s.engine, s.tag or s.name) in only)]
+        if not setups:
+            continue
         print(f"{engine}: calibrating on encbench's own mixes", file=sys.stderr)
-        cal = calibrate(b, engine)
-        for s in (s for s in SETUPS if s.engine == engine):
+        cal = calibrate(b, engine, transit=any(s.side == "in transit" for s in setups))
+        for s in setups:
             if s.root and os.geteuid() != 0:
                 print(f"  {engine} {s.name}: skipped (needs root)", file=sys.stderr)
                 continue
@@ -436,9 +458,27 @@ def run_all(args, b: Bench) -> dict:
     return {"checks": checks, "overall": summarize([r for c in checks for r in c["mixes"]])}
 
 
+def selected(only: str | None) -> set[tuple[str, str]]:
+    """--only ENGINE:SETUP[,...] (SETUP: a setup's tag, e.g. postgres:fscrypt, or its name) -> those pairs; none:
+    every setup."""
+    if not only:
+        return set()
+    known = {(s.engine, s.tag or s.name) for s in SETUPS} | {(s.engine, s.name) for s in SETUPS}
+    want = {tuple(x.strip().split(":", 1)) for x in only.split(",") if x.strip()}
+    bad = sorted(":".join(w) for w in want if w not in known)
+    if bad:
+        raise SystemExit(f"estimate_heldout: unknown setup(s) {bad}: use "
+                         f"{','.join(sorted(e + ':' + t for e, t in known))}")
+    names = {(s.engine, s.name): (s.engine, s.tag or s.name) for s in SETUPS}
+    return {names.get(w, w) for w in want}
+
+
 def parse_args(argv=None):
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--engines", default=",".join(ENGINES), help=f"comma list (default {','.join(ENGINES)})")
+    p.add_argument("--only", default=None, metavar="ENGINE:SETUP[,...]",
+                   help="check only these setups, e.g. postgres:fscrypt (setups: sqlite:sqlcipher, mariadb:encrypted "
+                        "tables, postgres:tls, postgres:fscrypt)")
     p.add_argument("--quick", action="store_true", help="tiny runs, no extension: a smoke test, not a figure")
     p.add_argument("--runs", type=int, default=None, help="runs per side of each held-out mix (default 6; quick 2)")
     p.add_argument("--seconds", type=int, default=None, help="each held-out run's timed window (default 3; quick 1)")

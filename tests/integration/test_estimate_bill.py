@@ -72,7 +72,7 @@ def _check_terms(out: dict, present: set[str], absent: set[str]) -> dict:
     terms = {t["name"]: t for t in out["terms"]}
     assert set(terms) == present and {a["name"] for a in out["absent"]} == absent, out
     assert present | absent == set(TERM_KINDS)
-    assert terms["reads"]["rate_per_s"] > 0, terms["reads"]
+    assert terms["reads"]["rate_per_s"] is not None and terms["reads"]["rate_per_s"] >= 0, terms["reads"]
     assert terms["tls_handshakes"]["rate_per_s"] > 0, terms["tls_handshakes"]  # the load's new TLS connections
     assert terms["log_bytes"]["rate_per_s"] > 0, terms["log_bytes"]  # its writes
     assert out["resolved"] is False and out["added_cores"] is None and out["reasons"]
@@ -118,7 +118,14 @@ def test_calibrate_on_a_postgres_dsn_then_its_live_bill_under_pgbench_change_not
         tb = terms["tls_bytes"]
         assert (tb["rate_per_s"] is None and "closed between two looks" in tb["why"] and "--rate tls_bytes" in
                 tb["why"]) or (tb["rate_per_s"] > 0 and "tcp_info" in tb["rate_source"]), tb
-        assert "--dsn" in terms["reads"]["why"]  # the cost the calibration could not fit here, and why
+        if terms["reads"]["rate_per_s"]:  # the cost the calibration could not fit here, and why (at 0/s it costs 0)
+            assert "--dsn" in terms["reads"]["why"], terms["reads"]
+        # a server of this machine, read as root: its reads are what the kernel read from storage for it (what fscrypt
+        # would decrypt: none while the OS cache holds pgbench's data); else PostgreSQL's block reads
+        if os.geteuid() == 0:
+            assert "/proc/PID/io" in terms["reads"]["rate_source"], terms["reads"]
+        else:
+            assert terms["reads"]["rate_per_s"] > 0 and "blks_read" in terms["reads"]["rate_source"], terms["reads"]
         assert out["live"]["facts"]["page_size"] == 8192 and out["target"].startswith("postgres, 8192-byte pages")
         assert diff(before, pg_state(server)) == {}
 
@@ -176,8 +183,39 @@ def test_live_bill_of_a_mariadb_server_under_sysbench_changes_nothing(encbench, 
             _stop(load)
             conn.close()
         terms = _check_terms(out, set(TERM_KINDS) - {"temp_bytes"}, {"temp_bytes"})
+        assert terms["reads"]["rate_per_s"] > 0, terms["reads"]  # sysbench's reads past a 32 MB buffer pool
         assert terms["tls_bytes"]["rate_per_s"] > 0 and terms["tls_resumptions"]["rate_per_s"] is not None
         assert terms["tls_handshakes"]["resolved"] and terms["tls_handshakes"]["added_cores"] > 0
         assert "encrypt_log=off,on" in terms["log_bytes"]["why"]  # what would measure the redo log's cost
         assert out["live"]["facts"]["page_size"] == 16384
         assert (maria_state(server), _maria_users(server)) == before
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="reading the server's /proc/PID/io (another user's process) needs root")
+def test_a_local_servers_live_reads_are_the_bytes_the_kernel_read_for_it():
+    """estimate --live on a server of this machine prices page reads by what the kernel read from storage for the
+    server's processes (what fscrypt decrypts): a table scanned after its file left the OS cache is read there."""
+    import psycopg
+
+    from encbench.engines.postgres import live as pg_live
+    from encbench.host import oscache
+
+    with external_pg({"shared_buffers": "16MB"}) as server:
+        with psycopg.connect(**server.conninfo(), sslmode="disable", autocommit=True) as c:
+            c.execute("CREATE TABLE scanned AS SELECT g, repeat('x', 400) AS v FROM generate_series(1, 60000) g")
+            c.execute("CHECKPOINT")
+            path = server.datadir / c.execute("SELECT pg_relation_filepath('scanned')").fetchone()[0]
+            size = path.stat().st_size  # ~28 MB: a scan of more than a quarter of shared_buffers uses a small ring
+            sampler = pg_live.sampler(psycopg.connect(**server.conninfo(), sslmode="disable", autocommit=True))
+            try:
+                assert isinstance(sampler.facts["kernel_io"], int), sampler.facts["kernel_io"]
+                assert oscache.drop_file(path)
+                first = sampler.sample()
+                c.execute("SELECT count(*) FROM scanned").fetchone()
+                last = sampler.sample()
+                got = sampler.rates(first, last, 1.0, False)
+            finally:
+                sampler.close()
+    value, source, why = got.rates["reads"]
+    assert why is None and "/proc/PID/io" in source, source
+    assert value * 8192 > 0.5 * size, (value, size)  # the scan's pages, read from storage for its backend

@@ -75,7 +75,7 @@ def test_uncounted_tls_messages_are_assumed_from_the_script_and_said_so():
 
 def test_a_bill_with_an_unresolved_cost_or_an_uncounted_rate_is_not_resolved_and_gives_no_error():
     costs = {"reads": UnitCost(10e-6, (8e-6, 12e-6), "fit"), "writes": UnitCost(-50e-6, (-90e-6, 10e-6), "fit")}
-    assert B.predict({"reads": 2.0, "writes": 0.0}, costs, "at rest")["bill_resolved"]  # 0 x any cost is 0
+    assert B.predict({"reads": 2.0, "writes": 0.0, "log_bytes": 0.0}, costs, "at rest")["bill_resolved"]  # 0 x any
     p = B.predict({"reads": 2.0, "writes": 1.0}, costs, "at rest")
     assert not p["bill_resolved"] and p["bill_unresolved"][0].startswith("writes: ")
     t = B.predict({"tls_handshakes": 0.001}, {"tls_handshakes": UnitCost(2e-3, (1e-3, 3e-3), "connect")}, "in transit")
@@ -88,3 +88,34 @@ def test_a_bill_with_an_unresolved_cost_or_an_uncounted_rate_is_not_resolved_and
 def test_a_mix_unresolved_on_both_sides_is_counted_on_both():
     s = B.summarize([{"error_pct": None, "resolved": False, "bill_resolved": False}])
     assert (s["unresolved"], s["added_cpu_unresolved"], s["bill_unresolved"]) == (1, 1, 1)
+
+
+def test_the_log_term_is_priced_at_rest_and_left_out_where_the_engine_has_none():
+    costs = {"reads": UnitCost(10e-6, (8e-6, 12e-6), "fit"), "log_bytes": UnitCost(10e-9, (5e-9, 15e-9), "fit")}
+    p = B.predict({"reads": 1.0, "writes": 0.0, "log_bytes": 4000.0}, costs, "at rest")
+    assert p["parts_us"]["log_bytes"] == pytest.approx(40.0) and p["predicted_us"] == pytest.approx(50.0)
+    assert p["bill_resolved"]
+    q = B.predict({"reads": 1.0, "writes": 0.0}, costs, "at rest", absent={"log_bytes"})  # SQLite: absent
+    assert q["bill_resolved"] and "log_bytes" not in q["parts_us"]
+    assert B._absent("sqlite") >= {"log_bytes"} and "log_bytes" not in B._absent("postgres")
+
+
+def test_fscrypt_mixes_are_priced_by_the_kernels_page_reads_and_its_log_bytes():
+    sys.path.insert(0, str(ROOT / "tests" / "unit" / "analysis"))
+    from test_kernel_fit import _doc
+
+    doc = _doc()
+    label = next(r["variant_label"] for r in doc["runs"] if r["variant"]["encryption"] == "fscrypt"
+                 and r["variant"]["script"] == "tpcb-like" and r["variant"]["memory"] == "25%")
+    got = B._per_txn(doc, label, "tpcb-like")
+    assert got["reads"] == pytest.approx(2.9) and got["log_bytes"] == pytest.approx(3600.0)
+    assert got["writes"] == pytest.approx(1.6) and got["tls_handshakes"] == pytest.approx(1 / 1000)
+
+
+def test_only_selects_setups_by_tag_or_name_and_refuses_an_unknown_one():
+    assert B.selected(None) == set()
+    assert B.selected("postgres:fscrypt") == {("postgres", "fscrypt")}
+    assert B.selected("mariadb:encrypted tables,sqlite:sqlcipher") == {("mariadb", "encrypted tables"),
+                                                                        ("sqlite", "sqlcipher")}
+    with pytest.raises(SystemExit, match="unknown setup"):
+        B.selected("postgres:gocryptfs")

@@ -8,7 +8,8 @@ would resolve it).
      "costs": {TERM: {"value_s", "ci_s", "fitted_from", "runs", "why"}}, "absent": {TERM: WHY}, "resolved",
      "fitted_resolved"}
 
-FIT: fit.solve's summary (method, runs, cells, degrees of freedom). A cost with a value whose CI reaches zero has
+FIT: fit.solve's summary (method, runs, cells, degrees of freedom; at rest its "basis": the CPU metrics summed and
+what a page read was counted from, fit.Basis). A cost with a value whose CI reaches zero has
 "why" set too (bill.UnitCost.unresolved's words); `resolved` is true only when every term that is not absent is; `fitted_resolved` when every term the design
 ran and fitted is (calibrate's exit code: the terms it could not run are said, not failed).
 """
@@ -66,6 +67,8 @@ def _side_costs(side: str, doc: dict | None, got: dict | None, path, refused: st
             continue
         c = (got or {}).get("costs", {}).get(term, {"why": "no runs"})
         source = f"fitted {per} over {got['runs']} runs in {len(got['cells'])} mixes of {path}" if got else None
+        if source and got.get("basis_words"):  # fscrypt: the kernel workers' CPU and the kernel's page reads
+            source += f" ({got['basis_words']})"
         if "why" in c:
             out[term] = {"value_s": None, "ci_s": None, "fitted_from": source, "runs": _runs_per_variant(doc),
                          "why": f"{c['why']} ({source})" if source else c["why"]}
@@ -86,7 +89,7 @@ def build(engine: str, setup: dict, sides: dict, *, command: str = "", refused: 
         doc, path = sides.get(side, (None, None))
         terms = [t for t in SIDES[side][1] if t not in not_fitted and t not in absent]
         got = (fit.fit_atrest(doc, terms) if side == "at_rest" else fit.fit_transit(doc, terms)) if doc else None
-        fits[side] = {k: v for k, v in got.items() if k != "costs"} if got else None
+        fits[side] = {k: v for k, v in got.items() if k not in ("costs", "basis_words")} if got else None
         results[side] = str(path) if path else None
         why_refused = refused.get(side) or (None if doc else "this side was not run")
         costs.update(_side_costs(side, doc, got, path, why_refused, not_fitted))

@@ -8,6 +8,9 @@ model, fitted over every run of one side:
 
     y = a_cell + e x sum_k (c_k x x_k)
 
+(Where the filesystem encrypts in the kernel's worker threads, fscrypt, y is the server's CPU plus those threads' and a
+page read is a page the kernel read from storage: `Basis`, recorded in the fit as "basis".)
+
 a_cell: the cell's plain cost (one intercept per cell, so the plain work of each mix cancels); e: 1 for an encrypted
 run. Each c_k, the added CPU per unit of term k, is identified when the cells' encrypted runs do the terms' work in
 different proportions (a read-only and a write-heavy mix at two memory shares; a connect-heavy and a bytes-heavy TLS
@@ -28,6 +31,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..engines import engine_named
 from ..util.tdist import t_ppf
 from .summary import baseline_for, table_for
 
@@ -42,6 +46,31 @@ ATREST_COUNTS = {"reads": ("pages_read",), "writes": ("pages_written",), "log_by
 ATREST_WORDS = {"reads": "per page read", "writes": "per page written", "log_bytes": "per log byte"}
 TRANSIT_WORDS = {"tls_handshakes": "per new TLS session", "tls_bytes": "per byte over TLS",
                  "tls_messages": "per message over TLS"}
+
+
+# where the encryption runs in the kernel's worker threads (fscrypt: the engine's kernel_worker_crypto), the added CPU
+# is the server's and those threads' (the kworkers probe) on both sides of every mix, as `show` and the held-out check
+# measure it; and a page read is a page the kernel read from storage (what it decrypts; PostgreSQL's block reads may
+# come from the OS cache): the server's processes' /proc/PID/io bytes, else the data's loop device, / the page size
+KERNEL_CPU = ("cpu_s", "kworker_cpu_s")
+KERNEL_READS = ("server_read_bytes", "device_read_bytes")
+
+
+@dataclass(frozen=True)
+class Basis:
+    """What a run's y sums (CPU metrics) and what its page reads are counted from (None: the engine's page reads)."""
+
+    cpu: tuple[str, ...] = ("cpu_s",)
+    reads: str | None = None
+
+    def to_dict(self) -> dict:
+        return {"cpu": " + ".join(self.cpu), "reads": f"{self.reads} / page size" if self.reads else "pages_read"}
+
+    def words(self) -> str:
+        """'' for the default basis; else what the fit counted, in words."""
+        parts = (["server + kernel-worker CPU (where the filesystem encrypts)"] if len(self.cpu) > 1 else []) + \
+            ([f"page reads = {self.reads} / page size (pages the kernel read from storage)"] if self.reads else [])
+        return "; ".join(parts)
 
 
 @dataclass(frozen=True)
@@ -60,24 +89,57 @@ def _cell(variant: dict, engine: dict, workload: str, axis: str, base: str) -> s
     return ",".join([workload] + [f"{k}={v}" for k, v in sorted((plain or variant).items()) if k != axis])
 
 
-def atrest_rows(doc: dict) -> list[Row]:
-    """One Row per measured oltp run, per transaction: server CPU, page reads, page writes, log bytes."""
+def _oltp_ops(doc: dict):
+    """(run, operation) of every measured oltp run."""
+    for run in doc["runs"]:
+        if not run.get("warmup") and run["workload"] == WORKLOAD:
+            yield from ((run, op) for op in run.get("operations", []))
+
+
+def basis_of(doc: dict) -> Basis:
+    """The fit's basis for this file: the kernel's (KERNEL_CPU, KERNEL_READS) when an encryption value of its runs
+    works in kernel worker threads and every run has what that needs (the kworkers probe; a bytes counter and the
+    page size), else the server's CPU and the engine's page reads."""
+    engine = engine_named((doc.get("engine") or {}).get("name", ""))
+    axis = table_for(doc["engine"], WORKLOAD)["axis"]
+    ops = list(_oltp_ops(doc))
+    kernel = [(r, op) for r, op in ops if engine and r["variant"].get(axis) in engine.kernel_worker_crypto]
+    if not kernel:
+        return Basis()
+    cpu = KERNEL_CPU if all(op.get("metrics", {}).get(k) is not None for _, op in ops for k in KERNEL_CPU) \
+        else ("cpu_s",)
+    reads = next((k for k in KERNEL_READS if all(op.get("metrics", {}).get(k) is not None
+                                                 and (op.get("extra") or {}).get("page_size") for _, op in kernel)),
+                 None)
+    return Basis(cpu, reads)
+
+
+def counts_of(m: dict, extra: dict, n: float, basis: Basis) -> dict:
+    """A run's count of each at-rest term per unit of work (n), page reads by the basis's counter where it has one."""
+    x = {}
+    for term, names in ATREST_COUNTS.items():
+        got = next((m[k] for k in names if m.get(k) is not None), None)
+        x[term] = (got or 0.0) / n
+    if basis.reads and m.get(basis.reads) is not None and extra.get("page_size"):
+        x["reads"] = m[basis.reads] / extra["page_size"] / n
+    return x
+
+
+def atrest_rows(doc: dict, basis: Basis | None = None) -> list[Row]:
+    """One Row per measured oltp run, per transaction: its CPU (basis.cpu summed), page reads, page writes, log
+    bytes."""
     table = table_for(doc["engine"], WORKLOAD)
     axis, base = table["axis"], table["axis_baseline"]
+    basis = basis or basis_of(doc)
     out = []
-    for run in doc["runs"]:
-        if run.get("warmup") or run["workload"] != WORKLOAD:
+    for run, op in _oltp_ops(doc):
+        m, extra = op.get("metrics", {}), op.get("extra") or {}
+        n = extra.get("transactions")
+        if not n or any(m.get(k) is None for k in basis.cpu) or "pages_read" not in m:
             continue
+        y = sum(float(m[k]) for k in basis.cpu) / n
         cell = _cell(run["variant"], doc["engine"], WORKLOAD, axis, base)
-        for op in run.get("operations", []):
-            m, n = op.get("metrics", {}), (op.get("extra") or {}).get("transactions")
-            if not n or "cpu_s" not in m or "pages_read" not in m:
-                continue
-            x = {}
-            for term, names in ATREST_COUNTS.items():
-                got = next((m[k] for k in names if m.get(k) is not None), None)
-                x[term] = (got or 0.0) / n
-            out.append(Row(cell, run["variant"].get(axis) != base, m["cpu_s"] / n, x))
+        out.append(Row(cell, run["variant"].get(axis) != base, y, counts_of(m, extra, n, basis)))
     return out
 
 
@@ -210,7 +272,9 @@ def solve(rows: list[Row], terms: list[str]) -> dict:
 def fit_atrest(doc: dict, terms=None) -> dict:
     """The at-rest costs (terms: those to fit, default every one: a term the engine's design cannot fit is left out
     of the model, so its count absorbs none of the noise)."""
-    return solve(atrest_rows(doc), list(terms if terms is not None else ATREST_COUNTS))
+    basis = basis_of(doc)
+    got = solve(atrest_rows(doc, basis), list(terms if terms is not None else ATREST_COUNTS))
+    return {**got, "basis": basis.to_dict(), "basis_words": basis.words()}
 
 
 def fit_transit(doc: dict, terms=None) -> dict:
@@ -220,12 +284,13 @@ def fit_transit(doc: dict, terms=None) -> dict:
 def fit(doc: dict) -> dict | None:
     """The fitted per-page read and write costs (µs) with 95% CIs, or None where the file cannot give them (no
     oltp runs, or reads and writes that never vary apart): the at-rest fit in its first slice's shape."""
-    rows = atrest_rows(doc)
-    got = solve(rows, list(ATREST_COUNTS))
+    basis = basis_of(doc)
+    got = solve(atrest_rows(doc, basis), list(ATREST_COUNTS))
     costs = got["costs"]
     if len(got["cells"]) < 2 or any("why" in costs[k] for k in ("reads", "writes")):
         return None
-    out = {"method": got["method"], "runs": got["runs"], "cells": got["cells"], "df": got["df"]}
+    out = {"method": got["method"], "runs": got["runs"], "cells": got["cells"], "df": got["df"],
+           "basis": basis.to_dict(), "basis_words": basis.words()}
     for name, term in (("read", "reads"), ("write", "writes")):
         out[f"{name}_us"] = costs[term]["value"] * 1e6
         out[f"{name}_ci_us"] = [x * 1e6 for x in costs[term]["ci"]]

@@ -118,7 +118,8 @@ def fitted_costs(doc: dict, analysed: Mapping, path: str) -> dict[str, tuple]:
     if got is None:
         return {}
     setup = setup_of(doc, (analysed.get("oltp_costs") or [None])[0])
-    where = f"{path}: fitted over {got['runs']} oltp runs in {len(got['cells'])} mixes"
+    where = f"{path}: fitted over {got['runs']} oltp runs in {len(got['cells'])} mixes" + \
+        (f", {got['basis_words']}" if got.get("basis_words") else "")
     return {term: (UnitCost(got[f"{k}_us"] / 1e6, tuple(x / 1e6 for x in got[f"{k}_ci_us"]),
                             f"{where} (per page {'read' if k == 'read' else 'written'}, reads and writes at once)",
                             got["runs"] // (2 * len(got["cells"])) or 1), setup)

@@ -98,3 +98,52 @@ def test_mariadb_messages_are_its_tls_bytes_times_the_sockets_messages_per_byte(
     assert got[0] == pytest.approx(8000 / 4 * 0.5 * 20 / 2000) and "TCP segments" in got[1]
     none = maria_live.rates(a, b, 4.0, False, dict(m_facts, sockets=None, sockets_why="x")).rates["tls_messages"]
     assert none[0] == pytest.approx(2 * (21 - 1) / 4 * 0.5) and none[1].startswith("assumed")
+
+
+def test_a_local_postgres_reads_are_priced_by_the_kernels_bytes_else_blks_read_with_why():
+    """fscrypt decrypts what the kernel reads from storage: a local server's processes' /proc/PID/io bytes over the
+    block size; without them (remote, not root) blks_read, saying why the kernel's bytes were not read."""
+    facts = {"engine": "postgres", "version": "15.18", "page_size": 8192, "cipher": None, "ssl": False}
+    first = {"blks_read": 100, "temp_bytes": 0, "sessions": 0, "buffers_written": 0, "wal_bytes": 0, "now": 0.0,
+             "kernel_read_bytes": 1_000_000.0, "kernel_written_bytes": 0.0}
+    last = dict(first, blks_read=900, kernel_read_bytes=1_000_000.0 + 2 * 8192 * 50)
+    got = pg_live.rates(first, last, 2.0, False, dict(facts, kernel_io=4242)).rates["reads"]
+    assert got[0] == pytest.approx(50) and "/proc/PID/io" in got[1] and got[2] is None
+    remote = "the server does not run on this machine (or its postmaster is not visible from here)"
+    plain = {k: v for k, v in first.items() if not k.startswith("kernel")}
+    got = pg_live.rates(plain, dict(plain, blks_read=900), 2.0, False, dict(facts, kernel_io=remote)).rates["reads"]
+    assert got[0] == 400 and "blks_read" in got[1] and remote in got[1]
+
+
+class _Conn:
+    def __init__(self, row):
+        self.row, self.info = row, type("Info", (), {"backend_pid": 7})()
+
+    def execute(self, sql, *a):
+        return self
+
+    def fetchone(self):
+        return self.row
+
+
+def test_the_kernels_bytes_are_read_only_for_a_server_of_this_machine(monkeypatch):
+    import os
+
+    import psutil
+
+    from encbench.host import procio
+
+    # a backend pid no process of this machine has: the server is elsewhere
+    assert pg_live.kernel_source(_Conn((2**22 + 17, 0.0))).startswith("the server does not run on this machine")
+    # this process as the "backend": its parent is no postmaster started when the server says
+    assert pg_live.kernel_source(_Conn((os.getpid(), 0.0))).startswith("the server does not run")
+    parent = psutil.Process(os.getppid())
+    monkeypatch.setattr(pg_live, "is_local_postgres", lambda pid: pid == parent.pid)
+    monkeypatch.setattr(procio, "cwd_fstype", lambda pid: "fuse.gocryptfs")
+    assert "FUSE" in pg_live.kernel_source(_Conn((os.getpid(), parent.create_time())))
+    monkeypatch.setattr(procio, "cwd_fstype", lambda pid: "ext4")
+    assert pg_live.kernel_source(_Conn((os.getpid(), parent.create_time()))) == parent.pid
+    monkeypatch.setattr(procio, "tree_io", lambda pid, skip=(): procio.TreeIo(8192, 4096, 2))
+    assert pg_live.kernel_sample(parent.pid, _Conn(None)) == {"kernel_read_bytes": 8192.0,
+                                                              "kernel_written_bytes": 4096.0}
+    assert pg_live.kernel_sample(None, _Conn(None)) == {}

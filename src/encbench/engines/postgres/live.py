@@ -1,7 +1,9 @@
 """estimate --live on PostgreSQL: the rate of each term of the encryption bill from the server's own statistics
 views, read-only (SELECT and SHOW only: no setting, no reset, no table).
 
-- page reads: pg_stat_database.blks_read (blocks read by backends from the OS or storage);
+- page reads: on a server on this machine whose processes' /proc/PID/io this user may read, the bytes the kernel read
+  from storage for them / the block size (what fscrypt decrypts: kernel_reads below); else
+  pg_stat_database.blks_read (blocks read by backends from the OS cache or storage);
 - page writes: pg_stat_bgwriter buffers_checkpoint + buffers_clean + buffers_backend (every dirty block written);
 - log bytes: pg_stat_wal.wal_bytes;
 - temporary file bytes: pg_stat_database.temp_bytes;
@@ -21,8 +23,9 @@ encrypts the data directory, whose reads, writes, WAL and temporary files all pa
 
 from __future__ import annotations
 
-from ...host import sockets
+from ...host import procio, sockets
 from ...vocab.live import LiveRates, LiveSampler, per_second
+from .client import is_local_postgres
 
 _COUNTERS = (
     ("blks_read", "SELECT coalesce(sum(blks_read), 0) FROM pg_stat_database"),
@@ -77,9 +80,7 @@ def tls_share(first: dict, seen: dict) -> tuple[float | None, str]:
 
 def rates(first: dict, last: dict, seconds: float, all_tls: bool, f: dict) -> LiveRates:
     out = {
-        "reads": (per_second(first, last, "blks_read", seconds),
-                  "pg_stat_database.blks_read (from the OS cache or storage: an upper bound on the blocks a "
-                  "filesystem decrypts)", None),
+        "reads": kernel_reads(first, last, seconds, f),
         "writes": (per_second(first, last, "buffers_written", seconds),
                    "pg_stat_bgwriter buffers_checkpoint + buffers_clean + buffers_backend", None),
         "log_bytes": (per_second(first, last, "wal_bytes", seconds), "pg_stat_wal.wal_bytes", None),
@@ -174,7 +175,62 @@ class _Live:
 
 def sampler(conn) -> LiveSampler:
     live = _Live(conn)
-    return LiveSampler(conn, live.sample, rates, live.facts, watch, live.look if live.facts["sockets"] else None)
+    live.facts["kernel_io"] = kernel_source(conn)
+    pm = live.facts["kernel_io"] if isinstance(live.facts["kernel_io"], int) else None
+    return LiveSampler(conn, lambda c: {**live.sample(c), **kernel_sample(pm, c)}, rates, live.facts, watch,
+                       live.look if live.facts["sockets"] else None)
+
+
+# -- page reads as the kernel reads them (issue 31), kept apart from the statistics views above ------------------
+# fscrypt decrypts what the kernel reads from storage, not what PostgreSQL counts as a block read (blks_read counts
+# reads the OS cache served too); `calibrate` fits the read cost per page the kernel read (analysis/fit.Basis). On a
+# server on this machine whose processes' /proc/PID/io can be read, the reads are those bytes / the block size
+BLKS_READ_WORDS = ("pg_stat_database.blks_read (blocks read from the OS cache or storage: an upper bound on what a "
+                   "filesystem decrypts where the OS cache serves them; the kernel's bytes were not read: {why})")
+START_SLACK_S = 2.0  # the local postmaster's start time against pg_postmaster_start_time(): the same server
+
+
+def kernel_source(conn) -> int | str:
+    """The postmaster's pid when this server runs on this machine (the backend's parent, started when the server
+    says it started) and its processes' I/O counters can be read on a filesystem the kernel reads through (not
+    FUSE: gocryptfs's daemon does the reading); else why not, in words."""
+    import psutil  # start-up: loaded only when a live server is sampled
+
+    pid, started = conn.execute("SELECT pg_backend_pid(), extract(epoch FROM pg_postmaster_start_time())").fetchone()
+    try:
+        pm = psutil.Process(pid).ppid()
+        same = is_local_postgres(pm) and abs(psutil.Process(pm).create_time() - float(started)) < START_SLACK_S
+    except psutil.Error:
+        same = False
+    if not same:
+        return "the server does not run on this machine (or its postmaster is not visible from here)"
+    got = procio.tree_io(pm)
+    if got.read_bytes is None:
+        return got.why
+    fstype = procio.cwd_fstype(pm)
+    if fstype and fstype.startswith("fuse"):
+        return f"its data directory is on {fstype} (a FUSE daemon reads it, not the server's processes)"
+    return pm
+
+
+def kernel_sample(pm: int | None, conn) -> dict[str, float]:
+    """The kernel's bytes read and written for the server's processes so far ({} without a local postmaster)."""
+    if pm is None:
+        return {}
+    got = procio.tree_io(pm, skip=(conn.info.backend_pid,))
+    return {} if got.read_bytes is None else {"kernel_read_bytes": float(got.read_bytes),
+                                              "kernel_written_bytes": float(got.written_bytes)}
+
+
+def kernel_reads(first: dict, last: dict, seconds: float, f: dict) -> tuple:
+    """The reads rate: the kernel's pages read for a local server's processes, else blks_read, saying why."""
+    if "kernel_read_bytes" in first and "kernel_read_bytes" in last:
+        return (per_second(first, last, "kernel_read_bytes", seconds) / f["page_size"],
+                f"bytes the kernel read from storage for the server's processes (/proc/PID/io read_bytes of the "
+                f"postmaster and its children) / {f['page_size']}: what a filesystem encrypting in the kernel decrypts",
+                None)
+    why = f.get("kernel_io") if isinstance(f.get("kernel_io"), str) else "the server's processes were not found"
+    return per_second(first, last, "blks_read", seconds), BLKS_READ_WORDS.format(why=why), None
 
 
 # `encbench calibrate` (analysis/calibration.py): the terms that never apply to PostgreSQL, and the ones its designed

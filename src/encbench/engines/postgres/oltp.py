@@ -50,7 +50,7 @@ import time
 from pathlib import Path
 
 from ...errors import BadValueError, CheckFailedError, EngineUnavailableError, RunFailedError
-from ...host import memcg, sockets
+from ...host import memcg, procio, sockets
 from ...vocab.probe import Target
 from ...util.units import fmt_bytes
 from ...util.proc import kill_and_reap
@@ -134,7 +134,9 @@ def counters(conn, schema: str, device: str | None, version_num: int) -> dict[st
       held; a free-space or visibility map block the run adds is read back once and counts);
     pages_written: shared buffers written out by the checkpointer, the background writer and the backends;
     wal_bytes: WAL generated (pg_stat_wal);
-    device_read_bytes / device_written_bytes: the loop device under an at-rest cluster (the kernel's view)."""
+    device_read_bytes / device_written_bytes: the loop device under an at-rest cluster (the kernel's view);
+    server_read_bytes / server_written_bytes (kernel_bytes, added by the session): what the server's processes made
+    the kernel read from storage and dirty for writing (/proc/PID/io)."""
     conn.execute("SELECT pg_stat_force_next_flush()")
     written = ("(SELECT coalesce(sum(writes), 0) FROM pg_stat_io WHERE object = 'relation')" if version_num >= 170000
                else "(SELECT buffers_checkpoint + buffers_clean + buffers_backend FROM pg_stat_bgwriter)")
@@ -161,6 +163,20 @@ def device_bytes(device: str | None) -> tuple[int, int] | None:
         return int(fields[2]) * 512, int(fields[6]) * 512
     except (OSError, IndexError, ValueError):
         return None
+
+
+def kernel_bytes(backend_pid: int) -> dict[str, int]:
+    """server_read_bytes / server_written_bytes so far: /proc/PID/io of the postmaster (with the backends it reaped)
+    and its live children but the observing backend; {} where they cannot be read (not root, not a local server).
+    What fscrypt decrypts and encrypts is what the kernel reads from and writes to storage, not PostgreSQL's block
+    reads (some served by the OS cache): estimate --live prices a local server's reads by the same counter."""
+    pids = server_pids(backend_pid)
+    if not pids or not is_local_postgres(pids[0]):
+        return {}
+    got = procio.tree_io(pids[0], skip=(backend_pid,))
+    if got.read_bytes is None:
+        return {}
+    return {"server_read_bytes": got.read_bytes, "server_written_bytes": got.written_bytes}
 
 
 def check_connections(connection: str, sessions: int, transactions: int) -> dict:
@@ -348,7 +364,8 @@ class PgOltp:
 
     def _oltp_counters(self) -> dict[str, int]:
         device = self.cluster.get("device") if self.cluster else None
-        return counters(self.conn, self.schema, device, self.conn.info.server_version)
+        return {**counters(self.conn, self.schema, device, self.conn.info.server_version),
+                **kernel_bytes(self.backend_pid)}
 
     def oltp_target(self) -> Target:
         """The whole server, pgbench as the client (the worker's waited-for child), the page counters."""
