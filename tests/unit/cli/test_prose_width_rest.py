@@ -92,8 +92,8 @@ def _bill() -> bill.Bill:
 
 def test_estimate_bill_fits_and_keeps_each_figure_with_its_unit_and_ci(monkeypatch, capsys):
     b = _bill()
-    out = {"model": "model: the CPU encryption adds, as page reads, TLS handshakes (measured unit costs x this server's "
-                    "rates); it leaves out page writes, log bytes, temporary bytes (no rate given)",
+    out = {"model": "model: the CPU encryption adds, as page reads, TLS handshakes (measured unit costs x this "
+                    "server's rates); it leaves out page writes, log bytes, temporary bytes (no rate given)",
            "target": "postgres 15, 8 KB pages, fscrypt AES-256-XTS, 4 cores", "checks": [],
            "heldout": "held-out check of this model on mixes it was not fitted on: error -21% [-35, -8] (select-only), "
                       "-47% [-60, -30] (tpcb-like)"}
@@ -112,8 +112,9 @@ def test_calibrate_lines_fit_and_keep_each_cost_with_its_unit_and_ci(monkeypatch
                             {"in_transit": (_transit_doc(), tmp_path / "t.json")},
                             refused={"at_rest": "--dsn: the at-rest mixes need a private server"})
     path = tmp_path / ("calibrate-postgres-" + "x" * 40 + ".json")
-    side = SimpleNamespace(workloads=["connect", "bulk", "roundtrip"], variant_filters=["tls=off,on", "sslmode=require"],
-                           runs=6, output=tmp_path / "calibrate-postgres.in-transit.json")
+    side = SimpleNamespace(workloads=["connect", "bulk", "roundtrip"],
+                           variant_filters=["tls=off,on", "sslmode=require"], runs=6,
+                           output=tmp_path / "calibrate-postgres.in-transit.json")
     monkeypatch.setattr(calibrate_cli, "_engine", lambda args: SimpleNamespace(name="postgres"))
     monkeypatch.setattr(calibrate_cli, "_plan", lambda args, engine, argv: (path, {"in_transit": side}))
     monkeypatch.setattr(calibrate_cli, "_setup", lambda docs: {})
