@@ -164,8 +164,6 @@ def costs_of(doc: dict, path) -> dict:
 
 def lines(doc: dict, path) -> list[str]:
     """calibrate's words: each term's cost with its CI and what it was fitted from, or why it has none."""
-    from .bill import fmt_cost
-
     out = [f"{path}: {doc['engine']} calibration ({'resolved' if doc['resolved'] else 'NOT RESOLVED'})"]
     for side, fitted in (doc.get("fits") or {}).items():
         if fitted:
@@ -176,10 +174,22 @@ def lines(doc: dict, path) -> list[str]:
         if c["value_s"] is None:
             out.append(f"  {label}: NOT RESOLVED: {c['why']}")
             continue
-        fig = fmt_cost(c["value_s"], c["ci_s"]) + f" per {TERM_KINDS[term].unit}"
+        fig = _figure(term, c)
         out.append(f"  {label}: {fig}" + (f": NOT RESOLVED: {c['why']}" if c["why"] else ""))
         out.append(f"      {c['fitted_from']}")
     for term, why in doc["absent"].items():
         out.append(f"  {TERM_KINDS[term].label}: absent ({why})")
     out.append(f"method: {fit.METHOD}")
     return out
+
+
+def _figure(term: str, c: dict) -> str:
+    """'412 µs [380, 450] per page': a fitted cost with its CI and unit."""
+    from .bill import fmt_cost
+
+    return fmt_cost(c["value_s"], c["ci_s"]) + f" per {TERM_KINDS[term].unit}"
+
+
+def figures(doc: dict) -> list[str]:
+    """Each fitted cost's figure with its CI and unit (`lines` prints them): what a wrapped line keeps whole."""
+    return [_figure(term, c) for term, c in doc["costs"].items() if c["value_s"] is not None]

@@ -99,7 +99,7 @@ def cmd_advise(args, argv: list[str]) -> int:
             docs = sweeps_lab.run(settings, sweeps, progress=lambda msg: echo(f"advise: {msg}", file=sys.stderr))
         except KeyboardInterrupt:
             kept = [p for p in (sweeps_lab.path_of(settings, s) for s in sweeps) if p.exists()]
-            print(f"encbench: interrupted: {_kept_line(out_dir, kept, made)}", file=sys.stderr)
+            echo(f"encbench: interrupted: {_kept_line(out_dir, kept, made)}", file=sys.stderr)
             return errors.EXIT_INTERRUPTED
     with results.reading(*[src for src, _ in docs]):
         analyses = {src: analysis.analyze(doc) for src, doc in docs}

@@ -26,6 +26,7 @@ from ..lab import results, runner
 from ..probes import DEFAULT_PROBES
 from ..report import render as report
 from ..util.units import parse_positive_int, parse_size
+from ..util.columns import echo
 from ..workloads import WORKLOADS
 from .defaults import DEFAULT_RUNS, DEFAULT_SEED, DEFAULT_SIZE, QUICK_SIZE, data_dir_default
 from ..util.files import check_writable
@@ -123,21 +124,24 @@ def cmd_calibrate(args, argv: list[str]) -> int:
     engine = _engine(args)
     out, configs = _plan(args, engine, argv)
     if args.dsn:
-        print(f"calibrate: at rest refused: {DSN_AT_REST}", file=sys.stderr)
+        echo(f"calibrate: at rest refused: {DSN_AT_REST}", file=sys.stderr)
     docs = {}
     for side, config in configs.items():
-        print(f"calibrate: {engine.name} {side.replace('_', ' ')}: {', '.join(config.workloads)} "
-              f"{' '.join(config.variant_filters)}, {config.runs} runs per variant", file=sys.stderr)
+        echo(f"calibrate: {engine.name} {side.replace('_', ' ')}: {', '.join(config.workloads)} "
+             f"{' '.join(config.variant_filters)}, {config.runs} runs per variant", file=sys.stderr, flush=True)
         try:
             docs[side] = (runner.execute(config), config.output)
         except KeyboardInterrupt:
-            print(f"encbench: interrupted: the runs so far are kept in {config.output}", file=sys.stderr)
+            echo(f"encbench: interrupted: the runs so far are kept in {config.output}", file=sys.stderr)
             return errors.EXIT_INTERRUPTED
     setup = _setup(docs)
     doc = calibration.build(engine.name, setup, docs, command=report.command_line(argv),
                             refused={"at_rest": DSN_AT_REST} if args.dsn else None)
     results.write_atomic(out, doc)
-    print(json.dumps(doc, indent=1) if args.json else "\n".join(calibration.lines(doc, out)))
+    if args.json:
+        print(json.dumps(doc, indent=1))
+    else:
+        echo("\n".join(calibration.lines(doc, out)), keep=calibration.figures(doc))
     return 0 if doc["fitted_resolved"] else errors.EXIT_NO_ESTIMATE
 
 

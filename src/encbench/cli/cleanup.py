@@ -25,6 +25,7 @@ from ..errors import BadValueError, FilesystemUnavailableError
 from ..host.encfs import ledger
 from ..lab import reclaim
 from ..util import proc
+from ..util.columns import echo
 from ..engines.local import restore_journal
 
 
@@ -63,26 +64,26 @@ def cmd_cleanup(args) -> int:
     else:
         for p in done.rows.get("owners", []):
             for pid, what in p.stopped:
-                print(f"{what} pid {pid} (dead pid {p.owner_pid}): stopped")
+                echo(f"{what} pid {pid} (dead pid {p.owner_pid}): stopped")
             for problem in p.problems:
-                print(f"owner record {p.record} (dead pid {p.owner_pid}): INCOMPLETE: {problem}")
+                echo(f"owner record {p.record} (dead pid {p.owner_pid}): INCOMPLETE: {problem}")
         for row in servers:
-            print(_server_line(row))
+            echo(_server_line(row))
         for row in directories:
-            print(f"directory {row['dir']} (dead pid {row['owner_pid']}): removed")
+            echo(f"directory {row['dir']} (dead pid {row['owner_pid']}): removed")
         for row in rows:
             state = "removed" if row["removed"] else "INCOMPLETE: " + "; ".join(row["problems"])
-            print(f"{row['id']} (dead pid {row['owner_pid']}) {row['workdir']}: {state}")
+            echo(f"{row['id']} (dead pid {row['owner_pid']}) {row['workdir']}: {state}")
         for row in groups:
             state = "removed" if row["removed"] else "INCOMPLETE: " + "; ".join(row["problems"])
-            print(f"memory cgroup {row['path']} (dead pid {row['owner_pid']}): {state}")
-        print(f"cleanup: {sum(r['removed'] for r in rows)} removed, "
-              f"{sum(not r['removed'] for r in rows)} incomplete, {len(live)} of live runs kept"
-              + (f"; servers: {sum(r['removed'] for r in servers)} removed, "
-                 f"{sum(not r['removed'] for r in servers)} incomplete" if servers else "")
-              + (f"; directories: {len(directories)} removed" if directories else "")
-              + (f"; memory cgroups: {sum(r['removed'] for r in groups)} removed, "
-                 f"{sum(not r['removed'] for r in groups)} incomplete" if groups else ""))
+            echo(f"memory cgroup {row['path']} (dead pid {row['owner_pid']}): {state}")
+        echo(f"cleanup: {sum(r['removed'] for r in rows)} removed, "
+             f"{sum(not r['removed'] for r in rows)} incomplete, {len(live)} of live runs kept"
+             + (f"; servers: {sum(r['removed'] for r in servers)} removed, "
+                f"{sum(not r['removed'] for r in servers)} incomplete" if servers else "")
+             + (f"; directories: {len(directories)} removed" if directories else "")
+             + (f"; memory cgroups: {sum(r['removed'] for r in groups)} removed, "
+                f"{sum(not r['removed'] for r in groups)} incomplete" if groups else ""))
     if any(not r["removed"] for r in rows + servers + groups) or any(p["problems"] for p in owned):
         raise FilesystemUnavailableError("some leftovers could not be removed (listed above)",
                                          hint="stop what still uses them and run encbench cleanup again")
@@ -108,11 +109,11 @@ def _forget_journal(which: str, as_json: bool) -> int:
                           "not_forgotten": refused}, indent=1))
     else:
         for j in deleted:
-            print(f"journal {j.path} ({j.describe()}): forgotten (the server was not touched)")
+            echo(f"journal {j.path} ({j.describe()}): forgotten (the server was not touched)")
         for why in refused if which == "all" else []:
-            print(why)
+            echo(why)
         if which == "all":
-            print(f"cleanup: {len(deleted)} journals forgotten, {len(refused)} kept")
+            echo(f"cleanup: {len(deleted)} journals forgotten, {len(refused)} kept")
     if refused and which != "all":
         raise BadValueError(f"--forget-journal: {refused[0]}",
                             hint="give the path a note named, or all (every journal of a run that is gone)")

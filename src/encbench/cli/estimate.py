@@ -13,6 +13,7 @@ from ..analysis import estimate, unitcost, summary as analysis, oltpcost, calibr
 from ..report import bill as bill_words
 from ..analysis.bill import Rate, TERM_KINDS
 from ..util.units import parse_positive_int, parse_seconds
+from ..util.columns import echo
 from ..lab import results
 from ..analysis.estimate import relative_width
 from ..analysis.unitcost import Setup, setup_of
@@ -98,15 +99,7 @@ def cmd_estimate(args) -> int:
     if args.json:
         print(json.dumps(out, indent=1))
     else:
-        print(out["model"])
-        if rejected:
-            print(out["warning"])
-        print(f"target: {out['target']}" + (f"; rates sampled for {live.seconds:.1f} s from the live server"
-                                            if live else "; rates given"))
-        for line in bill_words.lines(b):
-            print(line)
-        _print_checks(out["checks"])
-        print(out["heldout"])
+        _print_bill(out, b, live)
     return 0 if b.resolved else errors.EXIT_NO_ESTIMATE
 
 
@@ -237,16 +230,28 @@ def _no_check(path: str, circular: bool) -> None:
                                hint="run --workload oltp with a memory share below 100% and give that file")
 
 
+def _print_bill(out: dict, b, live) -> None:
+    """The bill in words, each line wrapped to the output's width with every term's figure, unit and CI on one line."""
+    echo(out["model"])
+    if out.get("warning"):
+        echo(out["warning"])
+    echo(f"target: {out['target']}" + (f"; rates sampled for {live.seconds:.1f} s from the live server"
+                                       if live else "; rates given"))
+    echo("\n".join(bill_words.lines(b)), keep=bill_words.figures(b))
+    _print_checks(out["checks"])
+    echo(out["heldout"])
+
+
 def _print_checks(checks: list[dict]) -> None:
     for c in checks:
         err = (f"error {c['error_pct']:+.0f}%" + (f" [{c['error_ci_pct'][0]:+.0f}, {c['error_ci_pct'][1]:+.0f}]"
                                                    if c["error_ci_pct"] else "")) if c["error_pct"] is not None \
             else (c.get("unresolved") or "no error figure (the measured added CPU is not above zero)")
-        print(f"checked against {c['file']}, {c['mix']} ({c['compared']}): predicts "
-              f"{c['predicted_us_per_txn']:.1f} µs added per transaction where {c['measured_us_per_txn']:.1f} were "
-              f"measured: {err}")
+        echo(f"checked against {c['file']}, {c['mix']} ({c['compared']}): predicts "
+             f"{c['predicted_us_per_txn']:.1f} µs added per transaction where {c['measured_us_per_txn']:.1f} were "
+             f"measured: {err}")
         for m in c["misses"]:
-            print(f"  misses: {m}")
+            echo(f"  misses: {m}")
 
 
 def _check_only(args) -> int:
@@ -263,7 +268,7 @@ def _check_only(args) -> int:
                           "resolved": why is None, "why": why, "checks": checks}, indent=1))
         return errors.EXIT_NO_ESTIMATE if why else 0
     if why:
-        print(f"no check: {why}")
+        echo(f"no check: {why}")
         return errors.EXIT_NO_ESTIMATE
     _print_checks(checks)
     return 0

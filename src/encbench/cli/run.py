@@ -130,8 +130,8 @@ def _question(args, engine, metered: bool) -> bool:
 def _print_plan(planned, budget_s: float | None) -> None:
     """A sequential run's plan, first on stderr: what is measured, the rule, the budget."""
     workloads = {wl: [label(v) for v in vs] for wl, vs in planned.by_workload.items()}
-    print("encbench: " + precision.plan_text(workloads, budget_s, precision.Sequential()), file=sys.stderr,
-          flush=True)
+    echo("encbench: " + precision.plan_text(workloads, budget_s, precision.Sequential()), file=sys.stderr,
+         flush=True)
 
 
 KEY_FILE_MAX_BYTES = 64 * 2**10  # a passphrase; a larger file is no key file
@@ -177,7 +177,7 @@ def cmd_run(args, argv: list[str]) -> int:
         doc = _run_with_progress(config, err, args.progress)
     except KeyboardInterrupt as e:
         kept = f"results so far kept in {output}" if _written(e, output, found) else "nothing measured yet"
-        print(f"encbench: interrupted: {kept}", file=sys.stderr)
+        echo(f"encbench: interrupted: {kept}", file=sys.stderr)
         return errors.EXIT_INTERRUPTED
     except errors.EncbenchError as e:
         if _written(e, output, found):  # a configuration error writes no file (nothing was measured)
@@ -260,7 +260,7 @@ def _show_run(args, doc: dict, engine_name: str, output: Path) -> None:
     """A finished run's views: the kept server, the files, the terminal (or --json), Prometheus, the history."""
     kept = (doc.get("dataset") or {}).get("kept_server")
     if kept:
-        print(f"encbench: the private server is kept (--keep): {kept}", file=sys.stderr)
+        echo(f"encbench: the private server is kept (--keep): {kept}", file=sys.stderr)
     analysis = Analysis.from_doc(doc)  # what the runner stored in the file
     if args.margin is not None:  # the file's verdicts use the default margin: judged again (the CIs stay)
         analysis = analysis.rejudged(margin_pct(args))
@@ -363,8 +363,8 @@ class PlainProgress:
         if workload == self.workload and self.last is not None and t - self.last < self.every_s and msg != "done":
             return
         self.workload, self.last = workload or self.workload, t
-        print(f"encbench: progress: {done}/{total} runs, {msg}, {self.clock.eta_text()}", file=self.out or sys.stderr,
-              flush=True)
+        echo(f"encbench: progress: {done}/{total} runs, {msg}, {self.clock.eta_text()}", file=self.out or sys.stderr,
+             flush=True)
 
 
 def _is_run(msg: str, config) -> bool:

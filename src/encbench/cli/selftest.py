@@ -14,6 +14,7 @@ from ..engines import DEFAULT_ENGINE, ENGINES
 from ..lab import runner, selftest
 from ..report import render as report
 from ..util.units import parse_count, parse_positive_int, parse_size
+from ..util.columns import echo
 from ..util.files import check_writable
 
 
@@ -50,13 +51,14 @@ def cmd_selftest(args, argv: list[str]) -> int:
             [settings.keep_dir / "selftest-1.json"] if settings.keep_dir else []):
         check_writable(path)
     settings.data_dir.mkdir(parents=True, exist_ok=True)
-    r = selftest.run(settings, progress=lambda msg: print(f"selftest: {msg}", file=sys.stderr))
+    r = selftest.run(settings, progress=lambda msg: echo(f"selftest: {msg}", file=sys.stderr, flush=True))
     if args.save_floor:
         selftest.save_floor(Path(args.save_floor), r["floor_file"])
     if args.json:
         print(selftest.to_json(r))
     else:
-        print("\n".join(selftest.lines(r)))
+        echo("\n".join(selftest.lines(r)))
         if args.save_floor:
-            print(f"noise floor saved to {args.save_floor} (encbench compare A B --noise-floor {args.save_floor})")
+            command = f"encbench compare A B --noise-floor {args.save_floor}"
+            echo(f"noise floor saved to {args.save_floor} ({command})", keep=[f"({command})"])
     return 0 if r["passed"] else errors.EXIT_SELFTEST

@@ -30,6 +30,7 @@ import psutil
 
 from ..util import owners, proc
 from ..util import leftovers
+from ..util.columns import echo
 from ..host.encfs import ledger
 from ..host import memcg
 
@@ -274,7 +275,7 @@ def claim(data_dir: Path | None = None, *, pymp: bool = False) -> Reclaimed:
     before its forkserver starts): mark multiprocessing's directory as this command's (leftovers.claim_pymp)."""
     done = reclaim(data_dir)
     if (text := line(done)) is not None:
-        print(text, file=sys.stderr)
+        echo(text, file=sys.stderr)
     if pymp:
         leftovers.claim_pymp()
     return done

@@ -19,6 +19,7 @@ from ..analysis import summary as an
 from ..engines import ENGINES, engine_named
 from ..errors import IncomparableError, UsageError
 from ..vocab.variants import PLACEBO
+from ..util.columns import wrap
 from ..util.units import fmt_change
 
 REPORT_VERSION = 1
@@ -221,7 +222,7 @@ def render_text(report: dict, console) -> None:
     from rich.table import Table
 
     for line in _header(report):
-        console.print(line)
+        _say(console, line)
     head, body = table_rows(report)
     t = Table(title="Which at-rest option costs least", show_lines=True)
     for h in head:
@@ -231,7 +232,14 @@ def render_text(report: dict, console) -> None:
     console.print(t)
     console.print("Notes")
     for n in report["notes"]:
-        console.print(f"  - {n}", highlight=False)
+        _say(console, f"  - {n}")
+
+
+def _say(console, text: str) -> None:
+    """A line of prose wrapped to the console's width (util/columns.wrap: at spaces, an item's next lines under its
+    text, a figure with its CI whole); rich wraps it no further."""
+    for line in wrap(text, console.width):
+        console.print(line, highlight=False, markup=False, soft_wrap=True)
 
 
 def render_markdown(report: dict) -> str:

@@ -18,6 +18,7 @@ import math
 from typing import Any, Iterable
 
 from ..analysis import model, stats
+from ..analysis.rows import RATES
 from ..probes import metric_catalog
 
 SHOW_FIELDS = (
@@ -45,6 +46,11 @@ def _cell(value: Any) -> Any:
     if isinstance(value, float) and not math.isfinite(value):
         return ""
     return value
+
+
+def _unit(m, metric: str) -> str:
+    """A metric's unit: the probe catalog's, else a rate's as analysis/rows.RATES names it (qps: q/s, tps: txn/s)."""
+    return (m.unit if m else "") or dict(RATES).get(metric, "")
 
 
 def _interval(ci, prefix: str) -> dict:
@@ -84,7 +90,7 @@ def show_rows(doc: dict, analysis, margin_pct: float | None = None) -> list[dict
         out.append({
             "workload": c["workload"], "operation": c["operation"], "table": t.get("title") or "",
             "axis": t["axis"], "baseline": c["baseline"], "contender": c["contender"], "kind": kind,
-            "metric": c["metric"], "unit": base.get("unit") or cont.get("unit") or (m.unit if m else ""),
+            "metric": c["metric"], "unit": base.get("unit") or cont.get("unit") or _unit(m, c["metric"]),
             "n_baseline": c.get("n_baseline"), "n_contender": c.get("n_contender"),
             "mean_baseline": base.get("mean"), "mean_contender": cont.get("mean"),
             "ratio": c.get("ratio"), **_interval(c.get("ci"), "ci"), **_interval(c.get("ci90"), "ci90"),
@@ -109,7 +115,7 @@ def compare_rows(out: dict, path_a: str, path_b: str) -> list[dict]:
         rows.append({
             "workload": r["workload"], "operation": r["operation"], "variant": r["variant"], "kind": r["kind"],
             "baseline": path_a, "contender": path_b, "baseline_variant": r.get("baseline_variant"),
-            "metric": r["metric"], "unit": m.unit if m else "",  # of the means; overhead_* are ratios
+            "metric": r["metric"], "unit": _unit(m, r["metric"]),  # of the means; overhead_* are ratios
             "n_baseline": r.get("n_a"), "n_contender": r.get("n_b"),
             "mean_baseline": r.get("mean_a"), "mean_contender": r.get("mean_b"),
             "overhead_baseline": r.get("overhead_a"), "overhead_contender": r.get("overhead_b"),

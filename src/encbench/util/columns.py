@@ -74,11 +74,13 @@ def _glued(text: str, keep: Iterable[str]) -> str:
     return TOGETHER.sub(lambda m: m.group(0).replace(" ", GLUE), text)
 
 
-def echo(text: str, file=None, keep: Iterable[str] = ()) -> None:
+def echo(text: str, file=None, keep: Iterable[str] = (), flush: bool = False) -> None:
     """print() of prose, wrapped (`wrap`) to the width of where it goes (output_width): standard output, or `file`."""
     stream = sys.stdout if file is None else file
     for line in wrap(text, output_width(stream), keep):
         print(line, file=stream)
+    if flush:
+        stream.flush()
 
 
 def fit(rows: list[tuple[str, ...]], width: int, indent: str = "") -> list[str]:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -105,8 +106,9 @@ def test_a_cost_of_another_setup_is_refused_unless_told():
 
 
 def _cli(*args):
+    """estimate in a wide pipe (COLUMNS=1000): each line whole, as the checks read them."""
     return subprocess.run([sys.executable, "-m", "encbench.cli", "estimate", *args], capture_output=True, text=True,
-                          timeout=60)
+                          timeout=60, env=dict(os.environ, COLUMNS="1000"))
 
 
 def test_the_cli_says_its_model_first_and_exits_24_without_a_total(tmp_path):

@@ -4,6 +4,7 @@ unresolved or negative cost as a figure, and is checked against a real mix."""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 
@@ -13,6 +14,8 @@ from encbench.analysis import estimate, summary as an
 
 sys.path.insert(0, __file__.rsplit("/", 1)[0])
 from test_oltp_costs import _doc  # noqa: E402  (the fabricated MariaDB measurement of issue 22)
+
+WIDE = dict(os.environ, COLUMNS="1000")  # a wide pipe: each line whole, as the checks read them
 
 
 @pytest.fixture(scope="module")
@@ -48,17 +51,17 @@ def test_the_cli_checks_the_scans_against_a_mix(tmp_path):
     scans.write_text(json.dumps(dict(doc, runs=[r for r in doc["runs"] if r["workload"] != "oltp"])))
     oltp.write_text(json.dumps(dict(doc, runs=[r for r in doc["runs"] if r["workload"] == "oltp"])))
     res = subprocess.run([sys.executable, "-m", "encbench.cli", "estimate", "--from", str(scans), "--check", str(oltp),
-                          "--json"], capture_output=True, text=True, timeout=60)
+                          "--json"], capture_output=True, text=True, timeout=60, env=WIDE)
     assert res.returncode == 0, res.stderr
     (check,) = json.loads(res.stdout)["checks"]
     assert check["error_pct"] == pytest.approx(-78, abs=3) and check["misses"], check
     res = subprocess.run([sys.executable, "-m", "encbench.cli", "estimate", "--from", str(scans), "--check", str(oltp),
-                          "--read-rate", "25MB/s"], capture_output=True, text=True, timeout=60)
+                          "--read-rate", "25MB/s"], capture_output=True, text=True, timeout=60, env=WIDE)
     lines = res.stdout.splitlines()  # the model, then the check's verdict on it, before any figure (issue 30.4)
     assert res.returncode == 0 and lines[0].startswith("model: ") and lines[1].startswith("warning: ") \
         and "off by -78%" in lines[1], res.stdout + res.stderr
     res = subprocess.run([sys.executable, "-m", "encbench.cli", "estimate", "--from", str(oltp), "--read-rate",
-                          "25MB/s", "--access", "random"], capture_output=True, text=True, timeout=60)
+                          "25MB/s", "--access", "random"], capture_output=True, text=True, timeout=60, env=WIDE)
     assert res.returncode == 0 and "20." in res.stdout and "cores" in res.stdout, res.stdout + res.stderr
 
 

@@ -67,7 +67,8 @@ def test_the_shipped_findings_parse_and_name_every_engine():
         assert s["mixes"] == len(c["mixes"]) and s["checked"] + s.get("unresolved", 0) == s["mixes"]
 
 
-def test_estimate_prints_the_check_beside_the_bill():
+def test_estimate_prints_the_check_beside_the_bill(monkeypatch):
+    monkeypatch.setenv("COLUMNS", "1000")  # a wide pipe: each line whole
     out = io.StringIO()
     with contextlib.redirect_stdout(out):
         code = cli.main(["estimate", "--from", str(GOLDEN), "--read-rate", "25MB/s"])

@@ -56,6 +56,7 @@ def test_advise_interrupted_before_its_first_sweep_says_nothing_was_kept(tmp_pat
 
 
 def test_advise_interrupted_after_a_sweep_file_names_where_it_is(tmp_path, capsys, monkeypatch):
+    monkeypatch.setenv("COLUMNS", "1000")  # a wide pipe: the line whole
     monkeypatch.setattr(sweeps_lab, "run", _interrupt_after(True))
     out = tmp_path / "sweeps"
     assert app.main(_advise(out, tmp_path)) == 130
