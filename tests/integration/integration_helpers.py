@@ -6,6 +6,7 @@ import contextlib
 import os
 import sys
 import tempfile
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -259,3 +260,46 @@ def session_processes(sid: int) -> list[int]:
             if int(fields[3]) == sid and fields[0] != "Z":
                 out.append(int(entry.name))
     return out
+
+
+class ServerWatch:
+    """While a CLI run runs (`proc`, a Popen), every `name` process whose command line names a directory that matches
+    `pattern` in this process's temporary directory and did not exist before: its CPU (last seen) and whether it was
+    ever seen alive outside the run's process tree (issue 30: a server a worker restarted went to init, and its CPU
+    to "other processes"). Sampled every `interval` seconds in a thread; `join()` after the run."""
+
+    def __init__(self, proc, name: str, pattern: str, interval: float = 0.25):
+        import threading
+
+        self.proc, self.name, self.pattern, self.interval = proc, name, pattern, interval
+        self.before = temp_dirs(pattern)
+        self.cpu: dict[int, float] = {}  # pid -> user + system CPU last seen
+        self.born: dict[int, float] = {}  # pid -> start time (seconds since the epoch)
+        self.outside: dict[int, str] = {}  # pid -> its parents when it was seen outside the tree
+        self._thread = threading.Thread(target=self._watch, daemon=True)
+        self._thread.start()
+
+    def _ours(self, cmdline: list[str]) -> bool:
+        line = " ".join(cmdline or [])
+        return any(d in line for d in temp_dirs(self.pattern) - self.before)
+
+    def _watch(self) -> None:
+        import psutil
+
+        while self.proc.poll() is None:
+            for p in psutil.process_iter(["name", "cmdline", "create_time"]):
+                try:
+                    if p.info["name"] != self.name or not self._ours(p.info["cmdline"]):
+                        continue
+                    t = p.cpu_times()
+                    self.cpu[p.pid] = t.user + t.system
+                    self.born[p.pid] = p.info["create_time"]
+                    parents = p.parents()
+                    if p.status() != psutil.STATUS_ZOMBIE and self.proc.pid not in [q.pid for q in parents]:
+                        self.outside[p.pid] = " <- ".join(f"{q.pid} {q.name()}" for q in parents)
+                except psutil.Error:
+                    continue
+            time.sleep(self.interval)
+
+    def join(self) -> None:
+        self._thread.join(30)
