@@ -6,6 +6,7 @@ import contextlib
 import os
 import sys
 import tempfile
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -259,3 +260,73 @@ def session_processes(sid: int) -> list[int]:
             if int(fields[3]) == sid and fields[0] != "Z":
                 out.append(int(entry.name))
     return out
+
+
+class ServerWatch:
+    """While a CLI run runs (`proc`, a Popen), every `name` process whose command line names a directory that matches
+    `pattern` in this process's temporary directory and did not exist before: whether it was ever seen alive outside
+    the run's process tree (issue 30: a server a worker restarted went to init, and its CPU to "other processes"), and
+    its CPU, sampled every `interval` seconds in a thread, each sample with the worker then running (a child of the
+    run's forkserver), if any; `join()` after the run."""
+
+    def __init__(self, proc, name: str, pattern: str, interval: float = 0.25):
+        import threading
+
+        self.proc, self.name, self.pattern, self.interval = proc, name, pattern, interval
+        self.before = temp_dirs(pattern)
+        self.seen: dict[int, list[tuple[int | None, float]]] = {}  # pid -> [(the worker running then, its CPU)]
+        self.born: dict[int, float] = {}  # pid -> start time (seconds since the epoch)
+        self.outside: dict[int, str] = {}  # pid -> its parents when it was seen outside the tree
+        self._thread = threading.Thread(target=self._watch, daemon=True)
+        self._thread.start()
+
+    def _ours(self, cmdline: list[str]) -> bool:
+        line = " ".join(cmdline or [])
+        return any(d in line for d in temp_dirs(self.pattern) - self.before)
+
+    def _worker(self) -> int | None:
+        """The worker that runs now: a live child of the run's forkserver that is not a server it adopted."""
+        import psutil
+
+        def alive_named(p: psutil.Process, word: str) -> bool:  # a zombie (a stopped server) has no command line
+            try:
+                return p.status() != psutil.STATUS_ZOMBIE and word in " ".join(p.cmdline())
+            except psutil.Error:
+                return False
+
+        try:
+            children = psutil.Process(self.proc.pid).children()
+        except psutil.Error:
+            return None
+        for fs in [c for c in children if alive_named(c, "forkserver")]:
+            return next((c.pid for c in fs.children() if alive_named(c, "") and c.name() != self.name), None)
+        return None
+
+    def _watch(self) -> None:
+        import psutil
+
+        while self.proc.poll() is None:
+            worker = self._worker()
+            for p in psutil.process_iter(["name", "cmdline", "create_time"]):
+                try:
+                    if p.info["name"] != self.name or not self._ours(p.info["cmdline"]):
+                        continue
+                    t = p.cpu_times()
+                    self.born[p.pid] = p.info["create_time"]
+                    parents = p.parents()
+                    if p.status() != psutil.STATUS_ZOMBIE and self.proc.pid not in [q.pid for q in parents]:
+                        self.outside[p.pid] = " <- ".join(f"{q.pid} {q.name()}" for q in parents)
+                except psutil.Error:
+                    continue
+                self.seen.setdefault(p.pid, []).append((worker if worker == self._worker() else None,
+                                                        t.user + t.system))
+            time.sleep(self.interval)
+
+    def cpu_in_runs(self, pid: int) -> float:
+        """What process `pid` was seen to use while one worker ran (between two samples taken during the same
+        worker's life, each checked before and after): inside the run's measured windows, a lower bound of it."""
+        samples = self.seen.get(pid, [])
+        return sum(b[1] - a[1] for a, b in zip(samples, samples[1:]) if a[0] is not None and a[0] == b[0])
+
+    def join(self) -> None:
+        self._thread.join(30)

@@ -78,6 +78,8 @@ def run_context_lines(doc: dict, *, limit: int = SHOWN_FLAGGED) -> list[str]:
         return out
     steal = "-" if s.get("max_steal_pct") is None else f"{s['max_steal_pct']:.1f}%"
     other = "-" if s.get("median_other_load_cores") is None else f"{s['median_other_load_cores']:.2f}"
+    res = s.get("median_other_load_resolution_cores")  # lab/runctx: the counters' ticks over the run (newer files)
+    other += f" ±{res:.2f}" if res is not None and other != "-" else ""
     flagged = s.get("flagged_runs") or []
     out.append(f"run context: {len(flagged)} of {s['runs']} runs flagged; steal at most {steal}, "
                f"other processes' load median {other} cores")

@@ -52,6 +52,7 @@ class LineSpec:
     per_contender: bool = False  # several contenders (cipher suites): name the cheapest and the dearest
     figures_first: bool = False  # the figures say it best (the open's time); the verdict follows them
     follows_table: bool = True  # the short line judges each row as the table does (its verdict metrics); the open: no
+    engine_says: str = ""  # an Engine attribute that, false on the run's engine, leaves the line out (open_at_rest)
 
 
 def _label_dict(label: str) -> dict[str, str]:
@@ -233,7 +234,8 @@ SPECS = {
                  remark="every write re-encrypts its pages"),
         LineSpec("backups", ("backup",), extras=compression),
         LineSpec("opening a connection", OPEN, metrics=("wall_s",), extras=open_time, figures_first=True,
-                 follows_table=False, remark="what each new connection pays, {open_includes}"),
+                 follows_table=False, remark="what each new connection pays, {open_includes}",
+                 engine_says="open_at_rest"),
     ),
     "in transit": tuple(
         LineSpec(f"TLS {wl}", (wl,), per_contender=True, remark=remark)
@@ -479,10 +481,21 @@ def comparison_lines(analysis) -> list[dict]:
         specs = SPECS.get(lab, ())
         named = {wl.split("/")[0] for s in specs for wl in s.workloads} | {oc.WORKLOAD}  # oltp: oltp_lines
         rest = [wl for wl in dict.fromkeys(c["workload"] for c in comps) if wl not in named]
-        specs = specs + tuple(LineSpec(f"{wl}", (wl,), metrics=("cpu_s", "wall_s")) for wl in rest)
+        specs = tuple(s for s in specs if _engine_says(analysis, s)) + tuple(
+            LineSpec(f"{wl}", (wl,), metrics=("cpu_s", "wall_s")) for wl in rest)
         out += [line for spec in specs for one in _per_operation(spec, comps)
                 if (line := _line(lab, one, comps, analysis))]
     return out
+
+
+def _engine_says(analysis, spec: LineSpec) -> bool:
+    """A line the run's engine asks for: a spec naming an Engine attribute (the open at rest: `open_at_rest`) is left
+    out where that attribute is false (MariaDB: InnoDB derives no key per connection, so its open is not a question
+    of the at-rest lab; its table row and its note stay)."""
+    if not spec.engine_says:
+        return True
+    engine = engine_named(getattr(analysis, "engine", None) or "")
+    return engine is None or bool(getattr(engine, spec.engine_says))
 
 
 def _per_operation(spec: LineSpec, comps: list[dict]) -> list[LineSpec]:

@@ -31,6 +31,10 @@ class Engine:
     label: str = ""  # its name in prose (reports)
     # what opening a connection (the "(open)" figure) includes, in the engine's own words (the summary's remark)
     open_includes: str = "the connection's whole set-up included"
+    # does opening a connection do the at-rest encryption's own work (SQLCipher derives the page key per open; a
+    # PostgreSQL backend starts by reading its catalogs through the encrypted filesystem)? False: the at-rest summary
+    # has no "opening a connection" line (its table row and its note stay): not a question of that lab
+    open_at_rest: bool = True
     # the encrypted setup a bill of each side prices on this engine (side -> the held-out check's setup name:
     # bench/estimate_heldout.py, analysis/heldout.py); a side absent here has no held-out check
     heldout_setups: dict = {}

@@ -419,7 +419,8 @@ PRECISION = Obj({"rows": Opt(Nullable(ListOf(PRECISION_ROW))), "elapsed_s": Opt(
                  "target_points": Opt(Nullable(NUMBER)), "widest_points": Opt(Nullable(NUMBER)),
                  "runs_per_variant": Opt(Nullable(MapOf(Int(minimum=0)))), "stopped_because": Opt(Nullable(Scalar()))})
 RUN_CONTEXT = Obj({"runs": Opt(Nullable(Int(minimum=0))), "flagged_runs": Opt(Nullable(ListOf(Int(minimum=0)))),
-                   "max_steal_pct": Opt(Nullable(NUMBER)), "median_other_load_cores": Opt(Nullable(NUMBER))})
+                   "max_steal_pct": Opt(Nullable(NUMBER)), "median_other_load_cores": Opt(Nullable(NUMBER)),
+                   "median_other_load_resolution_cores": Opt(Nullable(NUMBER))})
 
 STATUSES = ("running", "complete", "interrupted", "failed")
 

@@ -247,10 +247,11 @@ def test_the_hash_sweep_line_reads_scaling_hash_costs_and_profiles():
 
 
 def test_a_row_without_the_setting_the_others_vary_is_named_by_its_label():
-    """MariaDB's opens: two with a cache setting, one (the hash workload's server) without."""
+    """Opens of a server engine: two with a cache setting, one (the hash workload's server) without (PostgreSQL's: a
+    MariaDB at-rest summary has no open line, test_an_at_rest_mariadb_summary_has_no_connection_open_line)."""
     comps = [_comp("(open)", f"encryption=on{suffix}", r, [r - 0.1, r + 0.1], [r - 0.08, r + 0.08], metric="wall_s",
                    operation="connect") for suffix, r in ((",cache=cold", 1.2), (",cache=warm", 1.3), ("", 1.6))]
-    (line,) = an.Analysis(None, None, "mariadb", [], comps, [], [], []).with_headline().headline
+    (line,) = an.Analysis(None, None, "postgres", [], comps, [], [], []).with_headline().headline
     assert line["label"] == "opening a connection"
     assert "(lowest: cache=cold +20% [+10, +30]; highest: encryption=on +60% [+50, +70])" in line["detail"]
 
@@ -421,3 +422,18 @@ def test_the_summary_judges_each_row_as_the_table_does():
     (line,) = _with_medians([saves, slow], {"backup": 0.400}).headline
     assert table_rows.short_verdict([saves, slow], shown_metric="cpu_s") == "saves"
     assert line["text"] == "backups: saves -140.0 ms CPU [-212.0, -40.0]", line["text"]  # CPU leads, as in the table
+
+
+def test_an_at_rest_mariadb_summary_has_no_connection_open_line():
+    """issue 30: InnoDB derives no key per connection and one server holds the encrypted and the plain table, so the
+    open (17.2 vs 17.1 ms) answers no question of the at-rest lab: no summary line, not even "not resolved"; its
+    comparisons and its note stay. SQLite's open (the key derivation) keeps its line."""
+    from encbench.lab import results
+
+    maria = an.analyze(results.load(TESTS / "golden" / "mariadb-atrest.json"))
+    assert any(c["workload"] == "(open)" for c in maria.comparisons)
+    assert any(n.startswith("connection open (") for n in maria.notes)
+    labels = [x["label"] for x in maria.headline]
+    assert "opening a connection" not in labels and "(open)" not in labels and "cold reads" in labels
+    sqlite = an.analyze(results.load(TESTS / "golden" / "sqlite-default.json"))
+    assert "opening a connection" in [x["label"] for x in sqlite.headline]

@@ -145,6 +145,7 @@ class MariaDBEngine(Engine):
     label = "MariaDB"
     heldout_setups = {"at rest": "encrypted tables"}
     open_includes = "TCP connect, TLS handshake when on, and login included; InnoDB derives no key per connection"
+    open_at_rest = False  # InnoDB derives no key per connection: the at-rest summary has no open line
     metric_words = {"cpu_s": "server CPU", "client_cpu_s": "client CPU"}
     at_rest_names = {"on": "InnoDB TDE", "fscrypt": "InnoDB on fscrypt", "gocryptfs": "InnoDB on gocryptfs"}
     kernel_worker_crypto = ("fscrypt",)  # its reads decrypt in kworker threads: per-page cost = server + kworker CPU

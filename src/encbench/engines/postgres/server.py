@@ -237,7 +237,8 @@ def shutdown(datadir: Path, timeout: float = STOP_TIMEOUT_S) -> None:
 
 def restart_handle(handle: dict, conninfo: dict) -> float:
     """Stop and start the server of `handle` (PgServer.worker_handle()) from any process: an empty shared_buffers.
-    The new postmaster runs in a session of its own (it outlives a worker); the seconds it took."""
+    The new postmaster runs in a session of its own (it outlives a worker: the forkserver adopts it, so its CPU stays
+    encbench's own in the run context, lab/forkserver_init); the seconds it took."""
     import time
 
     t0 = time.perf_counter()
