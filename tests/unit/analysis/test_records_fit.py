@@ -98,3 +98,13 @@ def test_a_new_calibration_names_both_record_terms_and_is_version_2(tmp_path):
     got = calibration.costs_of(calibration.load(tmp_path / "new.json"), "new.json")
     assert got["tls_records_in"][0].value == pytest.approx(RECEIVED, rel=0.15)
     assert "per TLS record the server received" in got["tls_records_in"][0].source
+
+
+def test_a_rate_given_for_the_old_messages_term_names_the_two_record_terms():
+    from encbench.analysis import estimate
+    from encbench.errors import BadValueError
+
+    with pytest.raises(BadValueError) as e:
+        estimate.split_rate("tls_messages=5000/s")
+    assert "tls_records_in" in e.value.hint and "tls_records_out" in e.value.hint
+    assert estimate.split_rate("tls_records_in=2500/s") == ("tls_records_in", "2500/s")
