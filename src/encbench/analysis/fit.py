@@ -168,7 +168,8 @@ def _transit_counts(workload: str, m: dict, extra: dict) -> tuple[float, dict]:
     the server received (requests) and sent (replies), counted where the run's sockets were followed, else assumed.
     connect: per connection (each too short to follow: one check query's request and result assumed, 1 in and 1
     out); bulk: per stream (assumed where not counted: 1 request in, 1 reply out); roundtrip: per query, its client's
-    sessions (pgbench's), 1 in and 1 out per query where its driver's connections were not followed (MariaDB's);
+    sessions (pgbench's), 1 in and 1 out per query where its driver's connections were not followed (MariaDB's) or
+    were followed only in part (fewer requests counted than queries ran: a socket the counter lost);
     storm: per run, its notices out (`messages`, each flushed alone: one record each while the reader keeps up) and
     its one request in (the loop-only operation: 1 in, none out)."""
     wire, seg_in, seg_out = _wire(m, extra)
@@ -180,8 +181,11 @@ def _transit_counts(workload: str, m: dict, extra: dict) -> tuple[float, dict]:
                    **_records(seg_in, seg_out, 1, 1)}
     if workload == "roundtrip":  # its driver's own connections: the net probe's socket is the worker's, idle
         q = extra.get("queries") or 0
+        got_in, got_out = extra.get("server_net_messages_in"), extra.get("server_net_messages_out")
+        if got_in is not None and got_in < q:  # fewer requests than queries: its socket was not followed throughout
+            got_in = got_out = None
         return q, {"tls_handshakes": extra.get("tls_checked_connections") or 1, "tls_bytes": wire,
-                   **_records(extra.get("server_net_messages_in"), extra.get("server_net_messages_out"), q, q)}
+                   **_records(got_in, got_out, q, q)}
     # storm: its notices, each flushed alone, counted exactly; its one request (the loop) in
     sent = extra.get("messages") or m.get("messages") or 0
     received = (extra.get("messages_received") or 0) if "messages_received" in extra else sent
