@@ -4,8 +4,8 @@
 Per engine:
 1. **Calibrate** on encbench's own mixes only: `encbench calibrate --engine E --quick` (its read-only and
    write-heavy oltp scripts at 100% and 25% in memory: the read and write costs fitted at once); on PostgreSQL
-   also encbench's in-transit labs (`encbench run --workload connect,bulk,storm --variant tls=off,on`: the costs of
-   a new TLS session, a byte and a message).
+   also encbench's in-transit labs (`encbench run --workload connect,bulk,roundtrip,storm --variant tls=off,on`,
+   fitted at once as calibrate fits them: the costs of a new TLS session, a byte, a record received and a record sent).
 2. **Held-out mixes**, each one ordinary `encbench run` of the oltp workload (one private server, encrypted and
    plain runs interleaved A B / B A, a fresh worker per run) at a memory share the calibration never used (50%):
    the peers' own scripts run by the peers' own drivers: sysbench oltp_read_write and oltp_point_select on MariaDB
@@ -13,7 +13,7 @@ Per engine:
    (plain ext4 vs fscrypt), and the TPC-B-like mix on SQLCipher (encbench's in-process pgbench statements).
 3. Per mix: the **measured** added CPU per transaction (encrypted minus plain, Welch 95% CI; with the kernel
    workers' CPU on fscrypt), and the **predicted** one: that mix's own counters per transaction (page reads and
-   writes of its encrypted runs; for TLS, its sessions, and the bytes and messages the server's sockets carried)
+   writes of its encrypted runs; for TLS, its sessions, the bytes and the records each way the server's sockets carried)
    times the calibrated unit costs. error = predicted / measured - 1; its 95% CI by the delta method (each 95%
    half-width taken as 1.96 standard errors, the calibration's and the mix's errors independent). A mix whose added
    CPU does not resolve (its CI holds 0) is said so and run again, longer (2x the runs and the seconds, at most
@@ -46,11 +46,13 @@ from pathlib import Path
 
 Z95 = 1.959964
 HELD_OUT_MEMORY = "50%"  # the calibration runs 100% and 25%: the held-out mixes a share it never saw
-TRANSIT_TERMS = ("tls_handshakes", "tls_bytes", "tls_messages")
+TRANSIT_TERMS = ("tls_handshakes", "tls_bytes", "tls_records_in", "tls_records_out")
+RECORDS = {"tls_records_in": ("server_net_messages_in", "net_data_segments_out", "query"),
+           "tls_records_out": ("server_net_messages_out", "net_data_segments_in", "reply")}
 # pgbench's built-in scripts: statements per transaction (tpcb-like: BEGIN, 3 UPDATEs, SELECT, INSERT, END). pgbench's
-# bytes and messages are counted on the server's sockets (host/sockets.py: a run's server_net_* fields); where a
-# run has no such count (a remote server, or a file from before), a transaction's messages are taken as 2 per
-# statement (the query and its reply), and said so
+# bytes and records are counted on the server's sockets (host/sockets.py: a run's server_net_* fields: the records
+# the server received and sent); where a run has no such count (a remote server, or a file from before), a
+# transaction's records are taken as 1 received and 1 sent per statement (the query and its reply), and said so
 STATEMENTS = {"select-only": 1, "simple-update": 5, "tpcb-like": 7}
 # at rest: page reads (on fscrypt the pages the kernel read, as calibrate counts them: analysis/fit.Basis), page
 # writes and log bytes (PostgreSQL's WAL; a term absent on the engine, SQLite's log, is left out as estimate does)
@@ -125,12 +127,12 @@ class Bench:
 
 # -- calibration: encbench's own mixes ----------------------------------------------------------------------------
 
-def calibrate(b: Bench, engine: str, transit: bool = True) -> dict:
+def calibrate(b: Bench, engine: str, transit: bool = True, atrest: bool = True) -> dict:
     """term -> UnitCost from encbench's own mixes (the read and write costs fitted at once; on PostgreSQL the
-    in-transit labs' costs too), and the files they came from."""
+    in-transit labs' costs, fitted at once over them as calibrate fits them), and the files they came from."""
     from encbench.analysis import calibration, summary, unitcost
 
-    costs, files = {}, []
+    costs, files, steps = {}, [], []
     if b.quick:  # calibrate's own design, tiny: the same fit over fewer, shorter runs
         args = ["run", "--engine", engine, "--workload", "oltp", "--runs", "2", "--size", "1MB", "--param",
                 "seconds=1", "--param", "warmup_seconds=1"]
@@ -138,11 +140,15 @@ def calibrate(b: Bench, engine: str, transit: bool = True) -> dict:
     else:
         args = ["calibrate", "--engine", engine, "--quick", "--json", "--size", SIZES[engine]]
         args += ["--runs", str(b.calibration_runs)] if b.calibration_runs else []
-    steps = [(args, b.work / f"calibrate-{engine}.json")]
-    if engine == "postgres" and transit:  # the in-transit labs: only for a setup checked in transit
-        steps.append((["run", "--engine", "postgres", "--workload", "connect,bulk,storm", "--variant", "tls=off,on",
-                       "--runs", "3" if b.quick else "6", "--param", "connections=100", "--param", "messages=20000",
-                       "--param", "rows=20000"], b.work / "transit-postgres.json"))
+    if atrest:
+        steps.append((args, b.work / f"calibrate-{engine}.json"))
+    # the in-transit labs, only for a setup checked in transit: 12 runs of 2 s per side (under 1.5 cores of other load,
+    # 6 runs of 1 s left the record sent unresolved; 12 of 2 s resolved both)
+    if engine == "postgres" and transit:
+        steps.append((["run", "--engine", "postgres", "--workload", "connect,bulk,roundtrip,storm", "--variant",
+                       "tls=off,on", "--variant", "clients=1", "--runs", "3" if b.quick else "12", "--param",
+                       "connections=100", "--param", "messages=20000", "--param", "rows=20000", "--param",
+                       f"seconds={1 if b.quick else 2}"], b.work / "transit-records-postgres.json"))
     for args, out in steps:
         doc = b.encbench(args, out)
         if doc is None:
@@ -150,10 +156,11 @@ def calibrate(b: Bench, engine: str, transit: bool = True) -> dict:
         files.append(out.name)
         if doc.get("format") == calibration.FORMAT:  # `encbench calibrate -o`: its fitted costs, every term
             got = calibration.costs_of(doc, out.name)
-        else:  # a result file (--quick's tiny run, PostgreSQL's in-transit labs)
-            analysed = summary.analyze(doc)
-            got = {**unitcost.fitted_costs(doc, analysed, out.name),
-                   **unitcost.transit_costs(doc, analysed, out.name)}
+        elif any(r["workload"] != "oltp" for r in doc["runs"]):  # PostgreSQL's in-transit labs: calibrate's fit
+            got = {k: v for k, v in calibration.costs_of(calibration.build(
+                engine, {}, {"in_transit": (doc, out.name)}), out.name).items() if k in TRANSIT_TERMS}
+        else:  # a result file (--quick's tiny run)
+            got = unitcost.fitted_costs(doc, summary.analyze(doc), out.name)
         costs.update({k: v[0] for k, v in got.items() if k not in costs or v[0].value is not None})
     return {"costs": costs, "files": files}
 
@@ -180,8 +187,7 @@ def _per_txn(doc: dict, label: str, script: str) -> dict[str, float]:
             # run's server_net_* fields), else the client's own sockets (the net probe)
             rows = {"tls_handshakes": clients,
                     "tls_bytes": x.get("server_net_bytes", _sum(m, "net_bytes_sent", "net_bytes_received")),
-                    "tls_messages": x.get("server_net_messages",
-                                          _sum(m, "net_data_segments_out", "net_data_segments_in"))}
+                    **{t: x.get(server, _sum(m, client)) for t, (server, client, _) in RECORDS.items()}}
             rows = {k: v / n for k, v in rows.items() if v is not None}
             if m.get("pages_read") is not None:  # already per transaction
                 rows.update(fit.counts_of(m, x, n, basis))
@@ -204,10 +210,11 @@ def predict(counts: dict, costs: dict, side: str, script: str = "", absent=()) -
     (`absent`: the engine's terms that do not apply, left out as the bill leaves them)."""
     terms = [t for t in (AT_REST_TERMS if side == "at rest" else TRANSIT_TERMS) if t not in absent]
     parts, var, missing, assumed, unresolved = {}, 0.0, [], [], []
-    if side == "in transit" and counts.get("tls_messages") is None and script in STATEMENTS:
-        counts = {**counts, "tls_messages": 2.0 * STATEMENTS[script]}
-        assumed.append(f"tls_messages: {counts['tls_messages']:g} per transaction, 2 per statement of {script} (the "
-                       "query and its reply), not counted")
+    for t, (_, _, what) in RECORDS.items() if side == "in transit" and script in STATEMENTS else ():
+        if counts.get(t) is None:
+            counts = {**counts, t: float(STATEMENTS[script])}
+            assumed.append(f"{t}: {counts[t]:g} per transaction, 1 per statement of {script} (its {what}), not "
+                           "counted")
     for t in terms:
         rate = counts.get(t)
         if rate is None:
@@ -443,7 +450,8 @@ def run_all(args, b: Bench) -> dict:
         if not setups:
             continue
         print(f"{engine}: calibrating on encbench's own mixes", file=sys.stderr)
-        cal = calibrate(b, engine, transit=any(s.side == "in transit" for s in setups))
+        cal = calibrate(b, engine, transit=any(s.side == "in transit" for s in setups),
+                        atrest=any(s.side == "at rest" for s in setups))
         for s in setups:
             if s.root and os.geteuid() != 0:
                 print(f"  {engine} {s.name}: skipped (needs root)", file=sys.stderr)

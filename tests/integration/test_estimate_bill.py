@@ -26,7 +26,8 @@ pytestmark = pytest.mark.integration
 
 GOLDEN = Path(__file__).resolve().parents[1] / "golden" / "results-v1.json"  # SQLCipher's costs: another setup
 SECONDS = 3
-TRANSIT = ("--runs", "2", "--param", "connections=20", "--param", "rows=2000", "--param", "seconds=1")
+TRANSIT = ("--runs", "2", "--param", "connections=20", "--param", "rows=2000", "--param", "seconds=1", "--param",
+           "messages=5000")
 
 
 def _loaded(work) -> tuple[threading.Event, threading.Thread]:
@@ -100,7 +101,7 @@ def test_calibrate_on_a_postgres_dsn_then_its_live_bill_under_pgbench_change_not
         assert doc["resolved"] is False and res.returncode == (0 if doc["fitted_resolved"] else 24), str(res)
         assert doc["format"] == "encbench-calibration" and set(doc["absent"]) == {"tls_resumptions"}
         assert all(doc["costs"][t]["value_s"] is not None and "fitted per" in doc["costs"][t]["fitted_from"]
-                   for t in ("tls_handshakes", "tls_bytes", "tls_messages")), doc["costs"]
+                   for t in ("tls_handshakes", "tls_bytes", "tls_records_in", "tls_records_out")), doc["costs"]
         assert doc["costs"]["reads"]["value_s"] is None and doc["costs"]["reads"]["why"].startswith("--dsn")
         assert diff(before, pg_state(server)) == {}
 

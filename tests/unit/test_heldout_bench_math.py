@@ -35,7 +35,7 @@ def test_prediction_prices_only_the_sides_terms_and_names_what_it_left_out():
     t = B.predict({"tls_handshakes": 0.001, "tls_bytes": 1000.0}, costs, "in transit")
     assert t["predicted_us"] == pytest.approx(1.0)
     assert any("tls_handshakes: no calibrated cost" in x for x in t["left_out"])
-    assert any("tls_messages: no counter" in x for x in t["left_out"])
+    assert any("tls_records_in: no counter" in x for x in t["left_out"])
 
 
 def test_error_and_its_ci_by_the_delta_method():
@@ -66,10 +66,13 @@ def test_every_engine_has_a_setup_and_a_calibration_design_the_held_out_share_av
         assert B.HELD_OUT_MEMORY not in next(v for v in cal if v.startswith("memory=")).split("=")[1].split(",")
 
 
-def test_uncounted_tls_messages_are_assumed_from_the_script_and_said_so():
-    costs = {"tls_messages": UnitCost(2e-6, (1e-6, 3e-6), "storm")}
+def test_uncounted_tls_records_are_assumed_from_the_script_and_said_so():
+    costs = {"tls_records_in": UnitCost(10e-6, (8e-6, 12e-6), "fit"), "tls_records_out": UnitCost(2e-6, (1e-6, 3e-6),
+                                                                                                 "fit")}
     p = B.predict({"tls_handshakes": 0.0001}, costs, "in transit", "tpcb-like")
-    assert p["parts_us"]["tls_messages"] == pytest.approx(28.0) and "2 per statement of tpcb-like" in p["assumed"][0]
+    assert p["parts_us"]["tls_records_in"] == pytest.approx(70.0) and p["parts_us"]["tls_records_out"] == \
+        pytest.approx(14.0)
+    assert "1 per statement of tpcb-like (its query)" in p["assumed"][0] and "(its reply)" in p["assumed"][1]
     assert B.predict({"reads": 1.0}, costs, "at rest", "tpcb-like")["assumed"] == []
 
 

@@ -4,7 +4,9 @@ cost times a measured rate.
     added cores = sum over terms of  rate (units/s) x unit cost (CPU-s per unit)
 
 A term is one kind of work encryption does: page reads decrypted, page writes encrypted, log and temporary file
-bytes encrypted (at rest); TLS sessions opened, bytes and messages carried (in transit). A term that does not apply
+bytes encrypted (at rest); TLS sessions opened, bytes carried, and records received and sent by the server (in
+transit: a record the server receives, a client's request, costs it a wake-up, the record's reads and a decrypt, far
+more than one it sends, so the two are priced apart). A term that does not apply
 to an engine or a setup is absent (with the reason), never a zero. A term whose unit cost does not resolve (missing,
 not above zero, or a CI reaching zero) or whose rate could not be read leaves the bill "not resolved", naming the
 term and what would resolve it: there is then no total, never a partial or negative one.
@@ -31,7 +33,7 @@ class TermKind:
 
     name: str
     label: str  # "page reads"
-    unit: str  # what one unit of the rate is: "page", "byte", "session", "message"
+    unit: str  # what one unit of the rate is: "page", "byte", "session", "record"
     side: str  # "at rest" or "in transit"
 
 
@@ -43,8 +45,13 @@ TERM_KINDS = {k.name: k for k in (
     TermKind("tls_handshakes", "new TLS sessions (full handshakes)", "session", "in transit"),
     TermKind("tls_resumptions", "resumed TLS sessions", "session", "in transit"),
     TermKind("tls_bytes", "bytes over TLS", "byte", "in transit"),
-    TermKind("tls_messages", "messages over TLS", "message", "in transit"),
+    TermKind("tls_records_in", "TLS records received by the server", "record", "in transit"),
+    TermKind("tls_records_out", "TLS records sent by the server", "record", "in transit"),
 )}
+# the one in-transit term of a calibration file from before records were priced apart (calibration VERSION 1): a
+# message either way, in and out alike
+OLD_MESSAGES = "tls_messages"
+TLS_RECORDS = ("tls_records_in", "tls_records_out")
 
 
 @dataclass(frozen=True)

@@ -3,7 +3,7 @@ every term of the bill with its fitted unit cost and 95% CI and what it was fitt
 this engine, not fitted by the design, refused on a --dsn server, or fitted but not resolved: with the runs that
 would resolve it).
 
-    {"format": "encbench-calibration", "version": 1, "engine", "created_at", "command", "setup",
+    {"format": "encbench-calibration", "version": 2, "engine", "created_at", "command", "setup",
      "results": {"at_rest": PATH|null, "in_transit": PATH|null}, "fits": {"at_rest": FIT|null, "in_transit": FIT|null},
      "costs": {TERM: {"value_s", "ci_s", "fitted_from", "runs", "why"}}, "absent": {TERM: WHY}, "resolved",
      "fitted_resolved"}
@@ -12,6 +12,10 @@ FIT: fit.solve's summary (method, runs, cells, degrees of freedom; at rest its "
 what a page read was counted from, fit.Basis). A cost with a value whose CI reaches zero has
 "why" set too (bill.UnitCost.unresolved's words); `resolved` is true only when every term that is not absent is; `fitted_resolved` when every term the design
 ran and fitted is (calibrate's exit code: the terms it could not run are said, not failed).
+
+Version 2 prices TLS records received and sent by the server apart (`tls_records_in`, `tls_records_out`); a version 1
+file's one `tls_messages` cost (a message either way) still loads: read as before, that one cost prices a record
+each way, and its source says so (`costs_of`).
 """
 
 from __future__ import annotations
@@ -24,11 +28,16 @@ from pathlib import Path
 
 from ..errors import ResultFileError
 from . import fit
-from .bill import TERM_KINDS, UnitCost
+from .bill import OLD_MESSAGES, TERM_KINDS, TLS_RECORDS, UnitCost
 from ..util import files
 
 FORMAT = "encbench-calibration"
-VERSION = 1
+VERSION = 2
+READS = (1, 2)  # the versions this encbench loads (1: one tls_messages cost, read as before: `costs_of`)
+OLD_MESSAGES_WORDS = ("a calibration from before TLS records were priced apart (version 1): its one cost per message "
+                      "either way prices a record received and a record sent alike, as it did (their errors are one "
+                      "error, counted twice as independent: the bill's CI is narrower than it should be); calibrate "
+                      "again to fit them apart")
 SIDES = {"at_rest": ("at rest", fit.ATREST_WORDS), "in_transit": ("in transit", fit.TRANSIT_WORDS)}
 
 
@@ -135,9 +144,14 @@ def load(path) -> dict:
         raise ResultFileError(f"{path} is not valid JSON ({e.msg} at line {e.lineno})") from None
     if not isinstance(doc, dict) or doc.get("format") != FORMAT:
         raise ResultFileError(f"{path} is not an encbench calibration file (no \"format\": \"{FORMAT}\")")
-    if doc.get("version") != VERSION or not isinstance(doc.get("costs"), dict):
-        raise ResultFileError(f"{path}: calibration version {doc.get('version')!r}; this encbench reads {VERSION}",
+    if doc.get("version") not in READS or not isinstance(doc.get("costs"), dict):
+        raise ResultFileError(f"{path}: calibration version {doc.get('version')!r}; this encbench reads "
+                              f"{', '.join(map(str, READS))}",
                               hint="run encbench calibrate again with this encbench")
+    absent = doc.get("absent") or {}
+    if OLD_MESSAGES in absent:  # version 1: messages absent here (an embedded engine): so are the records
+        absent = {**{t: absent[OLD_MESSAGES] for t in TLS_RECORDS}, **absent}
+    doc["absent"] = {t: w for t, w in absent.items() if t in TERM_KINDS}
     return doc
 
 
@@ -148,9 +162,7 @@ def costs_of(doc: dict, path) -> dict:
 
     s = doc.get("setup") or {}
     out = {}
-    for term, c in doc["costs"].items():
-        if term not in TERM_KINDS:
-            continue
+    for term, c in _terms(doc["costs"]):
         side = TERM_KINDS[term].side
         setup = Setup(doc["engine"], s.get("page_size"), s.get("cipher")) if side == "at rest" else Setup(doc["engine"])
         if c.get("value_s") is None:
@@ -162,6 +174,17 @@ def costs_of(doc: dict, path) -> dict:
     return out
 
 
+def _terms(costs: dict):
+    """(term, cost entry) of a calibration's terms this encbench bills; a version 1 file's tls_messages as a record
+    each way, its words saying so (where a file names the records too, theirs are kept)."""
+    for term, c in costs.items():
+        if term in TERM_KINDS:
+            yield term, c
+        elif term == OLD_MESSAGES:
+            old = dict(c, fitted_from=f"{c.get('fitted_from') or ''} ({OLD_MESSAGES_WORDS})")
+            yield from ((t, old) for t in TLS_RECORDS if t not in costs)
+
+
 def lines(doc: dict, path) -> list[str]:
     """calibrate's words: each term's cost with its CI and what it was fitted from, or why it has none."""
     out = [f"{path}: {doc['engine']} calibration ({'resolved' if doc['resolved'] else 'NOT RESOLVED'})"]
@@ -169,7 +192,7 @@ def lines(doc: dict, path) -> list[str]:
         if fitted:
             out.append(f"  {SIDES[side][0]}: {fitted['runs']} runs in {len(fitted['cells'])} mixes "
                        f"({'; '.join(fitted['cells'])}), {fitted['df']} degrees of freedom")
-    for term, c in doc["costs"].items():
+    for term, c in _terms(doc["costs"]):
         label = TERM_KINDS[term].label
         if c["value_s"] is None:
             out.append(f"  {label}: NOT RESOLVED: {c['why']}")

@@ -230,6 +230,10 @@ _COUNT_RE = re.compile(r"^\s*(\d+(?:\.\d+)?(?:e\d+)?)\s*(?:/\s*s)?\s*$")
 def split_rate(text: str) -> tuple[str, str]:
     """'reads=412/s' -> ('reads', '412/s'); an unknown term is one line naming the known ones."""
     name, sep, value = str(text).partition("=")
+    if name.strip() == "tls_messages":
+        raise BadValueError(f"--rate {text[:60]!r}: tls_messages is now two terms, priced apart",
+                            hint="give --rate tls_records_in=RATE (records the server received: its clients' "
+                                 "requests) and --rate tls_records_out=RATE (records it sent)")
     if not sep or name.strip() not in TERM_KINDS or not value.strip():
         raise BadValueError(f"--rate {text[:60]!r} is not TERM=RATE",
                             hint=f"TERM is one of {', '.join(TERM_KINDS)}; e.g. --rate tls_handshakes=35/s")

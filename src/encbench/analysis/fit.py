@@ -2,7 +2,7 @@
 
 Every measured run gives the server CPU y of its unit of work (a transaction, a connect lab's batch, a bulk stream,
 a fixed-duration roundtrip), the counts x_k of the bill's terms it did (page reads and writes, log bytes per
-transaction at rest; new TLS sessions, bytes and messages in transit), and whether it ran encrypted. Runs are
+transaction at rest; new TLS sessions, bytes, records received and sent in transit), and whether it ran encrypted. Runs are
 grouped in cells (the same mix: every variant key but the encryption axis, e.g. script and memory share). The
 model, fitted over every run of one side:
 
@@ -45,7 +45,7 @@ METHOD = ("weighted least squares over every run (1 / each mix's variance, encry
 ATREST_COUNTS = {"reads": ("pages_read",), "writes": ("pages_written",), "log_bytes": ("wal_bytes", "redo_bytes_written")}
 ATREST_WORDS = {"reads": "per page read", "writes": "per page written", "log_bytes": "per log byte"}
 TRANSIT_WORDS = {"tls_handshakes": "per new TLS session", "tls_bytes": "per byte over TLS",
-                 "tls_messages": "per message over TLS"}
+                 "tls_records_in": "per TLS record the server received", "tls_records_out": "per TLS record the server sent"}
 
 
 # where the encryption runs in the kernel's worker threads (fscrypt: the engine's kernel_worker_crypto), the added CPU
@@ -143,55 +143,70 @@ def atrest_rows(doc: dict, basis: Basis | None = None) -> list[Row]:
     return out
 
 
-def _wire(m: dict, extra: dict) -> tuple[float, float | None]:
-    """(bytes, messages) a transit run's traffic carried, measured: the server's sockets followed while its driver
-    ran (host/sockets.py: `server_net_*`, pgbench's connections), else the client's own sockets (the net probe:
-    bytes, and the segments that carried data); messages None where neither counted them (a result file from before
-    data segments were counted)."""
+def _wire(m: dict, extra: dict) -> tuple[float, float | None, float | None]:
+    """(bytes, records in, records out) a transit run's traffic carried, seen from the server: the server's sockets
+    followed while its driver ran (host/sockets.py: `server_net_*`, pgbench's connections), else the client's own
+    socket (the net probe: bytes, and the segments that carried data; what the client sent the server received).
+    A record: a TCP segment that carried data, as estimate --live counts them on the server's sockets. The records
+    None where neither counted them apart (a result file from before data segments were counted each way)."""
     if extra.get("server_net_bytes") is not None:
-        return extra["server_net_bytes"], extra.get("server_net_messages")
+        return extra["server_net_bytes"], extra.get("server_net_messages_in"), extra.get("server_net_messages_out")
     wire = (m.get("net_bytes_sent") or 0) + (m.get("net_bytes_received") or 0)
-    segs = [m.get("net_data_segments_out"), m.get("net_data_segments_in")]
-    return wire, None if None in segs else sum(segs)
+    return wire, m.get("net_data_segments_out"), m.get("net_data_segments_in")
+
+
+def _records(counted_in, counted_out, assumed_in: float, assumed_out: float) -> dict:
+    """The records term counts: as counted where the run counted both ways, else as assumed."""
+    if counted_in is None or counted_out is None:
+        return {"tls_records_in": assumed_in, "tls_records_out": assumed_out}
+    return {"tls_records_in": counted_in, "tls_records_out": counted_out}
 
 
 def _transit_counts(workload: str, m: dict, extra: dict) -> tuple[float, dict]:
     """A transit run's unit of work (what its server CPU is divided by: the plain work per unit is the same in every
-    run of a mix, even a fixed-duration one that does less work with TLS) and its new sessions, bytes and messages
-    (a message: a TCP segment that carried data, either way, as estimate --live counts them on the server's sockets;
-    counted where the run's sockets were followed, else assumed: a request and a result per query). connect: per
-    connection (each too short to follow: one check query's request and result assumed); bulk: per stream;
-    roundtrip: per query, its client's sessions (pgbench's; messages only where its driver's connections were
-    followed: MariaDB's driver processes are not, so 2 per query); storm: per run, its `messages`."""
-    wire, segs = _wire(m, extra)
+    run of a mix, even a fixed-duration one that does less work with TLS) and its new sessions, bytes, and records
+    the server received (requests) and sent (replies), counted where the run's sockets were followed, else assumed.
+    connect: per connection (each too short to follow: one check query's request and result assumed, 1 in and 1
+    out); bulk: per stream (assumed where not counted: 1 request in, 1 reply out); roundtrip: per query, its client's
+    sessions (pgbench's), 1 in and 1 out per query where its driver's connections were not followed (MariaDB's) or
+    were followed only in part (fewer requests counted than queries ran: a socket the counter lost);
+    storm: per run, its notices out (`messages`, each flushed alone: one record each while the reader keeps up) and
+    its one request in (the loop-only operation: 1 in, none out)."""
+    wire, seg_in, seg_out = _wire(m, extra)
     if workload == "connect":
         n = extra.get("connections") or 0
-        return n, {"tls_handshakes": n, "tls_bytes": wire, "tls_messages": 2 * n}
+        return n, {"tls_handshakes": n, "tls_bytes": wire, **_records(None, None, n, n)}
     if workload == "bulk":
         return 1, {"tls_handshakes": 0, "tls_bytes": wire or extra.get("bytes_received") or 0,
-                   "tls_messages": segs if segs is not None else 2}
+                   **_records(seg_in, seg_out, 1, 1)}
     if workload == "roundtrip":  # its driver's own connections: the net probe's socket is the worker's, idle
         q = extra.get("queries") or 0
-        counted = extra.get("server_net_messages")
+        got_in, got_out = extra.get("server_net_messages_in"), extra.get("server_net_messages_out")
+        if got_in is not None and got_in < q:  # fewer requests than queries: its socket was not followed throughout
+            got_in = got_out = None
         return q, {"tls_handshakes": extra.get("tls_checked_connections") or 1, "tls_bytes": wire,
-                   "tls_messages": counted if counted is not None else 2 * q}
-    # storm: its notices, each flushed alone (one TLS record, one segment while the reader keeps up): counted exactly
-    return 1, {"tls_handshakes": 0, "tls_bytes": wire, "tls_messages": extra.get("messages") or m.get("messages") or 0}
+                   **_records(got_in, got_out, q, q)}
+    # storm: its notices, each flushed alone, counted exactly; its one request (the loop) in
+    sent = extra.get("messages") or m.get("messages") or 0
+    received = (extra.get("messages_received") or 0) if "messages_received" in extra else sent
+    return 1, {"tls_handshakes": 0, "tls_bytes": wire, "tls_records_in": 1, "tls_records_out": received}
 
 
 def transit_rows(doc: dict) -> list[Row]:
-    """One Row per measured run of the TLS labs (tls off or on): server CPU per unit of work and its counts."""
+    """One Row per measured run of the TLS labs (tls off or on): server CPU per unit of work and its counts. A cell
+    is the workload's operation and the variant less tls (storm's loop-only operation is a mix of its own)."""
     out = []
     for run in doc["runs"]:
         tls = run["variant"].get("tls")
         if run.get("warmup") or run["workload"] not in TRANSIT_WORKLOADS or tls is None:
             continue
-        cell = ",".join([run["workload"]] + [f"{k}={v}" for k, v in sorted(run["variant"].items()) if k != "tls"])
+        keys = [f"{k}={v}" for k, v in sorted(run["variant"].items()) if k != "tls"]
         for op in run.get("operations", []):
             m = op.get("metrics", {})
             unit, counts = _transit_counts(run["workload"], m, op.get("extra") or {})
             if "cpu_s" not in m or not unit:
                 continue
+            cell = ",".join([f"{run['workload']}/{op.get('operation', '')}"] + keys)
             out.append(Row(cell, tls != "off", m["cpu_s"] / unit, {k: v / unit for k, v in counts.items()}))
     return out
 

@@ -7,7 +7,9 @@ measured on unless the user says so (`encbench estimate --other-setup`).
 - page writes: the best-resolved per-page encrypt cost (`derived`, kind write: a warm rebuild);
 - new TLS sessions: the connect lab's added server CPU per connection (tls on vs off);
 - bytes over TLS: the bulk lab's added server CPU per byte streamed;
-- messages over TLS: the storm lab's added server CPU per message;
+- TLS records sent by the server: the storm lab's added server CPU per notice streamed (one record each, none received);
+- TLS records received by the server: no one lab measures them apart (a roundtrip pays one each way):
+  `encbench calibrate` fits both at once (analysis/fit.py);
 - log bytes, temporary file bytes, TLS resumptions: no lab measures them apart yet (their terms say so).
 
 Every cost is mean(contender) - mean(baseline) of per-run values, Welch t 95% CI (stats.difference_ci).
@@ -30,8 +32,8 @@ TRANSIT = {
                        "added server CPU per connection"),
     "tls_bytes": ("bulk", None, lambda g: [c / b for c, b in zip(g.get("cpu_s", []), g.get("bytes_received", []))
                                             if b], "added server CPU per byte streamed"),
-    "tls_messages": ("storm", "messages", lambda g: [x / 1e6 for x in g.get("cpu_us_per_message", [])],
-                     "added server CPU per message"),
+    "tls_records_out": ("storm", "messages", lambda g: [x / 1e6 for x in g.get("cpu_us_per_message", [])],
+                        "added server CPU per notice streamed: a record sent"),
 }
 
 
@@ -46,7 +48,9 @@ HOW_TO_MEASURE = {
     "tls_handshakes": "measure it: encbench run --engine {engine} --workload connect",
     "tls_resumptions": "no encbench lab measures a resumed TLS session apart yet",
     "tls_bytes": "measure it: encbench run --engine {engine} --workload bulk",
-    "tls_messages": "measure it: encbench run --engine {engine} --workload storm",
+    "tls_records_in": "fit it: encbench calibrate --engine {engine} (its roundtrip and storm mixes price a record "
+                      "received apart from one sent)",
+    "tls_records_out": "measure it: encbench run --engine {engine} --workload storm",
 }
 
 

@@ -4,8 +4,9 @@ written after every run):
 
 - at rest: the engine's read-only and write-heavy oltp scripts at two memory shares, encrypted and plain
   (`Engine.calibration_variants`); fitted: page reads, page writes, log bytes (analysis/fit.py);
-- in transit: a connect-heavy (`connect`), a bytes-heavy (`bulk`) and a message-heavy (`roundtrip`) mix with
-  tls=off,on (the engine's live.py `TRANSIT_VARIANTS`); fitted: new TLS sessions, bytes, messages.
+- in transit: a connect-heavy (`connect`), a bytes-heavy (`bulk`), a request-heavy (`roundtrip`: a record received
+  and one sent per query) and a reply-heavy (`storm`: many records sent, one received) mix with tls=off,on (the
+  engine's live.py `TRANSIT_VARIANTS`); fitted: new TLS sessions, bytes, TLS records received and records sent.
 
 -o FILE is the calibration file (analysis/calibration.py) `encbench estimate --from` takes; each side's result file
 is kept beside it (FILE stem + `.at-rest.json` / `.in-transit.json`). With --dsn only the in-transit mixes run (a
@@ -32,10 +33,10 @@ from .defaults import DEFAULT_RUNS, DEFAULT_SEED, DEFAULT_SIZE, QUICK_SIZE, data
 from ..util.files import check_writable
 
 QUICK_PARAMS = ("seconds=3", "warmup_seconds=1")  # the oltp mixes
-TRANSIT = ("connect", "bulk", "roundtrip")
+TRANSIT = ("connect", "bulk", "roundtrip", "storm")
 # the in-transit mixes' sizes: each run long enough for its server CPU to be timed at a 10 ms tick
-TRANSIT_PARAMS = ("connections=200", "rows=100000", "seconds=2")
-TRANSIT_QUICK = ("connections=100", "rows=50000", "seconds=1")
+TRANSIT_PARAMS = ("connections=200", "rows=100000", "seconds=2", "messages=50000")
+TRANSIT_QUICK = ("connections=100", "rows=50000", "seconds=1", "messages=20000")
 DSN_AT_REST = ("--dsn: the at-rest mixes need a private server (encrypted and plain schemas or filesystems, memory "
                "shares set by restarts): run calibrate without --dsn for them")
 

@@ -29,8 +29,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--write-rate", default=None, metavar="RATE", help="the server's page write rate, e.g. 5MB/s")
     p.add_argument("--rate", action="append", default=[], metavar="TERM=RATE",
                    help="a term's rate given: reads/writes (pages/s or e.g. 25MB/s), log_bytes, temp_bytes, tls_bytes "
-                        "(e.g. 2MB/s), tls_handshakes, tls_resumptions, tls_messages (per second); with --live it "
-                        "fills or replaces the rate read")
+                        "(e.g. 2MB/s), tls_handshakes, tls_resumptions, tls_records_in, tls_records_out (per "
+                        "second); with --live it fills or replaces the rate read")
     p.add_argument("--live", default=None, metavar="DSN",
                    help="sample every term's rate from a running server's counters (postgresql:// or mysql://), "
                         "read-only")
@@ -38,7 +38,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--side", default=None, choices=("at-rest", "in-transit"),
                    help="bill one side only: at rest (pages, log, temporary files) or in transit (TLS); default both")
     p.add_argument("--all-tls", action="store_true",
-                   help="price every session, byte and message as TLS (default: the share on TLS now)")
+                   help="price every session, byte and record as TLS (default: the share on TLS now)")
     p.add_argument("--cores", default=None, help="the server's cores (default: this machine's)")
     p.add_argument("--engine", default=None, metavar="ENGINE",
                    help="the target's engine, without --live (default: the first --from file's)")

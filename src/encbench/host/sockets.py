@@ -205,12 +205,15 @@ class Followed:
 @dataclass
 class Totals:
     """What the followed sockets carried in the window: bytes and messages (data segments, None where the kernel
-    has no such counter), how many sockets, and the counting's notes."""
+    has no such counter; `messages_in`: the segments the server received, its clients' requests; `messages_out`:
+    those it sent), how many sockets, and the counting's notes."""
 
     bytes: int = 0
     bytes_out: int = 0
     bytes_in: int = 0
     messages: int | None = 0
+    messages_in: int | None = 0
+    messages_out: int | None = 0
     sockets: int = 0
     new_sockets: int = 0
     notes: list[str] = field(default_factory=list)
@@ -306,8 +309,12 @@ class SocketCounter:
             out.bytes_out += f.bytes_out
             out.bytes_in += f.bytes_in
             if out.messages is not None:
-                out.messages = None if f.segs_out is None or f.segs_in is None else \
-                    out.messages + f.segs_out + f.segs_in
+                if f.segs_out is None or f.segs_in is None:
+                    out.messages = out.messages_in = out.messages_out = None
+                else:
+                    out.messages += f.segs_out + f.segs_in
+                    out.messages_in += f.segs_in
+                    out.messages_out += f.segs_out
         out.bytes = out.bytes_out + out.bytes_in
         resets = sum(f.resets for f in self.followed.values())
         if resets:
@@ -414,7 +421,8 @@ def run_fields(follower: Follower, why: str | None, ports: Iterable[int] | None 
     out = {"server_net_bytes": t.bytes, "server_net_bytes_sent": t.bytes_out, "server_net_bytes_received": t.bytes_in,
            "server_net_sockets": t.sockets, "server_net_new_sockets": t.new_sockets}
     if t.messages is not None:
-        out["server_net_messages"] = t.messages
+        out.update(server_net_messages=t.messages, server_net_messages_in=t.messages_in,
+                   server_net_messages_out=t.messages_out)
     if t.notes:
         out["server_net_notes"] = "; ".join(t.notes)
     return out

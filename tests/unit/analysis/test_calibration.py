@@ -1,5 +1,5 @@
 """Issue 31: every unit cost of the bill fitted at once (analysis/fit.solve: at rest with log bytes, in transit with
-sessions, bytes and messages), the calibration file (analysis/calibration.py) and `estimate --from` it: a term the
+sessions, bytes and records received and sent), the calibration file (analysis/calibration.py) and `estimate --from` it: a term the
 design cannot fit, or fitted but not resolved, is said so, never a zero or a partial total."""
 
 from __future__ import annotations
@@ -58,10 +58,13 @@ def test_a_term_no_mix_did_or_that_never_varied_apart_is_not_fitted_never_zero()
 def test_transit_counts_of_very_different_scales_and_repeated_cpu_ticks_fit():
     """bytes (10^6) beside sessions (1) and groups whose CPU repeats to the last digit (a 10 ms tick): no singular
     matrix, and the costs come back."""
-    truth = {"tls_handshakes": 2e-3, "tls_bytes": 0.7e-9, "tls_messages": 1.6e-6}
-    cells = {"connect": (5e-3, {"tls_handshakes": 1.0, "tls_bytes": 0.0, "tls_messages": 2.0}),
-             "bulk": (0.2, {"tls_handshakes": 0.0, "tls_bytes": 2e8, "tls_messages": 2.0}),
-             "roundtrip": (30e-6, {"tls_handshakes": 1 / 3000, "tls_bytes": 0.0, "tls_messages": 2.0})}
+    truth = {"tls_handshakes": 2e-3, "tls_bytes": 0.7e-9, "tls_records_in": 10e-6, "tls_records_out": 1e-6}
+    records = ("tls_records_in", "tls_records_out")
+    cells = {"connect": (5e-3, {"tls_handshakes": 1.0, "tls_bytes": 0.0, **dict.fromkeys(records, 1.0)}),
+             "bulk": (0.2, {"tls_handshakes": 0.0, "tls_bytes": 2e8, "tls_records_in": 1.0, "tls_records_out": 3000.0}),
+             "roundtrip": (30e-6, {"tls_handshakes": 1 / 3000, "tls_bytes": 0.0, **dict.fromkeys(records, 1.0)}),
+             "storm": (0.05, {"tls_handshakes": 0.0, "tls_bytes": 0.0, "tls_records_in": 1.0,
+                              "tls_records_out": 20000.0})}
     rows = _rows(cells, truth)
     rows += [fit.Row("connect", True, 0.29, cells["connect"][1]), fit.Row("connect", True, 0.29 + 4e-17,
                                                                         cells["connect"][1])]
@@ -79,7 +82,9 @@ def _transit_doc() -> dict:
             ops = {"connect": ({"cpu_s": 100 * (5e-3 + 2e-3 * on) * k}, {"connections": 100}),
                    "bulk": ({"cpu_s": (0.1 + 2e8 * 0.7e-9 * on) * k, "net_bytes_received": 2e8, "net_bytes_sent": 60},
                             {"bytes_received": 2e8}),
-                   "roundtrip": ({"cpu_s": 3000 * (30e-6 + 2 * 1.6e-6 * on) * k}, {"queries": 3000})}
+                   "roundtrip": ({"cpu_s": 3000 * (30e-6 + (10e-6 + 1e-6) * on) * k}, {"queries": 3000}),
+                   "storm": ({"cpu_s": (0.05 + (20000 * 1e-6 + 10e-6) * on) * k},
+                             {"messages": 20000, "messages_received": 20000})}
             for wl, (m, extra) in ops.items():
                 runs.append({"workload": wl, "variant": {"tls": tls}, "warmup": False,
                              "operations": [{"operation": wl, "metrics": m, "extra": extra}]})
@@ -95,7 +100,7 @@ def _calibration(tmp_path):
                             {"in_transit": (_transit_doc(), tmp_path / "t.json")},
                             refused={"at_rest": "--dsn: the at-rest mixes need a private server"})
     assert set(doc["costs"]) | set(doc["absent"]) == set(TERM_KINDS) and "tls_resumptions" in doc["absent"]
-    for term in ("tls_handshakes", "tls_bytes", "tls_messages"):
+    for term in ("tls_handshakes", "tls_bytes", "tls_records_in", "tls_records_out"):
         c = doc["costs"][term]
         assert c["value_s"] > 0 and c["why"] is None and "fitted per" in c["fitted_from"], (term, c)
     assert doc["costs"]["tls_handshakes"]["value_s"] == pytest.approx(2e-3, rel=0.1)
@@ -117,11 +122,12 @@ def _estimate(*args):
 
 def test_estimate_prices_a_bill_from_a_calibration_and_an_unfitted_term_leaves_it_not_resolved(tmp_path):
     path = _calibration(tmp_path)
-    rates = ["--rate", "tls_handshakes=35/s", "--rate", "tls_bytes=2MB/s", "--rate", "tls_messages=5000/s"]
+    rates = ["--rate", "tls_handshakes=35/s", "--rate", "tls_bytes=2MB/s", "--rate", "tls_records_in=2500/s",
+             "--rate", "tls_records_out=2500/s"]
     res = _estimate("--from", str(path), *rates, "--side", "in-transit", "--cores", "4", "--json")
     assert res.returncode == 0, res.stderr
     out = json.loads(res.stdout)
-    assert out["resolved"] and out["added_cores"] == pytest.approx(35 * 2e-3 + 2e6 * 0.7e-9 + 5000 * 1.6e-6, rel=0.1)
+    assert out["resolved"] and out["added_cores"] == pytest.approx(35 * 2e-3 + 2e6 * 0.7e-9 + 2500 * 11e-6, rel=0.1)
     assert out["target"] == "postgres"
     assert "tls_resumptions" in {a["name"] for a in out["absent"]}  # the calibration's absent term, not "no rate"
     res = _estimate("--from", str(path), *rates, "--rate", "reads=100/s", "--cores", "4")

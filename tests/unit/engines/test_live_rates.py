@@ -27,7 +27,7 @@ def test_the_live_samplers_turn_counters_into_rates_and_absent_terms():
     assert set(got.absent) == {"tls_resumptions"}
     assert pg_live.rates(first, last, 2.0, True, pg_facts).rates["tls_handshakes"][0] == 10  # --all-tls
     off = pg_live.rates(first, last, 2.0, False, dict(pg_facts, ssl=False))
-    assert {"tls_handshakes", "tls_bytes", "tls_messages", "tls_resumptions"} == set(off.absent)
+    assert {"tls_handshakes", "tls_bytes", "tls_records_in", "tls_records_out", "tls_resumptions"} == set(off.absent)
 
     m_facts = {"engine": "mariadb", "version": "10.11", "page_size": 16384, "cipher": "aes_ctr", "log_bin": False,
                "ssl": True}
@@ -40,7 +40,8 @@ def test_the_live_samplers_turn_counters_into_rates_and_absent_terms():
     assert got.rates["reads"][0] == 10 and got.rates["log_bytes"][0] == 2000  # no binary log: redo only
     assert got.rates["tls_handshakes"][0] == pytest.approx((20 - 4) / 4) and got.rates["tls_resumptions"][0] == 1
     assert got.rates["tls_bytes"][0] == pytest.approx(1000 * 0.5)  # x 70 / 140 connections on TLS
-    assert got.rates["tls_messages"][0] == pytest.approx(2 * (21 - 1) / 4 * 0.5)  # less this sampler's statement
+    for name in ("tls_records_in", "tls_records_out"):  # Questions less this sampler's statement, assumed
+        assert got.rates[name][0] == pytest.approx((21 - 1) / 4 * 0.5) and got.rates[name][1].startswith("assumed")
     assert set(got.absent) == {"temp_bytes"}
     assert maria_live.rates(a, b, 4.0, False, dict(m_facts, log_bin=True)).rates["log_bytes"][0] == (8000 + 999) / 4
 
@@ -60,7 +61,7 @@ def _sock(cookie, port, out, inn, so, si):
     return SockStat((cookie, cookie), ("127.0.0.1", 5432), ("127.0.0.1", port), out, inn, so, si)
 
 
-def test_postgres_tls_bytes_and_messages_are_read_from_the_servers_sockets_by_session():
+def test_postgres_tls_bytes_and_records_each_way_are_read_from_the_servers_sockets_by_session():
     pg_facts = {"engine": "postgres", "version": "15.18 (Debian)", "page_size": 8192, "cipher": None, "ssl": True}
     first = {"blks_read": 0, "temp_bytes": 0, "sessions": 10, "buffers_written": 0, "wal_bytes": 0, "now": 1000.0}
     last = dict(first, sessions=12, now=1002.0)
@@ -73,7 +74,8 @@ def test_postgres_tls_bytes_and_messages_are_read_from_the_servers_sockets_by_se
     got = pg_live.rates(first, last, 2.0, False, dict(pg_facts, seen=seen, sockets=c)).rates
     # the TLS socket's 4,000 B and 40 segments, the unseen one's 800 B and 8 at the new sessions' share (1 of 2)
     assert got["tls_bytes"][0] == pytest.approx((4000 + 800 * 0.5) / 2)
-    assert got["tls_messages"][0] == pytest.approx((40 + 8 * 0.5) / 2)
+    assert got["tls_records_in"][0] == pytest.approx((10 + 4 * 0.5) / 2)  # the segments the server received
+    assert got["tls_records_out"][0] == pytest.approx((30 + 4 * 0.5) / 2)  # and sent
     assert "tcp_info" in got["tls_bytes"][1] and "not counted" in got["tls_bytes"][1]  # its blind spot stated
     every = pg_live.rates(first, last, 2.0, True, dict(pg_facts, seen=seen, sockets=c)).rates
     assert every["tls_bytes"][0] == pytest.approx((4000 + 18000 + 800) / 2)  # --all-tls: every socket
@@ -83,10 +85,10 @@ def test_postgres_tls_bytes_and_messages_are_read_from_the_servers_sockets_by_se
     assert "lower bound" in lost["tls_bytes"][2] and "--rate tls_bytes" in lost["tls_bytes"][2]
     remote = pg_live.rates(first, last, 2.0, False, dict(pg_facts, seen=seen, sockets=None,
                                                            sockets_why="the server is not on this host")).rates
-    assert remote["tls_messages"][0] is None and "not on this host" in remote["tls_messages"][2]
+    assert remote["tls_records_in"][0] is None and "not on this host" in remote["tls_records_in"][2]
 
 
-def test_mariadb_messages_are_its_tls_bytes_times_the_sockets_messages_per_byte():
+def test_mariadb_records_are_its_tls_bytes_times_the_sockets_records_each_way_per_byte():
     m_facts = {"engine": "mariadb", "version": "10.11", "page_size": 16384, "cipher": None, "log_bin": False,
                "ssl": True}
     a = {"Innodb_buffer_pool_reads": 0, "Innodb_pages_written": 0, "Innodb_os_log_written": 0,
@@ -94,10 +96,12 @@ def test_mariadb_messages_are_its_tls_bytes_times_the_sockets_messages_per_byte(
          "Bytes_received": 0, "Questions": 0, "Connections": 100}
     b = dict(a, Bytes_sent=8000, Questions=21)
     c = _counter([_sock(1, 40001, 0, 0, 0, 0)], [_sock(1, 40001, 1500, 500, 15, 5)])  # 20 segments per 2,000 B
-    got = maria_live.rates(a, b, 4.0, False, dict(m_facts, sockets=c)).rates["tls_messages"]
-    assert got[0] == pytest.approx(8000 / 4 * 0.5 * 20 / 2000) and "TCP segments" in got[1]
-    none = maria_live.rates(a, b, 4.0, False, dict(m_facts, sockets=None, sockets_why="x")).rates["tls_messages"]
-    assert none[0] == pytest.approx(2 * (21 - 1) / 4 * 0.5) and none[1].startswith("assumed")
+    got = maria_live.rates(a, b, 4.0, False, dict(m_facts, sockets=c)).rates
+    assert got["tls_records_in"][0] == pytest.approx(8000 / 4 * 0.5 * 5 / 2000) and "TCP segments" in \
+        got["tls_records_in"][1]
+    assert got["tls_records_out"][0] == pytest.approx(8000 / 4 * 0.5 * 15 / 2000)
+    none = maria_live.rates(a, b, 4.0, False, dict(m_facts, sockets=None, sockets_why="x")).rates["tls_records_in"]
+    assert none[0] == pytest.approx((21 - 1) / 4 * 0.5) and none[1].startswith("assumed: Questions as requests")
 
 
 def test_a_local_postgres_reads_are_priced_by_the_kernels_bytes_else_blks_read_with_why():

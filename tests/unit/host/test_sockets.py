@@ -181,19 +181,22 @@ def test_this_kernels_counters_see_the_bytes_a_loopback_client_sends():
     srv.close()
     assert total.sockets == 1 and total.bytes_in == 200_000 and 10 * len(got) <= total.bytes_out <= 1000
     assert 100 <= total.messages <= 200 + len(got)
+    assert total.messages == total.messages_in + total.messages_out and total.messages_in >= 1
 
 
 def test_calibrate_fits_against_the_counted_bytes_and_messages_not_assumed_ones():
     from encbench.analysis.fit import _transit_counts
 
-    counted = {"queries": 100, "tls_checked_connections": 1, "server_net_bytes": 25_000, "server_net_messages": 230}
+    counted = {"queries": 100, "tls_checked_connections": 1, "server_net_bytes": 25_000, "server_net_messages": 230,
+               "server_net_messages_in": 110, "server_net_messages_out": 120}
     assert _transit_counts("roundtrip", {}, counted) == (100, {"tls_handshakes": 1, "tls_bytes": 25_000,
-                                                               "tls_messages": 230})
+                                                               "tls_records_in": 110, "tls_records_out": 120})
     m = {"net_bytes_sent": 100, "net_bytes_received": 1_000_000, "net_data_segments_out": 2,
          "net_data_segments_in": 40}
-    assert _transit_counts("bulk", m, {})[1]["tls_messages"] == 42  # the client's socket: segments that carried data
+    got = _transit_counts("bulk", m, {})[1]  # the client's socket: what it sent the server received
+    assert (got["tls_records_in"], got["tls_records_out"]) == (2, 40)
     old = _transit_counts("roundtrip", {}, {"queries": 100})[1]  # a file from before: a request and a result assumed
-    assert old["tls_messages"] == 200
+    assert (old["tls_records_in"], old["tls_records_out"]) == (100, 100)
 
 
 def test_between_dumps_only_the_followed_sockets_are_looked_up_and_a_socket_opened_since_is_found_at_the_end():

@@ -8,12 +8,12 @@ from SHOW GLOBAL VARIABLES, read-only (SHOW only: no SET, no FLUSH).
 - new TLS sessions: Ssl_finished_accepts less Ssl_session_cache_hits (full handshakes); resumptions:
   Ssl_session_cache_hits;
 - bytes over TLS: Bytes_sent + Bytes_received, times the share of connections made over TLS since the server
-  started (Ssl_finished_accepts / Connections); messages over TLS (MariaDB counts none): those bytes times the
-  messages per byte on the server's TCP sockets, from the kernel's own counters (host/sockets.py: tcp_info through
-  sock_diag; a message is a TCP segment that carried data, either way). The bytes are
+  started (Ssl_finished_accepts / Connections); TLS records received and sent by the server (MariaDB counts
+  none): those bytes times the records received, and sent, per byte on the server's TCP sockets, from the kernel's
+  own counters (host/sockets.py: tcp_info through sock_diag; a record is a TCP segment that carried data). The bytes are
   MariaDB's own count (every connection, Unix socket or TCP, short or long), the sockets give only the shape (bytes
   per segment) of the connections a look saw. Where the server is not on this host, or no TCP socket carried a
-  byte, two per statement (Questions: a request and a result), said as assumed.
+  byte, Questions as the requests received and the results sent (one each per statement), said as assumed.
 """
 
 from __future__ import annotations
@@ -47,19 +47,23 @@ def sample(conn) -> dict[str, float]:
     return {k: float(v) for k, v in _show(conn, "STATUS", STATUS).items()}
 
 
-def _messages(f: dict, tls_bytes: float, statements: float, share: float, word: str) -> tuple:
-    """Messages over TLS per second: the TLS bytes x the data segments per byte on the server's TCP sockets, or
-    (no socket counter, or no byte on a TCP socket) 2 per statement, said as assumed."""
+def _records(f: dict, tls_bytes: float, statements: float, share: float, word: str) -> dict:
+    """TLS records received and sent by the server per second: the TLS bytes x the data segments received and sent
+    per byte on the server's TCP sockets, or (no socket counter, or no byte on a TCP socket) one request received and
+    one result sent per statement (Questions), said as assumed."""
     counter = f.get("sockets")
     seen = counter.totals() if counter is not None else None
-    if seen is not None and seen.bytes > 0 and seen.messages is not None:
-        per_byte = seen.messages / seen.bytes
-        return (tls_bytes * per_byte, f"Bytes_sent + Bytes_received {word}, x {per_byte * 1000:.3g} messages per kB "
-                f"(TCP segments that carried data, on the server's {seen.sockets} TCP sockets seen: "
-                f"{sockets.blind_spot(counter.discover_s, LiveSampler.LOOK_S)})", None)
+    if seen is not None and seen.bytes > 0 and seen.messages_in is not None and seen.messages_out is not None:
+        where = (f"(TCP segments that carried data, on the server's {seen.sockets} TCP sockets seen: "
+                 f"{sockets.blind_spot(counter.discover_s, LiveSampler.LOOK_S)})")
+        return {name: (tls_bytes * n / seen.bytes, f"Bytes_sent + Bytes_received {word}, x {n / seen.bytes * 1000:.3g} "
+                       f"records {way} per kB {where}", None)
+                for name, n, way in (("tls_records_in", seen.messages_in, "received"),
+                                     ("tls_records_out", seen.messages_out, "sent"))}
     why = (f.get("sockets_why") or "no socket counter was set up") if counter is None else \
         "no byte crossed the server's TCP sockets in the window"
-    return (2 * statements * share, f"assumed: 2 x Questions (a request and a result each) {word} ({why})", None)
+    return {name: (statements * share, f"assumed: Questions as {what} (one per statement) {word} ({why})", None)
+            for name, what in (("tls_records_in", "requests received"), ("tls_records_out", "results sent"))}
 
 
 def _tls(first: dict, last: dict, seconds: float, all_tls: bool, f: dict | None = None) -> dict:
@@ -80,7 +84,7 @@ def _tls(first: dict, last: dict, seconds: float, all_tls: bool, f: dict | None 
                                else "Connections - Ssl_session_cache_hits (--all-tls)", None),
             "tls_resumptions": (resumed, "Ssl_session_cache_hits", None),
             "tls_bytes": (tls_bytes, f"Bytes_sent + Bytes_received {word}", None),
-            "tls_messages": _messages(f or {}, tls_bytes, statements, share, word)}
+            **_records(f or {}, tls_bytes, statements, share, word)}
 
 
 def rates(first: dict, last: dict, seconds: float, all_tls: bool, f: dict) -> LiveRates:
@@ -97,7 +101,7 @@ def rates(first: dict, last: dict, seconds: float, all_tls: bool, f: dict) -> Li
         out.update(_tls(first, last, seconds, all_tls, f))
     else:
         absent.update({k: "have_ssl is not YES on this server (--all-tls prices TLS for every connection)"
-                       for k in ("tls_handshakes", "tls_resumptions", "tls_bytes", "tls_messages")})
+                       for k in ("tls_handshakes", "tls_resumptions", "tls_bytes", "tls_records_in", "tls_records_out")})
     return LiveRates(out, absent, f, seconds)
 
 

@@ -10,12 +10,13 @@ views, read-only (SELECT and SHOW only: no setting, no reset, no table).
 - new TLS sessions: pg_stat_database.sessions, times the share on TLS of the sessions seen starting in the window
   (pg_stat_activity and pg_stat_ssl polled every 0.2 s; else of every session seen);
 - resumptions: absent (PostgreSQL turns TLS session caching and tickets off: every TLS session is a full handshake);
-- bytes and messages over TLS: PostgreSQL 15 counts neither, so they are read from the kernel's counters of the
+- bytes and records over TLS: PostgreSQL 15 counts neither, so they are read from the kernel's counters of the
   server's TCP sockets (host/sockets.py: tcp_info through sock_diag, every WATCH_S), each socket matched to its
   session by the client's address and port (pg_stat_activity.client_addr / client_port) and priced when that
   session is on TLS (pg_stat_ssl); a socket whose session was never seen (it lasted less than a look) at the share
-  on TLS of the sessions. A message: a TCP segment that carried data, either way. Only where the server is on this
-  host; a remote server's are given with --rate tls_bytes=... / tls_messages=....
+  on TLS of the sessions. A record: a TCP segment that carried data, received by the server (its clients' requests:
+  tls_records_in) or sent (tls_records_out), priced apart. Only where the server is on this host; a remote server's
+  are given with --rate tls_bytes=... / tls_records_in=... / tls_records_out=....
 
 At rest, PostgreSQL has no encryption of its own: the at-rest terms price a filesystem (fscrypt, gocryptfs) that
 encrypts the data directory, whose reads, writes, WAL and temporary files all pass through it.
@@ -39,7 +40,8 @@ _COUNTERS = (
 WATCH = ("SELECT a.pid, extract(epoch FROM a.backend_start), coalesce(s.ssl, false), host(a.client_addr), "
          "a.client_port FROM pg_stat_activity a LEFT JOIN pg_stat_ssl s USING (pid) "
          "WHERE a.backend_type = 'client backend' AND a.pid <> pg_backend_pid()")
-NO_COUNTER = ("PostgreSQL {v} counts no bytes or messages sent to clients, and {why}: give the rate with --rate "
+TLS_RECORDS = ("tls_records_in", "tls_records_out")  # analysis/bill's names: received and sent by the server
+NO_COUNTER = ("PostgreSQL {v} counts no bytes or records sent to clients, and {why}: give the rate with --rate "
               "{name}=RATE (e.g. from the server host's network counters)")
 
 
@@ -90,7 +92,7 @@ def rates(first: dict, last: dict, seconds: float, all_tls: bool, f: dict) -> Li
                                  "full handshake"}
     if not f["ssl"] and not all_tls:
         absent.update({k: "ssl=off on this server (--all-tls prices TLS for every session)"
-                       for k in ("tls_handshakes", "tls_bytes", "tls_messages")})
+                       for k in ("tls_handshakes", "tls_bytes", *TLS_RECORDS)})
         return LiveRates(out, absent, f, seconds)
     share, pool = (1.0, "") if all_tls else tls_share(first, f.get("seen") or {})
     word = "every session priced as TLS (--all-tls)" if all_tls else (
@@ -114,11 +116,11 @@ def missed(first: dict, last: dict, seen: dict, counter) -> tuple[int, int]:
 
 
 def socket_rates(first: dict, last: dict, f: dict, share: float | None, all_tls: bool, seconds: float) -> dict:
-    """Bytes and messages over TLS from the server's sockets: each socket's when its session is on TLS, a socket
+    """Bytes and records (received, sent) over TLS from the server's sockets: each socket's when its session is on TLS, a socket
     whose session was never seen at the share on TLS (every one with --all-tls). Not resolved where more than
     MISSED_OK of the sessions begun in the window closed unseen between two looks: their bytes are not counted."""
     counter, why = f.get("sockets"), f.get("sockets_why") or "no socket counter was set up"
-    names = ("tls_bytes", "tls_messages")
+    names = ("tls_bytes", *TLS_RECORDS)
     if counter is None:
         return {name: (None, "no counter", NO_COUNTER.format(v=f["version"].split()[0], why=why, name=name))
                 for name in names}
@@ -140,15 +142,16 @@ def socket_rates(first: dict, last: dict, f: dict, share: float | None, all_tls:
         counted = (tls.bytes + unseen.bytes * k) / seconds
         return {name: (None, where, f"{lost} of the {begun} sessions begun in the window (pg_stat_database.sessions) "
                        f"closed between two looks at the server's sockets (new ones found every "
-                       f"{counter.discover_s:g} s): their bytes and messages are not counted (those counted, "
+                       f"{counter.discover_s:g} s): their bytes and records are not counted (those counted, "
                        f"{counted:,.0f} B/s, are a lower bound); give the rate with --rate {name}=RATE")
                 for name in names}
     out = {"tls_bytes": ((tls.bytes + unseen.bytes * k) / seconds, where, None)}
-    if tls.messages is None or unseen.messages is None:
-        out["tls_messages"] = (None, where, "; ".join(tls.notes + unseen.notes))
-    else:
-        out["tls_messages"] = ((tls.messages + unseen.messages * k) / seconds,
-                               f"TCP segments that carried data, either way, on {where}", None)
+    for name, way, word in (("tls_records_in", "messages_in", "received"), ("tls_records_out", "messages_out", "sent")):
+        if getattr(tls, way) is None or getattr(unseen, way) is None:
+            out[name] = (None, where, "; ".join(tls.notes + unseen.notes))
+        else:
+            out[name] = ((getattr(tls, way) + getattr(unseen, way) * k) / seconds,
+                         f"TCP segments that carried data, {word} by the server, on {where}", None)
     return out
 
 
