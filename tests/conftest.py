@@ -5,8 +5,11 @@ A worker's private servers, scratch and pymp directories, owner records, filesys
 leftover scans of the tests (a glob of tempfile.gettempdir(), processes naming a path in it) then never see another
 worker's; nor does an encbench command of one worker reclaim (and name, on its stderr) what a killed run of the
 other left in the ledgers. The directory is made by the controller (the run's base, in the caller's TMPDIR) and
-is reachable by the servers' users (postgres, mysql), as /tmp is; each worker's is `<base>/<worker id>`.
-A run without xdist changes nothing.
+is reachable by the servers' users (postgres, mysql), as /tmp is; each worker's is `<base>/<worker id>`. Each worker
+also has its own slice of the private servers' ports (ENCBENCH_PORTS): no two workers' servers ever take the same
+port, even one after the other (a test that finds a port closed, or a client that reaches a server by its port,
+never meets the other worker's). tests/xdist_workers.py holds the shares and the check that they hold (every
+integration test, tests/integration/conftest.py). A run without xdist changes nothing.
 """
 
 from __future__ import annotations
@@ -18,22 +21,29 @@ from pathlib import Path
 
 import pytest
 
-BASE_ENV = "ENCBENCH_TEST_RUN_BASE"  # the controller's directory of the workers' temporary directories
+from xdist_workers import BASE_ENV, share, shared, worker_dirs
+
 WORKER = os.environ.get("PYTEST_XDIST_WORKER")
+WORKERS = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT") or 1)
 
 
-def _worker_dirs(base: Path, worker: str) -> None:
-    tmp = base / worker
-    tmp.mkdir(exist_ok=True)
-    tmp.chmod(0o1777)  # as /tmp: a server running as postgres or mysql reaches its directory in it
-    os.environ["TMPDIR"] = str(tmp)
+def _worker_share(base: Path, worker: str) -> None:
+    """This worker's own temporary directory, ledgers and port slice, in its environment (and its children's);
+    a share another worker would have too is a usage error before any test runs. The directories are set before
+    anything imports encbench (its ledgers' paths are read as it is imported); the port slice after."""
+    dirs = worker_dirs(base, worker)
+    dirs["TMPDIR"].mkdir(exist_ok=True)
+    dirs["TMPDIR"].chmod(0o1777)  # as /tmp: a server running as postgres or mysql reaches its directory in it
+    os.environ.update({name: str(path) for name, path in dirs.items()})
     tempfile.tempdir = None  # tempfile caches its answer: ask again
-    for name, env in (("encfs-state", "ENCBENCH_ENCFS_STATE"), ("memcg-state", "ENCBENCH_MEMCG_STATE")):
-        os.environ[env] = str(base / f"{worker}-{name}")
+    clash = shared({f"gw{i}": share(base, f"gw{i}", WORKERS) for i in range(WORKERS)})
+    if clash:
+        raise pytest.UsageError(f"xdist workers would share: {'; '.join(clash)}")
+    os.environ["ENCBENCH_PORTS"] = "%d-%d" % share(base, worker, WORKERS)["ENCBENCH_PORTS"]
 
 
 if WORKER and os.environ.get(BASE_ENV):
-    _worker_dirs(Path(os.environ[BASE_ENV]), WORKER)
+    _worker_share(Path(os.environ[BASE_ENV]), WORKER)
 
 
 def pytest_configure(config):

@@ -1,0 +1,54 @@
+"""tests/xdist_workers.py: each pytest-xdist worker's own directories and port slice, and the check that no two
+workers' private servers share a directory or a port."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from encbench.engines.local import ports
+from xdist_workers import Server, Watch, share, shared, worker_ports
+
+
+@pytest.mark.parametrize("count", [1, 2, 3, 4, 8])
+def test_the_port_slices_are_disjoint_and_below_the_ephemeral_range(count):
+    slices = [worker_ports(i, count) for i in range(count)]
+    taken = [p for lo, hi in slices for p in range(lo, hi + 1)]
+    assert len(taken) == len(set(taken)) and min(taken) >= ports.LOW and max(taken) <= ports.HIGH
+    assert all(hi - lo > 1000 for lo, hi in slices)
+
+
+def test_two_workers_share_nothing_and_a_clash_is_named():
+    base = Path("/tmp/xd-test")
+    shares = {w: share(base, w, 2) for w in ("gw0", "gw1")}
+    assert shared(shares) == []
+    shares["gw1"] = dict(shares["gw1"], TMPDIR=base / "gw0" / "sub", ENCBENCH_PORTS=shares["gw0"]["ENCBENCH_PORTS"])
+    clash = shared(shares)
+    assert len(clash) == 2 and "ports" in clash[0] and "TMPDIR" in clash[1]
+
+
+def _watch(count: int = 2) -> Watch:
+    return Watch("/tmp/xd-test", count)
+
+
+def test_servers_in_their_own_slices_and_directories_pass():
+    w = _watch()
+    lo0, lo1 = worker_ports(0, 2)[0], worker_ports(1, 2)[0]
+    for s in (Server(10, "gw0", "/a/data", lo0), Server(11, "gw0", "/a/data", lo0), Server(12, "gw1", "/b", lo1),
+              Server(13, "gw0", "/c", lo0)):  # a port used again by its own worker, one server seen twice
+        w._check(s)
+    assert w.take() == []
+
+
+def test_a_port_outside_its_slice_or_a_directory_or_port_of_two_workers_fails():
+    w = _watch()
+    lo0, lo1 = worker_ports(0, 2)[0], worker_ports(1, 2)[0]
+    w._check(Server(10, "gw0", "/a/data", lo1))
+    assert "outside" in w.take()[0]
+    w._check(Server(11, "gw0", "/d", lo0))
+    w._check(Server(12, "gw1", "/d", lo1))
+    w._check(Server(13, "gw1", "/e", lo0))
+    problems = w.take()
+    assert any("/d used by a server of gw0 and by gw1" in p for p in problems)
+    assert any(f"{lo0} used by a server of gw0 and by gw1" in p for p in problems) and w.take() == []
