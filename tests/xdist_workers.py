@@ -5,7 +5,8 @@ A worker's share: its temporary directory (`<run base>/<worker>`: private server
 land there), its encfs and memory-cgroup ledgers, and its slice of the private servers' ports (ENCBENCH_PORTS,
 engines/local/ports). The check reads the live PostgreSQL and MariaDB servers of this test run (those whose
 environment names the run's base) from /proc: the worker that started each (its environment), its data directory
-and its port; a port outside its worker's slice, or a directory or port seen under two workers, is a failure.
+and the ports it listens on; a port outside its worker's slice, or a directory or port seen under two workers, is a
+failure.
 """
 
 from __future__ import annotations
@@ -77,52 +78,84 @@ def _read(path: str, binary: bool = False):
 
 
 def _option(args: list[str], flag: str) -> str | None:
-    """The value of `-D X` / `-c port=N` (flag "-D", "port=") or `--datadir=X` in a command line."""
+    """The value of `-D X` (flag "-D") or `--datadir=X` (flag "--datadir=") in a command line."""
     for i, a in enumerate(args):
-        if flag.startswith("-") and a == flag and i + 1 < len(args):
+        if a == flag and i + 1 < len(args):
             return args[i + 1]
-        if not flag.startswith("-") and a.startswith(flag):
+        if flag.endswith("=") and a.startswith(flag):
             return a[len(flag):]
     return None
 
 
-def _cnf(args: list[str]) -> dict[str, str]:
-    """A MariaDB server's --defaults-file, key=value lines."""
+def _cnf_datadir(args: list[str]) -> str | None:
+    """The datadir= line of a MariaDB server's --defaults-file."""
     path = next((a.split("=", 1)[1] for a in args if a.startswith("--defaults-file=")), None)
-    text = _read(path) if path else None
-    return dict(line.split("=", 1) for line in (text or "").splitlines() if "=" in line and not line.startswith("#"))
+    for line in (_read(path) or "").splitlines() if path else []:
+        if line.startswith("datadir="):
+            return line.split("=", 1)[1].strip()
+    return None
 
 
-def _server(pid: int, run_base: str) -> Server | None:
-    """The postmaster or mariadbd `pid` of this test run (its environment names run_base), else None."""
+def _owned(pid: int, run_base: str) -> tuple[str, str] | None:
+    """(worker, data directory) of the postmaster or mariadbd `pid` of this test run (its environment names
+    run_base and the worker), else None."""
     env = _read(f"/proc/{pid}/environ", binary=True)
     cmd = _read(f"/proc/{pid}/cmdline", binary=True)
     if not env or not cmd:
         return None
     environ = dict(e.split(b"=", 1) for e in env.split(b"\0") if b"=" in e)
-    if environ.get(BASE_ENV.encode()) != run_base.encode() or b"PYTEST_XDIST_WORKER" not in environ:
+    worker = environ.get(b"PYTEST_XDIST_WORKER")
+    if environ.get(BASE_ENV.encode()) != run_base.encode() or not worker:
         return None
     args = [a.decode(errors="replace") for a in cmd.split(b"\0") if a]
     if any(os.path.basename(a).startswith("mariadbd") for a in args):
-        cnf = _cnf(args)
-        datadir, port = _option(args, "--datadir=") or cnf.get("datadir"), cnf.get("port")
+        datadir = _option(args, "--datadir=") or _cnf_datadir(args)
     elif any(os.path.basename(a) == "postgres" for a in args):
-        datadir, port = _option(args, "-D"), _option(args, "port=")
+        datadir = _option(args, "-D")
     else:
         return None
-    if not datadir or not (port or "").isdigit():
-        return None
-    return Server(pid, environ[b"PYTEST_XDIST_WORKER"].decode(), datadir, int(port))
+    return (worker.decode(), datadir) if datadir else None
+
+
+def _listening() -> dict[int, int]:
+    """{socket inode: port} of every TCP socket listening here (/proc/net/tcp, tcp6)."""
+    out = {}
+    for name in ("/proc/net/tcp", "/proc/net/tcp6"):
+        for line in (_read(name) or "").splitlines()[1:]:
+            f = line.split()
+            if len(f) > 9 and f[3] == "0A":  # TCP_LISTEN
+                out[int(f[9])] = int(f[1].rsplit(":", 1)[1], 16)
+    return out
+
+
+def _ports(pid: int, listening: dict[int, int]) -> set[int]:
+    """The TCP ports process `pid` listens on (its socket descriptors): a server that failed to bind its port (a
+    taken one, retried on another) listens on none and is not counted."""
+    try:
+        fds = os.listdir(f"/proc/{pid}/fd")
+    except OSError:
+        return set()
+    out = set()
+    for fd in fds:
+        try:
+            link = os.readlink(f"/proc/{pid}/fd/{fd}")
+        except OSError:
+            continue
+        if link.startswith("socket:[") and int(link[8:-1]) in listening:
+            out.add(listening[int(link[8:-1])])
+    return out
 
 
 def run_servers(run_base: str) -> list[Server]:
-    """The live private servers of this test run, whichever worker started them."""
-    out = []
+    """The live private servers of this test run, whichever worker started them, one per port each listens on."""
+    out, listening = [], None
     for entry in os.scandir("/proc"):
-        if entry.name.isdigit() and (_read(f"/proc/{entry.name}/comm") or "").startswith(SERVER_COMMS):
-            server = _server(int(entry.name), run_base)
-            if server is not None:
-                out.append(server)
+        if not (entry.name.isdigit() and (_read(f"/proc/{entry.name}/comm") or "").startswith(SERVER_COMMS)):
+            continue
+        owned = _owned(int(entry.name), run_base)
+        if owned is not None:
+            listening = _listening() if listening is None else listening
+            out += [Server(int(entry.name), *owned, port) for port in sorted(_ports(int(entry.name), listening))]
     return out
 
 

@@ -52,3 +52,15 @@ def test_a_port_outside_its_slice_or_a_directory_or_port_of_two_workers_fails():
     problems = w.take()
     assert any("/d used by a server of gw0 and by gw1" in p for p in problems)
     assert any(f"{lo0} used by a server of gw0 and by gw1" in p for p in problems) and w.take() == []
+
+
+def test_a_servers_port_is_the_one_it_listens_on_not_one_it_failed_to_bind():
+    import os
+    import socket
+
+    import xdist_workers
+
+    with socket.create_server(("127.0.0.1", 0)) as listening, socket.socket() as bound:
+        bound.bind(("127.0.0.1", 0))  # bound, not listening: as a server whose listen failed
+        ports_here = xdist_workers._ports(os.getpid(), xdist_workers._listening())
+        assert listening.getsockname()[1] in ports_here and bound.getsockname()[1] not in ports_here
