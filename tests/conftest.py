@@ -46,8 +46,21 @@ if WORKER and os.environ.get(BASE_ENV):
     _worker_share(Path(os.environ[BASE_ENV]), WORKER)
 
 
+def _undo_readline_width() -> None:
+    """GNU readline, once loaded in a pytest process (it is, by configure time), exports LINES and COLUMNS (80 x 24
+    without a terminal) at the C level: os.environ does not show them, but every process spawned without env=
+    inherits them, xdist's workers among them, whose encbench commands then made their tables for 80 columns
+    where a serial run's made them for a pipe's 100 (leak-check's posture table wrapped its header). Back to the
+    environment the suite was started with."""
+    for name in ("COLUMNS", "LINES"):
+        if name not in os.environ:
+            os.unsetenv(name)
+
+
 def pytest_configure(config):
-    """The controller of an xdist run makes the workers' base directory (inherited through the environment)."""
+    """Every test process: readline's LINES and COLUMNS undone. The controller of an xdist run makes the workers'
+    base directory (inherited through the environment)."""
+    _undo_readline_width()
     if WORKER or not getattr(config.option, "numprocesses", None) or os.environ.get(BASE_ENV):
         return
     base = Path(tempfile.mkdtemp(prefix="xd-"))  # short: socket paths below it stay under 107 bytes

@@ -64,3 +64,13 @@ def test_a_servers_port_is_the_one_it_listens_on_not_one_it_failed_to_bind():
         bound.bind(("127.0.0.1", 0))  # bound, not listening: as a server whose listen failed
         ports_here = xdist_workers._ports(os.getpid(), xdist_workers._listening())
         assert listening.getsockname()[1] in ports_here and bound.getsockname()[1] not in ports_here
+
+
+def test_a_process_the_tests_spawn_sees_the_width_the_suite_was_started_with():
+    """GNU readline (loaded in pytest) exports COLUMNS=80 LINES=24 at the C level: tests/conftest.py undoes it, or
+    every child spawned without env= (xdist's workers too, then their encbench commands) made 80-column tables."""
+    import os
+    import subprocess
+
+    child = subprocess.run(["sh", "-c", 'echo "${COLUMNS-unset} ${LINES-unset}"'], capture_output=True, text=True)
+    assert child.stdout.split() == [os.environ.get("COLUMNS", "unset"), os.environ.get("LINES", "unset")]
