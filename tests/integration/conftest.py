@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from integration_helpers import Result, encbench_command, external_pg
+from xdist_workers import BASE_ENV, Watch
 
 TIMEOUT = 180  # seconds, per CLI invocation (the slowest one here takes ~6 s)
 
@@ -27,6 +28,33 @@ def pytest_collection_modifyitems(config, items):
     for item in items:
         if here in Path(str(item.fspath)).resolve().parents:
             item.add_marker(pytest.mark.integration)
+
+
+@pytest.fixture(scope="session")
+def _servers_watch():
+    """Under pytest-xdist: the private servers of the whole run, watched from this worker (tests/xdist_workers.py)."""
+    base, count = os.environ.get(BASE_ENV), int(os.environ.get("PYTEST_XDIST_WORKER_COUNT") or 0)
+    if not (os.environ.get("PYTEST_XDIST_WORKER") and base and count > 1):
+        yield None
+        return
+    watch = Watch(base, count)
+    watch.start()
+    yield watch
+    watch.stop()
+
+
+@pytest.fixture(autouse=True)
+def _workers_keep_apart(_servers_watch):
+    """Around every integration test under xdist: no private server's directory or port is another worker's, each
+    port in its worker's slice (ENCBENCH_PORTS); an error at this test's teardown otherwise."""
+    if _servers_watch is None:
+        yield
+        return
+    _servers_watch.sample()
+    yield
+    _servers_watch.sample()
+    problems = _servers_watch.take()
+    assert not problems, "xdist workers share a private server's directory or port: " + "; ".join(problems)
 
 
 @pytest.fixture(scope="session")

@@ -14,6 +14,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -279,6 +280,17 @@ def test_interrupt_while_spawning_a_worker(tmp_path_factory, cli_env, tmp_path):
 KILLS = 4
 
 
+@pytest.fixture
+def private_tmp():
+    """A TMPDIR of the test's own (multiprocessing's pymp-* directories land there), its path short: the
+    forkserver's socket, <TMPDIR>/pymp-XXXXXXXX/listener-XXXXXXXX, must fit in 107 bytes. One below tmp_path does
+    not in an xdist worker (.../pytest-N/popen-gw0/test_sigkill_leftovers_are_rec0/tmp/...: 107 bytes with N < 100
+    under /tmp, 121 under a longer TMPDIR): the run failed (exit 11) before its first run."""
+    d = Path(tempfile.mkdtemp(prefix="int-"))  # this worker's temporary directory (tests/conftest.py)
+    yield d
+    shutil.rmtree(d, ignore_errors=True)
+
+
 def _owned(directories: list[Path]) -> dict[Path, int]:
     """{directory: owner pid} of those holding an encbench owner record."""
     from encbench.util import leftovers
@@ -286,12 +298,11 @@ def _owned(directories: list[Path]) -> dict[Path, int]:
     return {d: o["pid"] for d in directories if (o := leftovers.read_owner(d))}
 
 
-def test_sigkill_leftovers_are_reclaimed_by_the_next_run(long_data, cli_env, tmp_path):
+def test_sigkill_leftovers_are_reclaimed_by_the_next_run(long_data, cli_env, tmp_path, private_tmp):
     """SIGKILL of the runner mid-run, KILLS times: each time its scratch-* (data directory) and pymp-*
     (temporary directory) stay behind with its pid recorded, the orphaned worker exits without a word,
     and the next run removes them and says so in one line."""
-    tmp = tmp_path / "tmp"  # a private TMPDIR: multiprocessing's pymp-* directories land here
-    tmp.mkdir()
+    tmp = private_tmp
     env = dict(cli_env, TMPDIR=str(tmp))
     previous: dict[Path, int] = {}
     for k in range(KILLS):
@@ -325,13 +336,12 @@ def test_sigkill_leftovers_are_reclaimed_by_the_next_run(long_data, cli_env, tmp
 
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="encbench cleanup needs root")
-def test_sigkill_leftovers_are_reclaimed_by_encbench_cleanup(long_data, cli_env, tmp_path):
+def test_sigkill_leftovers_are_reclaimed_by_encbench_cleanup(long_data, cli_env, tmp_path, private_tmp):
     """SIGKILL of the runner mid-run: `encbench cleanup --data-dir` (not only the next run) removes its scratch-*
     and pymp-* directories, one line each; a live owner's directories and an unowned one stay."""
     from encbench.util import leftovers
 
-    tmp = tmp_path / "tmp"  # a private TMPDIR: multiprocessing's pymp-* directories land here
-    tmp.mkdir()
+    tmp = private_tmp
     env = dict(cli_env, TMPDIR=str(tmp))
     live = [long_data / "scratch-live", tmp / "pymp-live"]  # this (live) process's: must stay
     unowned = tmp / "pymp-unowned"  # another program's (no owner record): must stay
