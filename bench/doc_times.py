@@ -10,7 +10,7 @@ Each entry of QUOTES names its page and the exact words that quote the time: the
 page no longer holds them (tests/unit/test_doc_times.py checks the same), so a page and this table cannot drift
 apart silently. Change a page's time: change its entry here and measure it.
 
-Usage: .venv/bin/python bench/doc_times.py [--only WORD] [--list] [--timeout SECONDS]
+Usage: .venv/bin/python bench/doc_times.py [--only WORD] [--name NAME ...] [--list] [--timeout SECONDS]
 """
 
 from __future__ import annotations
@@ -132,6 +132,7 @@ def judge(quoted, measured: float) -> tuple[float, str]:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--only", help="only the entries whose name contains this word")
+    ap.add_argument("--name", action="append", default=[], help="only the entry of this exact name (repeatable)")
     ap.add_argument("--list", action="store_true", help="print the table, run nothing")
     ap.add_argument("--timeout", type=float, default=3600, help="seconds per command (default 3600)")
     args = ap.parse_args(argv)
@@ -139,7 +140,7 @@ def main(argv: list[str] | None = None) -> int:
     if drift:
         print("the pages and this table disagree (fix QUOTES or the page):\n  " + "\n  ".join(drift), file=sys.stderr)
         return 2
-    quotes = [q for q in QUOTES if not args.only or args.only in q.name]
+    quotes = [q for q in QUOTES if (not args.only or args.only in q.name) and (not args.name or q.name in args.name)]
     print(f"machine: {platform.node()}, {os.cpu_count()} CPUs, {platform.platform()}; load (1/5 min) {_load()}")
     print(f"{'entry':<26} {'page':<20} {'quoted':>10} {'measured':>12} {'ratio':>6}  verdict  load before/after")
     for q in quotes:
