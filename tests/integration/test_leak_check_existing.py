@@ -349,6 +349,6 @@ def test_existing_postgres_given_by_pg_variables(encbench, pg_of_issue_28, tmp_p
     res = encbench("leak-check", "--engine", "postgres", "--dsn", "postgresql://",
                    env=dict(env, PATH=f"{fake}:{os.environ['PATH']}"))
     line = assert_one_line_error(res, 10)
-    assert "pg_dump failed: pg_dump: error: query failed: ERROR:  permission denied" in line, str(res)
+    assert "pg_dump failed: pg_dump: error: query failed: ERROR: permission denied" in line, str(res)
     assert server.password not in res.stdout + res.stderr
     assert _pg_schemas(server) == before  # the canary's schema dropped on the failure path
