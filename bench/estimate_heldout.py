@@ -512,7 +512,10 @@ def main(argv=None) -> int:
     t0 = time.monotonic()
     found = run_all(args, b)
     report(found["checks"], found["overall"])
-    doc = {"version": 1, "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "quick": args.quick,
+    from encbench.analysis import calibration
+
+    doc = {"version": 1, "calibration_version": calibration.VERSION,  # the model the bills were made with
+           "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "quick": args.quick,
            "machine": machine(), "load": load_words(b.docs), "invocation_s": round(time.monotonic() - t0),
            "method": "predicted = the mix's counters per transaction x unit costs calibrated on encbench's own mixes "
                      "only; measured = encrypted - plain server CPU per transaction (Welch 95% CI); error = "

@@ -16,6 +16,7 @@ from importlib import resources
 
 from ..engines import ENGINES  # each engine declares its setups (Engine.heldout_setups)
 from ..errors import UnknownNameError
+from .calibration import VERSION as MODEL_VERSION
 
 DATA = "heldout.json"
 
@@ -80,7 +81,10 @@ def _where(doc: dict) -> str:
                          f"{load['other_load_cores_median']:.1f} cores of other load"
                          if load.get("other_load_cores_median") is not None else "") if x]
     quick = "a --quick smoke run, not a figure; " if doc.get("quick") else ""
-    return f" ({quick}{', '.join(parts)}; docs/estimate.md)" if parts or quick else ""
+    checked = doc.get("calibration_version", 1)  # findings written before the field: the first model's
+    older = (f"of an earlier model (calibration version {checked}; this bill's is {MODEL_VERSION}): re-run "
+             "bench/estimate_heldout.py; " if checked < MODEL_VERSION else "")
+    return f" ({quick}{older}{', '.join(parts)}; docs/estimate.md)" if parts or quick or older else ""
 
 
 def beside_bill(engine: str, sides, doc: dict | None = None) -> str:

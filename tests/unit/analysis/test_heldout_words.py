@@ -78,3 +78,14 @@ def test_estimate_prints_the_check_beside_the_bill(monkeypatch):
     with contextlib.redirect_stdout(out):
         cli.main(["estimate", "--from", str(GOLDEN), "--read-rate", "25MB/s", "--json"])
     assert json.loads(out.getvalue())["heldout"].startswith("held-out check (")
+
+
+def test_findings_of_an_earlier_model_say_so_beside_the_bill():
+    """Findings made before the bill's model changed (calibration version 1: one message cost, fscrypt on the
+    server's CPU only) are still printed, dated, but say they checked an earlier model and how to check this one."""
+    from encbench.analysis.calibration import VERSION
+
+    old = heldout.words("postgres", "fscrypt", _doc())  # no calibration_version: the first model's findings
+    assert f"of an earlier model (calibration version 1; this bill's is {VERSION})" in old
+    assert "re-run bench/estimate_heldout.py" in old
+    assert "earlier model" not in heldout.words("postgres", "fscrypt", {**_doc(), "calibration_version": VERSION})
