@@ -47,11 +47,11 @@ MARIA = "/usr/sbin/mariadbd"
 QUOTES: tuple[Quote, ...] = (
     Quote("default run", "README.md", "run the default suite (about 2 minutes on 2 cores)", 120, ("run",)),
     Quote("default run --quick", "README.md", "7 s here on an idle 2-core machine", 7, ("run", "--quick")),
-    Quote("postgres", "docs/in-transit.md", "# private server, about 6 minutes", 360,
+    Quote("postgres", "docs/in-transit.md", "# private server, about 9 minutes", 540,
           ("run", "--engine", "postgres"), needs=PG),
     Quote("postgres --quick", "docs/in-transit.md", "# TLS on queries until resolved: 25 s idle, to 2.5 min", (25, 150),
           ("run", "--engine", "postgres", "--quick"), needs=PG),
-    Quote("mariadb", "docs/mariadb.md", "# private server, about 10 minutes", 600,
+    Quote("mariadb", "docs/mariadb.md", "# private server, about 12 minutes", 720,
           ("run", "--engine", "mariadb"), needs=MARIA),
     Quote("mariadb --quick", "docs/mariadb.md", "# TDE on a cold scan until resolved: 15 s idle, to 2 min", (15, 120),
           ("run", "--engine", "mariadb", "--quick"), needs=MARIA),
