@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from encbench.lab import reclaim
 from encbench.vocab import datagen
 from encbench.engines.sqlite import engine as sqlite_engine
 from integration_helpers import encbench_command
@@ -122,6 +123,10 @@ def test_a_builder_killed_mid_build_leaves_nothing_taken_as_complete(cli_env, tm
         assert b.wait(timeout=TIMEOUT) == 0, b_err.read_text()
     finally:
         _stop(procs)
+        # B started before A died, so it reclaimed nothing: what A left (its owner record in this worker's TMPDIR,
+        # its scratch directory) is reclaimed here, not by the next command this worker runs (a test of its stderr)
+        done = reclaim.reclaim(data)
+    assert done.problems == [], done.problems
     doc = json.loads((tmp_path / "b.json").read_text())
     assert doc["status"] == "complete"
     meta = doc["dataset"]["files"]["plain-p4096.db"]

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from .. import errors
 from ..lab import reclaim
-from ..util import interrupts, owners
+from ..util import interrupts, liblog, owners
 from ..util.redact import redact
 from .commands import BY_NAME
 from .parser import build_parser, command_named
@@ -21,6 +21,7 @@ def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     debug = "--debug" in argv
     interrupts.install()
+    liblog.install()
     try:
         return _main(argv, debug)
     finally:

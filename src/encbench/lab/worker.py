@@ -19,6 +19,7 @@ from ..probes import PROBES
 from ..profiling.profiler import with_profiles
 from ..workloads import WORKLOADS
 from ..probes.instructions import SelfMeter
+from ..util import interrupts, liblog
 
 
 def _measure(op, session, variant: dict, probe_names: list[str], self_meter=None) -> dict:
@@ -119,6 +120,7 @@ class Orphaned(SystemExit):
 
 
 def _exit_on_sigterm(signum, frame) -> None:
+    interrupts.STOP.set()  # what the libraries log while it unwinds is the interruption's (util/liblog)
     if _parent is not None and os.getppid() != _parent:
         raise Orphaned()  # our parent died (PR_SET_PDEATHSIG): no one will read a result
     sys.exit(143)  # SystemExit: finally blocks close the session and remove the scratch files
@@ -150,6 +152,7 @@ def child_main(spec: dict, conn) -> None:
     """Entry point of a worker process: run, send ("ok", record) or the error back."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the runner's to handle
     signal.signal(signal.SIGTERM, _exit_on_sigterm)
+    liblog.install()
     _die_with_parent()
     try:
         _send(conn, ("ok", execute(spec)))

@@ -195,3 +195,31 @@ def kill_and_reap(proc: subprocess.Popen | None, timeout: float = 0.0) -> None:
     except subprocess.TimeoutExpired:
         pass
     stop_child(proc, 0.0, (signal.SIGKILL,))
+
+
+def kill_tree(proc: subprocess.Popen | None) -> None:
+    """SIGKILL a child and every process under it, then reap the child. A set-up tool that is a shell script
+    (mariadb-install-db, whose subshells start mariadbd --bootstrap) leaves its children running when only the
+    script is killed: subprocess.run's clean-up on Ctrl-C. Each process is stopped (SIGSTOP) before its
+    children are listed, so none forks one more unseen; then all are killed."""
+    if proc is None or proc.poll() is not None:
+        return
+    tree: list[psutil.Process] = []
+    try:
+        todo = [psutil.Process(proc.pid)]
+    except psutil.Error:
+        todo = []
+    while todo:
+        p = todo.pop()
+        try:
+            p.suspend()
+            tree.append(p)
+            todo.extend(p.children())
+        except psutil.Error:  # gone already
+            continue
+    for p in tree:
+        try:
+            p.kill()
+        except psutil.Error:
+            pass
+    kill_and_reap(proc)

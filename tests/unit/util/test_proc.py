@@ -8,6 +8,7 @@ import subprocess
 import sys
 import time
 
+import psutil
 import pytest
 
 from encbench.util import proc
@@ -121,3 +122,18 @@ def test_stop_child_escalates_and_reaps():
     assert deaf.returncode == -signal.SIGKILL and time.monotonic() - t0 < 10
     proc.stop_child(deaf, 1.0)  # ended: nothing
     proc.stop_child(None, 1.0)
+
+
+def test_kill_tree_kills_what_a_shell_script_started():
+    """subprocess.run's clean-up kills the script only: its subshell's sleep (mariadb-install-db's mariadbd) ran
+    on. kill_tree leaves none of them."""
+    child = subprocess.Popen(["sh", "-c", "(sleep 300; true) & sleep 300 & wait"])
+    deadline = time.monotonic() + 10
+    while len(psutil.Process(child.pid).children(recursive=True)) < 3 and time.monotonic() < deadline:
+        time.sleep(0.02)
+    under = psutil.Process(child.pid).children(recursive=True)
+    assert len(under) >= 3, under
+    proc.kill_tree(child)
+    assert child.returncode is not None
+    gone, alive = psutil.wait_procs(under, timeout=5)
+    assert alive == [], alive

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Callable
 
 from ...errors import EngineUnavailableError, UsageError
-from ...util.proc import kill_and_reap
+from ...util.proc import kill_and_reap, kill_tree
 from . import ports
 from ...util.redact import redact
 
@@ -83,16 +83,24 @@ def run_tool(cmd: list[str], what: str, *, timeout: float = 300, error_mark: str
     """Run a set-up tool (initdb, mariadb-install-db); its error is its first line with
     error_mark (the root cause, before the follow-on errors), else its last output line."""
     try:
-        out = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, **popen)
+        proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, **popen)
     except (OSError, subprocess.SubprocessError) as e:
         raise EngineUnavailableError(f"{what} failed: {e}") from None
-    if out.returncode != 0:
-        lines = (out.stderr + "\n" + out.stdout).strip().splitlines()
+    try:
+        stdout, stderr = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        kill_tree(proc)
+        raise EngineUnavailableError(f"{what} failed: no answer after {timeout:g} s") from None
+    except BaseException:  # Ctrl-C, SIGTERM: the tool and what it started (a shell script's server) go with it
+        kill_tree(proc)
+        raise
+    if proc.returncode != 0:
+        lines = (stderr + "\n" + stdout).strip().splitlines()
         marked = [ln for ln in lines if error_mark and error_mark in ln]
         if marked:
             last = marked[0][marked[0].index(error_mark) + len(error_mark):].strip()
         else:
-            last = ((out.stderr or out.stdout).strip().splitlines() or ["no output"])[-1]
+            last = ((stderr or stdout).strip().splitlines() or ["no output"])[-1]
         raise EngineUnavailableError(f"{what} failed: {last}")
 
 
