@@ -58,6 +58,11 @@ def test_managed_all_workloads_tls_verified(encbench, tmp_path, pg_dirs_before):
             ("bulk", "copy-out"), ("connect", "connect")} <= ops
     rt = [op for r in doc["runs"] if r["workload"] == "roundtrip" for op in r["operations"]]
     assert all(op["extra"]["qps"] > 0 and op["extra"]["tls_checked_connections"] == 1 for op in rt), rt
+    # the server's sockets of pgbench's client connection were followed (not its first, query-less connection's):
+    # one request in and one reply out per query
+    per_query = [(op["extra"].get("server_net_messages_in", 0) / op["extra"]["queries"],
+                  op["extra"].get("server_net_messages_out", 0) / op["extra"]["queries"]) for op in rt]
+    assert all(0.9 <= i <= 1.5 and 0.9 <= o <= 1.5 for i, o in per_query), (per_query, [op["extra"] for op in rt])
     # pgbench -T: judged on queries/s and CPU per query, never on its constant elapsed time (issue 21 item 1)
     basis = {c["metric"]: c.get("verdict_basis") for c in doc["comparisons"] if c["workload"] == "roundtrip"}
     assert basis["qps"] == 0 and basis["cpu_us_per_query"] == 1 and basis.get("wall_s") is None, basis
