@@ -118,3 +118,17 @@ def sampler(conn) -> LiveSampler:
         return sample(c)
 
     return LiveSampler(conn, sample_all, rates, f, None, counter.sample if counter is not None else None)
+
+
+# `encbench calibrate` (Engine.calibration_not_fitted, read by analysis/calibration.py): the terms its designed mixes do
+# not fit on MariaDB, each with the run that would measure it
+NOT_FITTED = {
+    "log_bytes": "the calibrated mixes' encrypted and plain schemas share one redo log (innodb_encrypt_log is "
+                 "server-wide, so it cancels); what would measure it: encbench run --engine mariadb --workload oltp "
+                 "--variant script=oltp_read_write --variant encrypt_log=off,on",
+    "temp_bytes": "no calibrated mix spills to temporary files, and MariaDB counts temporary files, not their bytes; "
+                  "what would measure it: encbench run --engine mariadb --workload sort --variant encrypt_tmp_files="
+                  "off,on",
+    "tls_resumptions": "no calibrated mix resumes a TLS session (each of encbench's connections is a full "
+                       "handshake)",
+}
