@@ -47,12 +47,12 @@ from pathlib import Path
 Z95 = 1.959964
 HELD_OUT_MEMORY = "50%"  # the calibration runs 100% and 25%: the held-out mixes a share it never saw
 TRANSIT_TERMS = ("tls_handshakes", "tls_bytes", "tls_records_in", "tls_records_out")
-RECORDS = {"tls_records_in": ("server_net_messages_in", "net_data_segments_out", "query"),
-           "tls_records_out": ("server_net_messages_out", "net_data_segments_in", "reply")}
+RECORDS = {"tls_records_in": "query", "tls_records_out": "reply"}  # what a record each way is, per statement
 # pgbench's built-in scripts: statements per transaction (tpcb-like: BEGIN, 3 UPDATEs, SELECT, INSERT, END). pgbench's
-# bytes and records are counted on the server's sockets (host/sockets.py: a run's server_net_* fields: the records
-# the server received and sent); where a run has no such count (a remote server, or a file from before), a
-# transaction's records are taken as 1 received and 1 sent per statement (the query and its reply), and said so
+# bytes and records are counted as calibrate counts its own runs (analysis/fit.oltp_transit_counts: the server's
+# sockets, a run's server_net_* fields: the records the server received and sent); where a run has no such count (a
+# remote server, or a file from before), a transaction's records are taken as 1 received and 1 sent per statement
+# (the query and its reply), and said so
 STATEMENTS = {"select-only": 1, "simple-update": 5, "tpcb-like": 7}
 # at rest: page reads (on fscrypt the pages the kernel read, as calibrate counts them: analysis/fit.Basis), page
 # writes and log bytes (PostgreSQL's WAL; a term absent on the engine, SQLite's log, is left out as estimate does)
@@ -168,8 +168,9 @@ def calibrate(b: Bench, engine: str, transit: bool = True, atrest: bool = True) 
 # -- the held-out mixes -------------------------------------------------------------------------------------------
 
 def _per_txn(doc: dict, label: str, script: str) -> dict[str, float]:
-    """The contender's counters per transaction (means over its measured runs): what its bill is priced from. At
-    rest as calibrate counts them (fit.counts_of on the file's basis: on fscrypt, the kernel's pages read)."""
+    """The contender's counters per transaction (means over its measured runs): what its bill is priced from, each
+    as calibrate counts its own runs: at rest fit.counts_of on the file's basis (on fscrypt, the kernel's pages
+    read), in transit fit.oltp_transit_counts (a term nothing counted is absent: `predict` assumes or names it)."""
     from encbench.analysis import fit
 
     basis = fit.basis_of(doc)
@@ -182,23 +183,13 @@ def _per_txn(doc: dict, label: str, script: str) -> dict[str, float]:
             n = x.get("transactions")
             if not n:
                 continue
-            clients = float(run["variant"].get("clients", 1))
-            # bytes and messages: the server's sockets of pgbench's connections, followed while it ran (the
-            # run's server_net_* fields), else the client's own sockets (the net probe)
-            rows = {"tls_handshakes": clients,
-                    "tls_bytes": x.get("server_net_bytes", _sum(m, "net_bytes_sent", "net_bytes_received")),
-                    **{t: x.get(server, _sum(m, client)) for t, (server, client, _) in RECORDS.items()}}
-            rows = {k: v / n for k, v in rows.items() if v is not None}
+            # sessions, bytes and records each way: exactly as calibrate counts them (a term nothing counted absent)
+            rows = {k: v / n for k, v in fit.oltp_transit_counts(run["variant"], m, x).items()}
             if m.get("pages_read") is not None:  # already per transaction
                 rows.update(fit.counts_of(m, x, n, basis))
             for k, v in rows.items():
                 sums.setdefault(k, []).append(v)
     return {k: statistics.fmean(v) for k, v in sums.items()}
-
-
-def _sum(m: dict, *keys: str) -> float | None:
-    vals = [m.get(k) for k in keys]
-    return None if any(v is None for v in vals) or not sum(vals) else float(sum(vals))
 
 
 def _se(ci) -> float | None:
@@ -210,7 +201,7 @@ def predict(counts: dict, costs: dict, side: str, script: str = "", absent=()) -
     (`absent`: the engine's terms that do not apply, left out as the bill leaves them)."""
     terms = [t for t in (AT_REST_TERMS if side == "at rest" else TRANSIT_TERMS) if t not in absent]
     parts, var, missing, assumed, unresolved = {}, 0.0, [], [], []
-    for t, (_, _, what) in RECORDS.items() if side == "in transit" and script in STATEMENTS else ():
+    for t, what in RECORDS.items() if side == "in transit" and script in STATEMENTS else ():
         if counts.get(t) is None:
             counts = {**counts, t: float(STATEMENTS[script])}
             assumed.append(f"{t}: {counts[t]:g} per transaction, 1 per statement of {script} (its {what}), not "

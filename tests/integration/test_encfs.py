@@ -25,6 +25,7 @@ import pytest
 from encbench import errors
 from encbench.host import encfs
 from encbench.host.encfs import base, fscrypt, ledger
+from encbench.lab import runctx
 from integration_helpers import Result, assert_one_line_error, encbench_command, orphan_keys
 
 SIZE = 32 << 20
@@ -144,6 +145,33 @@ def test_gocryptfs_cipher_is_named(tmp_path):
         info = encfs.cipher_info(m)
     assert info["encrypted"] and info["content_encryption"] == "AES-GCM-256"
     assert info["backend"] in ("Go", "OpenSSL") and info["version"]
+    assert leftovers(tmp_path) == NOTHING
+
+
+def _cmdline(p: psutil.Process) -> list[str]:
+    try:
+        return p.cmdline()
+    except psutil.Error:  # gone, or a zombie
+        return []
+
+
+@needs("gocryptfs")
+def test_the_gocryptfs_daemon_is_in_encbench_tree_and_its_cpu_encbench_own(tmp_path):
+    """issue 31's review: the daemon (run in the foreground, a child of the mounting process in a session of its
+    own) stays in encbench's process tree, so a run's context (lab/runctx) counts the CPU it decrypts with as
+    encbench's own, never as other processes' load."""
+    with encfs.create("gocryptfs", SIZE, tmp_path) as m:
+        daemon = next((p for p in psutil.Process().children(recursive=True) if str(m.mount_point) in _cmdline(p)), None)
+        assert daemon is not None and daemon.name() == "gocryptfs", "the gocryptfs daemon left the process tree"
+        assert os.getsid(daemon.pid) != os.getsid(0)  # a Ctrl-C to encbench's process group leaves it serving
+        before, d0 = runctx.own_cpu_s(), sum(daemon.cpu_times()[:2])
+        with open(m.path / "f", "wb") as out:  # 8 MiB through the mount: the daemon encrypts it
+            for _ in range(8):
+                out.write(os.urandom(1 << 20))
+            os.fsync(out.fileno())
+        d1, after = sum(daemon.cpu_times()[:2]), runctx.own_cpu_s()
+        assert after - before >= d1 - d0 - 0.02
+    assert not daemon.is_running()  # it exited with its mount and was reaped (no zombie left)
     assert leftovers(tmp_path) == NOTHING
 
 

@@ -60,3 +60,30 @@ def test_the_name_check_sees_keys_comparisons_and_fstring_pieces(tmp_path):
                  'y = f"{x} mysql"\n'
                  'h = "works with sqlite and others"\n')
     assert _engine_literals(f) == [(2, "postgres"), (3, "mariadb"), (5, "mysql")]
+
+
+# Where a module is imported by a name built at run time, and why: a registry table's rows, never an engine's module
+# (an engine's facts are attributes of its ENGINES entry: engines/base.Engine).
+IMPORTS_BY_NAME = {"cli/commands.py": "the commands table: each row names its command's module, imported when typed"}
+IMPORTERS = {"import_module", "__import__", "spec_from_file_location", "find_spec"}
+
+
+def _imports_by_name(path: Path) -> list[int]:
+    """The lines of every call that imports a module by a name it is given (importlib.import_module(...),
+    __import__(...), importlib.util.spec_from_file_location(...))."""
+    out = []
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.Call):
+            f = node.func
+            name = f.attr if isinstance(f, ast.Attribute) else f.id if isinstance(f, ast.Name) else ""
+            if name in IMPORTERS:
+                out.append(node.lineno)
+    return out
+
+
+def test_no_module_is_imported_by_a_name_built_at_run_time_outside_the_commands_table():
+    found = [f"{path.relative_to(PKG).as_posix()}:{line}" for path in sorted(PKG.rglob("*.py"))
+             if path.relative_to(PKG).as_posix() not in IMPORTS_BY_NAME for line in _imports_by_name(path)]
+    assert not found, ("a module imported by a built name (declare what is needed on the registry entry instead):\n  "
+                       + "\n  ".join(found))
+    assert all(_imports_by_name(PKG / rel) for rel in IMPORTS_BY_NAME), "narrow IMPORTS_BY_NAME"

@@ -122,3 +122,63 @@ def test_only_selects_setups_by_tag_or_name_and_refuses_an_unknown_one():
                                                                         ("sqlite", "sqlcipher")}
     with pytest.raises(SystemExit, match="unknown setup"):
         B.selected("postgres:gocryptfs")
+
+
+def _tls_doc(shapes: dict) -> dict:
+    """A PostgreSQL oltp file whose tls=on runs' traffic was counted as `shapes` says (label -> (metrics, extra)),
+    100 transactions each, 2 clients."""
+    keys = [{"name": k, "applies_when": []} for k in ("tls", "memory", "clients", "script")]
+    runs = []
+    for label, (m, x) in shapes.items():
+        variant = {"tls": "on", "memory": "50%", "clients": "2", "script": "tpcb-like"}
+        runs.append({"workload": "oltp", "variant": variant, "variant_label": label, "warmup": False,
+                     "operations": [{"operation": "mix", "metrics": {"cpu_s": 0.1, **m},
+                                     "extra": {"transactions": 100, **x}}]})
+    return {"engine": {"name": "postgres", "axis": "encryption", "axis_baseline": "off", "variant_keys": keys},
+            "runs": runs}
+
+
+SHAPES = {  # what a run's traffic was counted from
+    "server": ({}, {"server_net_bytes": 70_000, "server_net_messages_in": 700, "server_net_messages_out": 650}),
+    "server, no segments": ({"net_bytes_sent": 900, "net_bytes_received": 900, "net_data_segments_out": 9,
+                             "net_data_segments_in": 9}, {"server_net_bytes": 70_000}),
+    "client, one way": ({"net_bytes_sent": 4_000, "net_data_segments_out": 40, "net_data_segments_in": 30}, {}),
+    "nothing": ({"net_bytes_sent": 0, "net_bytes_received": 0, "net_data_segments_out": 0,
+                 "net_data_segments_in": 0}, {}),
+}
+
+
+def test_a_held_out_mix_is_counted_in_transit_exactly_as_calibrate_counts_its_runs():
+    """issue 31's review: the bench's bytes and records per transaction are analysis/fit's, not a copy of its rules:
+    a run whose server sockets were followed without their data segments has no records counted (not the idle worker
+    socket's), a client socket that counted one way its bytes, and one that carried nothing no count at all."""
+    from encbench.analysis import fit
+
+    doc = _tls_doc(SHAPES)
+    for label, (m, x) in SHAPES.items():
+        got = B._per_txn(doc, label, "tpcb-like")
+        want = {k: v / 100 for k, v in fit.oltp_transit_counts({"clients": "2"}, {"cpu_s": 0.1, **m},
+                                                                 {"transactions": 100, **x}).items()}
+        assert got == pytest.approx(want), label
+    assert B._per_txn(doc, "server", "tpcb-like") == pytest.approx(
+        {"tls_handshakes": 0.02, "tls_bytes": 700.0, "tls_records_in": 7.0, "tls_records_out": 6.5})
+    no_segments = B._per_txn(doc, "server, no segments", "tpcb-like")
+    assert no_segments["tls_bytes"] == 700.0 and "tls_records_in" not in no_segments
+    assert B._per_txn(doc, "client, one way", "tpcb-like")["tls_bytes"] == pytest.approx(40.0)
+    assert B._per_txn(doc, "nothing", "tpcb-like") == {"tls_handshakes": 0.02}
+    # calibrate's own transit runs read the same counts (its bytes 0 where nothing counted them)
+    assert fit._wire({}, SHAPES["server, no segments"][1]) == (70_000, None, None)
+    assert fit._wire(*SHAPES["nothing"]) == (0, None, None)
+
+
+def test_records_nothing_counted_are_still_assumed_one_per_statement_and_said_so():
+    costs = {"tls_handshakes": UnitCost(2e-3, (1e-3, 3e-3), "connect"), "tls_bytes": UnitCost(1e-9, (5e-10, 2e-9), "b"),
+             "tls_records_in": UnitCost(10e-6, (8e-6, 12e-6), "fit"),
+             "tls_records_out": UnitCost(2e-6, (1e-6, 3e-6), "fit")}
+    doc = _tls_doc(SHAPES)
+    p = B.predict(B._per_txn(doc, "server, no segments", "tpcb-like"), costs, "in transit", "tpcb-like")
+    assert p["counts_per_txn"]["tls_records_in"] == 7.0 and p["counts_per_txn"]["tls_records_out"] == 7.0
+    assert [a.split(":")[0] for a in p["assumed"]] == ["tls_records_in", "tls_records_out"]
+    assert "1 per statement of tpcb-like (its query), not counted" in p["assumed"][0] and p["bill_resolved"]
+    nothing = B.predict(B._per_txn(doc, "nothing", "tpcb-like"), costs, "in transit", "tpcb-like")
+    assert "tls_bytes: no counter for this mix" in nothing["left_out"] and not nothing["bill_resolved"]

@@ -20,12 +20,12 @@ each way, and its source says so (`costs_of`).
 
 from __future__ import annotations
 
-import importlib
 import json
 import os
 import time
 from pathlib import Path
 
+from ..engines import engine_named  # each engine declares its terms (Engine.calibration_absent, ...)
 from ..errors import ResultFileError
 from . import fit
 from .bill import OLD_MESSAGES, TERM_KINDS, TLS_RECORDS, UnitCost
@@ -41,24 +41,11 @@ OLD_MESSAGES_WORDS = ("a calibration from before TLS records were priced apart (
 SIDES = {"at_rest": ("at rest", fit.ATREST_WORDS), "in_transit": ("in transit", fit.TRANSIT_WORDS)}
 
 
-def _live(engine: str):
-    """The engine's live.py (what its bill reads and how calibrate measures it), or None when it has none."""
-    try:
-        return importlib.import_module(f"encbench.engines.{engine}.live")
-    except ImportError:
-        return None
-
-
 def engine_facts(engine: str) -> tuple[dict, dict]:
-    """(absent, not fitted): term -> why, from the engine's live.py (ABSENT, NOT_FITTED); none when it has none."""
-    mod = _live(engine)
-    return dict(getattr(mod, "ABSENT", {})), dict(getattr(mod, "NOT_FITTED", {}))
-
-
-def transit_variants(engine: str) -> tuple[str, ...]:
-    """The --variant filters of calibrate's in-transit mixes, from the engine's live.py (TRANSIT_VARIANTS); none
-    when it has no in-transit side."""
-    return tuple(getattr(_live(engine), "TRANSIT_VARIANTS", ()))
+    """(absent, not fitted): term -> why, as the engine's registry entry declares them (Engine.calibration_absent,
+    calibration_not_fitted); none for an engine this encbench does not know."""
+    e = engine_named(engine)
+    return (dict(e.calibration_absent), dict(e.calibration_not_fitted)) if e else ({}, {})
 
 
 def _runs_per_variant(doc: dict | None) -> int | None:

@@ -143,16 +143,38 @@ def atrest_rows(doc: dict, basis: Basis | None = None) -> list[Row]:
     return out
 
 
-def _wire(m: dict, extra: dict) -> tuple[float, float | None, float | None]:
-    """(bytes, records in, records out) a transit run's traffic carried, seen from the server: the server's sockets
-    followed while its driver ran (host/sockets.py: `server_net_*`, pgbench's connections), else the client's own
-    socket (the net probe: bytes, and the segments that carried data; what the client sent the server received).
-    A record: a TCP segment that carried data, as estimate --live counts them on the server's sockets. The records
-    None where neither counted them apart (a result file from before data segments were counted each way)."""
+def wire_counts(m: dict, extra: dict) -> dict:
+    """term -> what a run's traffic carried, seen from the server (`tls_bytes`, `tls_records_in`, `tls_records_out`):
+    the server's sockets followed while its driver ran (host/sockets.py: `server_net_*`, pgbench's connections), else
+    the client's own socket (the net probe: bytes, and the segments that carried data; what the client sent the
+    server received). A record: a TCP segment that carried data, as estimate --live counts them on the server's
+    sockets. A term nothing counted is absent (never 0): the records where neither counted them apart (a result file
+    from before data segments were counted each way), and all three where the net probe's socket carried no byte (a
+    driver's own connections: the worker's socket sat idle). What calibrate and the held-out check both count."""
     if extra.get("server_net_bytes") is not None:
-        return extra["server_net_bytes"], extra.get("server_net_messages_in"), extra.get("server_net_messages_out")
-    wire = (m.get("net_bytes_sent") or 0) + (m.get("net_bytes_received") or 0)
-    return wire, m.get("net_data_segments_out"), m.get("net_data_segments_in")
+        got = {"tls_bytes": extra["server_net_bytes"], "tls_records_in": extra.get("server_net_messages_in"),
+               "tls_records_out": extra.get("server_net_messages_out")}
+    else:
+        sent, received = m.get("net_bytes_sent"), m.get("net_bytes_received")
+        if not (sent or received):
+            return {}
+        got = {"tls_bytes": (sent or 0) + (received or 0), "tls_records_in": m.get("net_data_segments_out"),
+               "tls_records_out": m.get("net_data_segments_in")}
+    return {k: v for k, v in got.items() if v is not None}
+
+
+def oltp_transit_counts(variant: dict, m: dict, extra: dict) -> dict:
+    """An oltp run's in-transit counts over the whole run (per transaction: divided by its `transactions`): its new
+    TLS sessions (one per client, each connection held through the run) and what its traffic carried (wire_counts:
+    a term nothing counted absent, for the caller to assume or leave out, and say which)."""
+    return {"tls_handshakes": float(variant.get("clients", 1)), **wire_counts(m, extra)}
+
+
+def _wire(m: dict, extra: dict) -> tuple[float, float | None, float | None]:
+    """(bytes, records in, records out) of a transit run (wire_counts): bytes 0 where nothing counted them, the
+    records None."""
+    got = wire_counts(m, extra)
+    return got.get("tls_bytes", 0), got.get("tls_records_in"), got.get("tls_records_out")
 
 
 def _records(counted_in, counted_out, assumed_in: float, assumed_out: float) -> dict:

@@ -6,7 +6,7 @@ written after every run):
   (`Engine.calibration_variants`); fitted: page reads, page writes, log bytes (analysis/fit.py);
 - in transit: a connect-heavy (`connect`), a bytes-heavy (`bulk`), a request-heavy (`roundtrip`: a record received
   and one sent per query) and a reply-heavy (`storm`: many records sent, one received) mix with tls=off,on (the
-  engine's live.py `TRANSIT_VARIANTS`); fitted: new TLS sessions, bytes, TLS records received and records sent.
+  engine's `calibration_transit_variants`); fitted: new TLS sessions, bytes, TLS records received and records sent.
 
 -o FILE is the calibration file (analysis/calibration.py) `encbench estimate --from` takes; each side's result file
 is kept beside it (FILE stem + `.at-rest.json` / `.in-transit.json`). With --dsn only the in-transit mixes run (a
@@ -63,7 +63,7 @@ def _config(args, engine, argv, side: str, out: Path):
         workloads, variants = ["oltp"], list(engine.calibration_variants)
         params = list(QUICK_PARAMS if args.quick else ())
     else:
-        workloads, variants = list(TRANSIT), list(calibration.transit_variants(engine.name))
+        workloads, variants = list(TRANSIT), list(engine.calibration_transit_variants)
         params = list(TRANSIT_QUICK if args.quick else TRANSIT_PARAMS)
     return runner.RunConfig(
         engine=engine.name, workloads=workloads, variant_filters=variants,
@@ -105,7 +105,7 @@ def _plan(args, engine, argv) -> tuple[Path, dict]:
     sides = {}
     if not args.dsn:
         sides["at_rest"] = out.with_name(out.stem + ".at-rest.json")
-    if calibration.transit_variants(engine.name):
+    if engine.calibration_transit_variants:
         sides["in_transit"] = out.with_name(out.stem + ".in-transit.json")
     configs = {side: _config(args, engine, argv, side, path) for side, path in sides.items()}
     taken = {g for c in configs.values() for g in c.params}

@@ -96,6 +96,13 @@ class Engine:
     # `encbench calibrate`: --variant filters of the oltp runs the bill's read and write costs are fitted over (a
     # read-only and a write-heavy script, two memory shares, encrypted and plain); empty: no calibration
     calibration_variants: tuple[str, ...] = ()
+    # the bill's terms (analysis/bill.TERM_KINDS) that never apply to this engine, each with why (absent from its
+    # bill and its calibration, not zero); those calibrate's designed mixes do not fit, each with the run that would
+    # measure it (analysis/calibration.py)
+    calibration_absent: dict[str, str] = {}
+    calibration_not_fitted: dict[str, str] = {}
+    # the --variant filters of calibrate's in-transit mixes (connect, bulk, roundtrip, storm); empty: no in-transit side
+    calibration_transit_variants: tuple[str, ...] = ()
 
     def live_rates_reader(self, dsn: str):
         """estimate --live: a vocab.live.LiveSampler of every bill term's counter on this engine's server."""

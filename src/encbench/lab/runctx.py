@@ -8,7 +8,8 @@ here is inside any measured operation):
 - the 1-minute load average at both ends;
 - the other processes' CPU: busy time of the whole machine minus the CPU of encbench's own process tree (this
   process, the forkserver, the reaped workers, a private server and its reaped backends, a server a worker
-  restarted: the forkserver adopts it, forkserver_init), in cores over the run, with its resolution.
+  restarted: the forkserver adopts it, forkserver_init; a gocryptfs daemon encbench mounted: it runs in the
+  foreground, a child of this process, host/encfs/gocryptfs), in cores over the run, with its resolution.
 
 Busy time is the CPUs' time over the run less their idle, iowait and stolen time from /proc/stat: on a tickless
 kernel those are measured exactly, while /proc/stat's user and system time are samples taken at the timer tick,
@@ -75,7 +76,8 @@ def own_cpu(root=None) -> tuple[float, int]:
     A sum over the tree at one moment, compared between two moments: a descendant that exits and is reaped inside
     the window moves from its own entry into its reaper's children's times, whole, so nothing is counted twice or
     lost. That holds only if what leaves is reaped inside the tree: a private server a worker restarted outlives the
-    worker, and the forkserver adopts it (forkserver_init: a child subreaper) rather than init."""
+    worker, and the forkserver adopts it (forkserver_init: a child subreaper) rather than init; and only for what
+    stays in it: a daemon that forks away leaves it, so gocryptfs's is run in the foreground (host/encfs/gocryptfs)."""
     total, read = 0.0, 0
     me = root if root is not None else psutil.Process()
     for proc in [me, *me.children(recursive=True)]:

@@ -164,3 +164,20 @@ def test_a_fifo_is_not_opened_to_ask_whether_it_is_a_calibration(tmp_path):
     os.mkfifo(fifo)
     assert calibration.is_calibration(fifo) is False
     assert calibration.is_calibration(tmp_path / "missing.json") is False
+
+
+def test_each_engines_absent_and_unfitted_terms_are_read_from_its_registry_entry(monkeypatch):
+    """issue 31's review: the terms an engine's bill never has, and those calibrate cannot fit, are declared on its
+    ENGINES entry (no module of the engine's imported by a name built from a string)."""
+    from encbench.engines import DEFAULT_ENGINE, ENGINES
+
+    for name, e in ENGINES.items():
+        absent, not_fitted = calibration.engine_facts(name)
+        assert (absent, not_fitted) == (e.calibration_absent, e.calibration_not_fitted), name
+        assert set(absent) | set(not_fitted) <= set(TERM_KINDS) and not set(absent) & set(not_fitted), name
+        assert all(isinstance(w, str) and w for w in (*absent.values(), *not_fitted.values())), name
+    monkeypatch.setattr(ENGINES.get(DEFAULT_ENGINE), "calibration_not_fitted", {"temp_bytes": "declared here"})
+    assert calibration.engine_facts(DEFAULT_ENGINE)[1] == {"temp_bytes": "declared here"}
+    doc = calibration.build(DEFAULT_ENGINE, {}, {})
+    assert doc["costs"]["temp_bytes"]["why"] == "declared here"
+    assert calibration.engine_facts("an-engine-of-another-version") == ({}, {})

@@ -50,6 +50,7 @@ from .. import column_base
 from . import filesystems
 from . import meter as maria_meter
 from . import knobs as maria_knobs
+from . import live as maria_live
 from . import server as maria_server
 from . import state as maria_state
 from .. import wire
@@ -174,9 +175,7 @@ class MariaDBEngine(Engine):
 
     def live_rates_reader(self, dsn: str):
         """estimate --live: every bill term's counter (engines/mariadb/live.py), read-only."""
-        from . import live
-
-        return live.sampler(self._live_connect(dsn))
+        return maria_live.sampler(self._live_connect(dsn))
 
     @staticmethod
     def _live_connect(dsn: str):
@@ -241,6 +240,8 @@ class MariaDBEngine(Engine):
     # -- encbench advise (issue 24): knobs.py ----------------------------------------------
     knobs = maria_knobs.KNOBS
     calibration_variants = ("script=oltp_point_select,oltp_read_write", "memory=100%,25%", "encryption=off,on")
+    calibration_not_fitted = maria_live.NOT_FITTED  # the bill's terms calibrate's mixes do not fit (none absent)
+    calibration_transit_variants = ("tls=off,on", "clients=1")  # connect, bulk, roundtrip, storm: TLS off and on
 
     def advise_sweeps(self, quick: bool, options: dict) -> list:
         return maria_knobs.sweeps(quick, options, self._missing_knobs(options))

@@ -120,9 +120,8 @@ def sampler(conn) -> LiveSampler:
     return LiveSampler(conn, sample_all, rates, f, None, counter.sample if counter is not None else None)
 
 
-# `encbench calibrate` (analysis/calibration.py): the terms that never apply to MariaDB, and the ones its designed
-# mixes do not fit, each with the run that would measure it
-ABSENT: dict[str, str] = {}
+# `encbench calibrate` (Engine.calibration_not_fitted, read by analysis/calibration.py): the terms its designed mixes do
+# not fit on MariaDB, each with the run that would measure it
 NOT_FITTED = {
     "log_bytes": "the calibrated mixes' encrypted and plain schemas share one redo log (innodb_encrypt_log is "
                  "server-wide, so it cancels); what would measure it: encbench run --engine mariadb --workload oltp "
@@ -133,5 +132,3 @@ NOT_FITTED = {
     "tls_resumptions": "no calibrated mix resumes a TLS session (each of encbench's connections is a full "
                        "handshake)",
 }
-# the in-transit mixes' --variant filters (connect, bulk, roundtrip): TLS off and on, one client
-TRANSIT_VARIANTS = ("tls=off,on", "clients=1")

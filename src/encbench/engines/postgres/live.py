@@ -234,14 +234,3 @@ def kernel_reads(first: dict, last: dict, seconds: float, f: dict) -> tuple:
                 None)
     why = f.get("kernel_io") if isinstance(f.get("kernel_io"), str) else "the server's processes were not found"
     return per_second(first, last, "blks_read", seconds), BLKS_READ_WORDS.format(why=why), None
-
-
-# `encbench calibrate` (analysis/calibration.py): the terms that never apply to PostgreSQL, and the ones its designed
-# mixes do not fit, each with the run that would measure it
-ABSENT = {"tls_resumptions": "PostgreSQL turns TLS session caching and tickets off: every TLS session is a full "
-                             "handshake"}
-NOT_FITTED = {"temp_bytes": "no calibrated mix spills to temporary files; what would measure it: encbench run "
-                            "--engine postgres --workload sort --variant encryption=off,fscrypt (a per-byte cost is "
-                            "not derived from it yet)"}
-# the in-transit mixes' --variant filters (connect, bulk, roundtrip): TLS off and on, one client
-TRANSIT_VARIANTS = ("tls=off,on", "clients=1")

@@ -117,10 +117,13 @@ def reclaim_quietly() -> list:
     return done
 
 
-def _destroyer(record: dict):
+def _destroyer(record: dict, daemon=None):
+    """The Mount's destroy: the record's teardown, then its daemon (gocryptfs's, a child of this process) reaped:
+    unmounted, it exits (teardown stops it if not)."""
     def destroy() -> None:
         with interrupts.deferred():  # a Ctrl-C must not cut the teardown short
             problems = ledger.teardown(record)
+            proc.kill_and_reap(daemon, ledger.STRAY_TERM_WAIT_S)
         if problems:
             raise FilesystemUnavailableError(f"clean-up of {record['id']} incomplete: {'; '.join(problems)}",
                                              hint="run `encbench cleanup` once nothing uses it")
@@ -149,7 +152,7 @@ def create(kind: str, size: int, workdir: str | Path, options: dict | None = Non
     return Mount(kind=kind, path=made["path"], mount_point=made["mount_point"], backing=made["backing"],
                  backing_kind=module.BACKING_KIND, image=Path(record["image"]), cipher_side=module.CIPHER_SIDE,
                  record_id=record["id"], workdir=Path(record["workdir"]), key_files=tuple(made["key_files"]),
-                 _destroy=_destroyer(record))
+                 _destroy=_destroyer(record, made.get("daemon")))
 
 
 def workdir(prefix: str) -> Path:

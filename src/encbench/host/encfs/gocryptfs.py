@@ -4,9 +4,10 @@ option picks XChaCha20-Poly1305 (-xchacha, gocryptfs 2.2+) or AES-SIV (-aessiv) 
 The cipher directory lives on a plain loop-mounted ext4 image (the same as the `plain` kind,
 so `plain` is the baseline of both kinds); the passfile holds 256 random bits. scrypt's cost
 (-scryptn) only guards a guessable password, so the minimum is used: mounting stays fast.
-The daemon writes its log to a file in the mount's working directory (-nosyslog), never to a
-pipe of ours nor to syslog. `-allow_other` lets a server running as another user (postgres)
-use the mount.
+The daemon runs in the foreground (-fg), a child of the process that mounted it (in a session of
+its own), so its CPU stays in encbench's process tree (a run's context: lab/runctx); it writes its
+log to a file in the mount's working directory (-nosyslog), never to a pipe of ours nor to syslog.
+`-allow_other` lets a server running as another user (postgres) use the mount.
 """
 
 from __future__ import annotations
@@ -16,9 +17,11 @@ import os
 import re
 import secrets
 import subprocess
+import time
 from pathlib import Path
 
 from ...errors import FilesystemUnavailableError
+from ...util import proc
 from . import base, cipherinfo, ledger, loopfs
 
 NAME = "gocryptfs"
@@ -29,6 +32,7 @@ REQUIREMENTS = base.Requirements(tools=loopfs.REQUIREMENTS.tools + ("gocryptfs",
                                  devices=("loop", "fuse"))
 SCRYPT_N_LOG2 = 10
 MOUNT_TIMEOUT_S = 30
+MOUNT_POLL_S = 0.02  # how often /proc/mounts is read while the daemon mounts
 # the `cipher` option: gocryptfs -init's flag, and the content encryption `gocryptfs -info` then reports
 CIPHERS = {"aes-gcm": ((), "AES-GCM-256"), "xchacha": (("-xchacha",), "XChaCha20-Poly1305"),
            "aessiv": (("-aessiv",), "AES-SIV-512")}
@@ -43,15 +47,37 @@ def write_passfile(keydir: Path) -> Path:
     return pw
 
 
-def _mount(cipher_dir: Path, point: Path, passfile: Path, log: Path) -> None:
+def _mount(cipher_dir: Path, point: Path, passfile: Path, log: Path) -> subprocess.Popen:
+    """Start the daemon in the foreground (-fg): a child of this process, in a session of its own, serving until the
+    mount is unmounted; returned once its mount shows in /proc/mounts. Left to daemonize (gocryptfs's default) it
+    would leave encbench's process tree, and a run's context would count its CPU, the decryption the server asks
+    of it, as other processes' load (lab/runctx.own_cpu sums that tree). Its own session keeps a Ctrl-C to
+    encbench's process group from stopping it under a running server: the ledger's teardown unmounts it, and it
+    exits."""
     exe = base.which("gocryptfs") or "gocryptfs"
-    with open(log, "ab") as out:
-        # the parent exits once the daemon reports the mount ready; the daemon keeps only the log file
-        p = subprocess.run([exe, "-q", "-nosyslog", "-allow_other", "-passfile", str(passfile), str(cipher_dir),
-                            str(point)], stdin=subprocess.DEVNULL, stdout=out, stderr=out, timeout=MOUNT_TIMEOUT_S)
-    if p.returncode != 0:
-        err = " ".join(log.read_text(errors="replace").split())[-300:]
-        raise FilesystemUnavailableError(f"gocryptfs mount failed (exit {p.returncode}): {err}")
+    with open(log, "ab") as out:  # the daemon keeps only the log file
+        daemon = subprocess.Popen([exe, "-fg", "-q", "-nosyslog", "-allow_other", "-passfile", str(passfile),
+                                   str(cipher_dir), str(point)], stdin=subprocess.DEVNULL, stdout=out, stderr=out,
+                                  start_new_session=True)
+    try:
+        _wait_mounted(daemon, point, log)
+    except BaseException:
+        proc.kill_and_reap(daemon)  # what it mounted, if anything, is the ledger's to unmount (create's teardown)
+        raise
+    return daemon
+
+
+def _wait_mounted(daemon: subprocess.Popen, point: Path, log: Path) -> None:
+    """Until `point` is mounted; a one-line FilesystemUnavailableError if the daemon exits first (its log's last
+    words) or MOUNT_TIMEOUT_S pass."""
+    deadline = time.monotonic() + MOUNT_TIMEOUT_S
+    while not any(mp == str(point) for _, mp, _ in ledger.mounts()):
+        if daemon.poll() is not None:
+            err = " ".join(log.read_text(errors="replace").split())[-300:]
+            raise FilesystemUnavailableError(f"gocryptfs mount failed (exit {daemon.returncode}): {err}")
+        if time.monotonic() > deadline:
+            raise FilesystemUnavailableError(f"gocryptfs mount: {point} not mounted after {MOUNT_TIMEOUT_S} s")
+        time.sleep(MOUNT_POLL_S)
 
 
 def build(record: dict, size: int, options: dict | None = None) -> dict:
@@ -71,10 +97,10 @@ def build(record: dict, size: int, options: dict | None = None) -> dict:
     point = workdir / "mnt"
     point.mkdir(mode=0o755)
     ledger.add_mount(record, point, "fuse.gocryptfs", str(cipher_dir))
-    _mount(cipher_dir, point, passfile, workdir / "gocryptfs.log")
+    daemon = _mount(cipher_dir, point, passfile, workdir / "gocryptfs.log")
     data = point / "data"
     data.mkdir(mode=0o755)
-    return {"path": data, "mount_point": point, "backing": cipher_dir, "key_files": (passfile,)}
+    return {"path": data, "mount_point": point, "backing": cipher_dir, "key_files": (passfile,), "daemon": daemon}
 
 
 def info(cipher_dir: Path) -> dict:
