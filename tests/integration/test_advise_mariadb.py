@@ -30,11 +30,18 @@ STARTUP = {"encryption_algorithm": "file_key_management_encryption_algorithm", "
            "encrypt_tmp_files": "encrypt_tmp_files", "encrypt_binlog": "encrypt_binlog"}
 
 
+STARTUP_KNOBS = ",".join(STARTUP)
+QUICK_SWEEPS = ("encryption_algorithm", "encrypt_log", "encrypt_tmp_files")  # --quick's startup knobs (not the binlog)
+
+
 @pytest.fixture(scope="module")
 def advised(encbench, tmp_path_factory):
-    """advise --quick on private servers: (its JSON, the sweeps' directory, stderr)."""
+    """advise --quick on private servers, the startup knobs (a server per value): (its JSON, the sweeps' directory,
+    stderr). The TLS suites, the one knob a --dsn server sweeps too, are advised on the --dsn server below
+    (test_dsn_advise_measures_the_suites_and_leaves_the_server_as_it_was: the same sweep, each value checked there)."""
     out = tmp_path_factory.mktemp("advise-maria")
-    res = encbench(*QUICK, "--data-dir", str(out / "data"), "-o", str(out / "sweeps"), "--json", timeout=900)
+    res = encbench(*QUICK, "--knob", STARTUP_KNOBS, "--data-dir", str(out / "data"), "-o", str(out / "sweeps"),
+                   "--json", timeout=900)
     assert res.returncode == 0, str(res)
     return json.loads(res.stdout), out / "sweeps", res.stderr
 
@@ -47,13 +54,12 @@ def test_every_knob_is_measured_and_ranked(advised):
     out, _, _ = advised
     entries = out["entries"]
     assert {(e["key"], e["value"]) for e in entries} >= {
-        ("encryption_algorithm", "aes_ctr"), ("encrypt_log", "off"), ("encrypt_tmp_files", "off"),
-        ("tls", "TLSv1.3:TLS_AES_128_GCM_SHA256"), ("tls", "TLSv1.3:TLS_CHACHA20_POLY1305_SHA256"),
-        ("tls", "TLSv1.2:ECDHE-RSA-AES128-GCM-SHA256")}
+        ("encryption_algorithm", "aes_ctr"), ("encrypt_log", "off"), ("encrypt_tmp_files", "off")}
+    assert {e["key"] for e in entries} == set(QUICK_SWEEPS)  # --knob: no TLS suite (the --dsn advise has them)
     for e in entries:
         assert e["default"] != e["value"] and e["n"] >= 6, e
         assert e["ratio"] is None or (e["ci"][0] <= e["ratio"] <= e["ci"][1]), e
-        weaker = e["value"] == "off" or e["value"].startswith("TLSv1.2")
+        weaker = e["value"] == "off"
         assert e["weakens"] == weaker and (not weaker or e["gives_up"]), e
         if e["standing"].startswith("saves"):
             assert e["standing"] == ("saves, gives up protection" if weaker else "saves"), e  # never a plain win
@@ -63,14 +69,14 @@ def test_every_knob_is_measured_and_ranked(advised):
     assert tmp["workload"] == "sort" and "merge passes" in (tmp["explanation"] or ""), tmp
     log = next(e for e in entries if e["key"] == "encrypt_log")
     assert "KB of redo log:" in (log["explanation"] or "") and "raw AES-256-CBC" in log["explanation"], log  # the server's own cipher: the plugin's default
-    assert len(out["files"]) == 4 and "not_measured" not in out
+    assert len(out["files"]) == 3 and "not_measured" not in out
 
 
 def test_each_run_reads_its_settings_back_and_proves_the_files_written(advised):
     _, where, _ = advised
     docs = _docs(where)
     assert set(docs) == {"advise-encryption-algorithm.json", "advise-encrypt-log.json",
-                         "advise-encrypt-tmp-files.json", "advise-tls.json"}
+                         "advise-encrypt-tmp-files.json"}
     for name, doc in docs.items():
         for run in doc["runs"]:
             v = run["variant"]
@@ -87,8 +93,6 @@ def test_each_run_reads_its_settings_back_and_proves_the_files_written(advised):
                     assert op["metrics"]["tmp_files_created"] > 0 and op["metrics"]["sort_merge_passes"] > 0, op
                 if "encrypt_log" in v:
                     assert op["metrics"]["redo_bytes_written"] > 0, op
-            if name == "advise-tls.json":
-                assert not named and run["session"]["tls"]["cipher"], run["session"]
     algo = docs["advise-encryption-algorithm.json"]
     assert list(algo["dataset"]["knob_servers"].values()) == [  # aes_cbc, the stock default, on the main server
         {"file_key_management_encryption_algorithm": "AES_CTR"}], algo["dataset"]["knob_servers"]
@@ -175,6 +179,16 @@ def test_dsn_advise_measures_the_suites_and_leaves_the_server_as_it_was(encbench
     out = json.loads(res.stdout)
     assert [Path(f).name for f in out["files"]] == ["advise-tls.json"]
     assert {e["key"] for e in out["entries"]} == {"tls"}
+    # the TLS suites (the private advise above leaves them to this one): every suite forced, TLS 1.2 weaker
+    assert {e["value"] for e in out["entries"]} == {
+        "TLSv1.3:TLS_AES_128_GCM_SHA256", "TLSv1.3:TLS_CHACHA20_POLY1305_SHA256", "TLSv1.2:ECDHE-RSA-AES128-GCM-SHA256"}
+    for e in out["entries"]:
+        weaker = e["value"].startswith("TLSv1.2")
+        assert e["default"] == "on" and e["n"] >= 2 and e["weakens"] == weaker and (not weaker or e["gives_up"]), e
+        if e["standing"].startswith("saves"):
+            assert e["standing"] == ("saves, gives up protection" if weaker else "saves"), e  # never a plain win
+    for run in json.loads(Path(out["files"][0]).read_text())["runs"]:  # the client's suite, no startup knob
+        assert run["session"]["tls"]["cipher"] and not set(STARTUP) & set(run["variant"]), run["session"]
     [note] = out["not_measured"]  # one line for the startup options, not an error
     assert "startup options" in note and "innodb_encrypt_log" in note and "restart" in note, note
     assert sum("startup options" in line for line in res.stderr.splitlines()) == 1, res.stderr

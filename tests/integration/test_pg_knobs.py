@@ -14,6 +14,7 @@ import signal
 import tempfile
 import time
 from pathlib import Path
+from typing import NamedTuple
 
 import psutil
 import pytest
@@ -82,14 +83,15 @@ def _postgres_since(t0: float, *roots: Path) -> list[int]:
 
 # -- the key exchange group --------------------------------------------------------------------------------------
 
-def test_the_key_exchange_group_is_set_and_proven_per_run(encbench, tmp_path):
-    out = tmp_path / "curve.json"
-    res = encbench("run", "--engine", "postgres", "--workload", "connect", *TINY, "--runs", "2", "--param",
-                   "connections=5", "--variant", "tls=on", "--variant", "ecdh_curve=prime256v1,secp384r1",
-                   "-o", str(out))
-    assert res.returncode == 0, str(res)
+def test_the_key_exchange_group_is_set_and_proven_per_run(advised):
+    """The advise fixture's key exchange group sweep (`tls=on`, `ecdh_curve=` each group this server takes, on
+    connect): an ordinary run's file, every run proven."""
+    out = advised.sweeps / "advise-ecdh-curve.json"
+    num, version = _version()
+    want = {c for c in knobs.SWEEP_CURVES if knobs.curve_unavailable(c, num, version) is None}
+    assert {"prime256v1", "secp384r1"} <= want
     runs = _runs(out)
-    assert {r["variant"]["ecdh_curve"] for r in runs} == {"prime256v1", "secp384r1"}
+    assert {r["variant"]["ecdh_curve"] for r in runs} == want
     for r in runs:
         proof = r["session"]["ecdh"]  # the group a handshake of this run negotiated, the server's setting beside it
         assert proof["negotiated_group"] == proof["curve"] == r["variant"]["ecdh_curve"] == proof["setting_shows"]
@@ -147,45 +149,46 @@ def test_a_role_that_may_not_change_the_group_is_told_which_privilege_would(encb
 
 # -- a connection per transaction or reused ----------------------------------------------------------------------
 
-def test_a_connection_per_transaction_is_proven_by_the_server(encbench, tmp_path):
-    out = tmp_path / "pool.json"
-    res = encbench("run", "--engine", "postgres", "--workload", "oltp", *TINY, "--param", "seconds=2", "--variant",
-                   "tls=on", "--variant", "memory=100%", "--variant", "connection=per-transaction,reused",
-                   "-o", str(out), timeout=300)
-    assert res.returncode == 0, str(res)
-    seen = {}
-    for r in _runs(out):
+def test_a_connection_per_transaction_is_proven_by_the_server(advised):
+    """The advise fixture's connection sweep (`oltp`, `tls=on`, `memory=100%`, `connection=per-transaction,reused`,
+    --quick's 2 s windows): every run proven by the sessions the server counted."""
+    seen = set()
+    for r in _runs(advised.sweeps / "advise-connection.json"):
         extra = r["operations"][0]["extra"]
-        seen[r["variant"]["connection"]] = extra
+        seen.add(r["variant"]["connection"])
         assert r["session"]["tls"]["ssl"] and extra["tls_checked_connections"] >= 1
-    assert seen["per-transaction"]["sessions_opened"] >= seen["per-transaction"]["transactions"] > 0
-    assert "average_connection_ms" in seen["per-transaction"]
-    assert seen["reused"]["sessions_opened"] * 2 < seen["reused"]["transactions"]
-    assert "-C" in seen["per-transaction"]["driver"].split() and "-C" not in seen["reused"]["driver"].split()
+        if r["variant"]["connection"] == "per-transaction":
+            assert extra["sessions_opened"] >= extra["transactions"] > 0 and "average_connection_ms" in extra
+            assert "-C" in extra["driver"].split()
+        else:
+            assert extra["sessions_opened"] * 2 < extra["transactions"] and "-C" not in extra["driver"].split()
+    assert seen == {"per-transaction", "reused"}
 
 
 # -- the filesystem's cipher -------------------------------------------------------------------------------------
 
 @needs_mounts
-def test_each_gocryptfs_cipher_runs_its_own_cluster_proven_per_run(encbench, tmp_path, open_dir):
-    out = tmp_path / "gc.json"
-    res = encbench("run", "--engine", "postgres", "--workload", "scan-eq", *TINY, "--size", "2MB", "--variant",
-                   "encryption=gocryptfs", "--variant", "gocryptfs_cipher=aes-gcm,xchacha", "--variant", "cache=cold",
-                   "--data-dir", str(open_dir), "-o", str(out), timeout=300)
-    assert res.returncode == 0, str(res)
+def test_each_gocryptfs_cipher_runs_its_own_cluster_proven_per_run(advised):
+    """The advise fixture's gocryptfs cipher sweep (`encryption=gocryptfs`, `gocryptfs_cipher=aes-gcm,xchacha,aessiv`,
+    cold scans, 2 MB): a cluster per cipher, each run's own cipher read back from its mount."""
+    out = advised.sweeps / "advise-gocryptfs-cipher.json"
     doc = json.loads(out.read_text())
     clusters = doc["dataset"]["clusters"]
-    assert set(clusters) == {"gocryptfs", "gocryptfs-xchacha"}
+    assert set(clusters) == {"gocryptfs", "gocryptfs-xchacha", "gocryptfs-aessiv"}
     assert clusters["gocryptfs-xchacha"]["cipher"]["content_encryption"] == "XChaCha20-Poly1305"
     assert clusters["gocryptfs"]["cipher"]["content_encryption"] == "AES-GCM-256"
-    assert clusters["gocryptfs"]["mount_point"] != clusters["gocryptfs-xchacha"]["mount_point"]
+    assert len({c["mount_point"] for c in clusters.values()}) == 3
     assert any("gocryptfs_cipher=xchacha: XChaCha20-Poly1305" in n for n in doc["dataset"]["cipher_notes"])
     assert "AES-GCM-256" in " ".join(doc["dataset"]["gocryptfs_speed"]["reported_mb_s"])
-    want = {"aes-gcm": "AES-GCM-256", "xchacha": "XChaCha20-Poly1305"}
+    want = {"aes-gcm": "AES-GCM-256", "xchacha": "XChaCha20-Poly1305", "aessiv": "AES-SIV-512"}
+    seen = set()
     for r in _runs(out):
         got = r["session"]["filesystem"]["options"]  # gocryptfs -info of the run's own cipher directory
-        assert got["cipher"] == r["variant"]["gocryptfs_cipher"] and got["content_encryption"] == want[got["cipher"]]
-    assert _ours(open_dir)["mounts"] == [] and _ours(open_dir)["records"] == []
+        assert got["cipher"] == r["variant"]["gocryptfs_cipher"], (got, r["variant"])
+        assert got["content_encryption"] == want[got["cipher"]], got
+        seen.add(got["cipher"])
+    assert seen == {"aes-gcm", "xchacha", "aessiv"}
+    assert _ours(advised.data)["mounts"] == [] and _ours(advised.data)["records"] == []
 
 
 @needs_mounts
@@ -202,27 +205,41 @@ def test_an_fscrypt_policy_this_kernel_lacks_is_one_line(encbench, tmp_path, ope
 
 # -- encbench advise ---------------------------------------------------------------------------------------------
 
+PRIVATE_KNOBS = ("ecdh_curve", "connection", "gocryptfs_cipher", "fscrypt_policy")
+
+
+class Advised(NamedTuple):
+    out: dict  # its JSON
+    res: object  # the finished command (its stderr)
+    sweeps: Path  # the sweeps' result files
+    data: Path  # its --data-dir (the at-rest clusters' mounts were below it)
+
+
 @pytest.fixture(scope="module")
 def advised(encbench, tmp_path_factory):
+    """advise --engine postgres --quick on private servers, the knobs only a server encbench starts can sweep here
+    (the key exchange group, a connection per transaction or reused, the gocryptfs cipher); its sweeps' files are also
+    what the tests of those knobs above read (one advise measures them all). The TLS suites (the one knob a --dsn
+    server sweeps too, and the longest sweep: 4 values x 2 workloads) are advised on the --dsn server below
+    (test_a_dsn_advise_leaves_the_server_exactly_as_it_was, the same sweep) and ranked at 6 runs per value by the
+    SQLite and MariaDB advise tests (test_advise.py, test_advise_mariadb.py)."""
     data = Path(tempfile.mkdtemp(prefix="encbench-pgadvise-", dir="/tmp"))
     data.chmod(0o755)  # the at-rest clusters' server (user postgres) reaches its mounts below
     out = tmp_path_factory.mktemp("advise")
     try:
-        t0 = time.monotonic()
-        res = encbench("advise", "--engine", "postgres", "--quick", "--size", "2MB", "--warmups", "0",
-                       "--data-dir", str(data), "-o", str(out / "sweeps"), "--json", timeout=1200)
+        res = encbench("advise", "--engine", "postgres", "--quick", "--knob", ",".join(PRIVATE_KNOBS), "--size", "2MB",
+                       "--warmups", "0", "--data-dir", str(data), "-o", str(out / "sweeps"), "--json", timeout=1200)
         assert res.returncode == 0, str(res)
-        yield json.loads(res.stdout), res, out, time.monotonic() - t0
+        yield Advised(json.loads(res.stdout), res, out / "sweeps", data)
     finally:
         shutil.rmtree(data, ignore_errors=True)
 
 
 def test_advise_quick_ranks_every_knob_measured_here(advised):
-    out, res, _, _ = advised
+    out, res = advised.out, advised.res
     entries = out["entries"]
     keys = {(e["key"], e["value"]) for e in entries}
-    assert {("tls", "off"), ("tls", "TLSv1.2:ECDHE-RSA-AES256-GCM-SHA384"), ("ecdh_curve", "secp384r1"),
-            ("connection", "reused")} <= keys
+    assert {("ecdh_curve", "secp384r1"), ("connection", "reused")} <= keys and "tls" not in {k for k, _ in keys}
     if MOUNTS is None:
         assert {("gocryptfs_cipher", "xchacha"), ("gocryptfs_cipher", "aessiv")} <= keys
     for e in entries:
@@ -234,8 +251,6 @@ def test_advise_quick_ranks_every_knob_measured_here(advised):
             assert not e["standing"].startswith("saves"), e
     pooled = next(e for e in entries if e["key"] == "connection")
     assert pooled["standing"] == "saves" and pooled["rank"] == 1 and pooled["ratio"] < 0.5  # a pooler's saving
-    off = next(e for e in entries if (e["key"], e["value"]) == ("tls", "off"))
-    assert off["weakens"] and off["standing"] != "saves"
     num, version = _version()
     if knobs.curve_unavailable("X25519", num, version):
         assert f"advise: ecdh_curve=X25519: not available in PostgreSQL {version}" in res.stderr
@@ -245,16 +260,14 @@ def test_advise_quick_ranks_every_knob_measured_here(advised):
 
 
 def test_advise_from_the_kept_files_and_the_report(encbench, advised, tmp_path):
-    _, _, where, _ = advised
-    files = sorted(str(p) for p in (where / "sweeps").glob("advise-*.json"))
-    assert {Path(f).name for f in files} >= {"advise-tls.json", "advise-ecdh-curve.json", "advise-connection.json"}
+    files = sorted(str(p) for p in advised.sweeps.glob("advise-*.json"))
+    assert {Path(f).name for f in files} >= {"advise-ecdh-curve.json", "advise-connection.json"}
     res = encbench("advise", *[x for f in files for x in ("--from", f)])
     assert res.returncode == 0, str(res)
     text = res.stdout
     assert text.startswith("What makes encryption cheaper here:")
     assert "connection per transaction or reused (a pooler) reused (default per-transaction): saves" in text
     assert "key exchange group secp384r1 (default prime256v1)" in text and "negotiated secp384r1" in text
-    assert "TLS protocol and suite off (default on)" in text
 
 
 def test_a_dsn_advise_leaves_the_server_exactly_as_it_was(encbench, tmp_path, dsn_pg, cli_env):
@@ -263,9 +276,23 @@ def test_a_dsn_advise_leaves_the_server_exactly_as_it_was(encbench, tmp_path, ds
                    _dsn(dsn_pg), "--allow-reconfigure", "-o", str(tmp_path / "sweeps"), "--json", timeout=600)
     assert res.returncode == 0, str(res)
     assert "gocryptfs_cipher not swept:" in res.stderr and dsn_pg.password not in res.stdout + res.stderr
-    assert {e["key"] for e in json.loads(res.stdout)["entries"]} >= {"tls", "ecdh_curve", "connection"}
+    entries = json.loads(res.stdout)["entries"]
+    assert {e["key"] for e in entries} >= {"tls", "ecdh_curve", "connection"}
     assert diff(before, pg_state(dsn_pg)) == {}
     assert journals(cli_env) == []
+    # the TLS suites (the private advise above leaves them to this one): each value forced, off never a plain win
+    suites = [e for e in entries if e["key"] == "tls"]
+    assert {e["value"] for e in suites} == set(knobs.QUICK_TLS) - {"on"}, suites
+    for e in suites:
+        assert e["value"] != e["default"] == "on" and e["n"] >= 1, e
+        if e["standing"].startswith("saves") and e["weakens"]:
+            assert e["standing"] == "saves, gives up protection" and e["gives_up"], e  # never a plain win
+        if e["value"] == "off":
+            assert e["weakens"] and e["gives_up"] and e["standing"] != "saves", e
+    forced = [r for r in _runs(tmp_path / "sweeps" / "advise-tls.json") if r["variant"]["tls"].startswith("TLSv1.2:")]
+    assert forced and all(r["session"]["tls"]["cipher"] == r["variant"]["tls"].split(":", 1)[1] for r in forced)
+    text = encbench("advise", "--from", str(tmp_path / "sweeps" / "advise-tls.json"))
+    assert text.returncode == 0 and "TLS protocol and suite off (default on)" in text.stdout, str(text)
 
 
 def _interrupt_when(args: list[str], cli_env: dict, cwd: Path, ready, timeout: float = 300) -> tuple[int, str]:
@@ -294,8 +321,9 @@ def test_an_advise_interrupted_while_the_dsn_server_runs_another_group_restores_
         with psycopg.connect(**dsn_pg.conninfo(), sslmode="disable", autocommit=True) as c:
             return c.execute("SHOW ssl_ecdh_curve").fetchone()[0] != knobs.DEFAULT_CURVE
 
-    code, stderr = _interrupt_when(["advise", "--engine", "postgres", "--quick", "--runs", "3", "--warmups", "0",
-                                    "--dsn", _dsn(dsn_pg), "--allow-reconfigure", "-o", str(tmp_path / "s")],
+    code, stderr = _interrupt_when(["advise", "--engine", "postgres", "--quick", "--knob", "ecdh_curve", "--runs", "3",
+                                    "--warmups", "0", "--dsn", _dsn(dsn_pg), "--allow-reconfigure",
+                                    "-o", str(tmp_path / "s")],
                                    cli_env, tmp_path, reconfigured)
     assert code == 130 and "Traceback" not in stderr, stderr
     assert "the sweeps so far are kept" in stderr
@@ -307,8 +335,9 @@ def test_an_advise_interrupted_while_the_dsn_server_runs_another_group_restores_
 def test_an_advise_interrupted_on_its_mounts_leaves_no_server_mount_or_key(tmp_path, open_dir, cli_env):
     t0 = time.time()
     groups_before = {r["path"] for _, r in memcg.records()}
-    code, stderr = _interrupt_when(["advise", "--engine", "postgres", "--quick", "--runs", "2", "--warmups", "0",
-                                    "--size", "2MB", "--data-dir", str(open_dir), "-o", str(tmp_path / "s")],
+    code, stderr = _interrupt_when(["advise", "--engine", "postgres", "--quick", "--knob", "gocryptfs_cipher", "--runs",
+                                    "2", "--warmups", "0", "--size", "2MB", "--data-dir", str(open_dir),
+                                    "-o", str(tmp_path / "s")],
                                    cli_env, tmp_path, lambda: bool(_ours(open_dir)["mounts"]), timeout=600)
     assert code == 130 and "Traceback" not in stderr, stderr
     assert _ours(open_dir) == {"mounts": [], "records": [], "orphan_keys": [], "procs": []}

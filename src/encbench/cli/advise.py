@@ -47,7 +47,35 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="time the sweeps may take, e.g. 10m: each sweep gets an equal share of what is left and runs "
                         "until its verdicts resolve within it (6 runs per variant at least); sweeps that no longer "
                         "fit are not run, and said so")
+    p.add_argument("--knob", dest="knobs", action="extend", type=_names, default=[], metavar="KNOB[,KNOB]",
+                   help="only the sweeps of these knobs (e.g. tls or gocryptfs_cipher; repeatable); default every "
+                        "knob that can run here")
     p.add_argument("--json", action="store_true", help="the ranked entries as JSON")
+
+
+def _names(text: str) -> list[str]:
+    """--knob's comma list; an empty item is a malformed command line (exit 2), as --variant's."""
+    names = [name.strip() for name in text.split(",")]
+    if not all(names):
+        raise argparse.ArgumentTypeError(f"{text!r}: an empty value between commas")
+    return names
+
+
+def _only_knobs(engine, sweeps: list, names: list[str]) -> list:
+    """--knob: the sweeps of the knobs named (each a knob of the engine's, else exit 3); a knob named whose sweep
+    cannot run here (its note said why) leaves the others; none left is exit 4."""
+    if not names:
+        return sweeps
+    known = [k.key for k in getattr(engine, "knobs", ())]
+    unknown = [name for name in names if name not in known]
+    if unknown:
+        raise errors.UnknownNameError(f"advise --knob {unknown[0]}: engine {engine.name!r} has no such knob",
+                                      hint="its knobs: " + ", ".join(known))
+    kept = [s for s in sweeps if s.knob in names]
+    if not kept:
+        raise errors.BadValueError(f"advise --knob {','.join(names)}: no sweep of it can run here (said above)",
+                                   hint="name another knob, or drop --knob")
+    return kept
 
 
 def _budget(args) -> float | None:
@@ -64,9 +92,9 @@ def _budget(args) -> float | None:
 def cmd_advise(args, argv: list[str]) -> int:
     skipped: list[str] = []
     if args.sources:
-        if args.engine or args.dsn or args.quick or args.budget:
-            raise errors.UsageError("--from ranks existing result files: --engine, --dsn, --quick and --budget run "
-                                    "sweeps", hint="drop them, or drop --from")
+        if args.engine or args.dsn or args.quick or args.budget or args.knobs:
+            raise errors.UsageError("--from ranks existing result files: --engine, --dsn, --quick, --budget and "
+                                    "--knob run sweeps", hint="drop them, or drop --from")
         docs = []
         for src in args.sources:
             results.check_readable(src)
@@ -79,6 +107,7 @@ def cmd_advise(args, argv: list[str]) -> int:
         skipped = engine.advise_notes(args.quick, options)  # one line each, not an error for the rest
         for note in skipped:
             echo(f"advise: {note}", file=sys.stderr)
+        sweeps = _only_knobs(engine, sweeps, args.knobs) if sweeps else sweeps
         if not sweeps:
             raise errors.UnknownNameError(f"engine {engine.name!r} has no advise sweeps yet",
                                           hint="engines with sweeps: " + ", ".join(

@@ -62,3 +62,50 @@ def test_advise_interrupted_after_a_sweep_file_names_where_it_is(tmp_path, capsy
     assert app.main(_advise(out, tmp_path)) == 130
     assert f"the sweeps so far are kept in {out} (1 result file(s))" in capsys.readouterr().err
     assert len(list(out.iterdir())) == 1
+
+
+# -- advise --knob: only the sweeps of the knobs named ----------------------------------------------------------------
+
+def _sweeps_run(monkeypatch) -> list:
+    """sweeps_lab.run replaced: the sweeps it was given are recorded, an interruption ends the command (no engine runs,
+    nothing to rank)."""
+    seen = []
+
+    def run(settings, sweeps, progress=None):
+        seen.extend(sweeps)
+        raise KeyboardInterrupt
+    monkeypatch.setattr(sweeps_lab, "run", run)
+    return seen
+
+
+@pytest.mark.parametrize("given", [["--knob", "key,hmac"], ["--knob", "hmac", "--knob", "key"]])
+def test_advise_knob_runs_only_the_sweeps_of_the_knobs_named(tmp_path, monkeypatch, given):
+    seen = _sweeps_run(monkeypatch)
+    assert app.main([*_advise(tmp_path / "s", tmp_path), *given]) == 130
+    assert [s.knob for s in seen] == ["hmac", "key"]  # in the engine's order, whatever the order named
+
+
+def test_advise_without_knob_runs_every_sweep(tmp_path, monkeypatch):
+    seen = _sweeps_run(monkeypatch)
+    assert app.main(_advise(tmp_path / "s", tmp_path)) == 130
+    assert {s.knob for s in seen} >= {"hmac", "key", "kdf_iter", "page_size"}
+
+
+@pytest.mark.parametrize("given, code, words", [
+    (["--knob", "nope"], 3, ["--knob nope", "no such knob", "its knobs: hmac, kdf_iter"]),
+    (["--knob", "memory"], 4, ["--knob memory", "no sweep of it can run here"]),  # the full advise's only
+])
+def test_advise_knob_bad_input_is_one_line_before_any_sweep(tmp_path, capsys, monkeypatch, given, code, words):
+    seen = _sweeps_run(monkeypatch)
+    assert app.main([*_advise(tmp_path / "s", tmp_path), *given]) == code
+    err = capsys.readouterr().err.strip().splitlines()[-1]
+    assert err.startswith("encbench: error: ") and all(w in err for w in words), err
+    assert seen == [] and not (tmp_path / "s").exists()
+
+
+@pytest.mark.parametrize("given", [["--from", "a.json", "--knob", "hmac"], ["--quick", "--knob", "hmac,,key"]])
+def test_advise_knob_usage_errors_are_exit_2(tmp_path, capsys, monkeypatch, given):
+    seen = _sweeps_run(monkeypatch)
+    assert app.main(["advise", *given]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "--knob" in err and len(err.splitlines()) == 1 and seen == [], err
