@@ -90,8 +90,20 @@ def test_sqlite_is_counted_in_its_worker(encbench, tmp_path, nothing_left):
     # issue 30 item 11: 2 runs per side of an exact count give verdicts, and a second run of the same build passes a
     # 1% gate on them (it used to be "NOT RESOLVED: 0 of 0 comparisons", exit 23)
     counted = [c for c in doc["comparisons"] if c["metric"] == "instructions" and "verdict_basis" in c]
-    assert counted and all(c.get("exact") and c["verdict"] == "costs" for c in counted), counted
-    assert "too few runs" not in show.stdout
+    scans = [c for c in counted if c["workload"] != "(open)"]
+    assert scans and all(c.get("exact") and c["verdict"] == "costs" for c in scans), scans
+    # the connection open: exact too when its runs repeat within 0.1%; the plain open's count once differed by 0.13%
+    # between two runs (926,061 vs 927,220), and then the rule says "too few runs", as it should
+    by_side: dict = {}
+    for run in doc["runs"]:
+        if not run.get("warmup"):
+            by_side.setdefault(run["variant"]["encryption"], []).append(run["open"]["instructions"])
+    repeat = all(max(v) / min(v) < 1.001 for v in by_side.values())
+    for c in counted:
+        if c["workload"] == "(open)":
+            assert (c.get("exact") and c["verdict"] == "costs") if repeat else not c.get("exact"), (c, by_side)
+    if repeat:
+        assert "too few runs" not in show.stdout
     again = tmp_path / "s2.json"
     res = encbench(*SQLITE_METERED, "--data-dir", str(tmp_path / "data"), "-o", str(again), timeout=TIMEOUT)
     assert res.returncode == 0, str(res)
