@@ -57,6 +57,15 @@ SQLITE_METERED = ("run", "--meter", "instructions", "--quick", "--workload", "sc
                   "--variant", "key=raw")
 
 
+def _opens_repeat(doc: dict) -> bool:
+    """Do the connection open's instruction counts of each side repeat within 0.1% (an exact count's rule)?"""
+    by_side: dict = {}
+    for run in doc["runs"]:
+        if not run.get("warmup"):
+            by_side.setdefault(run["variant"]["encryption"], []).append(run["open"]["instructions"])
+    return all(max(v) / min(v) < 1.001 for v in by_side.values())
+
+
 def test_sqlite_is_counted_in_its_worker(encbench, tmp_path, nothing_left):
     out = tmp_path / "s.json"
     res = encbench(*SQLITE_METERED, "--data-dir", str(tmp_path / "data"), "-o", str(out), timeout=TIMEOUT)
@@ -94,21 +103,22 @@ def test_sqlite_is_counted_in_its_worker(encbench, tmp_path, nothing_left):
     assert scans and all(c.get("exact") and c["verdict"] == "costs" for c in scans), scans
     # the connection open: exact too when its runs repeat within 0.1%; the plain open's count once differed by 0.13%
     # between two runs (926,061 vs 927,220), and then the rule says "too few runs", as it should
-    by_side: dict = {}
-    for run in doc["runs"]:
-        if not run.get("warmup"):
-            by_side.setdefault(run["variant"]["encryption"], []).append(run["open"]["instructions"])
-    repeat = all(max(v) / min(v) < 1.001 for v in by_side.values())
+    repeat = _opens_repeat(doc)
     for c in counted:
         if c["workload"] == "(open)":
-            assert (c.get("exact") and c["verdict"] == "costs") if repeat else not c.get("exact"), (c, by_side)
+            assert (c.get("exact") and c["verdict"] == "costs") if repeat else not c.get("exact"), c
     if repeat:
         assert "too few runs" not in show.stdout
     again = tmp_path / "s2.json"
     res = encbench(*SQLITE_METERED, "--data-dir", str(tmp_path / "data"), "-o", str(again), timeout=TIMEOUT)
     assert res.returncode == 0, str(res)
     gate = encbench("compare", str(out), str(again), "--fail-if", "instructions>1%")
-    assert gate.returncode == 0 and "gate: passed" in gate.stdout, str(gate)
+    if repeat and _opens_repeat(json.loads(again.read_text())):
+        assert gate.returncode == 0 and "gate: passed" in gate.stdout, str(gate)
+    else:  # an open whose 2 runs differ by more than 0.1% is no exact count: that row alone may stay unresolved
+        unresolved = [ln for ln in gate.stdout.splitlines() if ln.startswith("NOT RESOLVED")]
+        assert gate.returncode == 0 or (gate.returncode == 23 and unresolved and all(
+            "(open)/connect" in ln for ln in unresolved)), str(gate)
 
 
 @needs_pg
