@@ -217,9 +217,5 @@ def kill_tree(proc: subprocess.Popen | None) -> None:
             todo.extend(p.children())
         except psutil.Error:  # gone already
             continue
-    for p in tree:
-        try:
-            p.kill()
-        except psutil.Error:
-            pass
+    stop(tree, 0.0, (signal.SIGKILL,))  # a stopped process dies of SIGKILL too
     kill_and_reap(proc)

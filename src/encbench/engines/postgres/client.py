@@ -56,6 +56,10 @@ def client_params(tls: str) -> dict[str, str]:
     return {"sslmode": "require", "ssl_min_protocol_version": proto, "ssl_max_protocol_version": proto}
 
 
+# why resumed TLS sessions are absent from a PostgreSQL bill (estimate --live's sampler and calibrate alike)
+NO_RESUMPTION = "PostgreSQL turns TLS session caching and tickets off: every TLS session is a full handshake"
+
+
 def check_connection(state: dict, tls: str) -> None:
     """Fail loudly when the server's view of a connection differs from the variant."""
     want_ssl = tls != "off"

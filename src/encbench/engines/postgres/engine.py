@@ -610,8 +610,7 @@ class PostgresEngine(Engine):
     knobs = pg_knobs.KNOBS
     calibration_variants = ("script=select-only,tpcb-like", "memory=100%,25%", "encryption=off,fscrypt")  # root
     # the bill's terms that never apply to PostgreSQL, and those calibrate's mixes do not fit (with the run that would)
-    calibration_absent = {"tls_resumptions": "PostgreSQL turns TLS session caching and tickets off: every TLS session "
-                                             "is a full handshake"}
+    calibration_absent = {"tls_resumptions": client.NO_RESUMPTION}
     calibration_not_fitted = {"temp_bytes": "no calibrated mix spills to temporary files; what would measure it: "
                                             "encbench run --engine postgres --workload sort --variant "
                                             "encryption=off,fscrypt (a per-byte cost is not derived from it yet)"}

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 from ...host import procio, sockets
 from ...vocab.live import LiveRates, LiveSampler, per_second
-from .client import is_local_postgres
+from .client import NO_RESUMPTION, is_local_postgres
 
 _COUNTERS = (
     ("blks_read", "SELECT coalesce(sum(blks_read), 0) FROM pg_stat_database"),
@@ -88,8 +88,7 @@ def rates(first: dict, last: dict, seconds: float, all_tls: bool, f: dict) -> Li
         "log_bytes": (per_second(first, last, "wal_bytes", seconds), "pg_stat_wal.wal_bytes", None),
         "temp_bytes": (per_second(first, last, "temp_bytes", seconds), "pg_stat_database.temp_bytes", None),
     }
-    absent = {"tls_resumptions": "PostgreSQL turns TLS session caching and tickets off: every TLS session is a "
-                                 "full handshake"}
+    absent = {"tls_resumptions": NO_RESUMPTION}
     if not f["ssl"] and not all_tls:
         absent.update({k: "ssl=off on this server (--all-tls prices TLS for every session)"
                        for k in ("tls_handshakes", "tls_bytes", *TLS_RECORDS)})
