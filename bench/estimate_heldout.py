@@ -45,7 +45,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 Z95 = 1.959964
-HELD_OUT_MEMORY = "50%"  # the calibration runs 100% and 25%: the held-out mixes a share it never saw
+HELD_OUT_MEMORY = "50%"  # the calibration runs 100% and 25% (MariaDB 25% and 10%): the held-out mixes a share it never saw
 TRANSIT_TERMS = ("tls_handshakes", "tls_bytes", "tls_records_in", "tls_records_out")
 RECORDS = {"tls_records_in": "query", "tls_records_out": "reply"}  # what a record each way is, per statement
 # pgbench's built-in scripts: statements per transaction (tpcb-like: BEGIN, 3 UPDATEs, SELECT, INSERT, END). pgbench's
@@ -56,7 +56,7 @@ RECORDS = {"tls_records_in": "query", "tls_records_out": "reply"}  # what a reco
 STATEMENTS = {"select-only": 1, "simple-update": 5, "tpcb-like": 7}
 # at rest: page reads (on fscrypt the pages the kernel read, as calibrate counts them: analysis/fit.Basis), page
 # writes and log bytes (PostgreSQL's WAL; a term absent on the engine, SQLite's log, is left out as estimate does)
-AT_REST_TERMS = ("reads", "writes", "log_bytes")
+AT_REST_TERMS = ("reads", "writes", "log_bytes", "commits")
 
 
 @dataclass(frozen=True)
@@ -70,11 +70,15 @@ class Setup:
     axis: str  # the variant key compared, e.g. encryption=off,on
     tag: str = ""  # the file name's suffix
     root: bool = False
+    # the terms this setup does not encrypt, left out of its bill as `estimate --live` leaves them on such a server
+    # (MariaDB's private server writes its redo log in the clear: innodb_encrypt_log=OFF, no binary log)
+    clear: tuple[str, ...] = ()
 
 
 SETUPS = (
     Setup("sqlite", "sqlcipher", "at rest", ("tpcb-like", "simple-update"), "encryption=off,on"),
-    Setup("mariadb", "encrypted tables", "at rest", ("oltp_read_write", "oltp_point_select"), "encryption=off,on"),
+    Setup("mariadb", "encrypted tables", "at rest", ("oltp_read_write", "oltp_point_select"), "encryption=off,on",
+          clear=("log_bytes",)),
     Setup("postgres", "tls", "in transit", ("tpcb-like", "select-only"), "tls=off,on", "tls"),
     Setup("postgres", "fscrypt", "at rest", ("tpcb-like", "select-only"), "encryption=off,fscrypt", "fscrypt",
           root=True),
@@ -84,8 +88,8 @@ ENGINES = tuple(dict.fromkeys(s.engine for s in SETUPS))
 # 50% share holds every page and its mixes read nothing encrypted from storage; calibrate --quick's own 6 MB elsewhere
 SIZES = {"sqlite": "6MB", "mariadb": "48MB", "postgres": "6MB"}
 CALIBRATION_VARIANTS = {  # what `encbench calibrate` runs (engines/*/engine.py calibration_variants): --quick's copy
-    "sqlite": ("script=select-only,tpcb-like", "memory=100%,25%", "encryption=off,on"),
-    "mariadb": ("script=oltp_point_select,oltp_read_write", "memory=100%,25%", "encryption=off,on"),
+    "sqlite": ("script=select-only,tpcb-like,update-batch", "memory=100%,25%", "encryption=off,on"),
+    "mariadb": ("script=oltp_read_only,oltp_write_only", "memory=25%,10%", "encryption=off,on"),
     "postgres": ("script=select-only,tpcb-like", "memory=100%,25%", "encryption=off,fscrypt"),
 }
 
@@ -100,6 +104,7 @@ class Bench:
     seconds: int
     max_extend: int
     calibration_runs: int | None = None
+    precision_pct: float = 0.0  # a mix whose added CPU's 95% half-width is above this % of it runs again, longer
     docs: list[dict] = field(default_factory=list)
     commands: list[str] = field(default_factory=list)
 
@@ -261,7 +266,8 @@ def mixes_of(doc: dict, costs: dict, s: Setup, runs: int, seconds: int) -> list[
     out = []
     for e in summary.analyze(doc).to_dict().get("oltp_costs") or []:
         meas, ci = e["added_cpu_us_per_txn"], e["added_cpu_us_per_txn_ci"]
-        p = predict(_per_txn(doc, e["contender"], e["script"]), costs, s.side, e["script"], _absent(s.engine))
+        p = predict(_per_txn(doc, e["contender"], e["script"]), costs, s.side, e["script"],
+                    _absent(s.engine) | set(s.clear))
         row = {"mix": e["script"], "compared": f"{e['contender']} vs {e['baseline']}", "memory": e["memory"],
                "runs": runs, "seconds": seconds, "measured_us": meas, "measured_ci_us": ci,
                "cpu_basis": e.get("cpu_basis"), "resolved": bool(ci) and ci[0] > 0, **p,
@@ -292,10 +298,12 @@ def check_setup(b: Bench, s: Setup, costs: dict) -> list[dict]:
     for i, row in enumerate(rows):
         runs, seconds = b.runs, b.seconds
         for k in range(1, b.max_extend + 1):
-            if row["resolved"] or row.get("predicted_us") == 0:
-                break  # resolved, or nothing encrypted to predict (a zero bill, said below)
+            if (row["resolved"] and _precise(row, b.precision_pct)) or row.get("predicted_us") == 0:
+                break  # resolved as precisely as asked, or nothing encrypted to predict (a zero bill, said below)
             runs, seconds = runs * 2, seconds * 2
-            print(f"  {s.engine} {s.name} {row['mix']}: added CPU not resolved ({_us(row)}): again with {runs} runs "
+            why = "not resolved" if not row["resolved"] else \
+                f"±{_half_pct(row):.0f}%, wider than the ±{b.precision_pct:g}% asked"
+            print(f"  {s.engine} {s.name} {row['mix']}: added CPU {why} ({_us(row)}): again with {runs} runs "
                   f"of {seconds} s", file=sys.stderr)
             again = held_out_run(b, s, (row["mix"],), runs, seconds, b.work / f"{name}-{row['mix']}-x{k}.json")
             got = [r for r in mixes_of(again, costs, s, runs, seconds) if r["mix"] == row["mix"]] if again else []
@@ -311,7 +319,22 @@ def check_setup(b: Bench, s: Setup, costs: dict) -> list[dict]:
         elif not row["resolved"]:
             row["note"] = (f"the added CPU did not resolve after {runs} runs of {seconds} s per side (95% CI holds 0): "
                            "no error figure")
+        elif not _precise(row, b.precision_pct):
+            row["note"] = (f"its added CPU is ±{_half_pct(row):.0f}% (95% CI) after {runs} runs of {seconds} s per "
+                           f"side, wider than the ±{b.precision_pct:g}% asked: its error is counted, and its CI says "
+                           "how far to trust it")
     return rows
+
+
+def _half_pct(row: dict) -> float:
+    """The measured added CPU's 95% half-width, in % of it."""
+    ci, m = row.get("measured_ci_us"), row.get("measured_us")
+    return 100 * (ci[1] - ci[0]) / 2 / abs(m) if ci and m else math.inf
+
+
+def _precise(row: dict, pct: float) -> bool:
+    """Whether the mix's measured added CPU is as precise as asked (pct 0: resolved is enough)."""
+    return not pct or _half_pct(row) <= pct
 
 
 def _us(row: dict) -> str:
@@ -452,9 +475,14 @@ def run_all(args, b: Bench) -> dict:
                            "costs_us": {k: {"value": c.value * 1e6 if c.value is not None else None,
                                             "ci": [x * 1e6 for x in c.ci] if c.ci else None}
                                         for k, c in cal["costs"].items()},
-                           "held_out": f"memory={HELD_OUT_MEMORY} (calibration: 100%, 25%), fresh runs",
+                           "held_out": f"memory={HELD_OUT_MEMORY} (calibration: {_shares(engine)}), fresh runs",
                            "mixes": rows, "summary": summarize(rows)})
     return {"checks": checks, "overall": summarize([r for c in checks for r in c["mixes"]])}
+
+
+def _shares(engine: str) -> str:
+    """The memory shares the engine's calibration runs, in words ('100%, 25%')."""
+    return ", ".join(next(v for v in CALIBRATION_VARIANTS[engine] if v.startswith("memory=")).split("=")[1].split(","))
 
 
 def selected(only: str | None) -> set[tuple[str, str]]:
@@ -482,7 +510,11 @@ def parse_args(argv=None):
     p.add_argument("--runs", type=int, default=None, help="runs per side of each held-out mix (default 6; quick 2)")
     p.add_argument("--seconds", type=int, default=None, help="each held-out run's timed window (default 3; quick 1)")
     p.add_argument("--max-extend", type=int, default=None,
-                   help="how many times an unresolved mix runs again at 2x runs and seconds (default 2; quick 0)")
+                   help="how many times an unresolved (or imprecise: --precision) mix runs again at 2x runs and "
+                        "seconds (default 2; quick 0)")
+    p.add_argument("--precision", type=float, default=None, metavar="PCT",
+                   help="run a mix again, longer, while its added CPU's 95%% CI is wider than ±PCT%% of it "
+                        "(default 20; 0: only while it does not resolve)")
     p.add_argument("--calibration-runs", type=int, default=None,
                    help="runs per variant of `encbench calibrate` (default calibrate's own)")
     p.add_argument("--work-dir", default=None, help="keep each step's result file here (an existing one is reused)")
@@ -499,7 +531,8 @@ def main(argv=None) -> int:
     work = Path(args.work_dir or tempfile.mkdtemp(prefix="estimate-heldout-"))
     work.mkdir(parents=True, exist_ok=True)
     b = Bench(work, args.quick, args.runs or (2 if args.quick else 6), args.seconds or (1 if args.quick else 3),
-              args.max_extend if args.max_extend is not None else (0 if args.quick else 2), args.calibration_runs)
+              args.max_extend if args.max_extend is not None else (0 if args.quick else 2), args.calibration_runs,
+              args.precision if args.precision is not None else 20.0)
     t0 = time.monotonic()
     found = run_all(args, b)
     report(found["checks"], found["overall"])
@@ -512,7 +545,7 @@ def main(argv=None) -> int:
                      "only; measured = encrypted - plain server CPU per transaction (Welch 95% CI); error = "
                      "predicted / measured - 1, 95% CI by the delta method; median and worst |error| with the "
                      "interval their mixes' CIs bound",
-           "commands": b.commands, **found}
+           "precision_pct": b.precision_pct, "commands": b.commands, **found}
     load = doc["load"]
     print(f"load: other processes used {load.get('other_load_cores_median', float('nan')):.2f} cores (median "
           f"over {load.get('runs', 0)} runs; max {load.get('other_load_cores_max', float('nan')):.2f}) of "

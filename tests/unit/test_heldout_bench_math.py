@@ -78,7 +78,8 @@ def test_uncounted_tls_records_are_assumed_from_the_script_and_said_so():
 
 def test_a_bill_with_an_unresolved_cost_or_an_uncounted_rate_is_not_resolved_and_gives_no_error():
     costs = {"reads": UnitCost(10e-6, (8e-6, 12e-6), "fit"), "writes": UnitCost(-50e-6, (-90e-6, 10e-6), "fit")}
-    assert B.predict({"reads": 2.0, "writes": 0.0, "log_bytes": 0.0}, costs, "at rest")["bill_resolved"]  # 0 x any
+    assert B.predict({"reads": 2.0, "writes": 0.0, "log_bytes": 0.0, "commits": 0.0}, costs,
+                     "at rest")["bill_resolved"]  # 0 x any
     p = B.predict({"reads": 2.0, "writes": 1.0}, costs, "at rest")
     assert not p["bill_resolved"] and p["bill_unresolved"][0].startswith("writes: ")
     t = B.predict({"tls_handshakes": 0.001}, {"tls_handshakes": UnitCost(2e-3, (1e-3, 3e-3), "connect")}, "in transit")
@@ -95,12 +96,14 @@ def test_a_mix_unresolved_on_both_sides_is_counted_on_both():
 
 def test_the_log_term_is_priced_at_rest_and_left_out_where_the_engine_has_none():
     costs = {"reads": UnitCost(10e-6, (8e-6, 12e-6), "fit"), "log_bytes": UnitCost(10e-9, (5e-9, 15e-9), "fit")}
-    p = B.predict({"reads": 1.0, "writes": 0.0, "log_bytes": 4000.0}, costs, "at rest")
+    p = B.predict({"reads": 1.0, "writes": 0.0, "log_bytes": 4000.0}, costs, "at rest", absent={"commits"})
     assert p["parts_us"]["log_bytes"] == pytest.approx(40.0) and p["predicted_us"] == pytest.approx(50.0)
     assert p["bill_resolved"]
-    q = B.predict({"reads": 1.0, "writes": 0.0}, costs, "at rest", absent={"log_bytes"})  # SQLite: absent
+    q = B.predict({"reads": 1.0, "writes": 0.0, "commits": 0.0}, costs, "at rest", absent={"log_bytes"})  # SQLite
     assert q["bill_resolved"] and "log_bytes" not in q["parts_us"]
     assert B._absent("sqlite") >= {"log_bytes"} and "log_bytes" not in B._absent("postgres")
+    assert "commits" in B._absent("postgres") and "commits" in B._absent("mariadb")  # a commit is log bytes there
+    assert "commits" not in B._absent("sqlite")
 
 
 def test_fscrypt_mixes_are_priced_by_the_kernels_page_reads_and_its_log_bytes():
@@ -182,3 +185,43 @@ def test_records_nothing_counted_are_still_assumed_one_per_statement_and_said_so
     assert "1 per statement of tpcb-like (its query), not counted" in p["assumed"][0] and p["bill_resolved"]
     nothing = B.predict(B._per_txn(doc, "nothing", "tpcb-like"), costs, "in transit", "tpcb-like")
     assert "tls_bytes: no counter for this mix" in nothing["left_out"] and not nothing["bill_resolved"]
+
+
+def test_an_imprecise_mix_runs_again_longer_and_says_so_when_it_stays_imprecise(monkeypatch, tmp_path):
+    """--precision: a mix whose added CPU is resolved but ±50% runs again at twice the runs and seconds; one that
+    stays wider than asked is still counted, with a note; one within it is not run again."""
+    s = B.Setup("sqlite", "sqlcipher", "at rest", ("tpcb-like",), "encryption=off,on")
+    wide = {"mix": "tpcb-like", "measured_us": 100.0, "measured_ci_us": [50.0, 150.0], "resolved": True,
+            "predicted_us": 90.0, "bill_resolved": True, "error_pct": -10.0}
+    narrow = dict(wide, measured_ci_us=[90.0, 110.0])
+    calls = []
+
+    def run(b, s_, scripts, runs, seconds, out):
+        calls.append((runs, seconds))
+        return {"runs": []}
+
+    answers = iter([[wide], [wide], [narrow]])
+    monkeypatch.setattr(B, "held_out_run", run)
+    monkeypatch.setattr(B, "mixes_of", lambda *a, **k: [dict(r) for r in next(answers)])
+    b = B.Bench(tmp_path, False, 6, 3, 2, precision_pct=20.0)
+    rows = B.check_setup(b, s, {})
+    assert calls == [(6, 3), (12, 6), (24, 12)] and rows[0]["extended"] == 2 and "note" not in rows[0]
+    answers = iter([[wide], [wide]])
+    calls.clear()
+    rows = B.check_setup(B.Bench(tmp_path, False, 6, 3, 1, precision_pct=20.0), s, {})
+    assert calls == [(6, 3), (12, 6)] and "±50%" in rows[0]["note"] and "wider than the ±20% asked" in rows[0]["note"]
+    answers = iter([[narrow]])
+    calls.clear()
+    B.check_setup(B.Bench(tmp_path, False, 6, 3, 2, precision_pct=20.0), s, {})
+    assert calls == [(6, 3)]
+
+
+def test_mariadbs_held_out_setup_leaves_its_clear_redo_log_out_of_the_bill():
+    """encbench's private MariaDB writes its redo log in the clear (innodb_encrypt_log=OFF): the encrypted tables'
+    bill prices no log byte, as estimate --live leaves the term out on such a server."""
+    maria = next(s for s in B.SETUPS if s.engine == "mariadb")
+    assert maria.clear == ("log_bytes",)
+    costs = {"reads": UnitCost(10e-6, (8e-6, 12e-6), "fit"), "writes": UnitCost(20e-6, (15e-6, 25e-6), "fit")}
+    p = B.predict({"reads": 2.0, "writes": 1.0, "log_bytes": 1600.0}, costs, "at rest",
+                  absent=B._absent("mariadb") | set(maria.clear))
+    assert p["bill_resolved"] and p["predicted_us"] == pytest.approx(40.0) and "log_bytes" not in p["parts_us"]

@@ -24,13 +24,13 @@ def test_the_live_samplers_turn_counters_into_rates_and_absent_terms():
     unseen = pg_live.rates(first, last, 2.0, False, pg_facts).rates["tls_handshakes"]
     assert unseen[0] is None and "--all-tls" in unseen[2]
     assert got.rates["tls_bytes"][0] is None and "--rate tls_bytes" in got.rates["tls_bytes"][2]
-    assert set(got.absent) == {"tls_resumptions"}
+    assert set(got.absent) == {"tls_resumptions", "commits"}
     assert pg_live.rates(first, last, 2.0, True, pg_facts).rates["tls_handshakes"][0] == 10  # --all-tls
     off = pg_live.rates(first, last, 2.0, False, dict(pg_facts, ssl=False))
-    assert {"tls_handshakes", "tls_bytes", "tls_records_in", "tls_records_out", "tls_resumptions"} == set(off.absent)
+    assert {"tls_handshakes", "tls_bytes", "tls_records_in", "tls_records_out", "tls_resumptions", "commits"} == set(off.absent)
 
     m_facts = {"engine": "mariadb", "version": "10.11", "page_size": 16384, "cipher": "aes_ctr", "log_bin": False,
-               "ssl": True}
+               "ssl": True, "encrypt_log": "ON", "encrypt_binlog": "ON"}
     a = {"Innodb_buffer_pool_reads": 0, "Innodb_pages_written": 0, "Innodb_os_log_written": 0,
          "Binlog_bytes_written": 0, "Ssl_finished_accepts": 50, "Ssl_session_cache_hits": 0, "Bytes_sent": 0,
          "Bytes_received": 0, "Questions": 0, "Connections": 100}
@@ -42,8 +42,28 @@ def test_the_live_samplers_turn_counters_into_rates_and_absent_terms():
     assert got.rates["tls_bytes"][0] == pytest.approx(1000 * 0.5)  # x 70 / 140 connections on TLS
     for name in ("tls_records_in", "tls_records_out"):  # Questions less this sampler's statement, assumed
         assert got.rates[name][0] == pytest.approx((21 - 1) / 4 * 0.5) and got.rates[name][1].startswith("assumed")
-    assert set(got.absent) == {"temp_bytes"}
+    assert set(got.absent) == {"temp_bytes", "commits"}
     assert maria_live.rates(a, b, 4.0, False, dict(m_facts, log_bin=True)).rates["log_bytes"][0] == (8000 + 999) / 4
+
+
+def test_mariadb_prices_only_the_logs_it_encrypts():
+    """A log written in the clear costs no encryption: the log term counts the redo log where innodb_encrypt_log=ON,
+    the binary log where log_bin and encrypt_binlog=ON, and is absent (with the settings) where neither is."""
+    f = {"engine": "mariadb", "version": "10.11", "page_size": 16384, "cipher": "aes_cbc", "ssl": False}
+    a = {"Innodb_buffer_pool_reads": 0, "Innodb_pages_written": 0, "Innodb_os_log_written": 0,
+         "Binlog_bytes_written": 0}
+    b = dict(a, Innodb_os_log_written=8000, Binlog_bytes_written=4000)
+
+    def log(**facts):
+        got = maria_live.rates(a, b, 4.0, False, dict(f, **facts))
+        return got.rates.get("log_bytes"), got.absent.get("log_bytes")
+
+    assert log(log_bin=True, encrypt_log="ON", encrypt_binlog="OFF")[0][0] == 2000  # the redo only
+    assert log(log_bin=True, encrypt_log="OFF", encrypt_binlog="ON")[0][0] == 1000  # the binary log only
+    assert log(log_bin=False, encrypt_log="OFF", encrypt_binlog="ON") == \
+        (None, "this server writes its logs in the clear (innodb_encrypt_log=OFF): no log byte is encrypted")
+    rate, why = log(log_bin=True, encrypt_log="OFF", encrypt_binlog="OFF")
+    assert rate is None and "innodb_encrypt_log=OFF, encrypt_binlog=OFF" in why
 
 
 def _counter(*looks):

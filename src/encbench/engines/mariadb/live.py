@@ -19,7 +19,7 @@ from SHOW GLOBAL VARIABLES, read-only (SHOW only: no SET, no FLUSH).
 from __future__ import annotations
 
 from ...host import sockets
-from ...vocab.live import LiveRates, LiveSampler, per_second
+from ...vocab.live import COMMITS_AS_LOG, LiveRates, LiveSampler, per_second
 
 STATUS = ("Innodb_buffer_pool_reads", "Innodb_pages_written", "Innodb_os_log_written", "Binlog_bytes_written",
           "Ssl_finished_accepts", "Ssl_session_cache_hits", "Bytes_sent", "Bytes_received", "Questions",
@@ -87,16 +87,35 @@ def _tls(first: dict, last: dict, seconds: float, all_tls: bool, f: dict | None 
             **_records(f or {}, tls_bytes, statements, share, word)}
 
 
+# the logs whose bytes the log term prices, each where the server encrypts it: (counter, its words, the setting)
+LOGS = (("Innodb_os_log_written", "Innodb_os_log_written (redo)", "encrypt_log"),
+        ("Binlog_bytes_written", "Binlog_bytes_written (binary log)", "encrypt_binlog"))
+
+
+def _log(first: dict, last: dict, seconds: float, f: dict) -> tuple[tuple | None, str | None]:
+    """The log term ((rate, source, None), None) over the logs this server encrypts (the redo log with
+    innodb_encrypt_log=ON, the binary log with log_bin and encrypt_binlog=ON), or (None, why it is absent): a log
+    written in the clear costs no encryption (the tables' pages are priced whatever their setting: what encrypting
+    them costs)."""
+    on = [(name, words) for name, words, setting in LOGS
+          if str(f.get(setting) or "").upper() == "ON" and (setting != "encrypt_binlog" or f.get("log_bin"))]
+    if not on:
+        return None, (f"this server writes its logs in the clear (innodb_encrypt_log={f.get('encrypt_log') or '?'}"
+                      f"{', encrypt_binlog=' + str(f.get('encrypt_binlog') or '?') if f.get('log_bin') else ''}): "
+                      "no log byte is encrypted")
+    return (sum(per_second(first, last, name, seconds) for name, _ in on), " + ".join(w for _, w in on), None), None
+
+
 def rates(first: dict, last: dict, seconds: float, all_tls: bool, f: dict) -> LiveRates:
-    log = per_second(first, last, "Innodb_os_log_written", seconds)
-    log_source = "Innodb_os_log_written (redo)"
-    if f["log_bin"]:
-        log += per_second(first, last, "Binlog_bytes_written", seconds)
-        log_source += " + Binlog_bytes_written"
     out = {"reads": (per_second(first, last, "Innodb_buffer_pool_reads", seconds), "Innodb_buffer_pool_reads", None),
-           "writes": (per_second(first, last, "Innodb_pages_written", seconds), "Innodb_pages_written", None),
-           "log_bytes": (log, log_source, None)}
-    absent = {"temp_bytes": "MariaDB counts temporary files made (Created_tmp_files), not their bytes"}
+           "writes": (per_second(first, last, "Innodb_pages_written", seconds), "Innodb_pages_written", None)}
+    absent = {"temp_bytes": "MariaDB counts temporary files made (Created_tmp_files), not their bytes",
+              "commits": COMMITS_AS_LOG}
+    log, why = _log(first, last, seconds, f)
+    if log is None:
+        absent["log_bytes"] = why
+    else:
+        out["log_bytes"] = log
     if f["ssl"] or all_tls:
         out.update(_tls(first, last, seconds, all_tls, f))
     else:

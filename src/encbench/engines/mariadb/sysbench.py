@@ -1,6 +1,6 @@
 """sysbench (Debian `sysbench`, 1.0.20 here) as the MariaDB oltp workload's driver (issue 22).
 
-Its own OLTP scripts (oltp_read_only, oltp_read_write, oltp_point_select) run on tables it prepared
+Its own OLTP scripts (oltp_read_only, oltp_read_write, oltp_point_select, oltp_write_only) run on tables it prepared
 itself (`sysbench oltp_common prepare`), in a private directory of the worker (`Workdir`):
 
   sb.cfg        the password (--config-file, mode 0600): never on a command line
@@ -38,7 +38,7 @@ from ...util.redact import redact
 from ...util.proc import kill_and_reap
 from ...vocab.tls import forced, openssl_client_conf
 
-SCRIPTS = ("oltp_read_only", "oltp_read_write", "oltp_point_select")
+SCRIPTS = ("oltp_read_only", "oltp_read_write", "oltp_point_select", "oltp_write_only")
 TABLES = 4  # sbtest1..4 per schema (the field notes' layout)
 MIN_ROWS = 1_000  # per table: above the range queries' 100 rows
 ROW_BYTES = 263  # InnoDB's data + index length per sysbench row (10.11: 4 tables x 48k rows = 50.5 MB)

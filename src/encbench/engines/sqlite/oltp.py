@@ -23,7 +23,12 @@ from pathlib import Path
 from ...errors import BadValueError, CheckFailedError
 from ...vocab.probe import Target
 
-SCRIPTS = ("tpcb-like", "select-only", "simple-update")  # pgbench's built-in names, the same statements
+# pgbench's built-in names, the same statements; and encbench's own `update-batch` (BATCH account updates in one
+# transaction: many pages written per commit, where tpcb-like writes 4 and simple-update 2), which `calibrate` runs
+# so that a commit's own cost and a page written's come apart
+SCRIPTS = ("tpcb-like", "select-only", "simple-update", "update-batch")
+WRITES = ("tpcb-like", "simple-update", "update-batch")  # the scripts whose every transaction commits a change
+BATCH = 8
 ACCOUNT_BYTES = 110  # stored bytes per pgbench_accounts row here (84-character filler): sizes the table
 ACCOUNTS_PER_BRANCH = 100_000  # pgbench's: a branch per 100,000 accounts, 10 tellers per branch
 MIN_ACCOUNTS = 10_000
@@ -72,6 +77,9 @@ def transaction(script: str, conn, rng: random.Random, accounts: int, branches: 
     if script == "select-only":
         conn.execute("SELECT abalance FROM pgbench_accounts WHERE aid = ?", (aid,)).fetchone()
         return
+    if script == "update-batch":
+        _batch(conn, rng, accounts, aid)
+        return
     bid, tid, delta = rng.randint(1, branches), rng.randint(1, tellers), rng.randint(-5000, 5000)
     conn.execute("BEGIN IMMEDIATE")
     try:
@@ -82,6 +90,19 @@ def transaction(script: str, conn, rng: random.Random, accounts: int, branches: 
             conn.execute("UPDATE pgbench_branches SET bbalance = bbalance + ? WHERE bid = ?", (delta, bid))
         conn.execute("INSERT INTO pgbench_history (tid, bid, aid, delta, mtime) VALUES (?, ?, ?, ?, "
                      "CURRENT_TIMESTAMP)", (tid, bid, aid, delta))
+        conn.execute("COMMIT")
+    except BaseException:
+        conn.execute("ROLLBACK")
+        raise
+
+
+def _batch(conn, rng: random.Random, accounts: int, aid: int) -> None:
+    """update-batch: BATCH accounts' balances changed in one transaction (pages written by the batch, one commit)."""
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        for a in [aid] + [rng.randint(1, accounts) for _ in range(BATCH - 1)]:
+            conn.execute("UPDATE pgbench_accounts SET abalance = abalance + ? WHERE aid = ?",
+                         (rng.randint(-5000, 5000), a))
         conn.execute("COMMIT")
     except BaseException:
         conn.execute("ROLLBACK")
@@ -182,7 +203,9 @@ class Clients:
             raise CheckFailedError(f"an oltp client failed: {type(errors[0]).__name__}: "
                                    f"{str(errors[0]).splitlines()[0] if str(errors[0]) else ''}")
         lat = [x for mine in latencies for x in mine]
-        return {"transactions": len(lat), "tps": len(lat) / elapsed, "latency_p50_ms": percentile(lat, 50),
+        # commits: each transaction of a writing script commits its change (one that failed ends the run, above)
+        return {"transactions": len(lat), "commits": len(lat) if script in WRITES else 0,
+                "tps": len(lat) / elapsed, "latency_p50_ms": percentile(lat, 50),
                 "latency_p95_ms": percentile(lat, 95), "latency_p99_ms": percentile(lat, 99),
                 "driver": f"encbench's in-process TPC-B-like driver ({script}, {len(self.conns)} client thread(s), "
                           "per-transaction timings)"}
