@@ -56,7 +56,7 @@ RECORDS = {"tls_records_in": "query", "tls_records_out": "reply"}  # what a reco
 STATEMENTS = {"select-only": 1, "simple-update": 5, "tpcb-like": 7}
 # at rest: page reads (on fscrypt the pages the kernel read, as calibrate counts them: analysis/fit.Basis), page
 # writes and log bytes (PostgreSQL's WAL; a term absent on the engine, SQLite's log, is left out as estimate does)
-AT_REST_TERMS = ("reads", "writes", "log_bytes", "commits")
+AT_REST_TERMS = ("reads", "writes", "log_bytes")
 
 
 @dataclass(frozen=True)

@@ -450,9 +450,9 @@ class SQLiteEngine(Engine):
     )
     profile_in_process = True
     knobs = sqlcipher_knobs.KNOBS
-    # a read-only mix, the TPC-B-like one (4 pages written per commit) and encbench's own update-batch (8): the cost of
-    # a commit and of a page written come apart (a commit costs about two pages' encryption here, which a fit over
-    # tpcb-like alone would hide in the page's cost and a mix of fewer pages per commit would pay unbilled)
+    # a read-only mix, the TPC-B-like one (4 pages written per commit) and encbench's own update-batch (8 per commit):
+    # the page written priced over transactions of 4 and 8 pages (a commit's own cost, about two pages' encryption
+    # measured by hand, does not resolve over them in --quick's runs: docs/estimate.md)
     calibration_variants = ("script=select-only,tpcb-like,update-batch", "memory=100%,25%", "encryption=off,on")
     # the bill's terms that never apply to an embedded engine, and those calibrate's mixes do not fit; no server to
     # sample: `estimate` takes SQLite's rates with --rate

@@ -25,7 +25,7 @@ from ...vocab.probe import Target
 
 # pgbench's built-in names, the same statements; and encbench's own `update-batch` (BATCH account updates in one
 # transaction: many pages written per commit, where tpcb-like writes 4 and simple-update 2), which `calibrate` runs
-# so that a commit's own cost and a page written's come apart
+# beside tpcb-like: the page written priced over transactions of 4 and 8 pages
 SCRIPTS = ("tpcb-like", "select-only", "simple-update", "update-batch")
 WRITES = ("tpcb-like", "simple-update", "update-batch")  # the scripts whose every transaction commits a change
 BATCH = 8
