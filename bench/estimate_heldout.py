@@ -105,6 +105,7 @@ class Bench:
     max_extend: int
     calibration_runs: int | None = None
     precision_pct: float = 0.0  # a mix whose added CPU's 95% half-width is above this % of it runs again, longer
+    extend_for: dict = field(default_factory=dict)  # engine -> its own max_extend (--max-extend ENGINE=N)
     docs: list[dict] = field(default_factory=list)
     commands: list[str] = field(default_factory=list)
 
@@ -297,7 +298,7 @@ def check_setup(b: Bench, s: Setup, costs: dict) -> list[dict]:
     rows = mixes_of(doc, costs, s, b.runs, b.seconds)
     for i, row in enumerate(rows):
         runs, seconds = b.runs, b.seconds
-        for k in range(1, b.max_extend + 1):
+        for k in range(1, b.extend_for.get(s.engine, b.max_extend) + 1):
             if (row["resolved"] and _precise(row, b.precision_pct)) or row.get("predicted_us") == 0:
                 break  # resolved as precisely as asked, or nothing encrypted to predict (a zero bill, said below)
             runs, seconds = runs * 2, seconds * 2
@@ -509,9 +510,9 @@ def parse_args(argv=None):
     p.add_argument("--quick", action="store_true", help="tiny runs, no extension: a smoke test, not a figure")
     p.add_argument("--runs", type=int, default=None, help="runs per side of each held-out mix (default 6; quick 2)")
     p.add_argument("--seconds", type=int, default=None, help="each held-out run's timed window (default 3; quick 1)")
-    p.add_argument("--max-extend", type=int, default=None,
+    p.add_argument("--max-extend", action="append", default=[], metavar="N|ENGINE=N",
                    help="how many times an unresolved (or imprecise: --precision) mix runs again at 2x runs and "
-                        "seconds (default 2; quick 0)")
+                        "seconds (default 2; quick 0); ENGINE=N for one engine (repeatable)")
     p.add_argument("--precision", type=float, default=None, metavar="PCT",
                    help="run a mix again, longer, while its added CPU's 95%% CI is wider than ±PCT%% of it "
                         "(default 20; 0: only while it does not resolve)")
@@ -523,6 +524,22 @@ def parse_args(argv=None):
     return p.parse_args(argv)
 
 
+def _extends(given: list[str]) -> tuple[int | None, dict]:
+    """--max-extend values: N for every engine (the last given), ENGINE=N for one."""
+    every, per_engine = None, {}
+    for g in given:
+        name, sep, n = g.rpartition("=")
+        if sep and name not in ENGINES:
+            raise SystemExit(f"estimate_heldout: --max-extend {g}: unknown engine {name!r} (use {','.join(ENGINES)})")
+        if not n.isdigit():
+            raise SystemExit(f"estimate_heldout: --max-extend {g}: not a whole number of extensions")
+        if sep:
+            per_engine[name] = int(n)
+        else:
+            every = int(n)
+    return every, per_engine
+
+
 def main(argv=None) -> int:
     args = parse_args(argv)
     if args.markdown:
@@ -530,9 +547,10 @@ def main(argv=None) -> int:
         return 0
     work = Path(args.work_dir or tempfile.mkdtemp(prefix="estimate-heldout-"))
     work.mkdir(parents=True, exist_ok=True)
+    every, per_engine = _extends(args.max_extend)
     b = Bench(work, args.quick, args.runs or (2 if args.quick else 6), args.seconds or (1 if args.quick else 3),
-              args.max_extend if args.max_extend is not None else (0 if args.quick else 2), args.calibration_runs,
-              args.precision if args.precision is not None else 20.0)
+              every if every is not None else (0 if args.quick else 2), args.calibration_runs,
+              args.precision if args.precision is not None else 20.0, per_engine)
     t0 = time.monotonic()
     found = run_all(args, b)
     report(found["checks"], found["overall"])

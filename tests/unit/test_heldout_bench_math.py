@@ -222,3 +222,12 @@ def test_mariadbs_held_out_setup_leaves_its_clear_redo_log_out_of_the_bill():
     p = B.predict({"reads": 2.0, "writes": 1.0, "log_bytes": 1600.0}, costs, "at rest",
                   absent=B._absent("mariadb") | set(maria.clear))
     assert p["bill_resolved"] and p["predicted_us"] == pytest.approx(40.0) and "log_bytes" not in p["parts_us"]
+
+
+def test_max_extend_takes_a_count_for_every_engine_and_one_per_engine():
+    assert B._extends([]) == (None, {})
+    assert B._extends(["3", "postgres=1"]) == (3, {"postgres": 1})
+    with pytest.raises(SystemExit, match="unknown engine 'oracle'"):
+        B._extends(["oracle=1"])
+    with pytest.raises(SystemExit, match="not a whole number"):
+        B._extends(["two"])
