@@ -155,7 +155,9 @@ def _maria_users(server) -> list:
 
 
 def test_live_bill_of_a_mariadb_server_under_sysbench_changes_nothing(encbench, tmp_path):
-    with external_maria(tls=True, buffer_pool_mb=32) as server:
+    # the redo log encrypted (innodb_encrypt_log=ON): the log term applies (on a server writing it in the clear it is
+    # absent: tests/unit/engines/test_live_rates.py)
+    with external_maria(settings={"innodb_encrypt_log": "ON"}, tls=True, buffer_pool_mb=32) as server:
         h = server.handle
         conn = server.connect()
         cur = conn.cursor()
