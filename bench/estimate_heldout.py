@@ -56,7 +56,7 @@ RECORDS = {"tls_records_in": "query", "tls_records_out": "reply"}  # what a reco
 STATEMENTS = {"select-only": 1, "simple-update": 5, "tpcb-like": 7}
 # at rest: page reads (on fscrypt the pages the kernel read, as calibrate counts them: analysis/fit.Basis), page
 # writes and log bytes (PostgreSQL's WAL; a term absent on the engine, SQLite's log, is left out as estimate does)
-AT_REST_TERMS = ("reads", "writes", "log_bytes")
+AT_REST_TERMS = ("reads", "writes", "log_bytes", "commits")
 
 
 @dataclass(frozen=True)
@@ -88,7 +88,7 @@ ENGINES = tuple(dict.fromkeys(s.engine for s in SETUPS))
 # 50% share holds every page and its mixes read nothing encrypted from storage; calibrate --quick's own 6 MB elsewhere
 SIZES = {"sqlite": "6MB", "mariadb": "48MB", "postgres": "6MB"}
 CALIBRATION_VARIANTS = {  # what `encbench calibrate` runs (engines/*/engine.py calibration_variants): --quick's copy
-    "sqlite": ("script=select-only,tpcb-like,update-batch", "memory=100%,25%", "encryption=off,on"),
+    "sqlite": ("script=select-only,update-one,update-batch", "memory=100%,25%", "encryption=off,on"),
     "mariadb": ("script=oltp_read_only,oltp_write_only", "memory=25%,10%", "encryption=off,on"),
     "postgres": ("script=select-only,tpcb-like", "memory=100%,25%", "encryption=off,fscrypt"),
 }

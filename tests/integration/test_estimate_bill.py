@@ -99,7 +99,7 @@ def test_calibrate_on_a_postgres_dsn_then_its_live_bill_under_pgbench_change_not
         # the at-rest terms are refused on a --dsn server: said, the calibration not resolved, the exit code only
         # about what ran (2 runs per variant on a loaded machine may not resolve it)
         assert doc["resolved"] is False and res.returncode == (0 if doc["fitted_resolved"] else 24), str(res)
-        assert doc["format"] == "encbench-calibration" and set(doc["absent"]) == {"tls_resumptions"}
+        assert doc["format"] == "encbench-calibration" and set(doc["absent"]) == {"tls_resumptions", "commits"}
         assert all(doc["costs"][t]["value_s"] is not None and "fitted per" in doc["costs"][t]["fitted_from"]
                    for t in ("tls_handshakes", "tls_bytes", "tls_records_in", "tls_records_out")), doc["costs"]
         assert doc["costs"]["reads"]["value_s"] is None and doc["costs"]["reads"]["why"].startswith("--dsn")
@@ -113,7 +113,7 @@ def test_calibrate_on_a_postgres_dsn_then_its_live_bill_under_pgbench_change_not
         finally:
             _stop(load)
             conn.close()
-        terms = _check_terms(out, set(TERM_KINDS) - {"tls_resumptions"}, {"tls_resumptions"})
+        terms = _check_terms(out, set(TERM_KINDS) - {"tls_resumptions", "commits"}, {"tls_resumptions", "commits"})
         # bytes from the server's sockets; pgbench -C's connections last a few ms, so most close between two looks:
         # then the term says so (the bytes counted a lower bound) and takes --rate, never a partial figure
         tb = terms["tls_bytes"]
@@ -185,7 +185,7 @@ def test_live_bill_of_a_mariadb_server_under_sysbench_changes_nothing(encbench, 
             t.join(timeout=30)
             _stop(load)
             conn.close()
-        terms = _check_terms(out, set(TERM_KINDS) - {"temp_bytes"}, {"temp_bytes"})
+        terms = _check_terms(out, set(TERM_KINDS) - {"temp_bytes", "commits"}, {"temp_bytes", "commits"})
         assert terms["reads"]["rate_per_s"] > 0, terms["reads"]  # sysbench's reads past a 32 MB buffer pool
         assert terms["tls_bytes"]["rate_per_s"] > 0 and terms["tls_resumptions"]["rate_per_s"] is not None
         assert terms["tls_handshakes"]["resolved"] and terms["tls_handshakes"]["added_cores"] > 0

@@ -78,7 +78,8 @@ def test_uncounted_tls_records_are_assumed_from_the_script_and_said_so():
 
 def test_a_bill_with_an_unresolved_cost_or_an_uncounted_rate_is_not_resolved_and_gives_no_error():
     costs = {"reads": UnitCost(10e-6, (8e-6, 12e-6), "fit"), "writes": UnitCost(-50e-6, (-90e-6, 10e-6), "fit")}
-    assert B.predict({"reads": 2.0, "writes": 0.0, "log_bytes": 0.0}, costs, "at rest")["bill_resolved"]  # 0 x any
+    assert B.predict({"reads": 2.0, "writes": 0.0, "log_bytes": 0.0, "commits": 0.0}, costs,
+                     "at rest")["bill_resolved"]  # 0 x any
     p = B.predict({"reads": 2.0, "writes": 1.0}, costs, "at rest")
     assert not p["bill_resolved"] and p["bill_unresolved"][0].startswith("writes: ")
     t = B.predict({"tls_handshakes": 0.001}, {"tls_handshakes": UnitCost(2e-3, (1e-3, 3e-3), "connect")}, "in transit")
@@ -95,12 +96,14 @@ def test_a_mix_unresolved_on_both_sides_is_counted_on_both():
 
 def test_the_log_term_is_priced_at_rest_and_left_out_where_the_engine_has_none():
     costs = {"reads": UnitCost(10e-6, (8e-6, 12e-6), "fit"), "log_bytes": UnitCost(10e-9, (5e-9, 15e-9), "fit")}
-    p = B.predict({"reads": 1.0, "writes": 0.0, "log_bytes": 4000.0}, costs, "at rest")
+    p = B.predict({"reads": 1.0, "writes": 0.0, "log_bytes": 4000.0}, costs, "at rest", absent={"commits"})
     assert p["parts_us"]["log_bytes"] == pytest.approx(40.0) and p["predicted_us"] == pytest.approx(50.0)
     assert p["bill_resolved"]
-    q = B.predict({"reads": 1.0, "writes": 0.0}, costs, "at rest", absent={"log_bytes"})  # SQLite: absent
+    q = B.predict({"reads": 1.0, "writes": 0.0, "commits": 0.0}, costs, "at rest", absent={"log_bytes"})  # SQLite
     assert q["bill_resolved"] and "log_bytes" not in q["parts_us"]
     assert B._absent("sqlite") >= {"log_bytes"} and "log_bytes" not in B._absent("postgres")
+    assert "commits" in B._absent("postgres") and "commits" in B._absent("mariadb")  # a commit is log bytes there
+    assert "commits" not in B._absent("sqlite")
 
 
 def test_fscrypt_mixes_are_priced_by_the_kernels_page_reads_and_its_log_bytes():

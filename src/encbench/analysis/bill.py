@@ -41,6 +41,7 @@ TERM_KINDS = {k.name: k for k in (
     TermKind("reads", "page reads", "page", "at rest"),
     TermKind("writes", "page writes", "page", "at rest"),
     TermKind("log_bytes", "log bytes", "byte", "at rest"),
+    TermKind("commits", "write transactions (commits)", "commit", "at rest"),
     TermKind("temp_bytes", "temporary file bytes", "byte", "at rest"),
     TermKind("tls_handshakes", "new TLS sessions (full handshakes)", "session", "in transit"),
     TermKind("tls_resumptions", "resumed TLS sessions", "session", "in transit"),

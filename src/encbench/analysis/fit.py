@@ -42,8 +42,11 @@ METHOD = ("weighted least squares over every run (1 / each mix's variance, encry
           "unit of work = a plain cost per mix + (encrypted) x the sum of each term's count x its cost; 95% CI from "
           "s^2 (X'WX)^-1, Student's t")
 # at rest, the per-transaction counts of each term (the first metric a run has): PostgreSQL's WAL, InnoDB's redo
-ATREST_COUNTS = {"reads": ("pages_read",), "writes": ("pages_written",), "log_bytes": ("wal_bytes", "redo_bytes_written")}
-ATREST_WORDS = {"reads": "per page read", "writes": "per page written", "log_bytes": "per log byte"}
+# (commits: SQLite's write transactions, its driver's count; absent on the server engines, whose commit is log bytes)
+ATREST_COUNTS = {"reads": ("pages_read",), "writes": ("pages_written",), "log_bytes": ("wal_bytes", "redo_bytes_written"),
+                 "commits": ("commits",)}
+ATREST_WORDS = {"reads": "per page read", "writes": "per page written", "log_bytes": "per log byte",
+                "commits": "per write transaction (commit)"}
 TRANSIT_WORDS = {"tls_handshakes": "per new TLS session", "tls_bytes": "per byte over TLS",
                  "tls_records_in": "per TLS record the server received", "tls_records_out": "per TLS record the server sent"}
 
@@ -117,8 +120,8 @@ def basis_of(doc: dict) -> Basis:
 def counts_of(m: dict, extra: dict, n: float, basis: Basis) -> dict:
     """A run's count of each at-rest term per unit of work (n), page reads by the basis's counter where it has one."""
     x = {}
-    for term, names in ATREST_COUNTS.items():
-        got = next((m[k] for k in names if m.get(k) is not None), None)
+    for term, names in ATREST_COUNTS.items():  # a probe's metric, else the driver's own count (commits)
+        got = next((src[k] for k in names for src in (m, extra) if src.get(k) is not None), None)
         x[term] = (got or 0.0) / n
     if basis.reads and m.get(basis.reads) is not None and extra.get("page_size"):
         x["reads"] = m[basis.reads] / extra["page_size"] / n

@@ -43,6 +43,8 @@ HOW_TO_MEASURE = {
     "writes": "measure it: encbench run --engine {engine} --workload rebuild --variant cache=warm",
     "log_bytes": "no encbench lab measures the cost of a log byte apart yet (a fitted calibration is issue 31's "
                  "next step)",
+    "commits": "fit it: encbench calibrate --engine {engine} (its update-one and update-batch mixes write 1 and 8 "
+               "pages per commit)",
     "temp_bytes": "measure it: encbench run --engine {engine} --workload sort (a sort spilling to temporary files); "
                   "no per-byte cost is derived from it yet",
     "tls_handshakes": "measure it: encbench run --engine {engine} --workload connect",

@@ -11,6 +11,9 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 RateReading = tuple  # (value per second | None, source, why | None)
+# the bill's commits term (a write transaction's own encryption cost, SQLite's) on a server engine: its commit writes
+# log records, which the log term prices per byte (absent there, never a zero)
+COMMITS_AS_LOG = "a commit's encryption here is its log records' (WAL / redo), priced by the log bytes term"
 
 
 @dataclass

@@ -42,6 +42,30 @@ def test_log_bytes_are_fitted_with_reads_and_writes_when_the_mixes_vary_them_apa
         assert c["value"] == pytest.approx(value, rel=0.15) and c["ci"][0] < value < c["ci"][1], (term, c)
 
 
+def test_a_commits_cost_comes_apart_from_the_pages_only_with_mixes_of_other_pages_per_commit():
+    """SQLite: SQLCipher adds about a page's encryption per commit. Over a read-only mix and tpcb-like alone (4 pages
+    per commit) it cannot be told from the page's cost (a fit without the term would price simple-update's 2 pages
+    per commit short); update-one (1 per commit) and update-batch (8) set them apart."""
+    truth = {"reads": 8e-6, "writes": 15e-6, "commits": 18e-6}
+    ro = {"reads": 0.76, "writes": 0.0, "log_bytes": 0.0, "commits": 0.0}
+    tpcb = {"reads": 0.78, "writes": 4.07, "log_bytes": 0.0, "commits": 1.0}
+    cells = {"select-only,25%": (6e-6, ro), "tpcb-like,25%": (125e-6, tpcb),
+             "tpcb-like,100%": (124e-6, dict(tpcb, reads=0.0))}
+    got = fit.solve(_rows(cells, {**truth, "log_bytes": 0.0}), ["reads", "writes", "commits"])
+    assert "never varied apart from reads, writes" in got["costs"]["commits"]["why"]
+    cells = {"select-only,25%": (6e-6, ro),
+             "update-one,100%": (90e-6, {"reads": 0.0, "writes": 1.0, "log_bytes": 0.0, "commits": 1.0}),
+             "update-one,25%": (92e-6, {"reads": 0.78, "writes": 1.0, "log_bytes": 0.0, "commits": 1.0}),
+             "update-batch,25%": (160e-6, {"reads": 6.2, "writes": 8.1, "log_bytes": 0.0, "commits": 1.0})}
+    got = fit.solve(_rows(cells, {**truth, "log_bytes": 0.0}), ["reads", "writes", "commits"])
+    for term, value in truth.items():
+        c = got["costs"][term]
+        assert c["value"] == pytest.approx(value, rel=0.15) and c["ci"][0] < value < c["ci"][1], (term, c)
+    # the count: the driver's own (the run's `extra`), per transaction
+    x = fit.counts_of({"pages_read": 10.0, "pages_written": 40.0}, {"commits": 10}, 10, fit.Basis())
+    assert x == {"reads": 1.0, "writes": 4.0, "log_bytes": 0.0, "commits": 1.0}
+
+
 def test_a_term_no_mix_did_or_that_never_varied_apart_is_not_fitted_never_zero():
     cells = {"ro": (300e-6, {"reads": 2.0, "writes": 0.0, "log_bytes": 0.0}),
              "rw": (900e-6, {"reads": 2.0, "writes": 4.0, "log_bytes": 0.0})}

@@ -24,10 +24,10 @@ def test_the_live_samplers_turn_counters_into_rates_and_absent_terms():
     unseen = pg_live.rates(first, last, 2.0, False, pg_facts).rates["tls_handshakes"]
     assert unseen[0] is None and "--all-tls" in unseen[2]
     assert got.rates["tls_bytes"][0] is None and "--rate tls_bytes" in got.rates["tls_bytes"][2]
-    assert set(got.absent) == {"tls_resumptions"}
+    assert set(got.absent) == {"tls_resumptions", "commits"}
     assert pg_live.rates(first, last, 2.0, True, pg_facts).rates["tls_handshakes"][0] == 10  # --all-tls
     off = pg_live.rates(first, last, 2.0, False, dict(pg_facts, ssl=False))
-    assert {"tls_handshakes", "tls_bytes", "tls_records_in", "tls_records_out", "tls_resumptions"} == set(off.absent)
+    assert {"tls_handshakes", "tls_bytes", "tls_records_in", "tls_records_out", "tls_resumptions", "commits"} == set(off.absent)
 
     m_facts = {"engine": "mariadb", "version": "10.11", "page_size": 16384, "cipher": "aes_ctr", "log_bin": False,
                "ssl": True, "encrypt_log": "ON", "encrypt_binlog": "ON"}
@@ -42,7 +42,7 @@ def test_the_live_samplers_turn_counters_into_rates_and_absent_terms():
     assert got.rates["tls_bytes"][0] == pytest.approx(1000 * 0.5)  # x 70 / 140 connections on TLS
     for name in ("tls_records_in", "tls_records_out"):  # Questions less this sampler's statement, assumed
         assert got.rates[name][0] == pytest.approx((21 - 1) / 4 * 0.5) and got.rates[name][1].startswith("assumed")
-    assert set(got.absent) == {"temp_bytes"}
+    assert set(got.absent) == {"temp_bytes", "commits"}
     assert maria_live.rates(a, b, 4.0, False, dict(m_facts, log_bin=True)).rates["log_bytes"][0] == (8000 + 999) / 4
 
 

@@ -1,5 +1,5 @@
-"""SQLite's oltp driver: encbench's own update-batch script (8 accounts changed in one transaction, which calibrate
-runs beside tpcb-like) and the commits each run counts."""
+"""SQLite's oltp driver: encbench's own update-one and update-batch scripts (1 and 8 accounts changed in one
+transaction, which calibrate runs to price a commit apart from a page written) and the commits each run counts."""
 
 from __future__ import annotations
 
@@ -22,6 +22,9 @@ def test_update_batch_changes_batch_accounts_in_one_commit(tmp_path):
     before = conn.total_changes
     oltp.transaction("update-batch", conn, random.Random(1), oltp.MIN_ACCOUNTS, 1, 10)
     assert conn.total_changes - before == oltp.BATCH and not conn.in_transaction
+    before = conn.total_changes
+    oltp.transaction("update-one", conn, random.Random(2), oltp.MIN_ACCOUNTS, 1, 10)
+    assert conn.total_changes - before == 1 and not conn.in_transaction
     assert conn.execute("SELECT count(*) FROM pgbench_accounts WHERE abalance != 0").fetchone()[0] >= oltp.BATCH - 1
     assert conn.execute("SELECT count(*) FROM pgbench_history").fetchone()[0] == 0  # no history row: accounts only
 

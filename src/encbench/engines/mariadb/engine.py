@@ -38,6 +38,7 @@ from ...util import urls
 from ...util.files import check_free_space
 from ...util.redact import redact
 from ...util.units import fmt_bytes
+from ...vocab.live import COMMITS_AS_LOG
 from ...vocab.tls import DEFAULT_TLS, check_tls
 from ...vocab.variants import Variant, VariantKey, int_validator
 from ...vocab import oltp as oltp_workload
@@ -243,7 +244,8 @@ class MariaDBEngine(Engine):
     # reads or writes pages (at 100% none is read, and a 3 s mix flushes none), reads alone in one script and beside
     # as many writes in the other; oltp_read_write and oltp_point_select are left to the held-out check
     calibration_variants = ("script=oltp_read_only,oltp_write_only", "memory=25%,10%", "encryption=off,on")
-    calibration_not_fitted = maria_live.NOT_FITTED  # the bill's terms calibrate's mixes do not fit (none absent)
+    calibration_absent = {"commits": COMMITS_AS_LOG}
+    calibration_not_fitted = maria_live.NOT_FITTED  # the bill's terms calibrate's mixes do not fit
     calibration_transit_variants = ("tls=off,on", "clients=1")  # connect, bulk, roundtrip, storm: TLS off and on
 
     def advise_sweeps(self, quick: bool, options: dict) -> list:

@@ -19,7 +19,7 @@ from SHOW GLOBAL VARIABLES, read-only (SHOW only: no SET, no FLUSH).
 from __future__ import annotations
 
 from ...host import sockets
-from ...vocab.live import LiveRates, LiveSampler, per_second
+from ...vocab.live import COMMITS_AS_LOG, LiveRates, LiveSampler, per_second
 
 STATUS = ("Innodb_buffer_pool_reads", "Innodb_pages_written", "Innodb_os_log_written", "Binlog_bytes_written",
           "Ssl_finished_accepts", "Ssl_session_cache_hits", "Bytes_sent", "Bytes_received", "Questions",
@@ -109,7 +109,8 @@ def _log(first: dict, last: dict, seconds: float, f: dict) -> tuple[tuple | None
 def rates(first: dict, last: dict, seconds: float, all_tls: bool, f: dict) -> LiveRates:
     out = {"reads": (per_second(first, last, "Innodb_buffer_pool_reads", seconds), "Innodb_buffer_pool_reads", None),
            "writes": (per_second(first, last, "Innodb_pages_written", seconds), "Innodb_pages_written", None)}
-    absent = {"temp_bytes": "MariaDB counts temporary files made (Created_tmp_files), not their bytes"}
+    absent = {"temp_bytes": "MariaDB counts temporary files made (Created_tmp_files), not their bytes",
+              "commits": COMMITS_AS_LOG}
     log, why = _log(first, last, seconds, f)
     if log is None:
         absent["log_bytes"] = why

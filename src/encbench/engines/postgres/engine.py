@@ -21,6 +21,7 @@ from ...probes.waits import DEFAULT_INTERVAL_S
 from ...util.files import check_free_space
 from ...util.redact import redact
 from ...util.units import fmt_bytes
+from ...vocab.live import COMMITS_AS_LOG
 from ...vocab.tls import DEFAULT_TLS, TLS_RE, check_tls
 from ...vocab.variants import Variant, VariantKey, int_validator
 from ...util import interrupts
@@ -610,7 +611,7 @@ class PostgresEngine(Engine):
     knobs = pg_knobs.KNOBS
     calibration_variants = ("script=select-only,tpcb-like", "memory=100%,25%", "encryption=off,fscrypt")  # root
     # the bill's terms that never apply to PostgreSQL, and those calibrate's mixes do not fit (with the run that would)
-    calibration_absent = {"tls_resumptions": client.NO_RESUMPTION}
+    calibration_absent = {"tls_resumptions": client.NO_RESUMPTION, "commits": COMMITS_AS_LOG}
     calibration_not_fitted = {"temp_bytes": "no calibrated mix spills to temporary files; what would measure it: "
                                             "encbench run --engine postgres --workload sort --variant "
                                             "encryption=off,fscrypt (a per-byte cost is not derived from it yet)"}

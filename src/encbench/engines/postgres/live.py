@@ -25,7 +25,7 @@ encrypts the data directory, whose reads, writes, WAL and temporary files all pa
 from __future__ import annotations
 
 from ...host import procio, sockets
-from ...vocab.live import LiveRates, LiveSampler, per_second
+from ...vocab.live import COMMITS_AS_LOG, LiveRates, LiveSampler, per_second
 from .client import NO_RESUMPTION, is_local_postgres
 
 _COUNTERS = (
@@ -88,7 +88,7 @@ def rates(first: dict, last: dict, seconds: float, all_tls: bool, f: dict) -> Li
         "log_bytes": (per_second(first, last, "wal_bytes", seconds), "pg_stat_wal.wal_bytes", None),
         "temp_bytes": (per_second(first, last, "temp_bytes", seconds), "pg_stat_database.temp_bytes", None),
     }
-    absent = {"tls_resumptions": NO_RESUMPTION}
+    absent = {"tls_resumptions": NO_RESUMPTION, "commits": COMMITS_AS_LOG}
     if not f["ssl"] and not all_tls:
         absent.update({k: "ssl=off on this server (--all-tls prices TLS for every session)"
                        for k in ("tls_handshakes", "tls_bytes", *TLS_RECORDS)})

@@ -23,12 +23,13 @@ from pathlib import Path
 from ...errors import BadValueError, CheckFailedError
 from ...vocab.probe import Target
 
-# pgbench's built-in names, the same statements; and encbench's own `update-batch` (BATCH account updates in one
-# transaction: many pages written per commit, where tpcb-like writes 4 and simple-update 2), which `calibrate` runs
-# beside tpcb-like: the page written priced over transactions of 4 and 8 pages
-SCRIPTS = ("tpcb-like", "select-only", "simple-update", "update-batch")
-WRITES = ("tpcb-like", "simple-update", "update-batch")  # the scripts whose every transaction commits a change
+# pgbench's built-in names, the same statements; and encbench's own `update-one` and `update-batch` (1 and BATCH
+# account updates in one transaction: 1 and 8 pages written per commit, where tpcb-like writes 4 and simple-update
+# 2), which `calibrate` runs so that a commit's own cost and a page written's come apart
+SCRIPTS = ("tpcb-like", "select-only", "simple-update", "update-batch", "update-one")
+WRITES = ("tpcb-like", "simple-update", "update-batch", "update-one")  # every transaction commits a change
 BATCH = 8
+OWN = {"update-batch": BATCH, "update-one": 1}  # encbench's own scripts: accounts changed per transaction
 ACCOUNT_BYTES = 110  # stored bytes per pgbench_accounts row here (84-character filler): sizes the table
 ACCOUNTS_PER_BRANCH = 100_000  # pgbench's: a branch per 100,000 accounts, 10 tellers per branch
 MIN_ACCOUNTS = 10_000
@@ -77,8 +78,8 @@ def transaction(script: str, conn, rng: random.Random, accounts: int, branches: 
     if script == "select-only":
         conn.execute("SELECT abalance FROM pgbench_accounts WHERE aid = ?", (aid,)).fetchone()
         return
-    if script == "update-batch":
-        _batch(conn, rng, accounts, aid)
+    if script in OWN:
+        _batch(conn, rng, accounts, aid, OWN[script])
         return
     bid, tid, delta = rng.randint(1, branches), rng.randint(1, tellers), rng.randint(-5000, 5000)
     conn.execute("BEGIN IMMEDIATE")
@@ -96,11 +97,11 @@ def transaction(script: str, conn, rng: random.Random, accounts: int, branches: 
         raise
 
 
-def _batch(conn, rng: random.Random, accounts: int, aid: int) -> None:
-    """update-batch: BATCH accounts' balances changed in one transaction (pages written by the batch, one commit)."""
+def _batch(conn, rng: random.Random, accounts: int, aid: int, n: int) -> None:
+    """update-batch / update-one: n accounts' balances changed in one transaction (a page written each, one commit)."""
     conn.execute("BEGIN IMMEDIATE")
     try:
-        for a in [aid] + [rng.randint(1, accounts) for _ in range(BATCH - 1)]:
+        for a in [aid] + [rng.randint(1, accounts) for _ in range(n - 1)]:
             conn.execute("UPDATE pgbench_accounts SET abalance = abalance + ? WHERE aid = ?",
                          (rng.randint(-5000, 5000), a))
         conn.execute("COMMIT")
