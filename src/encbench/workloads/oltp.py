@@ -48,7 +48,7 @@ class Oltp(Workload):
     needs = OltpSession
     description = ("a transaction mix (variant script: pgbench's tpcb-like/select-only/simple-update, sysbench's "
                    "oltp_read_only/oltp_read_write/oltp_point_select/oltp_write_only, SQLite's in-process TPC-B and "
-                   "encbench's update-batch) in C clients for "
+                   "encbench's update-one/update-batch) in C clients for "
                    "T seconds after an untimed warm-up, with the engine's memory held to a share of the data "
                    "(variant memory): transactions/s, latency p50/p95/p99, CPU and page reads per transaction")
     fixed_duration = True

@@ -40,3 +40,16 @@ def test_a_run_counts_its_commits_only_for_writing_scripts(tmp_path):
             assert got["commits"] == (got["transactions"] if script in oltp.WRITES else 0), script
     finally:
         c.close()
+
+
+def test_a_failing_write_transaction_is_rolled_back_and_its_error_raised(tmp_path):
+    conn = sqlite3.connect(_db(tmp_path), isolation_level=None)
+    conn.execute("DROP TABLE pgbench_history")  # tpcb-like's last statement then fails
+    try:
+        oltp.transaction("tpcb-like", conn, random.Random(1), oltp.MIN_ACCOUNTS, 1, 10)
+    except sqlite3.OperationalError as e:
+        assert "pgbench_history" in str(e)
+    else:
+        raise AssertionError("the failing statement's error was not raised")
+    assert not conn.in_transaction
+    assert conn.execute("SELECT count(*) FROM pgbench_accounts WHERE abalance != 0").fetchone()[0] == 0

@@ -18,6 +18,7 @@ import os
 import random
 import threading
 import time
+from contextlib import contextmanager
 from pathlib import Path
 
 from ...errors import BadValueError, CheckFailedError
@@ -27,7 +28,7 @@ from ...vocab.probe import Target
 # account updates in one transaction: 1 and 8 pages written per commit, where tpcb-like writes 4 and simple-update
 # 2), which `calibrate` runs so that a commit's own cost and a page written's come apart
 SCRIPTS = ("tpcb-like", "select-only", "simple-update", "update-batch", "update-one")
-WRITES = ("tpcb-like", "simple-update", "update-batch", "update-one")  # every transaction commits a change
+WRITES = tuple(s for s in SCRIPTS if s != "select-only")  # every transaction of these commits a change
 BATCH = 8
 OWN = {"update-batch": BATCH, "update-one": 1}  # encbench's own scripts: accounts changed per transaction
 ACCOUNT_BYTES = 110  # stored bytes per pgbench_accounts row here (84-character filler): sizes the table
@@ -82,8 +83,7 @@ def transaction(script: str, conn, rng: random.Random, accounts: int, branches: 
         _batch(conn, rng, accounts, aid, OWN[script])
         return
     bid, tid, delta = rng.randint(1, branches), rng.randint(1, tellers), rng.randint(-5000, 5000)
-    conn.execute("BEGIN IMMEDIATE")
-    try:
+    with _writing(conn):
         conn.execute("UPDATE pgbench_accounts SET abalance = abalance + ? WHERE aid = ?", (delta, aid))
         conn.execute("SELECT abalance FROM pgbench_accounts WHERE aid = ?", (aid,)).fetchone()
         if script == "tpcb-like":
@@ -91,6 +91,15 @@ def transaction(script: str, conn, rng: random.Random, accounts: int, branches: 
             conn.execute("UPDATE pgbench_branches SET bbalance = bbalance + ? WHERE bid = ?", (delta, bid))
         conn.execute("INSERT INTO pgbench_history (tid, bid, aid, delta, mtime) VALUES (?, ?, ?, ?, "
                      "CURRENT_TIMESTAMP)", (tid, bid, aid, delta))
+
+
+@contextmanager
+def _writing(conn):
+    """One write transaction: BEGIN IMMEDIATE, then COMMIT, or ROLLBACK (and the error raised) if a statement or the
+    commit fails."""
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        yield
         conn.execute("COMMIT")
     except BaseException:
         conn.execute("ROLLBACK")
@@ -99,15 +108,10 @@ def transaction(script: str, conn, rng: random.Random, accounts: int, branches: 
 
 def _batch(conn, rng: random.Random, accounts: int, aid: int, n: int) -> None:
     """update-batch / update-one: n accounts' balances changed in one transaction (a page written each, one commit)."""
-    conn.execute("BEGIN IMMEDIATE")
-    try:
+    with _writing(conn):
         for a in [aid] + [rng.randint(1, accounts) for _ in range(n - 1)]:
             conn.execute("UPDATE pgbench_accounts SET abalance = abalance + ? WHERE aid = ?",
                          (rng.randint(-5000, 5000), a))
-        conn.execute("COMMIT")
-    except BaseException:
-        conn.execute("ROLLBACK")
-        raise
 
 
 def percentile(values: list[float], q: float) -> float | None:
