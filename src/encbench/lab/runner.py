@@ -152,14 +152,11 @@ def measured_rounds(doc: dict, p: Plan) -> dict[str, int]:
     return {wl: min(c.values(), default=0) for wl, c in counts.items()}
 
 
-def round_costs(doc: dict, p: Plan) -> dict[str, float]:
-    """Seconds one more round of each workload takes, from its measured runs' durations so far."""
-    out = {}
-    for wl, vs in p.by_workload.items():
-        durations = [r["context"]["duration_s"] for r in doc["runs"] if r["workload"] == wl and not r.get("warmup")
-                     and isinstance(r.get("context"), dict) and "duration_s" in r["context"]]
-        out[wl] = len(vs) * sum(durations) / len(durations) if durations else 0.0
-    return out
+def round_costs(spent: dict[str, list[float]], p: Plan) -> dict[str, float]:
+    """Seconds one more round of each workload takes at its slowest measured run so far: the whole of a run's
+    cost (the variant applied, the run, its result written), so that a round started before the deadline ends
+    before it (warmups are not in spent)."""
+    return {wl: len(vs) * max(spent.get(wl) or [0.0]) for wl, vs in p.by_workload.items()}
 
 
 def starts_round(item: dict, p: Plan) -> bool:
@@ -170,7 +167,8 @@ def starts_round(item: dict, p: Plan) -> bool:
     return item["variant"] == order[0]
 
 
-def announce_estimate(doc: dict, p: Plan, budget: precision.Budget, on_progress: Callable, item: dict) -> None:
+def announce_estimate(doc: dict, p: Plan, budget: precision.Budget, on_progress: Callable, item: dict,
+                      spent: dict[str, list[float]]) -> None:
     """--quick / --budget: after a workload's first measured round, the time its runs take at this machine's pace."""
     if budget.sequential is None or item["warmup"] or item["round"] != 0:
         return
@@ -179,7 +177,7 @@ def announce_estimate(doc: dict, p: Plan, budget: precision.Budget, on_progress:
         return
     wl = item["workload"]
     remaining = budget.deadline - budget.clock() if budget.max_time_s is not None else None
-    on_progress(precision.estimate_text({wl: round_costs(doc, p)[wl]}, {wl: 1}, budget.sequential, remaining),
+    on_progress(precision.estimate_text({wl: round_costs(spent, p)[wl]}, {wl: 1}, budget.sequential, remaining),
                 len(doc["runs"]), len(p.items))
 
 
@@ -418,15 +416,17 @@ class _Runs:
         them; under --meter instructions the crypto library's code paths last."""
         p, doc = self.p, self.doc
         self._ctx, self._sources, self.total = _context(), runctx.Sources(), len(p.items)
+        self.spent: dict[str, list[float]] = {}  # workload -> seconds each measured run cost, all of it (round_costs)
         for item in p.items:
-            if self.config.budget_s is not None and starts_round(item, p) and not budget.fits(round_costs(doc, p)[
-                    item["workload"]]):
+            if self.config.budget_s is not None and starts_round(item, p) and not budget.fits(
+                    round_costs(self.spent, p)[item["workload"]]):
                 break  # --budget bounds the planned rounds too: the rule below says which workloads stopped
             self.one(item)
-            announce_estimate(doc, p, budget, self.on_progress, item)
+            announce_estimate(doc, p, budget, self.on_progress, item, self.spent)
         while True:  # --precision / --max-time: more rounds where a comparison is still too wide; --quick/--budget:
-            chosen = (budget.next_sequential(precision.row_codes(doc), measured_rounds(doc, p), round_costs(doc, p))
-                      if budget.sequential else budget.next_round(precision.rows(doc), round_costs(doc, p)))
+            costs = round_costs(self.spent, p)
+            chosen = (budget.next_sequential(precision.row_codes(doc), measured_rounds(doc, p), costs)
+                      if budget.sequential else budget.next_round(precision.rows(doc), costs))
             if not chosen:  # more rounds until each workload's verdicts resolve
                 break
             done = measured_rounds(doc, p)
@@ -447,7 +447,7 @@ class _Runs:
     def one(self, item: dict) -> None:
         """One run in a fresh worker (or the worker under valgrind), appended to the file with its context."""
         p, doc, placed = self.p, self.doc, self.placed
-        i = len(doc["runs"])
+        i, started = len(doc["runs"]), time.monotonic()
         interrupts.raise_if_stopped()
         self.on_progress(f"{item['workload']} {label(item['variant'])}{' (warmup)' if item['warmup'] else ''}",
                          i, self.total)
@@ -478,6 +478,8 @@ class _Runs:
             doc["runs"].append(dict(item, variant_label=label(item["variant"]), server_config=server, **out,
                                     context=context))
             results.write_atomic(self.config.output, doc)
+        if not item["warmup"]:
+            self.spent.setdefault(item["workload"], []).append(time.monotonic() - started)
 
     def failed(self, e: EncbenchError) -> None:
         """A failed run's file: its one-line error (redacted), the log of a private server that died."""

@@ -132,7 +132,7 @@ def test_parse_points():
 
 # -- the rounds the runner adds -----------------------------------------------------------------
 
-def test_extra_rounds_continue_abba_and_costs_come_from_durations():
+def test_extra_rounds_continue_abba_and_cost_the_slowest_run():
     from encbench.lab import runner
 
     a, b_ = {"encryption": "off"}, {"encryption": "on"}
@@ -144,7 +144,9 @@ def test_extra_rounds_continue_abba_and_costs_come_from_durations():
                               ("encryption=on", False, 3.0), ("encryption=on", False, 2.0))]
     doc = {"runs": runs}
     assert runner.measured_rounds(doc, p) == {"scan": 1}
-    assert runner.round_costs(doc, p)["scan"] == pytest.approx(2 * 2.0)  # warmups left out
+    spent = {"scan": [1.5, 3.5, 2.5]}  # what each measured run cost, all of it (warmups are never in it)
+    assert runner.round_costs(spent, p)["scan"] == pytest.approx(2 * 3.5)  # at the slowest run's pace
+    assert runner.round_costs({}, p)["scan"] == 0.0  # nothing measured yet
     assert runner.runs_per_variant(doc) == {"scan": 1}
 
 
