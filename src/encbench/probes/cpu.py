@@ -26,35 +26,43 @@ def _schedstat_ns(pid: int, tid: int | str) -> int:
         return 0
 
 
-def _run_ns(pid: int) -> int:
-    """Exact CPU time of a process's live threads."""
-    return sum(_schedstat_ns(pid, tid) for tid in os.listdir(f"/proc/{pid}/task"))
+def _threads_of(pid: int) -> dict[tuple[int, str], int]:
+    """(pid, tid) -> exact CPU time of each live thread of a process, in nanoseconds."""
+    return {(pid, tid): _schedstat_ns(pid, tid) for tid in os.listdir(f"/proc/{pid}/task")}
 
 
 class _Reading:
-    """A CPU reading: exact totals where the kernel has them, user/sys ticks to split them."""
+    """A CPU reading: exact totals where the kernel has them, user/sys ticks to split them.
+
+    The exact total is the sum over a process's live threads, so it loses a thread that exits between two readings
+    (a MariaDB server's pool threads come and go: its whole life's CPU vanished from the later reading, and the
+    difference went negative). The ticks of /proc/PID/stat keep the exited threads' time: where a thread of the
+    earlier reading has gone, the difference is taken from them, at their resolution (one clock tick)."""
 
     def __init__(self, target: Target):
         self.self_ = target.is_self
         if self.self_:
             # getrusage is exact to the microsecond for the calling process (all threads)
             ru = resource.getrusage(resource.RUSAGE_SELF)
-            self.user, self.sys, self.exact = ru.ru_utime, ru.ru_stime, None
+            self.user, self.sys, self.threads = ru.ru_utime, ru.ru_stime, None
             return
         self.user = self.sys = 0.0
-        self.exact = 0 if not target.reaped_children else None
+        self.threads: dict[tuple[int, str], int] | None = {} if not target.reaped_children else None
         for pid in target.pids:
             u, s = _stat_ticks(pid, target.reaped_children)
             self.user, self.sys = self.user + u * _TICK, self.sys + s * _TICK
-            if self.exact is not None:
-                self.exact += _run_ns(pid)
+            if self.threads is not None:
+                self.threads.update(_threads_of(pid))
 
     def minus(self, before: "_Reading") -> tuple[float, float, float]:
-        """(user, sys, resolution): the exact total split in the ticks' proportion, as getrusage does."""
+        """(user, sys, resolution): the exact total split in the ticks' proportion, as getrusage does; the ticks
+        alone where a thread of the earlier reading has exited since."""
         du, ds = self.user - before.user, self.sys - before.sys
-        if self.exact is None or before.exact is None:
+        if self.threads is None or before.threads is None:
             return du, ds, (1e-6 if self.self_ else _TICK)
-        total = (self.exact - before.exact) / 1e9
+        if not before.threads.keys() <= self.threads.keys():  # a thread exited: its time is only in the ticks
+            return du, ds, _TICK
+        total = (sum(self.threads.values()) - sum(before.threads.values())) / 1e9
         if du + ds <= 0:
             return total, 0.0, 1e-6
         return total * du / (du + ds), total * ds / (du + ds), 1e-6

@@ -372,3 +372,42 @@ def test_read_proc_kv(tmp_path):
 def test_thread_ids():
     assert str(os.getpid()) in thread_ids(os.getpid())
     assert thread_ids(2**22 + 12345) == []
+
+
+_THREAD_CHILD = """
+import sys, threading, time
+burnt = threading.Event()
+def busy():  # burns 0.3 s of CPU, then waits for a line and exits
+    end = time.thread_time() + 0.3
+    while time.thread_time() < end:
+        pass
+    burnt.set()
+    sys.stdin.readline()
+threading.Thread(target=busy).start()
+burnt.wait()
+print("burnt", flush=True)
+time.sleep(30)
+"""
+
+
+def test_cpu_probe_keeps_the_time_of_a_thread_that_exits_between_readings():
+    """A server's pool thread that exits during a run takes its whole life's CPU out of the live threads' sum: the
+    difference must not go negative (it did: a MariaDB run read -1.1 ms of server CPU per transaction)."""
+    proc = subprocess.Popen([sys.executable, "-c", _THREAD_CHILD], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            text=True)
+    try:
+        assert proc.stdout.readline().strip() == "burnt"
+        deadline = time.monotonic() + 10
+        p, t = CpuProbe(), Target(pids=[proc.pid])
+        p.start(t)
+        proc.stdin.write("exit\n")
+        proc.stdin.flush()
+        while len(os.listdir(f"/proc/{proc.pid}/task")) > 1 and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert len(os.listdir(f"/proc/{proc.pid}/task")) == 1  # the busy thread has gone
+        out = p.stop(t)
+        assert 0 <= out["cpu_s"] < 0.1  # the thread burnt its time before the first reading
+        assert out["cpu_resolution_s"] == pytest.approx(1 / os.sysconf("SC_CLK_TCK"))  # ticks, and it says so
+    finally:
+        proc.kill()
+        proc.wait()
