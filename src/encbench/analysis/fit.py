@@ -41,6 +41,9 @@ TRANSIT_WORKLOADS = ("connect", "bulk", "roundtrip", "storm")
 METHOD = ("weighted least squares over every run (1 / each mix's variance, encrypted and plain apart): server CPU per "
           "unit of work = a plain cost per mix + (encrypted) x the sum of each term's count x its cost; 95% CI from "
           "s^2 (X'WX)^-1, Student's t")
+METHOD_BLOCKED = METHOD.replace("a plain cost per mix", "a plain cost per mix and round (the encrypted and plain runs "
+                                "of one interleaved round paired, so the machine's drift between rounds cancels)").replace(
+    "1 / each mix's variance", "1 / the variance each mix's runs keep within their rounds")
 # at rest, the per-transaction counts of each term (the first metric a run has): PostgreSQL's WAL, InnoDB's redo
 # (commits: SQLite's write transactions, its driver's count; absent on the server engines, whose commit is log bytes)
 ATREST_COUNTS = {"reads": ("pages_read",), "writes": ("pages_written",), "log_bytes": ("wal_bytes", "redo_bytes_written"),
@@ -84,6 +87,7 @@ class Row:
     encrypted: bool
     y: float
     x: dict
+    block: int | None = None  # the run's ABBA round (a blocked fit pairs the encrypted and plain runs of one round)
 
 
 def _cell(variant: dict, engine: dict, workload: str, axis: str, base: str) -> str:
@@ -232,36 +236,48 @@ def transit_rows(doc: dict) -> list[Row]:
             if "cpu_s" not in m or not unit:
                 continue
             cell = ",".join([f"{run['workload']}/{op.get('operation', '')}"] + keys)
-            out.append(Row(cell, tls != "off", m["cpu_s"] / unit, {k: v / unit for k, v in counts.items()}))
+            out.append(Row(cell, tls != "off", m["cpu_s"] / unit, {k: v / unit for k, v in counts.items()},
+                           run.get("round")))
     return out
 
 
-def _weights(rows: list[Row]) -> np.ndarray:
+def _weights(rows: list[Row], ys: list[float] | None = None) -> np.ndarray:
     """1 / the variance of each run's group (its mix, encrypted or plain): a write-heavy mix's CPU per transaction
-    varies tens of times more than a read-only one's, and unweighted its noise would drown the read cost."""
+    varies tens of times more than a read-only one's, and unweighted its noise would drown the read cost. ys: what
+    varies (default each run's y; a blocked fit passes its first pass's residuals: the spread left within a round)."""
     groups: dict[tuple, list[float]] = {}
-    for r in rows:
-        groups.setdefault((r.cell, r.encrypted), []).append(r.y)
+    for r, y in zip(rows, ys if ys is not None else [r.y for r in rows]):
+        groups.setdefault((r.cell, r.encrypted), []).append(y)
     # a group's variance at least (0.5% of its mean)^2: CPU times read at a 10 ms tick can repeat to the last digit,
     # and a variance of 1e-33 would weight that group 10^30 times the others
-    var = {g: max(float(np.var(v, ddof=1)), (MIN_CV * float(np.mean(v))) ** 2) if len(v) > 1 else 0.0
+    means = {}
+    for r in rows:
+        means.setdefault((r.cell, r.encrypted), []).append(r.y)
+    var = {g: max(float(np.var(v, ddof=1)), (MIN_CV * float(np.mean(means[g]))) ** 2) if len(v) > 1 else 0.0
            for g, v in groups.items()}
     known = [v for v in var.values() if v > 0]
     floor = min(known) if known else 1.0  # a group without spread: weighted as the steadiest group seen
     return np.array([1.0 / (var[(r.cell, r.encrypted)] or floor) for r in rows])
 
 
-def _design(rows: list[Row], cells: list[str], terms: list[str]) -> tuple[np.ndarray, np.ndarray]:
+def _intercept(r: Row, blocked: bool) -> tuple:
+    return (r.cell, r.block) if blocked else (r.cell, None)
+
+
+def _design(rows: list[Row], intercepts: list[tuple], terms: list[str],
+            blocked: bool = False) -> tuple[np.ndarray, np.ndarray]:
     """The design matrix with each column scaled to a largest value of 1 (bytes and sessions differ by 10^6: unscaled,
     X'X is singular to the machine), and the scales (a cost is the fitted coefficient over its column's scale)."""
-    x = np.array([[1.0 if r.cell == c else 0.0 for c in cells] + [r.x[t] if r.encrypted else 0.0 for t in terms]
-                  for r in rows], dtype=float).reshape(len(rows), len(cells) + len(terms))
+    x = np.array([[1.0 if _intercept(r, blocked) == c else 0.0 for c in intercepts]
+                  + [r.x[t] if r.encrypted else 0.0 for t in terms]
+                  for r in rows], dtype=float).reshape(len(rows), len(intercepts) + len(terms))
     scale = np.abs(x).max(axis=0) if len(rows) else np.ones(x.shape[1])
     scale[scale == 0] = 1.0
     return x / scale, scale
 
 
-def _identifiable(rows: list[Row], cells: list[str], terms: list[str]) -> tuple[list[str], dict[str, str]]:
+def _identifiable(rows: list[Row], intercepts: list[tuple], terms: list[str],
+                  blocked: bool = False) -> tuple[list[str], dict[str, str]]:
     """The terms the design can fit, and why each other one cannot: no encrypted run did it, or its count never
     varied apart from the terms kept before it (the terms are tried in the bill's order)."""
     kept, why = [], {}
@@ -269,7 +285,7 @@ def _identifiable(rows: list[Row], cells: list[str], terms: list[str]) -> tuple[
         if not any(r.encrypted and r.x.get(t) for r in rows):
             why[t] = "no calibrated mix did this work (its count was 0 in every encrypted run)"
             continue
-        x, _ = _design(rows, cells, kept + [t])
+        x, _ = _design(rows, intercepts, kept + [t], blocked)
         if np.linalg.matrix_rank(x) < x.shape[1]:
             why[t] = (f"its count never varied apart from {', '.join(kept) or 'the mixes'}' across the calibrated "
                       "mixes: add a mix that does it in another proportion")
@@ -278,30 +294,38 @@ def _identifiable(rows: list[Row], cells: list[str], terms: list[str]) -> tuple[
     return kept, why
 
 
-def solve(rows: list[Row], terms: list[str]) -> dict:
+def solve(rows: list[Row], terms: list[str], blocked: bool = False) -> dict:
     """The fit of these terms' costs (seconds per unit) over the rows: {"runs", "cells", "df", "method", "costs":
-    term -> {"value", "ci"} or {"why"}}; every term asked for is in "costs"."""
+    term -> {"value", "ci"} or {"why"}}; every term asked for is in "costs". blocked: a plain cost per mix and round
+    (each run's Row.block), not per mix: the rounds' drift cancels, as in a paired comparison."""
     cells = sorted({r.cell for r in rows})
-    out = {"method": METHOD, "runs": len(rows), "cells": cells, "df": None, "costs": {}}
+    out = {"method": METHOD_BLOCKED if blocked else METHOD, "runs": len(rows), "cells": cells, "df": None,
+           "costs": {}}
     if not any(r.encrypted for r in rows) or all(r.encrypted for r in rows):
         why = "no runs" if not rows else "the mixes ran on one side only (encrypted and plain are both needed)"
         out["costs"] = {t: {"why": why} for t in terms}
         return out
-    kept, why = _identifiable(rows, cells, terms)
-    x, scale = _design(rows, cells, kept)
+    intercepts = sorted({_intercept(r, blocked) for r in rows}, key=lambda c: (c[0], -1 if c[1] is None else c[1]))
+    kept, why = _identifiable(rows, intercepts, terms, blocked)
+    x, scale = _design(rows, intercepts, kept, blocked)
     n, p = x.shape
     if n <= p:
         out["costs"] = {t: {"why": f"{n} runs for {p} parameters: more runs per variant"} for t in terms}
         return out
+    y = np.array([r.y for r in rows])
     w = np.sqrt(_weights(rows))
-    xw, yw = x * w[:, None], np.array([r.y for r in rows]) * w
+    xw, yw = x * w[:, None], y * w
     beta, *_ = np.linalg.lstsq(xw, yw, rcond=None)
+    if blocked:  # weighted by the spread left within the rounds, not the drift the blocks took out
+        w = np.sqrt(_weights(rows, list(y - x @ beta)))
+        xw, yw = x * w[:, None], y * w
+        beta, *_ = np.linalg.lstsq(xw, yw, rcond=None)
     resid = yw - xw @ beta
     cov = float(resid @ resid) / (n - p) * np.linalg.inv(xw.T @ xw)
     q = t_ppf(0.975, n - p)
     out["df"] = n - p
     for i, t in enumerate(kept):
-        j = len(cells) + i
+        j = len(intercepts) + i
         value, se = float(beta[j] / scale[j]), math.sqrt(max(float(cov[j, j]), 0.0)) / float(scale[j])
         out["costs"][t] = {"value": value, "ci": [value - q * se, value + q * se]}
     out["costs"].update({t: {"why": w_} for t, w_ in why.items()})
@@ -318,7 +342,10 @@ def fit_atrest(doc: dict, terms=None) -> dict:
 
 
 def fit_transit(doc: dict, terms=None) -> dict:
-    return solve(transit_rows(doc), list(terms if terms is not None else TRANSIT_WORDS))
+    """The in-transit costs, blocked by round: the labs' operations are short, and their plain CPU drifts between
+    rounds far more than TLS adds within one (a 150 MB COPY's server CPU read 0.29-0.53 s over 12 plain runs; TLS added
+    about 0.09 s to each round's)."""
+    return solve(transit_rows(doc), list(terms if terms is not None else TRANSIT_WORDS), blocked=True)
 
 
 def fit(doc: dict) -> dict | None:
