@@ -245,15 +245,14 @@ def _weights(rows: list[Row], ys: list[float] | None = None) -> np.ndarray:
     """1 / the variance of each run's group (its mix, encrypted or plain): a write-heavy mix's CPU per transaction
     varies tens of times more than a read-only one's, and unweighted its noise would drown the read cost. ys: what
     varies (default each run's y; a blocked fit passes its first pass's residuals: the spread left within a round)."""
-    groups: dict[tuple, list[float]] = {}
+    groups: dict[tuple, list[float]] = {}  # what varies in each group
+    ys_of: dict[tuple, list[float]] = {}  # the group's own y (the floor below is a share of their mean)
     for r, y in zip(rows, ys if ys is not None else [r.y for r in rows]):
         groups.setdefault((r.cell, r.encrypted), []).append(y)
+        ys_of.setdefault((r.cell, r.encrypted), []).append(r.y)
     # a group's variance at least (0.5% of its mean)^2: CPU times read at a 10 ms tick can repeat to the last digit,
     # and a variance of 1e-33 would weight that group 10^30 times the others
-    means = {}
-    for r in rows:
-        means.setdefault((r.cell, r.encrypted), []).append(r.y)
-    var = {g: max(float(np.var(v, ddof=1)), (MIN_CV * float(np.mean(means[g]))) ** 2) if len(v) > 1 else 0.0
+    var = {g: max(float(np.var(v, ddof=1)), (MIN_CV * float(np.mean(ys_of[g]))) ** 2) if len(v) > 1 else 0.0
            for g, v in groups.items()}
     known = [v for v in var.values() if v > 0]
     floor = min(known) if known else 1.0  # a group without spread: weighted as the steadiest group seen
